@@ -1,0 +1,200 @@
+"""The ``exactmax`` command.
+
+Exit codes: 0 success / proved, 1 refuted, 2 usage or input error, 3 unknown.
+Expected failures print one line ``exactmax: error: ...``; anything else is a bug and keeps
+its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import __version__
+from .io import InputError, load_domain, load_model
+from .io.numbers import NumberSyntaxError, parse_rational, quote
+from .kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from .kernel.polyhedron import Box, Domain
+from .kernel.rational import Q, q_str
+from .kernel.transformer import HARDMAX, Attention, FeedForward, TransformerEvaluator
+
+EXIT_OK, EXIT_REFUTED, EXIT_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A bad command-line value; the message is the one line printed."""
+
+
+def parse_point(text: str, dim: int, option: str = "--input") -> tuple[Q, ...]:
+    """A comma-separated list of exact numbers of length ``dim``."""
+    items = [t.strip() for t in text.split(",")]
+    values = []
+    for i, t in enumerate(items):
+        try:
+            values.append(parse_rational(t))
+        except NumberSyntaxError as e:
+            raise UsageError(f"{option}: item {i}: {e}") from None
+    if len(values) != dim:
+        raise UsageError(f"{option}: expected {dim} comma-separated numbers (the model's input "
+                         f"dimension), got {len(values)} in {quote(text)}")
+    return tuple(values)
+
+
+def model_domain(model, args) -> Domain | None:
+    """The domain from ``--domain FILE`` if given, else the model's own (or None)."""
+    if getattr(args, "domain", None):
+        return load_domain(args.domain, model.input_dim)
+    return model.domain
+
+
+def describe_outside(dom: Domain, x) -> str:
+    """Why x is not in dom, for the note of ``eval``."""
+    if isinstance(dom, Box):
+        for i, (lo, v, hi) in enumerate(zip(dom.lower, x, dom.upper)):
+            if v < lo:
+                return f"x[{i}] = {v} is below the lower bound {lo}"
+            if v > hi:
+                return f"x[{i}] = {v} is above the upper bound {hi}"
+    bad = dom.as_polyhedron().violated(x)
+    return f"it violates constraint {bad[0]} (row {bad[0]} of A x <= b)" if bad else ""
+
+
+# ------------------------------------------------------------------------------- commands
+
+def cmd_eval(args) -> int:
+    model = load_model(args.model)
+    x = parse_point(args.input, model.input_dim)
+    dom = model_domain(model, args)
+    if dom is not None and not dom.contains(x):
+        print(f"exactmax: note: the input is outside the domain ({describe_outside(dom, x)}); "
+              "evaluating anyway", file=sys.stderr)
+    if isinstance(model, MaxoutNetwork):
+        y = MaxoutEvaluator(model).evaluate(x)
+    else:
+        for i, s in enumerate(model.sublayers):
+            if isinstance(s, Attention) and s.kind != HARDMAX:
+                raise InputError(args.model, f"sublayers[{i}]",
+                                 f"{s.kind} attention has no exact value; only hardmax "
+                                 "Transformers are evaluated exactly")
+        y = TransformerEvaluator(model).evaluate(x)
+    if args.json:
+        print(json.dumps({"output": [q_str(v) for v in y]}))
+    else:
+        print("y = (" + ", ".join(q_str(v) for v in y) + ")")
+    return EXIT_OK
+
+
+def _domain_summary(dom: Domain | None) -> dict:
+    if dom is None:
+        return {"kind": None}
+    if isinstance(dom, Box):
+        empty = dom.is_empty()
+        out = {"kind": "box", "constraints": 2 * dom.dim, "empty": empty, "bounded": True}
+        if not empty:
+            out.update(lower=[q_str(v) for v in dom.lower], upper=[q_str(v) for v in dom.upper])
+        return out
+    from .prove.lp import analyze_domain  # z3 is imported only when a polyhedron needs it
+    r = analyze_domain(dom)
+    out = {"kind": "polyhedron", "constraints": len(dom.b), "empty": r.empty,
+           "bounded": r.bounded}
+    if r.point is not None:
+        out["point"] = [q_str(v) for v in r.point]
+    if r.lower is not None and not r.empty:
+        out.update(lower=[q_str(v) for v in r.lower], upper=[q_str(v) for v in r.upper])
+    if r.unbounded_direction is not None:
+        out["unbounded_direction"] = [q_str(v) for v in r.unbounded_direction]
+    return out
+
+
+def cmd_info(args) -> int:
+    model = load_model(args.model)
+    dom = model_domain(model, args)
+    if isinstance(model, MaxoutNetwork):
+        info = {"kind": "maxout", "input_dim": model.input_dim, "output_dim": model.out_dim,
+                "layers": [{"width": l.width, "rank": l.rank} for l in model.layers],
+                "parameters": model.parameter_count}
+    else:
+        subs = [{"type": "feedforward", "hidden": s.inner.out_dim} if isinstance(s, FeedForward)
+                else {"type": "attention", "kind": s.kind, "heads": len(s.heads)}
+                for s in model.sublayers]
+        info = {"kind": "transformer", "input_dim": model.input_dim,
+                "output_dim": model.out_dim, "d_model": model.d_model,
+                "tokens": model.n_tokens, "sublayers": subs,
+                "readout_token": "mean" if model.readout.token is None else model.readout.token}
+    info["domain"] = _domain_summary(dom)
+    if args.json:
+        print(json.dumps(info))
+        return EXIT_OK
+    print(f"{args.model}: {'Maxout network' if info['kind'] == 'maxout' else 'Transformer'}, "
+          f"input dimension {info['input_dim']}, output dimension {info['output_dim']}")
+    if info["kind"] == "maxout":
+        print(f"  layers: {len(info['layers'])} (widths "
+              + ", ".join(str(l["width"]) for l in info["layers"]) + "; ranks "
+              + ", ".join(str(l["rank"]) for l in info["layers"])
+              + f"), {info['parameters']} parameters")
+    else:
+        kinds = ", ".join("FF" if s["type"] == "feedforward" else f"attn({s['heads']})"
+                          for s in info["sublayers"])
+        print(f"  {info['tokens']} tokens, d_model {info['d_model']}, "
+              f"{len(info['sublayers'])} sub-layers: {kinds}")
+    d = info["domain"]
+    if d["kind"] is None:
+        print("  domain: none given (use a \"domain\" entry or --domain FILE)")
+    else:
+        state = "empty" if d["empty"] else ("bounded" if d["bounded"] else "unbounded")
+        line = f"  domain: {d['kind']} with {d['constraints']} constraints, {state}"
+        if not d["empty"] and d["bounded"]:
+            line += ", within " + " x ".join(f"[{lo}, {hi}]"
+                                              for lo, hi in zip(d["lower"], d["upper"]))
+        if d.get("unbounded_direction"):
+            line += " along (" + ", ".join(d["unbounded_direction"]) + ")"
+        print(line)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="exactmax",
+        description="Exact, checked statements about Maxout networks and Transformers. "
+                    "Numbers are exact rationals throughout: integers, \"p/q\" or decimals.",
+        epilog="Exit status: 0 success or proved, 1 refuted, 2 usage or input error, "
+               "3 unknown.")
+    p.add_argument("--version", action="version", version=f"exactmax {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    e = sub.add_parser("eval", help="exact output of a Maxout network or hardmax Transformer",
+                       description="Evaluate a model exactly at one rational input. Hardmax "
+                       "ties are averaged. A point outside the domain is still evaluated, "
+                       "with a note on stderr.")
+    e.add_argument("model", metavar="MODEL.json", help="exactmax/maxout or exactmax/transformer")
+    e.add_argument("--input", required=True, metavar="X",
+                   help='comma-separated exact numbers, e.g. "1/2,-3,0.25"')
+    e.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    e.add_argument("--json", action="store_true", help='print {"output": ["p/q", ...]}')
+    e.set_defaults(run=cmd_eval)
+
+    i = sub.add_parser("info", help="summary of a model and its domain",
+                       description="Describe a model file and decide exactly whether its "
+                       "domain is empty or unbounded (z3 over the rationals, witnesses "
+                       "checked by the kernel).")
+    i.add_argument("model", metavar="MODEL.json")
+    i.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    i.add_argument("--json", action="store_true", help="print one JSON object")
+    i.set_defaults(run=cmd_info)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (InputError, UsageError) as e:
+        print(f"exactmax: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("exactmax: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,255 @@
+"""The versioned JSON formats: exactmax/maxout, exactmax/transformer, exactmax/domain.
+
+Unknown keys are errors (a typo is never ignored), except inside the free-form ``meta`` object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ..kernel.affine import Affine
+from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from ..kernel.polyhedron import Box, Domain, Polyhedron
+from ..kernel.rational import Q, ZERO, q_str
+from ..kernel.transformer import (HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout,
+                                  Transformer)
+from .jsonfile import Cursor, describe, plain, read_json_file
+
+MAXOUT = "exactmax/maxout"
+TRANSFORMER = "exactmax/transformer"
+DOMAIN = "exactmax/domain"
+VERSION = 1
+
+Model = MaxoutNetwork | Transformer
+
+
+# --------------------------------------------------------------------------------- reading
+
+def _header(root: Cursor, formats: tuple[str, ...]) -> str:
+    if not isinstance(root.value, dict):
+        raise root.error(f"expected a JSON object, got {describe(root.value)}")
+    if "format" not in root.value:
+        raise root.error('missing key "format" (expected ' +
+                         " or ".join(f'"{f}"' for f in formats) + ")")
+    fmt = root.child("format").string(formats)
+    if "version" not in root.value:
+        raise root.error('missing key "version"')
+    v = root.child("version").integer()
+    if v != VERSION:
+        raise root.child("version").error(
+            f"{fmt} version {v} is not supported (this exactmax reads version {VERSION})")
+    return fmt
+
+
+def load_model(path: str) -> Model:
+    """Read a Maxout network or a Transformer file."""
+    root = Cursor(path, "", read_json_file(path))
+    fmt = _header(root, (MAXOUT, TRANSFORMER))
+    return read_maxout(root) if fmt == MAXOUT else read_transformer(root)
+
+
+def load_domain(path: str, dim: int | None = None) -> Domain:
+    """Read an exactmax/domain file (a box or a polyhedron), of dimension ``dim`` if given."""
+    root = Cursor(path, "", read_json_file(path))
+    _header(root, (DOMAIN,))
+    f = root.fields(("format", "version"), ("box", "polyhedron", "meta"))
+    kinds = [k for k in ("box", "polyhedron") if k in f]
+    if len(kinds) != 1:
+        raise root.error('expected exactly one of "box" or "polyhedron"')
+    return _domain_body(kinds[0], f[kinds[0]], dim)
+
+
+def read_domain(c: Cursor, dim: int | None) -> Domain:
+    kind, body = c.one_of(("box", "polyhedron"))
+    return _domain_body(kind, body, dim)
+
+
+def _domain_body(kind: str, c: Cursor, dim: int | None) -> Domain:
+    if kind == "box":
+        f = c.fields(("lower", "upper"))
+        lower = f["lower"].vector(dim)
+        upper = f["upper"].vector(len(lower))
+        return Box(lower, upper)
+    f = c.fields(("A", "b"))
+    b = f["b"].vector(None)
+    A = f["A"].matrix(len(b), dim)
+    if dim is None:
+        if not A:
+            raise f["A"].error("cannot tell the dimension of a polyhedron with no constraints")
+        dim = len(A[0])
+    return Polyhedron(A, b, dim)
+
+
+def read_maxout(root: Cursor) -> MaxoutNetwork:
+    f = root.fields(("format", "version", "input_dim", "layers"), ("output", "domain", "meta"))
+    d = f["input_dim"].integer(1)
+    width = d
+    layers = []
+    for lc in f["layers"].items(min_length=1, what="layers"):
+        kind, body = lc.one_of(("units", "relu"))
+        if kind == "units":
+            units = []
+            for uc in body.items(min_length=1, what="units"):
+                pieces = []
+                for pc in uc.fields(("pieces",))["pieces"].items(min_length=1, what="pieces"):
+                    pf = pc.fields(("w", "b"))
+                    pieces.append(Piece(_weights(pf["w"], width, lc.path), pf["b"].number()))
+                units.append(Unit(tuple(pieces)))
+        else:  # ReLU layer: max(W_i h + b_i, 0), stored as a rank-2 Maxout layer
+            rf = body.fields(("W", "b"))
+            b = rf["b"].vector(None)
+            W = rf["W"].matrix(len(b), width)
+            zero_piece = Piece((ZERO,) * width, ZERO)
+            units = [Unit((Piece(row, c), zero_piece)) for row, c in zip(W, b)]
+            if not units:
+                raise rf["b"].error("expected at least 1 unit")
+        layers.append(Layer(tuple(units)))
+        width = len(units)
+    output = _affine(f["output"], None, width) if "output" in f else None
+    domain = read_domain(f["domain"], d) if "domain" in f else None
+    meta = plain(f["meta"].value) if "meta" in f else None
+    return MaxoutNetwork(d, tuple(layers), output, domain, meta)
+
+
+def _weights(c: Cursor, width: int, layer_path: str) -> tuple[Q, ...]:
+    if isinstance(c.value, list) and len(c.value) != width:
+        raise c.error(f"expected {width} weights (the width of the layer before {layer_path}), "
+                      f"got {len(c.value)}")
+    return c.vector(width, what="weights")
+
+
+def _affine(c: Cursor, out_dim: int | None, in_dim: int) -> Affine:
+    f = c.fields(("W", "b"))
+    b = f["b"].vector(out_dim)
+    W = f["W"].matrix(len(b), in_dim)
+    return Affine(W, b, in_dim)
+
+
+def read_transformer(root: Cursor) -> Transformer:
+    f = root.fields(("format", "version", "input_dim", "d_model", "embedding", "positions",
+                     "sublayers", "readout"), ("domain", "meta"))
+    d = f["input_dim"].integer(1)
+    dm = f["d_model"].integer(1)
+    E = f["embedding"].matrix(dm, d, "embedding matrix (d_model x input_dim)")
+    positions = tuple(pc.vector(dm) for pc in f["positions"].items(min_length=1,
+                                                                     what="positions"))
+    sublayers = []
+    for sc in f["sublayers"].items(what="sub-layers"):
+        kind, body = sc.one_of(("feedforward", "attention"))
+        if kind == "feedforward":
+            ff = body.fields(("W1", "b1", "W2", "b2"))
+            b1 = ff["b1"].vector(None)
+            W1 = ff["W1"].matrix(len(b1), dm)
+            b2 = ff["b2"].vector(dm)
+            W2 = ff["W2"].matrix(dm, len(b1))
+            sublayers.append(FeedForward(Affine(W1, b1, dm), Affine(W2, b2, len(b1))))
+        else:
+            af = body.fields(("heads",), ("kind",))
+            kind_ = af["kind"].string((HARDMAX, SOFTMAX)) if "kind" in af else HARDMAX
+            heads = []
+            for hc in af["heads"].items(what="heads"):
+                hf = hc.fields(("query", "key", "value", "out"), ("scale",))
+                key = hf["key"].matrix(None, dm)
+                query = hf["query"].matrix(len(key), dm)
+                value = hf["value"].matrix(None, dm)
+                out = hf["out"].matrix(dm, len(value))
+                scale = hf["scale"].number() if "scale" in hf else Q(1)
+                if not scale > 0:
+                    raise hf["scale"].error(f"expected a positive scale, got {scale}")
+                heads.append(Head(query, key, value, out, scale))
+            sublayers.append(Attention(tuple(heads), kind_))
+    rf = f["readout"].fields(("W", "b"), ("token",))
+    token: int | None = 0
+    if "token" in rf:
+        if rf["token"].value == "mean":
+            token = None
+        else:
+            token = rf["token"].integer(0)
+            if token >= len(positions):
+                raise rf["token"].error(f'expected a token index below {len(positions)} '
+                                        f'or "mean", got {token}')
+    b = rf["b"].vector(None)
+    readout = Readout(Affine(rf["W"].matrix(len(b), dm), b, dm), token)
+    domain = read_domain(f["domain"], d) if "domain" in f else None
+    meta = plain(f["meta"].value) if "meta" in f else None
+    return Transformer(d, dm, E, positions, tuple(sublayers), readout, domain, meta)
+
+
+# --------------------------------------------------------------------------------- writing
+
+def _vec(v) -> list[str]:
+    return [q_str(x) for x in v]
+
+
+def _matrix(M, ncols: int) -> object:
+    """Dense rows, or the sparse form when at most a quarter of the entries are non-zero."""
+    nnz = sum(1 for row in M for v in row if v)
+    if len(M) * ncols >= 16 and 4 * nnz <= len(M) * ncols:
+        return {"shape": [len(M), ncols],
+                "entries": [[i, j, q_str(v)] for i, row in enumerate(M)
+                            for j, v in enumerate(row) if v]}
+    return [_vec(row) for row in M]
+
+
+def domain_to_json(dom: Domain) -> dict:
+    if isinstance(dom, Box):
+        return {"box": {"lower": _vec(dom.lower), "upper": _vec(dom.upper)}}
+    return {"polyhedron": {"A": [_vec(r) for r in dom.A], "b": _vec(dom.b)}}
+
+
+def model_to_json(model: Model) -> dict:
+    """The JSON object of a model; ``read`` of it gives back an equal model."""
+    if isinstance(model, MaxoutNetwork):
+        obj = {"format": MAXOUT, "version": VERSION, "input_dim": model.input_dim,
+               "layers": [{"units": [{"pieces": [{"w": _vec(p.w), "b": q_str(p.b)}
+                                                 for p in u.pieces]} for u in l.units]}
+                          for l in model.layers]}
+        if model.output is not None:
+            obj["output"] = {"W": _matrix(model.output.W, model.output.in_dim),
+                             "b": _vec(model.output.b)}
+    else:
+        dm = model.d_model
+        subs = []
+        for s in model.sublayers:
+            if isinstance(s, FeedForward):
+                subs.append({"feedforward": {
+                    "W1": _matrix(s.inner.W, dm), "b1": _vec(s.inner.b),
+                    "W2": _matrix(s.outer.W, s.outer.in_dim), "b2": _vec(s.outer.b)}})
+            else:
+                subs.append({"attention": {"kind": s.kind, "heads": [
+                    {"query": _matrix(h.query, dm), "key": _matrix(h.key, dm),
+                     "value": _matrix(h.value, dm), "out": _matrix(h.out, len(h.value)),
+                     "scale": q_str(h.scale)} for h in s.heads]}})
+        r = model.readout
+        obj = {"format": TRANSFORMER, "version": VERSION, "input_dim": model.input_dim,
+               "d_model": dm, "embedding": _matrix(model.embedding, model.input_dim),
+               "positions": [_vec(p) for p in model.positions], "sublayers": subs,
+               "readout": {"token": "mean" if r.token is None else r.token,
+                           "W": _matrix(r.map.W, dm), "b": _vec(r.map.b)}}
+    if model.domain is not None:
+        obj["domain"] = domain_to_json(model.domain)
+    if model.meta is not None:
+        obj["meta"] = model.meta
+    return obj
+
+
+def write_json_atomic(path: str, obj: object) -> None:
+    """Write JSON to ``path`` all at once: a temporary file in the same folder, then a rename,
+    so a failure never leaves a half-written file.  ``.gz`` paths are gzip-compressed."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".exactmax-", dir=folder)
+    try:
+        data = (json.dumps(obj, indent=1) + "\n").encode()
+        if path.endswith(".gz"):
+            import gzip
+            data = gzip.compress(data, mtime=0)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+

@@ -1,0 +1,63 @@
+"""Exact reading of numbers: integers, "p/q", decimal strings, JSON number literals.
+
+A JSON literal such as 0.1 is read from its decimal text (1/10), never through a float.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..kernel.rational import Q
+
+MAX_EXPONENT = 1000
+"""Largest |e| accepted in a decimal exponent (1e1000 is fine, 1e1001 is refused)."""
+
+MAX_DIGITS = 4000
+"""Longest run of digits accepted in one number."""
+
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+_FRACTION = re.compile(r"([+-]?\d+)/(\d+)", re.ASCII)
+_DECIMAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?", re.ASCII)
+
+EXPECTED = 'expected an integer, a decimal or "p/q"'
+
+
+class NumberSyntaxError(ValueError):
+    """The text is not a number exactmax accepts; the message says why."""
+
+
+def parse_rational(text: str) -> Q:
+    """The exact rational written by ``text``: "-3", "7/2", "0.125", "1e-3", "-1.5E+2".
+
+    Raises NumberSyntaxError for anything else (including "NaN", "Infinity", "1/0",
+    exponents beyond MAX_EXPONENT and numbers longer than MAX_DIGITS digits).
+    """
+    if len(text) > MAX_DIGITS + 20:
+        raise NumberSyntaxError(f"number longer than {MAX_DIGITS} digits")
+    if _INTEGER.fullmatch(text):
+        return Q(int(text))
+    m = _FRACTION.fullmatch(text)
+    if m:
+        den = int(m.group(2))
+        if den == 0:
+            raise NumberSyntaxError(f'zero denominator in "{text}"')
+        return Q(int(m.group(1)), den)
+    m = _DECIMAL.fullmatch(text)
+    if m and (m.group(2) or m.group(3)):
+        sign, whole, frac, exp = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+        e = int(exp) if exp else 0
+        if abs(e) > MAX_EXPONENT:
+            raise NumberSyntaxError(
+                f'exponent {e} in "{text}" is beyond +-{MAX_EXPONENT}; write the number as "p/q"')
+        mantissa = int((whole or "0") + frac)
+        e -= len(frac)
+        value = Q(mantissa * 10 ** e) if e >= 0 else Q(mantissa, 10 ** -e)
+        return -value if sign == "-" else value
+    raise NumberSyntaxError(f"{EXPECTED}, got {quote(text)}")
+
+
+def quote(text: str, limit: int = 40) -> str:
+    """The text as a JSON string, shortened to about ``limit`` characters."""
+    import json
+    s = json.dumps(text)
+    return s if len(s) <= limit else s[: limit - 4] + '..."'

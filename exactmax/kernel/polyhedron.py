@@ -1,0 +1,121 @@
+"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and the exact checks of the facts
+that producers (an LP solver, z3) claim about them.
+
+Each claim comes with a witness the kernel checks with a few exact inner products:
+
+- non-empty: a point x with A x <= b;
+- empty: Farkas multipliers y >= 0 with y^T A = 0 and y^T b < 0 (then 0 = y^T A x <= y^T b < 0
+  for any x in P, a contradiction);
+- bounded above in direction c: y >= 0 with y^T A = c, which gives c.x = y^T A x <= y^T b;
+- unbounded: a point x0 in P and a ray r != 0 with A r <= 0 (then x0 + t r in P for all t >= 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .affine import Vector, Matrix, dot
+from .errors import CheckFailed
+from .rational import Q, ZERO
+
+
+@dataclass(frozen=True, slots=True)
+class Polyhedron:
+    """P = {x in Q^dim : A x <= b}, one row of A and one entry of b per constraint."""
+
+    A: Matrix
+    b: Vector
+    dim: int
+
+    def contains(self, x: Vector) -> bool:
+        return all(dot(row, x) <= c for row, c in zip(self.A, self.b))
+
+    def violated(self, x: Vector) -> list[int]:
+        """Indices of the constraints that x violates."""
+        return [i for i, (row, c) in enumerate(zip(self.A, self.b)) if dot(row, x) > c]
+
+    def as_polyhedron(self) -> "Polyhedron":
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """The box {x : lower <= x <= upper} (coordinate-wise)."""
+
+    lower: Vector
+    upper: Vector
+
+    @property
+    def dim(self) -> int:
+        return len(self.lower)
+
+    def contains(self, x: Vector) -> bool:
+        return all(lo <= v <= hi for lo, v, hi in zip(self.lower, x, self.upper))
+
+    def is_empty(self) -> bool:
+        """Exact: a box is empty iff some lower bound exceeds its upper bound."""
+        return any(lo > hi for lo, hi in zip(self.lower, self.upper))
+
+    def as_polyhedron(self) -> Polyhedron:
+        """Rows x_i <= upper_i, then -x_i <= -lower_i, for i = 0..dim-1."""
+        d = self.dim
+        one, zero = Q(1), ZERO
+        rows, rhs = [], []
+        for i in range(d):
+            rows.append(tuple(one if j == i else zero for j in range(d)))
+            rhs.append(self.upper[i])
+        for i in range(d):
+            rows.append(tuple(-one if j == i else zero for j in range(d)))
+            rhs.append(-self.lower[i])
+        return Polyhedron(tuple(rows), tuple(rhs), d)
+
+
+Domain = Box | Polyhedron
+
+
+def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:
+    """(y^T A, y^T b) after checking y >= 0 has one entry per constraint."""
+    if len(y) != len(P.b):
+        raise CheckFailed(f"{what}: {len(y)} multipliers for {len(P.b)} constraints")
+    for i, v in enumerate(y):
+        if v < 0:
+            raise CheckFailed(f"{what}: multiplier y[{i}] = {v} is negative")
+    lin = tuple(sum((y[i] * P.A[i][j] for i in range(len(y)) if y[i]), ZERO)
+                for j in range(P.dim))
+    return lin, dot(y, P.b)
+
+
+def check_member(P: Polyhedron, x: Vector) -> None:
+    """Accept iff x is in P (so P is non-empty)."""
+    if len(x) != P.dim:
+        raise CheckFailed(f"member: point of length {len(x)} in a domain of dimension {P.dim}")
+    bad = P.violated(x)
+    if bad:
+        raise CheckFailed(f"member: the point violates constraint {bad[0]}")
+
+
+def check_empty(P: Polyhedron, y: Vector) -> None:
+    """Accept iff y is a Farkas certificate of emptiness: y >= 0, y^T A = 0, y^T b < 0."""
+    lin, const = _combination(P, y, "empty")
+    if any(lin):
+        raise CheckFailed("empty: y^T A is not zero")
+    if not const < 0:
+        raise CheckFailed(f"empty: y^T b = {const} is not negative")
+
+
+def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
+    """Return beta = y^T b after checking y >= 0 and y^T A = c; then c.x <= beta on P."""
+    lin, const = _combination(P, y, "bound")
+    if tuple(lin) != tuple(c):
+        raise CheckFailed("bound: y^T A differs from the bounded direction")
+    return const
+
+
+def check_unbounded(P: Polyhedron, x0: Vector, r: Vector) -> None:
+    """Accept iff x0 is in P, r != 0 and A r <= 0: P contains the half-line x0 + t r, t >= 0."""
+    check_member(P, x0)
+    if len(r) != P.dim or not any(r):
+        raise CheckFailed("unbounded: the ray is zero or has the wrong length")
+    for i, row in enumerate(P.A):
+        if dot(row, r) > 0:
+            raise CheckFailed(f"unbounded: the ray leaves constraint {i}")

@@ -1,0 +1,1 @@
+"""Untrusted producers that use z3: their answers carry witnesses the kernel checks."""

@@ -1,0 +1,126 @@
+"""Exact linear programming with z3 over the rationals (QF_LRA, never through floats).
+
+Untrusted: every answer carries a witness (a point, Farkas multipliers, a ray) and the caller
+gets it only after the kernel (``kernel/polyhedron.py``) has checked it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_member,
+                                 check_unbounded, check_upper_bound)
+from ..kernel.rational import Q, ZERO
+
+
+def _q(value: Q) -> z3.ArithRef:
+    return z3.RealVal(f"{value.p}/{value.q}")
+
+
+def _from_model(model: z3.ModelRef, var: z3.ArithRef) -> Q:
+    v = model.eval(var, model_completion=True)
+    f = v.as_fraction()
+    return Q(f.numerator, f.denominator)
+
+
+def _lin(coeffs, xs):
+    terms = [_q(c) * x for c, x in zip(coeffs, xs) if c]
+    return z3.Sum(terms) if terms else z3.RealVal(0)
+
+
+def find_point(P: Polyhedron) -> tuple[Q, ...] | None:
+    """A point of P (kernel-checked), or None if P is empty (then ``find_emptiness`` proves it)."""
+    xs = [z3.Real(f"x{i}") for i in range(P.dim)]
+    s = z3.SolverFor("QF_LRA")
+    for row, c in zip(P.A, P.b):
+        s.add(_lin(row, xs) <= _q(c))
+    if s.check() != z3.sat:
+        return None
+    m = s.model()
+    x = tuple(_from_model(m, v) for v in xs)
+    check_member(P, x)
+    return x
+
+
+def _farkas(P: Polyhedron, target: tuple[Q, ...], minimise: bool) -> tuple[Q, ...] | None:
+    """y >= 0 with y^T A = target, minimising y^T b if asked; None if there is none."""
+    ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
+    s = z3.Optimize() if minimise else z3.SolverFor("QF_LRA")
+    for y in ys:
+        s.add(y >= 0)
+    for j in range(P.dim):
+        s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == _q(target[j]))
+    if minimise:
+        s.minimize(_lin(P.b, ys))
+    if s.check() != z3.sat:
+        return None
+    m = s.model()
+    return tuple(_from_model(m, y) for y in ys)
+
+
+def find_emptiness(P: Polyhedron) -> tuple[Q, ...] | None:
+    """Farkas multipliers proving P empty (kernel-checked), or None."""
+    ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
+    s = z3.SolverFor("QF_LRA")
+    for y in ys:
+        s.add(y >= 0)
+    for j in range(P.dim):
+        s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == 0)
+    s.add(_lin(P.b, ys) == -1)
+    if s.check() != z3.sat:
+        return None
+    m = s.model()
+    y = tuple(_from_model(m, v) for v in ys)
+    check_empty(P, y)
+    return y
+
+
+@dataclass(frozen=True, slots=True)
+class DomainReport:
+    """What is known, with checked witnesses, about a domain."""
+
+    empty: bool
+    bounded: bool
+    point: tuple[Q, ...] | None          # a point of the domain (when non-empty)
+    lower: tuple[Q, ...] | None          # the tightest box around it (when bounded)
+    upper: tuple[Q, ...] | None
+    unbounded_direction: tuple[Q, ...] | None = None
+
+
+def analyze_domain(dom: Domain) -> DomainReport:
+    """Decide exactly whether ``dom`` is empty and whether it is bounded; when it is bounded,
+    give its tightest enclosing box, each bound carried by Farkas multipliers checked in the
+    kernel (so the box is sound, and tight because the LP optimum is attained)."""
+    P = dom.as_polyhedron()
+    x = find_point(P)
+    if x is None:
+        y = find_emptiness(P)
+        if y is None:  # pragma: no cover - z3 contradicting itself
+            raise RuntimeError("z3 found neither a point nor a proof of emptiness")
+        return DomainReport(True, True, None, None, None)
+    lower, upper = [], []
+    for i in range(P.dim):
+        for sign, out in ((1, upper), (-1, lower)):
+            c = tuple(Q(sign) if j == i else ZERO for j in range(P.dim))
+            y = _farkas(P, c, minimise=True)
+            if y is None:
+                r = _ray(P, c)
+                check_unbounded(P, x, r)
+                return DomainReport(False, False, x, None, None, r)
+            out.append(sign * check_upper_bound(P, c, y))
+    return DomainReport(False, True, x, tuple(lower), tuple(upper))
+
+
+def _ray(P: Polyhedron, c: tuple[Q, ...]) -> tuple[Q, ...]:
+    """r with A r <= 0 and c.r = 1 (exists when no Farkas bound in direction c exists)."""
+    rs = [z3.Real(f"r{i}") for i in range(P.dim)]
+    s = z3.SolverFor("QF_LRA")
+    for row in P.A:
+        s.add(_lin(row, rs) <= 0)
+    s.add(_lin(c, rs) == 1)
+    if s.check() != z3.sat:  # pragma: no cover - would contradict Farkas' lemma
+        raise RuntimeError("z3 found neither a bound nor a ray")
+    m = s.model()
+    return tuple(_from_model(m, v) for v in rs)
