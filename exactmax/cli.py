@@ -69,19 +69,108 @@ def cmd_eval(args) -> int:
     if dom is not None and not dom.contains(x):
         print(f"exactmax: note: the input is outside the domain ({describe_outside(dom, x)}); "
               "evaluating anyway", file=sys.stderr)
+    softmax = [i for i, s in enumerate(getattr(model, "sublayers", ()))
+               if isinstance(s, Attention) and s.kind != HARDMAX]
+    if args.softmax_lambda is not None or softmax:
+        return _eval_softmax(args, model, x)
     if isinstance(model, MaxoutNetwork):
         y = MaxoutEvaluator(model).evaluate(x)
     else:
-        for i, s in enumerate(model.sublayers):
-            if isinstance(s, Attention) and s.kind != HARDMAX:
-                raise InputError(args.model, f"sublayers[{i}]",
-                                 f"{s.kind} attention has no exact value; only hardmax "
-                                 "Transformers are evaluated exactly")
         y = TransformerEvaluator(model).evaluate(x)
     if args.json:
         print(json.dumps({"output": [q_str(v) for v in y]}))
     else:
         print("y = (" + ", ".join(q_str(v) for v in y) + ")")
+    return EXIT_OK
+
+
+def _eval_softmax(args, model, x) -> int:
+    """Softmax attention: rigorous balls at --precision bits (not exact, so never "proved")."""
+    if isinstance(model, MaxoutNetwork):
+        raise UsageError("--softmax-lambda: a Maxout network has no attention; give a "
+                         "Transformer file")
+    lam = None
+    if args.softmax_lambda is not None:
+        try:
+            lam = parse_rational(args.softmax_lambda)
+        except NumberSyntaxError as e:
+            raise UsageError(f"--softmax-lambda: {e}") from None
+        if not lam > 0:
+            raise UsageError(f"--softmax-lambda: expected a positive number, got {lam}")
+    if args.precision < 16:
+        raise UsageError(f"--precision: expected at least 16 bits, got {args.precision}")
+    from .softmax.evaluate import ball_strings, evaluate_softmax
+    y = evaluate_softmax(model, x, lam, args.precision)
+    mids, rads = zip(*(ball_strings(v, args.precision) for v in y)) if y else ((), ())
+    scale = f"lambda = {lam} x head scale" if lam is not None else "the file's head scales"
+    if args.json:
+        print(json.dumps({"output": list(mids), "radius": list(rads), "attention": "softmax",
+                          "softmax_lambda": None if lam is None else q_str(lam),
+                          "precision_bits": args.precision}))
+    else:
+        print("y ~ (" + ", ".join(mids) + ")")
+        print(f"  softmax attention at {scale}; ball arithmetic at {args.precision} bits, "
+              f"radii <= {max(rads, key=float) if rads else 0}")
+    return EXIT_OK
+
+
+def cmd_compile(args) -> int:
+    from .construct.bounds import DomainError
+    from .construct.size import size_report
+    from .construct.transformer import CompileOptions, compile_transformer
+    from .io import model_to_json, write_json_atomic
+    net = load_model(args.model)
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network to '
+                         "compile, got a Transformer")
+    dom = model_domain(net, args)
+    if dom is None:
+        raise InputError(args.model, "", "the construction needs a bounded, non-empty domain "
+                         'and the network has none; add a "domain" entry (a box or a '
+                         "polyhedron) or pass --domain FILE")
+    try:
+        slack = parse_rational(args.slack)
+    except NumberSyntaxError as e:
+        raise UsageError(f"--slack: {e}") from None
+    if slack < 0:
+        raise UsageError(f"--slack: expected a number >= 0, got {slack}")
+    opts = CompileOptions(merged=args.merged, positional=args.positional, bounds=args.bounds,
+                          slack=slack)
+    try:
+        c = compile_transformer(net, dom, opts)
+    except DomainError as e:
+        where = args.domain or args.model
+        raise InputError(where, "domain", f"the construction needs a bounded, non-empty "
+                         f"domain, but {e}; give a bounded one (a box, or a polyhedron "
+                         "A x <= b with bounded feasible set) in the \"domain\" entry or with "
+                         "--domain FILE") from None
+    write_json_atomic(args.output, model_to_json(c.transformer))
+    rep = size_report(net, c.transformer, args.merged)
+    rep.update(output=args.output, bounds=c.bounds_method,
+               gate_constants=[q_str(g) for g in c.gates],
+               variant={"merged": args.merged, "positional": args.positional})
+    if args.json:
+        rep["ratio_params"] = round(rep["ratio_params"], 4)
+        rep["ratio_nonzero"] = round(rep["ratio_nonzero"], 4)
+        print(json.dumps(rep))
+        return EXIT_OK
+    print(f"wrote {args.output}: {rep['sublayers']} sub-layers, {rep['tokens']} tokens, "
+          f"{rep['heads']} heads, d_model {rep['d_model']}; gate constants from "
+          f"{rep['bounds']} bounds: " + ", ".join(rep["gate_constants"]))
+    if args.report:
+        print()
+        print("| layer | width | rank | Maxout params | Transformer params | non-zero | "
+              "sub-layers |")
+        print("|---:|---:|---:|---:|---:|---:|---|")
+        for l in rep["layers"]:
+            print(f"| {l['layer']} | {l['width']} | {l['rank']} | {l['maxout_params']} | "
+                  f"{l['transformer_params']} | {l['transformer_nonzero']} | "
+                  + ", ".join(str(i) for i in l["sublayers"]) + " |")
+        print(f"| total | | | {rep['maxout_params']} | {rep['transformer_params']} | "
+              f"{rep['transformer_nonzero']} | {rep['sublayers']} |")
+        print(f"\nTransformer / Maxout parameters: {rep['ratio_params']:.2f}x in total, "
+              f"{rep['ratio_nonzero']:.2f}x non-zero (totals include the embedding, the "
+              "positions and the read-out).")
     return EXIT_OK
 
 
@@ -175,7 +264,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help='comma-separated exact numbers, e.g. "1/2,-3,0.25"')
     e.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
     e.add_argument("--json", action="store_true", help='print {"output": ["p/q", ...]}')
+    e.add_argument("--softmax-lambda", metavar="L",
+                   help="evaluate a Transformer with softmax attention at scale L (times each "
+                   "head's scale) in ball arithmetic; the output is approximate, with radii")
+    e.add_argument("--precision", type=int, default=256, metavar="BITS",
+                   help="working precision of the softmax ball arithmetic (default 256)")
     e.set_defaults(run=cmd_eval)
+
+    c = sub.add_parser("compile", help="build the hardmax Transformer of a Maxout network",
+                       description="Compile a Maxout network into the hardmax Transformer of "
+                       "construction.md §2: tokens = pieces, one head per unit, one-hot "
+                       "positions, three sub-layers (FF, attention, FF) per Maxout layer. Gate "
+                       "constants come from sound exact bounds over the domain, which must be "
+                       "bounded and non-empty.")
+    c.add_argument("model", metavar="NET.json", help="an exactmax/maxout network")
+    c.add_argument("-o", "--output", required=True, metavar="TF.json",
+                   help="where to write the exactmax/transformer file (written atomically)")
+    c.add_argument("--domain", metavar="D.json", help="domain file (default: the network's)")
+    c.add_argument("--report", action="store_true",
+                   help="print the parameter table: Maxout vs Transformer, per layer and total")
+    c.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    c.add_argument("--merged", action="store_true",
+                   help="variant: fuse each clean-up FF with the next layer's first FF "
+                   "(2D + 1 sub-layers)")
+    c.add_argument("--positional", choices=("onehot", "scalar"), default="onehot",
+                   help="one-hot position block (default) or one scalar coordinate t + 1")
+    c.add_argument("--bounds", choices=("auto", "interval", "lp"), default="auto",
+                   help="how the gate constants are bounded: interval arithmetic over the "
+                   "bounding box, or exact LP over the polyhedron for the first layer "
+                   "(auto: LP for polyhedra, interval for boxes)")
+    c.add_argument("--slack", default="0", metavar="S",
+                   help="gate constants C_l = (1 + S) * bound, room for softmax perturbations "
+                   "(default 0)")
+    c.set_defaults(run=cmd_compile)
 
     i = sub.add_parser("info", help="summary of a model and its domain",
                        description="Describe a model file and decide exactly whether its "

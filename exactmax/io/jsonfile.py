@@ -12,7 +12,7 @@ import os
 
 from ..kernel.rational import Q
 from .errors import InputError
-from .numbers import EXPECTED, NumberSyntaxError, parse_rational, quote
+from .numbers import EXPECTED, MAX_DIGITS, NumberSyntaxError, parse_rational, quote
 
 
 class JsonNumber(str):
@@ -23,42 +23,62 @@ class JsonConstant(str):
     """NaN, Infinity or -Infinity written bare in a JSON file (not valid JSON)."""
 
 
-def _pairs(source: str):
-    def hook(pairs):
-        obj = {}
-        for k, v in pairs:
-            if k in obj:
-                raise InputError(source, "", f'duplicate key "{k}" in one object')
-            obj[k] = v
-        return obj
-    return hook
+class JsonLongInteger(str):
+    """An integer literal with more than MAX_DIGITS digits (refused where it is read)."""
+
+
+class JsonObject(dict):
+    """A JSON object that remembers the first key it saw twice (refused with its path)."""
+
+    duplicate: str | None = None
+
+
+def _object(pairs):
+    obj = JsonObject()
+    for k, v in pairs:
+        if k in obj and obj.duplicate is None:
+            obj.duplicate = k
+        obj[k] = v
+    return obj
+
+
+def _integer(text: str):
+    return int(text) if len(text.lstrip("-")) <= MAX_DIGITS else JsonLongInteger(text)
 
 
 def parse_json_text(text: str, source: str) -> object:
     """Parse JSON text exactly; errors name ``source`` and the line and column."""
     try:
-        return json.loads(text, parse_float=JsonNumber, parse_constant=JsonConstant,
-                          object_pairs_hook=_pairs(source))
+        value = json.loads(text, parse_float=JsonNumber, parse_int=_integer,
+                           parse_constant=JsonConstant, object_pairs_hook=_object)
     except json.JSONDecodeError as e:
+        if not text[e.pos:].strip():
+            raise InputError(source, "", "invalid JSON: the file ends early (is it "
+                             "truncated?)") from None
         raise InputError(source, "", f"invalid JSON at line {e.lineno} column {e.colno}: "
                          f"{e.msg}") from None
     except RecursionError:
         raise InputError(source, "", "JSON nested too deeply") from None
-    except ValueError as e:  # e.g. an integer literal with too many digits
-        raise InputError(source, "", f"invalid JSON: {e}") from None
+    return value
 
 
 def read_json_file(path: str) -> object:
     """Read and parse a JSON file (``.gz`` files are decompressed)."""
     source = path
+    import gzip
+    import zlib
     try:
         if path.endswith(".gz"):
-            import gzip
             with gzip.open(path, "rt", encoding="utf-8") as f:
                 text = f.read()
         else:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
+    except EOFError:
+        raise InputError(source, "", "the gzip data ends early (is the file truncated?)") \
+            from None
+    except (zlib.error, gzip.BadGzipFile) as e:
+        raise InputError(source, "", f"not valid gzip data ({e})") from None
     except FileNotFoundError:
         raise InputError(source, "", "no such file") from None
     except IsADirectoryError:
@@ -72,10 +92,10 @@ def read_json_file(path: str) -> object:
 
 def describe(value: object) -> str:
     """A short description of a JSON value for messages: a list, an object, "abc", NaN, 3."""
-    if isinstance(value, JsonConstant):
+    if isinstance(value, (JsonConstant, JsonNumber)):
         return str(value)
-    if isinstance(value, JsonNumber):
-        return str(value)
+    if isinstance(value, JsonLongInteger):
+        return f"an integer of {len(value.lstrip('-'))} digits"
     if isinstance(value, str):
         return quote(value)
     if isinstance(value, bool):
@@ -92,17 +112,22 @@ def describe(value: object) -> str:
     return repr(value)
 
 
-def plain(value: object) -> object:
-    """The JSON value with number literals as Python numbers (for free-form ``meta``)."""
-    if isinstance(value, JsonConstant):
-        return str(value)
-    if isinstance(value, JsonNumber):
-        return float(value)  # meta is opaque: it never reaches a computation
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    return value
+def plain(c: "Cursor") -> object:
+    """The free-form ``meta`` value with its number literals as Python numbers.  Meta never
+    reaches a computation, but it must still be valid JSON: NaN, Infinity, huge exponents and
+    repeated keys are refused with their path."""
+    v = c.value
+    if isinstance(v, (JsonConstant, JsonLongInteger)):
+        raise c.error(f"{EXPECTED}, got {describe(v)}")
+    if isinstance(v, JsonNumber):
+        c.number()  # refuses exponents beyond the bound
+        return float(v)
+    if isinstance(v, list):
+        return [plain(c.child(i)) for i in range(len(v))]
+    if isinstance(v, dict):
+        c._check_duplicates()
+        return {k: plain(c.child(k)) for k in v}
+    return v
 
 
 class Cursor:
@@ -130,21 +155,28 @@ class Cursor:
         """The object's fields as cursors; missing required or unknown keys are errors."""
         if not isinstance(self.value, dict):
             raise self.error(f"expected {what}, got {describe(self.value)}")
-        for k in required:
-            if k not in self.value:
-                raise self.error(f'missing key "{k}"')
+        self._check_duplicates()
         allowed = required + optional
         for k in self.value:
             if k not in allowed:
                 names = ", ".join(f'"{a}"' for a in allowed)
                 raise self.error(f'unknown key "{k}" (expected one of {names})')
+        for k in required:
+            if k not in self.value:
+                raise self.error(f'missing key "{k}"')
         return {k: self.child(k) for k in self.value}
+
+    def _check_duplicates(self) -> None:
+        dup = getattr(self.value, "duplicate", None)
+        if dup is not None:
+            raise self.error(f'duplicate key "{dup}"')
 
     def one_of(self, keys: tuple[str, ...]) -> tuple[str, "Cursor"]:
         """An object with exactly one key among ``keys``: (key, cursor of its value)."""
         names = " or ".join(f'"{k}"' for k in keys)
         if not isinstance(self.value, dict):
             raise self.error(f"expected an object with key {names}, got {describe(self.value)}")
+        self._check_duplicates()
         present = [k for k in self.value if k in keys]
         unknown = [k for k in self.value if k not in keys]
         if unknown:
@@ -154,15 +186,16 @@ class Cursor:
         return present[0], self.child(present[0])
 
     def items(self, length: int | None = None, min_length: int = 0,
-              what: str = "items") -> list["Cursor"]:
-        """The list's elements as cursors, with a length check."""
+              what: str = "items", why: str = "") -> list["Cursor"]:
+        """The list's elements as cursors, with a length check (``why`` explains ``length``)."""
         if not isinstance(self.value, list):
             raise self.error(f"expected a list of {what}, got {describe(self.value)}")
         n = len(self.value)
+        because = f" ({why})" if why else ""
         if length is not None and n != length:
-            raise self.error(f"expected {length} {what}, got {n}")
+            raise self.error(f"expected {plural(length, what)}{because}, got {n}")
         if n < min_length:
-            raise self.error(f"expected at least {min_length} {what}, got {n}")
+            raise self.error(f"expected at least {plural(min_length, what)}, got {n}")
         return [self.child(i) for i in range(n)]
 
     # --- scalars ---------------------------------------------------------------------------
@@ -170,6 +203,8 @@ class Cursor:
     def number(self) -> Q:
         """An exact rational: a JSON integer, a JSON number literal, or a number string."""
         v = self.value
+        if isinstance(v, JsonLongInteger):
+            raise self.error(f"number longer than {MAX_DIGITS} digits")
         if isinstance(v, bool) or isinstance(v, JsonConstant) or not isinstance(v, (int, str)):
             raise self.error(f"{EXPECTED}, got {describe(v)}")
         if isinstance(v, int):
@@ -182,10 +217,10 @@ class Cursor:
                 msg = f"{EXPECTED}, got {v}"
             raise self.error(msg) from None
 
-    def integer(self, minimum: int | None = None) -> int:
+    def integer(self, minimum: int | None = None, what: str = "an integer") -> int:
         v = self.value
         if isinstance(v, bool) or not isinstance(v, int) or isinstance(v, str):
-            raise self.error(f"expected an integer, got {describe(v)}")
+            raise self.error(f"expected {what}, got {describe(v)}")
         if minimum is not None and v < minimum:
             raise self.error(f"expected an integer >= {minimum}, got {v}")
         return v
@@ -199,18 +234,25 @@ class Cursor:
             raise self.error(f"expected one of {names}, got {quote(v)}")
         return v
 
-    def vector(self, length: int | None, what: str = "numbers") -> tuple[Q, ...]:
-        return tuple(c.number() for c in self.items(length, what=what))
+    def vector(self, length: int | None, what: str = "number", why: str = "") -> tuple[Q, ...]:
+        return tuple(c.number() for c in self.items(length, what=what, why=why))
 
-    def matrix(self, rows: int | None, cols: int | None, what: str = "matrix") -> tuple:
+    def matrix(self, rows: int | None, cols: int | None, rows_why: str = "",
+               cols_why: str = "") -> tuple:
         """A matrix: dense (a list of rows) or sparse ``{"shape": [r, c], "entries":
-        [[i, j, v], ...]}`` with 0-based indices and no repeated (i, j)."""
+        [[i, j, v], ...]}`` with 0-based indices and no repeated (i, j).  ``rows_why`` and
+        ``cols_why`` say where the expected sizes come from."""
         if isinstance(self.value, dict):
-            f = self.fields(("shape", "entries"), what=f"a {what}")
-            r, c = (s.integer(0) for s in f["shape"].items(2, what="sizes"))
-            for want, got, name in ((rows, r, "rows"), (cols, c, "columns")):
+            f = self.fields(("shape", "entries"), what="a matrix (a list of rows, or "
+                            '{"shape", "entries"})')
+            r, c = (s.integer(0) for s in f["shape"].items(2, what="size"))
+            for want, got, name, why in ((rows, r, "row", rows_why), (cols, c, "column", cols_why)):
                 if want is not None and got != want:
-                    raise f["shape"].error(f"expected {want} {name}, got {got}")
+                    because = f" ({why})" if why else ""
+                    raise f["shape"].error(f"expected {plural(want, name)}{because}, got {got}")
+            if r * c > MAX_MATRIX_ENTRIES:
+                raise f["shape"].error(f"a {r} x {c} matrix is beyond the limit of "
+                                       f"{MAX_MATRIX_ENTRIES} entries")
             dense = [[Q(0)] * c for _ in range(r)]
             seen = set()
             for e in f["entries"].items(what="entries"):
@@ -223,10 +265,21 @@ class Cursor:
                 seen.add((i, j))
                 dense[i][j] = vc.number()
             return tuple(tuple(row) for row in dense)
-        rows_c = self.items(rows, what="rows")
+        rows_c = self.items(rows, what="row", why=rows_why)
         out = []
         for rc in rows_c:
-            out.append(rc.vector(cols))
+            out.append(rc.vector(cols, why=cols_why))
             if cols is None:
-                cols = len(out[-1])
+                cols, cols_why = len(out[-1]), "as in row 0"
         return tuple(out)
+
+
+MAX_MATRIX_ENTRIES = 2 * 10 ** 7
+"""Largest matrix a file may declare in the sparse form (a dense copy is built)."""
+
+
+def plural(n: int, word: str) -> str:
+    """'1 row', '3 rows', '1 entry', '2 entries'."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word[:-1]}ies" if word.endswith("y") else f"{n} {word}s"

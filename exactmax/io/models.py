@@ -15,7 +15,7 @@ from ..kernel.polyhedron import Box, Domain, Polyhedron
 from ..kernel.rational import Q, ZERO, q_str
 from ..kernel.transformer import (HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout,
                                   Transformer)
-from .jsonfile import Cursor, describe, plain, read_json_file
+from .jsonfile import Cursor, describe, plain, plural, read_json_file
 
 MAXOUT = "exactmax/maxout"
 TRANSFORMER = "exactmax/transformer"
@@ -33,6 +33,9 @@ def _header(root: Cursor, formats: tuple[str, ...]) -> str:
     if "format" not in root.value:
         raise root.error('missing key "format" (expected ' +
                          " or ".join(f'"{f}"' for f in formats) + ")")
+    if root.value.get("format") == DOMAIN and DOMAIN not in formats:
+        raise root.child("format").error('this is a domain file, not a model; pass it with '
+                                         '--domain FILE')
     fmt = root.child("format").string(formats)
     if "version" not in root.value:
         raise root.error('missing key "version"')
@@ -69,12 +72,12 @@ def read_domain(c: Cursor, dim: int | None) -> Domain:
 def _domain_body(kind: str, c: Cursor, dim: int | None) -> Domain:
     if kind == "box":
         f = c.fields(("lower", "upper"))
-        lower = f["lower"].vector(dim)
-        upper = f["upper"].vector(len(lower))
+        lower = f["lower"].vector(dim, why="the input dimension" if dim else "")
+        upper = f["upper"].vector(len(lower), why="as many as lower")
         return Box(lower, upper)
     f = c.fields(("A", "b"))
     b = f["b"].vector(None)
-    A = f["A"].matrix(len(b), dim)
+    A = f["A"].matrix(len(b), dim, "one per entry of b", "the input dimension")
     if dim is None:
         if not A:
             raise f["A"].error("cannot tell the dimension of a polyhedron with no constraints")
@@ -87,20 +90,22 @@ def read_maxout(root: Cursor) -> MaxoutNetwork:
     d = f["input_dim"].integer(1)
     width = d
     layers = []
-    for lc in f["layers"].items(min_length=1, what="layers"):
+    for index, lc in enumerate(f["layers"].items(min_length=1, what="layer")):
+        why = (f"input_dim is {d}" if index == 0 else
+               f"layers[{index - 1}] has {plural(width, 'unit')}")
         kind, body = lc.one_of(("units", "relu"))
         if kind == "units":
             units = []
-            for uc in body.items(min_length=1, what="units"):
+            for uc in body.items(min_length=1, what="unit"):
                 pieces = []
-                for pc in uc.fields(("pieces",))["pieces"].items(min_length=1, what="pieces"):
+                for pc in uc.fields(("pieces",))["pieces"].items(min_length=1, what="piece"):
                     pf = pc.fields(("w", "b"))
-                    pieces.append(Piece(_weights(pf["w"], width, lc.path), pf["b"].number()))
+                    pieces.append(Piece(pf["w"].vector(width, "weight", why), pf["b"].number()))
                 units.append(Unit(tuple(pieces)))
         else:  # ReLU layer: max(W_i h + b_i, 0), stored as a rank-2 Maxout layer
             rf = body.fields(("W", "b"))
             b = rf["b"].vector(None)
-            W = rf["W"].matrix(len(b), width)
+            W = rf["W"].matrix(len(b), width, "one per entry of b", why)
             zero_piece = Piece((ZERO,) * width, ZERO)
             units = [Unit((Piece(row, c), zero_piece)) for row, c in zip(W, b)]
             if not units:
@@ -109,21 +114,15 @@ def read_maxout(root: Cursor) -> MaxoutNetwork:
         width = len(units)
     output = _affine(f["output"], None, width) if "output" in f else None
     domain = read_domain(f["domain"], d) if "domain" in f else None
-    meta = plain(f["meta"].value) if "meta" in f else None
+    meta = plain(f["meta"]) if "meta" in f else None
     return MaxoutNetwork(d, tuple(layers), output, domain, meta)
-
-
-def _weights(c: Cursor, width: int, layer_path: str) -> tuple[Q, ...]:
-    if isinstance(c.value, list) and len(c.value) != width:
-        raise c.error(f"expected {width} weights (the width of the layer before {layer_path}), "
-                      f"got {len(c.value)}")
-    return c.vector(width, what="weights")
 
 
 def _affine(c: Cursor, out_dim: int | None, in_dim: int) -> Affine:
     f = c.fields(("W", "b"))
     b = f["b"].vector(out_dim)
-    W = f["W"].matrix(len(b), in_dim)
+    W = f["W"].matrix(len(b), in_dim, "one per entry of b",
+                      f"the last layer has {plural(in_dim, 'unit')}")
     return Affine(W, b, in_dim)
 
 
@@ -132,29 +131,29 @@ def read_transformer(root: Cursor) -> Transformer:
                      "sublayers", "readout"), ("domain", "meta"))
     d = f["input_dim"].integer(1)
     dm = f["d_model"].integer(1)
-    E = f["embedding"].matrix(dm, d, "embedding matrix (d_model x input_dim)")
-    positions = tuple(pc.vector(dm) for pc in f["positions"].items(min_length=1,
-                                                                     what="positions"))
+    E = f["embedding"].matrix(dm, d, "d_model", "input_dim")
+    positions = tuple(pc.vector(dm, why="d_model") for pc in
+                      f["positions"].items(min_length=1, what="position"))
     sublayers = []
-    for sc in f["sublayers"].items(what="sub-layers"):
+    for sc in f["sublayers"].items(what="sub-layer"):
         kind, body = sc.one_of(("feedforward", "attention"))
         if kind == "feedforward":
             ff = body.fields(("W1", "b1", "W2", "b2"))
             b1 = ff["b1"].vector(None)
-            W1 = ff["W1"].matrix(len(b1), dm)
-            b2 = ff["b2"].vector(dm)
-            W2 = ff["W2"].matrix(dm, len(b1))
+            W1 = ff["W1"].matrix(len(b1), dm, "one per entry of b1", "d_model")
+            b2 = ff["b2"].vector(dm, why="d_model")
+            W2 = ff["W2"].matrix(dm, len(b1), "d_model", "one per entry of b1")
             sublayers.append(FeedForward(Affine(W1, b1, dm), Affine(W2, b2, len(b1))))
         else:
             af = body.fields(("heads",), ("kind",))
             kind_ = af["kind"].string((HARDMAX, SOFTMAX)) if "kind" in af else HARDMAX
             heads = []
-            for hc in af["heads"].items(what="heads"):
+            for hc in af["heads"].items(what="head"):
                 hf = hc.fields(("query", "key", "value", "out"), ("scale",))
-                key = hf["key"].matrix(None, dm)
-                query = hf["query"].matrix(len(key), dm)
-                value = hf["value"].matrix(None, dm)
-                out = hf["out"].matrix(dm, len(value))
+                key = hf["key"].matrix(None, dm, "", "d_model")
+                query = hf["query"].matrix(len(key), dm, "as many as key", "d_model")
+                value = hf["value"].matrix(None, dm, "", "d_model")
+                out = hf["out"].matrix(dm, len(value), "d_model", "one per row of value")
                 scale = hf["scale"].number() if "scale" in hf else Q(1)
                 if not scale > 0:
                     raise hf["scale"].error(f"expected a positive scale, got {scale}")
@@ -166,14 +165,15 @@ def read_transformer(root: Cursor) -> Transformer:
         if rf["token"].value == "mean":
             token = None
         else:
-            token = rf["token"].integer(0)
+            token = rf["token"].integer(0, f'a token index below {len(positions)} or "mean"')
             if token >= len(positions):
                 raise rf["token"].error(f'expected a token index below {len(positions)} '
                                         f'or "mean", got {token}')
     b = rf["b"].vector(None)
-    readout = Readout(Affine(rf["W"].matrix(len(b), dm), b, dm), token)
+    readout = Readout(Affine(rf["W"].matrix(len(b), dm, "one per entry of b", "d_model"), b, dm),
+                      token)
     domain = read_domain(f["domain"], d) if "domain" in f else None
-    meta = plain(f["meta"].value) if "meta" in f else None
+    meta = plain(f["meta"]) if "meta" in f else None
     return Transformer(d, dm, E, positions, tuple(sublayers), readout, domain, meta)
 
 

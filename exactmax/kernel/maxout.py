@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .affine import Affine, Vector, dot, scaled_rows
 from .polyhedron import Domain
-from .rational import IntMatrix, Q, common_denominator, rational
+from .rational import IntMatrix, Q, RatMatrix, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +107,9 @@ class MaxoutEvaluator:
         for x in xs:
             if len(x) != self.input_dim:
                 raise ValueError(f"input of length {len(x)}, expected {self.input_dim}")
-        E = common_denominator(v for x in xs for v in x)
-        # u: row-major numerators (N x B) with the common denominator E.
-        u = [int(x[i] * E) for i in range(self.input_dim) for x in xs]
+        # Numerators u (n x B, row-major) over one common denominator E, computed in C.
+        U, E = RatMatrix(B, self.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
+        u = U.entries()
         n = self.input_dim
         for D, M, groups in self._layers:
             Z = (M * IntMatrix(n + 1, B, u + [E] * B)).entries()
@@ -126,7 +126,11 @@ class MaxoutEvaluator:
             u = (M * IntMatrix(n + 1, B, u + [E] * B)).entries() if m else []
             E *= D
             n = m
-        return [tuple(Q(u[i * B + c], E) for i in range(n)) for c in range(B)]
+        if n == 0:
+            return [()] * B
+        # One division, canonicalised in C; column c of Y / E is N(x_c).
+        y = (RatMatrix(IntMatrix(n, B, u).transpose()) / E).entries()
+        return [tuple(y[c * n:(c + 1) * n]) for c in range(B)]
 
     def evaluate(self, x) -> Vector:
         """N(x), exactly."""

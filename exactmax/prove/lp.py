@@ -124,3 +124,17 @@ def _ray(P: Polyhedron, c: tuple[Q, ...]) -> tuple[Q, ...]:
         raise RuntimeError("z3 found neither a bound nor a ray")
     m = s.model()
     return tuple(_from_model(m, v) for v in rs)
+
+
+def affine_range_over(P: Polyhedron, w, b) -> tuple[Q, Q]:
+    """The exact range [min, max] of w . x + b over the bounded non-empty polyhedron P, each end
+    carried by Farkas multipliers that the kernel checks (so the range is sound) and attained
+    by LP optimality (so it is tight)."""
+    ends = []
+    for sign in (1, -1):
+        c = tuple(sign * v for v in w)
+        y = _farkas(P, c, minimise=True)
+        if y is None:
+            raise ValueError("affine_range_over: the polyhedron is unbounded in this direction")
+        ends.append(sign * check_upper_bound(P, c, y) + b)
+    return ends[1], ends[0]

@@ -1,0 +1,1 @@
+"""Untrusted producers: Maxout network -> hardmax Transformer (construction.md §2)."""

@@ -1,0 +1,1 @@
+"""Softmax attention: evaluation in ball arithmetic (and, later, certified error bounds)."""
