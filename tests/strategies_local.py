@@ -65,9 +65,10 @@ def transformers(draw, max_tokens=4, max_dm=4, max_sub=3):
         else:
             heads = []
             for _ in range(draw(st.integers(0, 2))):
-                s = draw(st.integers(1, 2))
+                s = draw(st.integers(0, 2))   # key/query size (0: every score is 0, all tie)
+                v = draw(st.integers(0, 2))   # value size
                 heads.append(Head(draw(matrices(s, dm, **small)), draw(matrices(s, dm, **small)),
-                                  draw(matrices(s, dm, **small)), draw(matrices(dm, s, **small)),
+                                  draw(matrices(v, dm, **small)), draw(matrices(dm, v, **small)),
                                   Q(draw(st.integers(1, 5)), draw(st.integers(1, 3)))))
             subs.append(Attention(tuple(heads)))
     m = draw(st.integers(1, 2))

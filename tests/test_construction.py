@@ -183,8 +183,8 @@ def test_a_gate_constant_too_small_breaks_the_construction():
     Transformer differs from the network (so the tests above can fail)."""
     net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(1, 2),), Q(0)))),)),))
     small = Box((Q(-1, 10),), (Q(1, 10),))
-    tf = compile_transformer(net, small).transformer  # C = 1/10
-    x = (Q(1),)  # outside the domain: z = (1, 1/2) > C, token 0 gets 11/10 + 4/10 - 1/10
+    tf = compile_transformer(net, small).transformer  # C = 1 (1/10 rounded up)
+    x = (Q(10),)  # outside the domain: z = (10, 5) > C = 1, token 0 gets 11 + 4 - 1
     assert TransformerEvaluator(tf).evaluate(x) != evaluate_maxout(net, x)
 
 

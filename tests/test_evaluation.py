@@ -83,3 +83,15 @@ def test_rational_accepts_the_exact_types(q):
     assert rational(q) == q
     assert rational(to_fraction(q)) == q
     assert rational(Fraction(int(q.p), int(q.q))) == q
+
+
+@given(st.data())
+def test_transformer_batch_evaluation_equals_pointwise_evaluation(data):
+    from exactmax.kernel.transformer import TransformerEvaluator
+    tf = data.draw(transformers())
+    xs = data.draw(st.lists(vectors(tf.input_dim, max_num=2, max_den=2, large=False),
+                            min_size=1, max_size=4))
+    ev = TransformerEvaluator(tf)
+    assert ev.evaluate_batch(xs) == [ev.evaluate(x) for x in xs]
+    assert [fractions(y) for y in ev.evaluate_batch(xs)] == [
+        transformer_reference(tf, fractions(x)) for x in xs]

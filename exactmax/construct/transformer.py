@@ -191,10 +191,9 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
     bounds = layer_bounds(net, domain, options.bounds)
     method = options.bounds if options.bounds != "auto" else (
         "interval" if hasattr(domain, "lower") else "lp")
-    gates = []
-    for b in bounds:
-        C = b.gate * (1 + options.slack)
-        gates.append(C if C > 0 else ONE)
+    # C_l: the bound (with slack) rounded up to an integer >= 1.  Any C_l above the bound is
+    # sound; an integer keeps the bound's large denominators out of every later number.
+    gates = [Q(max(1, -((-(b.gate * (1 + options.slack))).floor()))) for b in bounds]
     k = max(layer.rank for layer in net.layers)
     widths = net.widths
     m = net.out_dim

@@ -53,3 +53,10 @@ def scaled_rows(W: Matrix, b: Vector) -> tuple[int, list[list[int]]]:
     D = common_denominator(chain((v for row in W for v in row), b))
     rows = [[int(v * D) for v in row] + [int(c * D)] for row, c in zip(W, b)]
     return D, rows
+
+
+def scaled_matrix(W: Matrix, ncols: int) -> tuple[int, list[list[int]]]:
+    """(D, rows) with rows = D * W integral, D the least common denominator (W has ncols
+    columns, kept for W with no rows)."""
+    D = common_denominator(v for row in W for v in row)
+    return D, [[int(v * D) for v in row] for row in W]

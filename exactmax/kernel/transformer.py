@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .affine import Affine, Matrix, Vector
+from math import lcm
+
+from .affine import Affine, Matrix, Vector, scaled_matrix, scaled_rows
 from .polyhedron import Domain
-from .rational import ONE, Q, RatMatrix, rational
+from .rational import IntMatrix, Q, RatMatrix, rational
 
 HARDMAX = "hardmax"
 SOFTMAX = "softmax"
@@ -79,100 +81,180 @@ class Transformer:
         return self.readout.map.out_dim
 
 
-def _mat(rows: Matrix, ncols: int) -> RatMatrix:
-    return RatMatrix(len(rows), ncols, [v for row in rows for v in row])
-
-
-def _augmented(a: Affine) -> RatMatrix:
-    """[W | b], which maps the column [x; 1] to W x + b."""
-    return RatMatrix(a.out_dim, a.in_dim + 1, [v for row, c in zip(a.W, a.b) for v in (*row, c)])
-
-
-def hardmax_weights(scores: list[list[Q]]) -> list[list[Q]]:
-    """a[t'][t] = 1/|S_t| if t' in S_t = argmax_{t'} scores[t'][t], else 0 (ties averaged)."""
-    n_keys, n_queries = len(scores), len(scores[0])
-    a = [[Q(0)] * n_queries for _ in range(n_keys)]
-    for t in range(n_queries):
-        column = [scores[k][t] for k in range(n_keys)]
-        top = max(column)
-        winners = [k for k in range(n_keys) if column[k] == top]
-        w = ONE / len(winners)
-        for k in winners:
-            a[k][t] = w
-    return a
+def hardmax_winners(scores: list) -> list[int]:
+    """The argmax set {t' : scores[t'] = max scores}: the keys a hardmax query averages over."""
+    top = max(scores)
+    return [k for k, v in enumerate(scores) if v == top]
 
 
 class TransformerEvaluator:
-    """Exact hardmax evaluation of one Transformer, with its matrices prepared once."""
+    """Exact hardmax evaluation of one Transformer, prepared once, for one input or a batch.
 
-    __slots__ = ("tf", "_steps", "_embed", "_pos", "_read")
+    All tokens of all inputs are the columns of one integer matrix X over one common
+    denominator E (column b n + t is token t of input b), as in ``maxout.py``: a linear map
+    with rows scaled by their least common denominator D is one integer matrix product, and
+    ReLU, argmax and comparisons are taken on the numerators since D E > 0.  Hardmax averages
+    over a tie set S are kept integral by the factor lcm(1..n) / |S| (n = number of tokens).
+    """
+
+    __slots__ = ("tf", "_embed", "_pos", "_steps", "_read")
 
     def __init__(self, tf: Transformer):
         self.tf = tf
-        d, n = tf.d_model, tf.n_tokens
-        self._embed = _mat(tf.embedding, tf.input_dim)
-        self._pos = RatMatrix(d, n, [tf.positions[t][i] for i in range(d) for t in range(n)])
+        d = tf.d_model
+        self._embed = scaled_matrix(tf.embedding, tf.input_dim)
+        self._pos = scaled_matrix(tuple(tuple(p[i] for p in tf.positions) for i in range(d)),
+                                  tf.n_tokens)
         self._steps = []
         for index, sub in enumerate(tf.sublayers):
             if isinstance(sub, FeedForward):
-                self._steps.append(("ff", _augmented(sub.inner), _augmented(sub.outer)))
-            elif sub.kind != HARDMAX:
+                D1, A1 = scaled_rows(sub.inner.W, sub.inner.b)
+                D2, A2 = scaled_rows(sub.outer.W, sub.outer.b)
+                W1 = IntMatrix([r[:-1] for r in A1]) if A1 else None
+                b1 = IntMatrix([r[-1:] for r in A1]) if A1 else None
+                W2 = IntMatrix([r[:-1] for r in A2]) if A1 else None
+                self._steps.append(("ff", D1, W1, b1, D2, W2, IntMatrix([r[-1:] for r in A2])))
+                continue
+            if sub.kind != HARDMAX:
                 raise ValueError(f"sublayers[{index}] uses {sub.kind} attention, which has no "
                                  "exact rational value; only hardmax is evaluated exactly")
-            else:
-                heads = [(_mat(h.query, d), _mat(h.key, d), _mat(h.value, d),
-                          _mat(h.out, len(h.value)), h.scale) for h in sub.heads]
-                for h in heads:
-                    if not h[4] > 0:
-                        raise ValueError(f"sublayers[{index}]: head scale must be positive")
-                self._steps.append(("attn", heads))
-        self._read = _augmented(tf.readout.map)
+            for h in sub.heads:
+                if not h.scale > 0:
+                    raise ValueError(f"sublayers[{index}]: head scale must be positive")
+            heads = [h for h in sub.heads if h.value]  # a head without values adds nothing
+            if not heads:
+                self._steps.append(("none",))
+                continue
+            # Keys and queries: the positive factors scale_h / (D_K D_Q E^2) do not change
+            # the argmax, so they are compared as integers; one common scaling per matrix.
+            K = scaled_matrix(tuple(r for h in heads for r in h.key), d)[1]
+            Qm = scaled_matrix(tuple(r for h in heads for r in h.query), d)[1]
+            DV, V = scaled_matrix(tuple(r for h in heads for r in h.value), d)
+            DO, O = scaled_matrix(tuple(tuple(v for h in heads for v in h.out[i])
+                                        for i in range(d)), sum(len(h.value) for h in heads))
+            spans, ks, vs = [], 0, 0
+            for h in heads:
+                spans.append((ks, ks + len(h.key), vs, vs + len(h.value)))
+                ks, vs = ks + len(h.key), vs + len(h.value)
+            self._steps.append(("attn", _int_matrix(K, d), _int_matrix(Qm, d), DV,
+                                IntMatrix(V), DO, IntMatrix(O), spans))
+        D, R = scaled_rows(tf.readout.map.W, tf.readout.map.b)
+        self._read = (D, IntMatrix(R) if R else None, len(R))
 
-    def tokens(self, x) -> list[RatMatrix]:
-        """The token matrix (d_m x n, column t = token t) after the embedding and after each
-        sub-layer: element 0 is E x + p_t, element s is the state after sub-layer s."""
-        x = [rational(v) for v in x]
-        if len(x) != self.tf.input_dim:
-            raise ValueError(f"input of length {len(x)}, expected {self.tf.input_dim}")
-        n = self.tf.n_tokens
-        X = self._embed * RatMatrix(len(x), 1, x) * RatMatrix(1, n, [ONE] * n) + self._pos
-        states = [X]
+    def states(self, xs) -> list[tuple[IntMatrix, int]]:
+        """(X, E) after the embedding and after each sub-layer: token t of input b is column
+        b n + t of X / E."""
+        tf, n = self.tf, self.tf.n_tokens
+        xs = [tuple(rational(v) for v in x) for x in xs]
+        for x in xs:
+            if len(x) != tf.input_dim:
+                raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
+        B, d = len(xs), tf.d_model
+        U, Ein = RatMatrix(B, tf.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
+        DE, Em = self._embed
+        DP, Pm = self._pos
+        ex = (IntMatrix(Em) * U * DP).entries()          # d x B, over DE Ein DP
+        ps = (IntMatrix(Pm) * (DE * Ein)).entries()      # d x n
+        X = IntMatrix(d, n * B, [ex[i * B + b] + ps[i * n + t] for i in range(d)
+                                 for b in range(B) for t in range(n)])
+        E = DE * Ein * DP
+        out = [(X, E)]
         for step in self._steps:
             if step[0] == "ff":
-                _, inner, outer = step
-                H = inner * _with_ones(X)
-                H = RatMatrix(H.nrows(), n, [v if v > 0 else Q(0) for v in H.entries()])
-                X = X + outer * _with_ones(H)
-            else:
-                update = None
-                for Wq, Wk, Wv, Wo, scale in step[1]:
-                    S = (Wk * X).transpose() * (Wq * X)  # S[t', t] = <K x_t', Q x_t>
-                    scores = [[scale * S[k, t] for t in range(n)] for k in range(n)]
-                    A = hardmax_weights(scores)
-                    head = Wo * (Wv * X) * RatMatrix(n, n, [v for row in A for v in row])
-                    update = head if update is None else update + head
-                if update is not None:
-                    X = X + update
-            states.append(X)
-        return states
+                X, E = self._feedforward(step, X, E)
+            elif step[0] == "attn":
+                X, E = self._attention(step, X, E, B)
+            out.append((X, E))
+        return out
+
+    @staticmethod
+    def _feedforward(step, X, E):
+        """x + W2 ReLU(W1 x + b1) + b2 on every column, over the new denominator D2 D1 E."""
+        _, D1, W1, b1, D2, W2, b2 = step
+        cols = X.ncols()
+        ones = IntMatrix(1, cols, [1] * cols)
+        if W1 is None:
+            Y = b2 * (D1 * E) * ones
+        else:
+            G = (W1 * X + b1 * E * ones).entries()
+            G = IntMatrix(W1.nrows(), cols, [v if v > 0 else 0 for v in G])
+            Y = W2 * G + b2 * (D1 * E) * ones
+        return X * (D2 * D1) + Y, D2 * D1 * E
+
+    @staticmethod
+    def _attention(step, X, E, B):
+        """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', with S_h(t) the hardmax argmax set."""
+        _, K, Qm, DV, V, DO, O, spans = step
+        n = X.ncols() // B
+        L = lcm(*range(1, n + 1))
+        k, q, v = (K * X).entries(), (Qm * X).entries(), (V * X).entries()
+        ncol = n * B
+        avg = [0] * (V.nrows() * ncol)   # L * (mean of the values over the argmax set)
+        everyone = list(range(n))
+        for k0, k1, v0, v1 in spans:
+            for b in range(B):
+                c0 = b * n
+                if k1 - k0 == 1:  # one key row: score(t', t) = k_t' q_t, decided by sign q_t
+                    keys = k[k0 * ncol + c0:k0 * ncol + c0 + n]
+                    top, low = max(keys), min(keys)
+                    up = [u for u in everyone if keys[u] == top]
+                    down = [u for u in everyone if keys[u] == low]
+                    wins = [up if c > 0 else down if c < 0 else everyone
+                            for c in q[k0 * ncol + c0:k0 * ncol + c0 + n]]
+                else:
+                    keys = [[k[r * ncol + c0 + t] for r in range(k0, k1)] for t in range(n)]
+                    wins = []
+                    for t in range(n):
+                        query = [q[r * ncol + c0 + t] for r in range(k0, k1)]
+                        wins.append(hardmax_winners(
+                            [sum(a * c for a, c in zip(key, query)) for key in keys]))
+                for r in range(v0, v1):
+                    row = r * ncol + c0
+                    vals = v[row:row + n]
+                    for t, win in enumerate(wins):
+                        avg[row + t] = (L // len(win)) * sum(vals[u] for u in win)
+        A = IntMatrix(V.nrows(), ncol, avg)
+        return X * (DO * DV * L) + O * A, DO * DV * L * E
+
+    def evaluate_batch(self, xs) -> list[Vector]:
+        """[T(x) for x in xs], exactly (hardmax ties averaged)."""
+        xs = list(xs)
+        if not xs:
+            return []
+        X, E = self.states(xs)[-1]
+        B, n = len(xs), self.tf.n_tokens
+        D, R, m = self._read
+        if m == 0:
+            return [()] * B
+        Y = (R * _with_row(X, E)).entries()             # m x nB over D E
+        t = self.tf.readout.token
+        if t is None:   # token mean: sum over the n columns of each input, over n D E
+            nums = [sum(Y[i * n * B + b * n + s] for s in range(n)) for i in range(m)
+                    for b in range(B)]
+            den = n * D * E
+        else:
+            nums = [Y[i * n * B + b * n + t] for i in range(m) for b in range(B)]
+            den = D * E
+        y = (RatMatrix(IntMatrix(m, B, nums).transpose()) / den).entries()
+        return [tuple(y[b * m:(b + 1) * m]) for b in range(B)]
 
     def evaluate(self, x) -> Vector:
-        """T(x), exactly (hardmax ties averaged)."""
-        X = self.tokens(x)[-1]
-        n = self.tf.n_tokens
-        t = self.tf.readout.token
-        if t is None:
-            z = X * RatMatrix(n, 1, [ONE / n] * n)
-        else:
-            z = RatMatrix(X.nrows(), 1, [X[i, t] for i in range(X.nrows())])
-        y = self._read * _with_ones(z)
-        return tuple(y[i, 0] for i in range(y.nrows()))
+        """T(x), exactly."""
+        return self.evaluate_batch([x])[0]
+
+    def tokens(self, x) -> list[RatMatrix]:
+        """The d_m x n token matrix of one input after the embedding and each sub-layer."""
+        return [RatMatrix(X) / E for X, E in self.states([x])]
 
 
-def _with_ones(X: RatMatrix) -> RatMatrix:
-    """X with a row of ones appended."""
-    n = X.ncols()
-    return RatMatrix(X.nrows() + 1, n, X.entries() + [ONE] * n)
+def _int_matrix(rows: list[list[int]], ncols: int) -> IntMatrix:
+    return IntMatrix(rows) if rows else IntMatrix(0, ncols)
+
+
+def _with_row(X: IntMatrix, value) -> IntMatrix:
+    """X with a constant row appended (the homogeneous coordinate of [W | b])."""
+    cols = X.ncols()
+    return IntMatrix(X.nrows() + 1, cols, X.entries() + [value] * cols)
 
 
 def evaluate_transformer(tf: Transformer, x) -> Vector:
