@@ -247,6 +247,9 @@ def write_json_atomic(path: str, obj: object) -> None:
             data = gzip.compress(data, mtime=0)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,0 +1,163 @@
+"""The exactmax/certificate format: a split tree bound to both models and the domain.
+
+    {"format": "exactmax/certificate", "version": 1,
+     "claim": "A(x) = B(x) for every x in the domain",
+     "models": {"a": {"sha256": "...", "model": {...}}, "b": {...}},
+     "domain": {"sha256": "...", "domain": {"box": ...} or {"polyhedron": ...}},
+     "tree": T, "stats": {...}}
+
+    T = {"split": {"a": [...], "c": "p/q"}, "choices": [C...], "ge": T, "lt": T}
+      | {"leaf": {"choices": [C...]}}
+      | {"empty": F}
+    C = {"program": 0 | 1, "node": i, "k": k, "proofs": [null | F | {"tie": {"dominance": F,
+         "upper": F, "lower": F}}, ...]}
+    F = [[row, "y"], ...]   (Farkas multipliers, rows numbered from the domain's first)
+
+The models and the domain are embedded, so a certificate is checked on its own; each is bound
+by the SHA-256 of its canonical JSON (sorted keys, no spaces, "meta" left out), so a user can
+confirm that a certificate speaks about *their* files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ..kernel.certificate import Choice, Empty, Leaf, Split, TieProof, Tree
+from ..kernel.rational import q_str
+from .jsonfile import Cursor, read_json_file
+from .models import (MAXOUT, TRANSFORMER, VERSION, domain_to_json, model_to_json,
+                     read_domain, read_maxout, read_transformer)
+
+CERTIFICATE = "exactmax/certificate"
+CLAIM = "A(x) = B(x) for every x in the domain"
+
+
+def content_hash(obj: dict) -> str:
+    """SHA-256 of the canonical JSON of a model or domain object, "meta" left out."""
+    obj = {k: v for k, v in obj.items() if k != "meta"}
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def _farkas(F) -> list:
+    return [[i, q_str(y)] for i, y in F]
+
+
+def _choice(side, index, ch: Choice) -> dict:
+    proofs = []
+    for pr in ch.proofs:
+        if pr is None:
+            proofs.append(None)
+        elif isinstance(pr, TieProof):
+            proofs.append({"tie": {"dominance": _farkas(pr.dominance),
+                                   "upper": _farkas(pr.upper), "lower": _farkas(pr.lower)}})
+        else:
+            proofs.append(_farkas(pr))
+    return {"program": side, "node": index, "k": ch.k, "proofs": proofs}
+
+
+def tree_to_json(tree: Tree) -> dict:
+    if isinstance(tree, Empty):
+        return {"empty": _farkas(tree.proof)}
+    if isinstance(tree, Leaf):
+        return {"leaf": {"choices": [_choice(*c) for c in tree.choices]}}
+    return {"split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
+            "choices": [_choice(*c) for c in tree.choices],
+            "ge": tree_to_json(tree.ge), "lt": tree_to_json(tree.lt)}
+
+
+def certificate_to_json(a, b, domain, tree: Tree, stats: dict) -> dict:
+    ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
+    return {"format": CERTIFICATE, "version": VERSION, "claim": CLAIM,
+            "models": {"a": {"sha256": content_hash(ja), "model": ja},
+                       "b": {"sha256": content_hash(jb), "model": jb}},
+            "domain": {"sha256": content_hash(jd), "domain": jd},
+            "tree": tree_to_json(tree), "stats": stats}
+
+
+# ----------------------------------------------------------------------------- reading
+
+def _read_farkas(c: Cursor):
+    out = []
+    for e in c.items(what="multiplier"):
+        i, y = e.items(2, what="field", why="[row, multiplier]")
+        out.append((i.integer(0), y.number()))
+    return tuple(out)
+
+
+def _read_choice(c: Cursor):
+    f = c.fields(("program", "node", "k", "proofs"))
+    proofs = []
+    for p in f["proofs"].items(what="proof"):
+        if p.value is None:
+            proofs.append(None)
+        elif isinstance(p.value, dict):
+            t = p.fields(("tie",))["tie"].fields(("dominance", "upper", "lower"))
+            proofs.append(TieProof(_read_farkas(t["dominance"]), _read_farkas(t["upper"]),
+                                   _read_farkas(t["lower"])))
+        else:
+            proofs.append(_read_farkas(p))
+    return (f["program"].integer(0), f["node"].integer(0),
+            Choice(f["k"].integer(0), tuple(proofs)))
+
+
+def read_tree(c: Cursor, dim: int) -> Tree:
+    """The tree, read without recursion (deep trees do not hit Python's recursion limit)."""
+    done: list[Tree] = []
+    todo = [(c, False)]
+    while todo:
+        cur, children_read = todo.pop()
+        if not isinstance(cur.value, dict) or not any(k in cur.value for k in
+                                                      ("split", "leaf", "empty")):
+            raise cur.error('expected a tree node: an object with "split", "leaf" or "empty"')
+        if "empty" in cur.value:
+            done.append(Empty(_read_farkas(cur.fields(("empty",))["empty"])))
+        elif "leaf" in cur.value:
+            leaf = cur.fields(("leaf",))["leaf"].fields(("choices",))
+            done.append(Leaf(tuple(_read_choice(x) for x in
+                                   leaf["choices"].items(what="choice"))))
+        else:
+            f = cur.fields(("split", "choices", "ge", "lt"))
+            if not children_read:
+                todo += [(cur, True), (f["lt"], False), (f["ge"], False)]
+                continue
+            h = f["split"].fields(("a", "c"))
+            lt, ge = done.pop(), done.pop()
+            done.append(Split(h["a"].vector(dim, why="the input dimension"), h["c"].number(),
+                              ge, lt, tuple(_read_choice(x) for x in
+                                            f["choices"].items(what="choice"))))
+    return done[0]
+
+
+def load_certificate(path: str):
+    """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}); the embedded
+    hashes are recomputed and must match."""
+    root = Cursor(path, "", read_json_file(path))
+    f = root.fields(("format", "version", "claim", "models", "domain", "tree"), ("stats", "meta"))
+    f["format"].string((CERTIFICATE,))
+    if f["version"].integer() != VERSION:
+        raise f["version"].error(f"version {f['version'].value} is not supported")
+    if f["claim"].string() != CLAIM:
+        raise f["claim"].error(f'expected "{CLAIM}"')
+    models, hashes = {}, {}
+    mf = f["models"].fields(("a", "b"))
+    for name in ("a", "b"):
+        e = mf[name].fields(("sha256", "model"))
+        m = e["model"]
+        m.fields(tuple(m.value) if isinstance(m.value, dict) else (), what="a model object")
+        if "format" not in m.value:
+            raise m.error('missing key "format"')
+        kind = m.child("format").string((MAXOUT, TRANSFORMER))
+        models[name] = read_maxout(m) if kind == MAXOUT else read_transformer(m)
+        hashes[name] = e["sha256"].string()
+        if content_hash(model_to_json(models[name])) != hashes[name]:
+            raise e["sha256"].error("does not match the embedded model")
+    df = f["domain"].fields(("sha256", "domain"))
+    dim = models["a"].input_dim
+    domain = read_domain(df["domain"], dim)
+    hashes["domain"] = df["sha256"].string()
+    if content_hash(domain_to_json(domain)) != hashes["domain"]:
+        raise df["sha256"].error("does not match the embedded domain")
+    tree = read_tree(f["tree"], dim)
+    return models["a"], models["b"], domain, tree, hashes

@@ -1,0 +1,211 @@
+"""The certificate checker: two programs agree on a polyhedron (certificates.md).
+
+Constraints are a . x + c >= 0 (or > 0 when strict).  The domain A x <= b gives the first
+rows, b_i - A_i x >= 0, in order; each split on the way down appends one row, so a constraint
+keeps its index in the whole subtree below the node that added it.
+
+- A ``Split`` on h = a . x + c sends h >= 0 to ``ge`` and h < 0 (-h > 0, strict) to ``lt``:
+  the leaves partition the domain, with no covering argument needed.
+- An ``Empty`` leaf proves its cell empty: Farkas multipliers for 0 > 0.
+- A ``Leaf`` fixes, for every Max and Hardmax node of both programs, the argument that is
+  selected on the cell, with Farkas proofs that it is selected; both programs are then affine
+  on the cell, and the leaf is accepted when their output maps are equal exactly.
+- Choices given at a ``Split`` are inherited by every leaf below (rows are only ever added
+  going down, so an entailment proved higher up stays valid).
+
+Farkas rule (``check_entails``): multipliers y_i > 0 on rows i with e - sum y_i row_i = r, a
+constant.  Then e(x) = sum y_i row_i(x) + r >= r on the cell, so e >= 0 if r >= 0, and e > 0 if
+r > 0 or some strict row has y_i > 0.
+
+Hardmax (ties averaged): for chosen key k and every other j, either s_k - s_j > 0 on the cell,
+or s_k - s_j >= 0 on the cell and, on the cell with the extra row s_j - s_k >= 0 (the tie set
+of j), v_j - v_k >= 0 and v_k - v_j >= 0.  Then every key of maximal score has value v_k, and
+so has their mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import CheckFailed
+from .polyhedron import Polyhedron
+from .program import Hardmax, Lin, Max, Program
+from .rational import Q, ZERO
+
+Farkas = tuple[tuple[int, Q], ...]   # (row index, multiplier > 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """a . x + c >= 0, or > 0 if strict."""
+
+    a: tuple[Q, ...]
+    c: Q
+    strict: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TieProof:
+    dominance: Farkas   # s_k - s_j >= 0 on the cell
+    upper: Farkas       # v_j - v_k >= 0 on the cell and the tie set of j
+    lower: Farkas       # v_k - v_j >= 0 there
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node
+    (proofs[j]: a Farkas proof of s_k - s_j > 0, or a TieProof); proofs[k] is None."""
+
+    k: int
+    proofs: tuple[Farkas | TieProof | None, ...]
+
+
+Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, choice)
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    choices: Choices = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Empty:
+    proof: Farkas
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    a: tuple[Q, ...]
+    c: Q
+    ge: "Tree"
+    lt: "Tree"
+    choices: Choices = ()
+
+
+Tree = Split | Leaf | Empty
+Affine = tuple[tuple[Q, ...], Q]
+
+
+def domain_rows(P: Polyhedron) -> list[Row]:
+    """b_i - A_i x >= 0 for every row of the domain, in order."""
+    return [Row(tuple(-v for v in a), c) for a, c in zip(P.A, P.b)]
+
+
+def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:
+    """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}."""
+    a, r = list(e[0]), e[1]
+    used_strict = False
+    for i, y in proof:
+        if not 0 <= i < len(rows):
+            raise CheckFailed(f"{where}: row {i} does not exist ({len(rows)} rows here)")
+        if not y > 0:
+            raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
+        row = rows[i]
+        for t, v in enumerate(row.a):
+            if v:
+                a[t] -= y * v
+        r -= y * row.c
+        used_strict = used_strict or row.strict
+    if any(a):
+        raise CheckFailed(f"{where}: the combination leaves a linear part")
+    if r < 0 or (strict and r == 0 and not used_strict):
+        raise CheckFailed(f"{where}: the combination gives {r}, which does not show "
+                          f"{'> 0' if strict else '>= 0'}")
+
+
+def _sub(u: Affine, v: Affine) -> Affine:
+    return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
+
+
+def affine_values(p: Program, rows: list[Row], choices: dict, where: str) -> list[Affine]:
+    """The affine map of every node of p on the cell, after checking the choices there."""
+    d = p.dim
+    vals: list[Affine] = []
+    for index, node in enumerate(p.nodes):
+        at = f"{where}, node {index}"
+        if isinstance(node, Lin):
+            a = [ZERO] * d
+            for i, v in node.x:
+                a[i] += v
+            c = node.c
+            for j, w in node.terms:
+                aj, cj = vals[j]
+                for t in range(d):
+                    if aj[t]:
+                        a[t] += w * aj[t]
+                c += w * cj
+            vals.append((tuple(a), c))
+            continue
+        ch = choices.get(index)
+        args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
+        if ch is None or not 0 <= ch.k < len(args) or len(ch.proofs) != len(args):
+            raise CheckFailed(f"{at}: no valid choice for this {type(node).__name__} node")
+        if isinstance(node, Max):
+            for j, pr in enumerate(ch.proofs):
+                if j != ch.k:
+                    if not isinstance(pr, tuple):
+                        raise CheckFailed(f"{at}: argument {j} has no Farkas proof")
+                    check_entails(rows, _sub(vals[args[ch.k]], vals[args[j]]), False, pr,
+                                  f"{at}, argument {ch.k} >= {j}")
+            vals.append(vals[args[ch.k]])
+            continue
+        sk, vk = node.pairs[ch.k]
+        for j, pr in enumerate(ch.proofs):
+            if j == ch.k:
+                continue
+            sj, vj = node.pairs[j]
+            gap = _sub(vals[sk], vals[sj])
+            if isinstance(pr, TieProof):
+                check_entails(rows, gap, False, pr.dominance, f"{at}, score {ch.k} >= {j}")
+                tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
+                check_entails(tie, _sub(vals[vj], vals[vk]), False, pr.upper,
+                              f"{at}, value {j} >= {ch.k} on their tie set")
+                check_entails(tie, _sub(vals[vk], vals[vj]), False, pr.lower,
+                              f"{at}, value {ch.k} >= {j} on their tie set")
+            elif isinstance(pr, tuple):
+                check_entails(rows, gap, True, pr, f"{at}, score {ch.k} > {j}")
+            else:
+                raise CheckFailed(f"{at}: key {j} has no proof")
+        vals.append(vals[vk])
+    return vals
+
+
+def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree) -> int:
+    """Accept iff ``tree`` proves f(x) = g(x) for every x in P; returns the number of leaves.
+    Raises CheckFailed naming the leaf (path of ge/lt steps) and the reason otherwise."""
+    if not f.dim == g.dim == P.dim:
+        raise CheckFailed(f"dimensions differ: {f.dim}, {g.dim} and the domain's {P.dim}")
+    if len(f.outputs) != len(g.outputs):
+        raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")
+    leaves = 0
+    stack = [(tree, domain_rows(P), {}, "root")]
+    while stack:
+        node, rows, inherited, where = stack.pop()
+        choices = dict(inherited)
+        for side, index, ch in getattr(node, "choices", ()):
+            if side not in (0, 1):
+                raise CheckFailed(f"{where}: program {side} does not exist")
+            choices[side, index] = ch
+        if isinstance(node, Split):
+            if len(node.a) != P.dim:
+                raise CheckFailed(f"{where}: split of the wrong dimension")
+            h = Row(tuple(node.a), node.c)
+            neg = Row(tuple(-v for v in node.a), -node.c, True)
+            stack.append((node.lt, rows + [neg], choices, where + ".lt"))
+            stack.append((node.ge, rows + [h], choices, where + ".ge"))
+            continue
+        leaves += 1
+        if isinstance(node, Empty):
+            check_entails(rows, ((ZERO,) * P.dim, ZERO), True, node.proof,
+                          f"{where}: empty cell")
+            continue
+        if not isinstance(node, Leaf):
+            raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
+        vf = affine_values(f, rows, {i: c for (s, i), c in choices.items() if s == 0},
+                           f"{where}, first program")
+        vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
+                           f"{where}, second program")
+        for o, (i, j) in enumerate(zip(f.outputs, g.outputs)):
+            if vf[i] != vg[j]:
+                raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
+    return leaves

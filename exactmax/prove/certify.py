@@ -1,0 +1,273 @@
+"""Build split-tree certificates (``kernel/certificate.py``) for f = g on a polyhedron.
+
+Untrusted producer.  Cells are explored depth first.  On each cell an interior point (z3
+``Optimize``: maximise the slack t of every row) guesses which argument each Max / Hardmax
+node selects; Farkas multipliers for each selection are found exactly (a box fast path, else
+z3 solving the linear system y >= 0, y^T A = a_e of certificates.md pitfall 4).  When a
+selection cannot be proved on the whole cell, the cell is split on the hyperplane that
+separates the two arguments.  Every tree is checked by the kernel before anyone trusts it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import z3
+
+from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
+                                  domain_rows)
+from ..kernel.polyhedron import Box, Polyhedron
+from ..kernel.program import Lin, Max, Program
+from ..kernel.rational import Q, ZERO
+from .smt import from_z3, rat
+
+
+class NoCertificate(Exception):
+    """No certificate within the limits, or the claim needs more than the format can say."""
+
+
+class CounterexampleFound(Exception):
+    def __init__(self, x):
+        super().__init__("the outputs differ on a cell")
+        self.x = x
+
+
+class _SplitOn(Exception):
+    def __init__(self, a, c):
+        self.a, self.c, self.proved = a, c, []
+
+
+@dataclass
+class Limits:
+    deadline: float
+    max_leaves: int = 20000
+    progress: object = None   # callable(leaves) or None
+
+
+class _Oracle:
+    """Exact LP questions about cells, answered by z3 (and a box fast path)."""
+
+    def __init__(self, dim: int, box: Box | None):
+        self.d, self.box = dim, box
+        self.xs = [z3.Real(f"x{i}") for i in range(dim)]
+        self.calls = 0
+
+    def _row(self, row: Row):
+        return z3.Sum([rat(a) * x for a, x in zip(row.a, self.xs) if a] + [rat(row.c)])
+
+    def interior_point(self, rows: list[Row]):
+        """A point of the cell, as deep inside as possible; None if the cell is empty."""
+        self.calls += 1
+        t = z3.Real("t")
+        o = z3.Optimize()
+        for row in rows:
+            o.add(self._row(row) >= t)
+        o.add(t <= 1)
+        o.maximize(t)
+        if o.check() == z3.sat:
+            m = o.model()
+            if from_z3(m.eval(t, model_completion=True)) > 0:
+                return tuple(from_z3(m.eval(x, model_completion=True)) for x in self.xs)
+        s = z3.Solver()  # not full-dimensional: any point at all?
+        s.add([self._row(r) > 0 if r.strict else self._row(r) >= 0 for r in rows])
+        if s.check() == z3.sat:
+            m = s.model()
+            return tuple(from_z3(m.eval(x, model_completion=True)) for x in self.xs)
+        return None
+
+    def farkas(self, rows: list[Row], e, strict: bool) -> Farkas | None:
+        """Multipliers proving e >= 0 (> 0) on the cell, or None if there are none."""
+        fast = self._box_farkas(e, strict)
+        if fast is not None:
+            return fast
+        self.calls += 1
+        ys = [z3.Real(f"y{i}") for i in range(len(rows))]
+        s = z3.SolverFor("QF_LRA")
+        s.add([y >= 0 for y in ys])
+        for t in range(self.d):
+            s.add(z3.Sum([rat(r.a[t]) * y for r, y in zip(rows, ys) if r.a[t]] +
+                         [z3.RealVal(0)]) == rat(e[0][t]))
+        rest = rat(e[1]) - z3.Sum([rat(r.c) * y for r, y in zip(rows, ys) if r.c] +
+                                  [z3.RealVal(0)])
+        if strict:
+            s.add(z3.Or(rest > 0, z3.And(rest >= 0, z3.Sum(
+                [y for r, y in zip(rows, ys) if r.strict] + [z3.RealVal(0)]) > 0)))
+        else:
+            s.add(rest >= 0)
+        if s.check() != z3.sat:
+            return None
+        m = s.model()
+        out = []
+        for i, y in enumerate(ys):
+            v = from_z3(m.eval(y, model_completion=True))
+            if v > 0:
+                out.append((i, v))
+        return tuple(out)
+
+    def _box_farkas(self, e, strict):
+        """When the domain is a box (rows x_i <= u_i, then x_i >= l_i): e >= its minimum over
+        the box, c + sum_{a_i > 0} a_i l_i + sum_{a_i < 0} a_i u_i, with multipliers |a_i|."""
+        if self.box is None:
+            return None
+        a, c = e
+        low = c
+        proof = []
+        for i, v in enumerate(a):
+            if v > 0:
+                low += v * self.box.lower[i]
+                proof.append((self.d + i, v))
+            elif v < 0:
+                low += v * self.box.upper[i]
+                proof.append((i, -v))
+        if low > 0 or (low == 0 and not strict):
+            return tuple(proof)
+        return None
+
+
+def _sub(u, v):
+    return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
+
+
+def _at(aff, p) -> Q:
+    return sum((a * x for a, x in zip(aff[0], p) if a), aff[1])
+
+
+def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict):
+    """Affine maps of every node on the cell and the choices proved on it, or _SplitOn
+    (carrying the choices proved before the split).  Choices in ``known`` were proved on an
+    ancestor cell, so they hold here too and are not proved again."""
+    choices = []
+    try:
+        return _walk_nodes(prog, side, rows, point, oracle, known, choices), choices
+    except _SplitOn as e:
+        e.proved = choices
+        raise
+
+
+def _walk_nodes(prog, side, rows, point, oracle, known, choices):
+    d = prog.dim
+    vals = []
+    for index, node in enumerate(prog.nodes):
+        ch = known.get((side, index))
+        if ch is not None:
+            vals.append(vals[node.args[ch.k]] if isinstance(node, Max)
+                        else vals[node.pairs[ch.k][1]])
+            continue
+        if isinstance(node, Lin):
+            a = [ZERO] * d
+            for i, v in node.x:
+                a[i] += v
+            c = node.c
+            for j, w in node.terms:
+                aj, cj = vals[j]
+                for t in range(d):
+                    if aj[t]:
+                        a[t] += w * aj[t]
+                c += w * cj
+            vals.append((tuple(a), c))
+            continue
+        if isinstance(node, Max):
+            args = [vals[j] for j in node.args]
+            at = [_at(v, point) for v in args]
+            k = at.index(max(at))
+            proofs = []
+            for j, v in enumerate(args):
+                if j == k:
+                    proofs.append(None)
+                    continue
+                gap = _sub(args[k], v)
+                pr = oracle.farkas(rows, gap, False)
+                if pr is None:
+                    raise _SplitOn(*gap)
+                proofs.append(pr)
+            choices.append((side, index, Choice(k, tuple(proofs))))
+            vals.append(args[k])
+            continue
+        scores = [vals[s] for s, _ in node.pairs]
+        values = [vals[v] for _, v in node.pairs]
+        at = [_at(v, point) for v in scores]
+        k = at.index(max(at))
+        proofs = []
+        for j in range(len(scores)):
+            if j == k:
+                proofs.append(None)
+                continue
+            gap = _sub(scores[k], scores[j])
+            pr = oracle.farkas(rows, gap, True)
+            if pr is not None:
+                proofs.append(pr)
+                continue
+            dom = oracle.farkas(rows, gap, False)
+            if dom is None:
+                raise _SplitOn(*gap)
+            tie = rows + [Row(*_sub(scores[j], scores[k]))]
+            up = oracle.farkas(tie, _sub(values[j], values[k]), False)
+            low = oracle.farkas(tie, _sub(values[k], values[j]), False)
+            if up is None or low is None:
+                raise NoCertificate(f"node {index}: tied attention keys carry different values "
+                                    "(the head jumps on that tie set); the certificate format "
+                                    "cannot express the average there")
+            proofs.append(TieProof(dom, up, low))
+        choices.append((side, index, Choice(k, tuple(proofs))))
+        vals.append(values[k])
+    return vals
+
+
+def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
+                      limits: Limits) -> tuple[Tree, dict]:
+    """A tree for f = g on P, or NoCertificate / CounterexampleFound."""
+    oracle = _Oracle(P.dim, box)
+    stats = {"leaves": 0, "splits": 0}
+    last = [time.monotonic()]
+
+    def cell(rows: list[Row], known: dict) -> Tree:
+        if time.monotonic() > limits.deadline:
+            raise NoCertificate("time limit reached while building the certificate")
+        if stats["leaves"] >= limits.max_leaves:
+            raise NoCertificate(f"more than {limits.max_leaves} leaves")
+        p = oracle.interior_point(rows)
+        if p is None:
+            pr = oracle.farkas(rows, ((ZERO,) * P.dim, ZERO), True)
+            if pr is None:  # pragma: no cover - z3 contradicting itself
+                raise NoCertificate("an empty cell without a Farkas proof")
+            stats["leaves"] += 1
+            return Empty(pr)
+        cf = []
+        try:
+            vf, cf = _walk(f, 0, rows, p, oracle, known)
+            vg, cg = _walk(g, 1, rows, p, oracle, known)
+        except _SplitOn as s:
+            # choices proved on this cell hold on both halves: state them once, here
+            proved = tuple((cf if s.proved is not cf else []) + s.proved)
+            below = dict(known)
+            below.update({(side, i): ch for side, i, ch in proved})
+            stats["splits"] += 1
+            ge = cell(rows + [Row(s.a, s.c)], below)
+            lt = cell(rows + [Row(tuple(-v for v in s.a), -s.c, True)], below)
+            return Split(s.a, s.c, ge, lt, proved)
+        for i, j in zip(f.outputs, g.outputs):
+            if vf[i] != vg[j]:
+                x = _differing_point(oracle, rows, _sub(vf[i], vg[j]))
+                if x is not None:
+                    raise CounterexampleFound(x)
+                raise NoCertificate("the outputs agree on a lower-dimensional cell only")
+        stats["leaves"] += 1
+        if limits.progress is not None and time.monotonic() - last[0] > 2:
+            last[0] = time.monotonic()
+            limits.progress(stats["leaves"])
+        return Leaf(tuple(cf + cg))
+
+    tree = cell(domain_rows(P), {})
+    stats["lp_calls"] = oracle.calls
+    return tree, stats
+
+
+def _differing_point(oracle: _Oracle, rows, diff):
+    s = z3.Solver()
+    s.add([oracle._row(r) > 0 if r.strict else oracle._row(r) >= 0 for r in rows])
+    s.add(oracle._row(Row(diff[0], diff[1])) != 0)
+    if s.check() == z3.sat:
+        m = s.model()
+        return tuple(from_z3(m.eval(x, model_completion=True)) for x in oracle.xs)
+    return None

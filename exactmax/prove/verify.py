@@ -1,0 +1,117 @@
+"""Decide f = g on a polyhedron: proved (kernel-checked certificate), refuted (a point the
+kernel evaluated), or unknown (with the reason).  Only the kernel's checks make a verdict.
+
+Order of work: (1) translate both models to programs with the kernel's translation (bilinear
+scores give Unknown); (2) build a split-tree certificate, which on the way finds a point
+where the outputs differ if there is one; (3) if no certificate can be built, ask z3 for a
+difference over the whole domain with the exact hardmax tie semantics; an unsat answer then
+gives "proved by z3, no certificate" (trust: solver-only), never "certified".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..kernel.certificate import Tree, check_equal_on_domain
+from ..kernel.errors import CheckFailed
+from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.polyhedron import Box, Domain
+from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
+from ..kernel.rational import Q
+from ..kernel.transformer import TransformerEvaluator
+from .certify import CounterexampleFound, Limits, NoCertificate, build_certificate
+from .smt import find_difference
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    timeout_s: float = 60.0
+    max_leaves: int = 20000
+    strategy: str = "auto"          # "auto" or "monolithic" (one certificate over the domain)
+    progress: object = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    verdict: str                    # "proved", "refuted" or "unknown"
+    trust: str | None = None        # "kernel-checked" or "solver-only" (proved only)
+    x: tuple[Q, ...] | None = None  # the counterexample (refuted only)
+    outputs: tuple | None = None    # (A(x), B(x)) evaluated by the kernel
+    reason: str | None = None
+    certificate: Tree | None = None
+    stats: dict = field(default_factory=dict)
+
+
+def program_of(model) -> Program:
+    return program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
+        program_of_transformer(model)
+
+
+def evaluate(model, x):
+    """The kernel's exact evaluation of either kind of model."""
+    ev = MaxoutEvaluator(model) if isinstance(model, MaxoutNetwork) else TransformerEvaluator(model)
+    return ev.evaluate(x)
+
+
+def refute(a, b, domain: Domain, x) -> Verdict | None:
+    """Refuted(x) if the kernel confirms x is in the domain and A(x) != B(x), else None."""
+    if not domain.contains(x):
+        return None
+    ya, yb = evaluate(a, x), evaluate(b, x)
+    if ya == yb:
+        return None
+    return Verdict("refuted", x=tuple(x), outputs=(ya, yb))
+
+
+def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions()) -> Verdict:
+    """Is A(x) = B(x) for every x in the domain?"""
+    start = time.monotonic()
+    deadline = start + options.timeout_s
+    stats = {}
+    if a.input_dim != b.input_dim or a.input_dim != domain.dim:
+        raise ValueError("the two models and the domain must have the same input dimension")
+    if a.out_dim != b.out_dim:
+        return Verdict("unknown", reason=f"the models have {a.out_dim} and {b.out_dim} outputs")
+    try:
+        pa, pb = program_of(a), program_of(b)
+    except Unsupported as e:
+        return Verdict("unknown", reason=str(e))
+    P = domain.as_polyhedron()
+    box = domain if isinstance(domain, Box) else None
+    stats["program_nodes"] = [len(pa.nodes), len(pb.nodes)]
+    why = None
+    try:
+        tree, s = build_certificate(pa, pb, P, box, Limits(deadline, options.max_leaves,
+                                                           options.progress))
+        stats.update(s)
+        t0 = time.monotonic()
+        stats["leaves_checked"] = check_equal_on_domain(pa, pb, P, tree)
+        stats["kernel_check_s"] = time.monotonic() - t0
+        stats["time_s"] = time.monotonic() - start
+        return Verdict("proved", "kernel-checked", certificate=tree, stats=stats)
+    except CounterexampleFound as e:
+        v = refute(a, b, domain, e.x)
+        if v is not None:
+            return Verdict(v.verdict, x=v.x, outputs=v.outputs, stats=stats)
+        why = "a cell's outputs differ but the kernel did not confirm the point"
+    except NoCertificate as e:
+        why = str(e)
+    except CheckFailed as e:  # a producer bug: never trusted, reported
+        why = f"the kernel rejected the certificate ({e})"
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return Verdict("unknown", reason=f"timeout after {options.timeout_s:g} s ({why})",
+                       stats=stats)
+    status, x = find_difference(pa, pb, P, left)
+    stats["time_s"] = time.monotonic() - start
+    if status == "sat":
+        v = refute(a, b, domain, x)
+        if v is not None:
+            return Verdict(v.verdict, x=v.x, outputs=v.outputs, stats=stats)
+        return Verdict("unknown", reason="z3's model was not confirmed by the kernel", stats=stats)
+    if status == "unsat":
+        return Verdict("proved", "solver-only", reason=f"proved by z3, no certificate: {why}",
+                       stats=stats)
+    return Verdict("unknown", reason=f"z3: {x} after {options.timeout_s:g} s; no certificate: "
+                   f"{why}", stats=stats)
