@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 from . import __version__
 from .io import InputError, load_domain, load_model
@@ -242,6 +243,134 @@ def cmd_info(args) -> int:
     return EXIT_OK
 
 
+def _progress(args):
+    """A progress printer for stderr (long runs only), or None when --json or quiet."""
+    start = time.monotonic()
+
+    def show(leaves):
+        print(f"exactmax: {leaves} cells certified, {time.monotonic() - start:.0f} s",
+              file=sys.stderr, flush=True)
+    return show
+
+
+def _verify_models(args, a, b, names) -> int:
+    from .prove.verify import VerifyOptions, verify_equal
+    dom = model_domain(a, args) if args.domain else (a.domain or b.domain)
+    if dom is None:
+        raise UsageError("no domain: give one with --domain FILE or in the first model")
+    if a.input_dim != b.input_dim:
+        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
+                         f"{b.input_dim}")
+    if dom.dim != a.input_dim:
+        raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
+    from .prove.lp import analyze_domain
+    if (dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty):
+        raise UsageError("the domain is empty: every claim about it holds vacuously; give a "
+                         "non-empty one")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    opts = VerifyOptions(timeout_s=args.timeout, max_leaves=args.max_leaves,
+                         progress=None if args.json else _progress(args))
+    v = verify_equal(a, b, dom, opts)
+    if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
+        from .io import write_json_atomic
+        from .io.certificates import certificate_to_json
+        write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
+            k: val for k, val in v.stats.items() if k in ("leaves", "splits")}))
+    out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
+           "time_s": round(v.stats.get("time_s", 0.0), 3),
+           "counterexample": None, "stats": {k: val for k, val in v.stats.items()
+                                             if k in ("leaves", "splits", "lp_calls",
+                                                      "program_nodes")},
+           "certificate": args.cert if args.cert and v.trust == "kernel-checked" else None}
+    if v.verdict == "refuted":
+        out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
+            names[0]: [q_str(t) for t in v.outputs[0]],
+            names[1]: [q_str(t) for t in v.outputs[1]]}}
+    if args.json:
+        print(json.dumps(out))
+    elif v.verdict == "proved":
+        if v.trust == "kernel-checked":
+            print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
+                  f"domain; {v.stats.get('leaves_checked')} cells, "
+                  f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
+                                            if args.cert else ""))
+        else:
+            print(f"proved by z3, no certificate (trust: solver-only): {v.reason}")
+            if args.cert:
+                print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
+    elif v.verdict == "refuted":
+        print(f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
+              "(evaluated by the kernel)")
+        print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
+        for name in names:
+            print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
+    else:
+        print(f"unknown: {v.reason}")
+    return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
+
+
+def cmd_verify(args) -> int:
+    from .construct.bounds import DomainError
+    from .construct.transformer import compile_transformer
+    net = load_model(args.model)
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network (use '
+                         "exactmax equiv to compare two arbitrary models)")
+    if args.transformer:
+        tf = load_model(args.transformer)
+        names = (args.model, args.transformer)
+    else:
+        dom = model_domain(net, args)
+        if dom is None:
+            raise InputError(args.model, "", "no domain to compile and verify on; add a "
+                             '"domain" entry or pass --domain FILE')
+        try:
+            tf = compile_transformer(net, dom).transformer
+        except DomainError as e:
+            raise InputError(args.domain or args.model, "domain", f"the construction needs a "
+                             f"bounded, non-empty domain, but {e}") from None
+        names = (args.model, "its compiled Transformer")
+    return _verify_models(args, net, tf, names)
+
+
+def cmd_equiv(args) -> int:
+    a, b = load_model(args.a), load_model(args.b)
+    return _verify_models(args, a, b, (args.a, args.b))
+
+
+def cmd_check_cert(args) -> int:
+    from .io.certificates import content_hash, load_certificate
+    from .io.models import model_to_json
+    from .kernel.certificate import check_equal_on_domain
+    from .kernel.errors import CheckFailed
+    from .kernel.program import Unsupported, program_of_maxout, program_of_transformer
+    a, b, dom, tree, hashes = load_certificate(args.cert)
+    for path, key in zip(args.models or (), ("a", "b")):
+        if content_hash(model_to_json(load_model(path))) != hashes[key]:
+            print(f"rejected: {path} is not the model the certificate speaks about (its "
+                  "content hash differs)")
+            return EXIT_REFUTED
+    prog = [program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
+            for m in (a, b)]
+    t0 = time.monotonic()
+    try:
+        leaves = check_equal_on_domain(prog[0], prog[1], dom.as_polyhedron(), tree)
+    except (CheckFailed, Unsupported) as e:
+        if args.json:
+            print(json.dumps({"valid": False, "reason": str(e)}))
+        else:
+            print(f"rejected: {e}")
+        return EXIT_REFUTED
+    if args.json:
+        print(json.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
+                          "time_s": round(time.monotonic() - t0, 3)}))
+    else:
+        print(f"valid: the kernel checked {leaves} cells; A = B on the domain (A sha256 "
+              f"{hashes['a'][:16]}..., B sha256 {hashes['b'][:16]}...)")
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -297,6 +426,52 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gate constants C_l = (1 + S) * bound, room for softmax perturbations "
                    "(default 0)")
     c.set_defaults(run=cmd_compile)
+
+    def verify_options(p):
+        p.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+        p.add_argument("--cert", metavar="OUT.json[.gz]",
+                       help="write the kernel-checked certificate here (models and domain "
+                       "embedded, bound by SHA-256)")
+        p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                       help="give up after S seconds with 'unknown' (default 60)")
+        p.add_argument("--max-leaves", type=int, default=20000, metavar="N",
+                       help="largest certificate to build (default 20000 cells)")
+        p.add_argument("--strategy", choices=("auto", "monolithic"), default="auto",
+                       help="monolithic: one certificate over the whole domain (auto picks it; "
+                       "the layer-by-layer strategy is not implemented yet)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
+                       description="Prove that the Transformer (compiled from NET, or given "
+                       "with --transformer) equals the Maxout network at every point of the "
+                       "domain. Answers: proved (exit 0; 'certificate checked by the kernel', or "
+                       "'proved by z3, no certificate' when none could be built), refuted (exit "
+                       "1, with an exact counterexample evaluated by the kernel), unknown (exit "
+                       "3, with the reason).")
+    v.add_argument("model", metavar="NET.json", help="an exactmax/maxout network")
+    v.add_argument("--transformer", metavar="TF.json",
+                   help="the Transformer to check (default: compile NET)")
+    verify_options(v)
+    v.set_defaults(run=cmd_verify)
+
+    q = sub.add_parser("equiv", help="prove two models equal on a domain",
+                       description="Like verify, for any two models in exactmax's formats "
+                       "(Maxout or Transformer) with the same input and output dimensions. The "
+                       "domain is --domain, else the first model's, else the second's.")
+    q.add_argument("a", metavar="A.json")
+    q.add_argument("b", metavar="B.json")
+    verify_options(q)
+    q.set_defaults(run=cmd_equiv)
+
+    k = sub.add_parser("check-cert", help="re-check a certificate with the kernel alone",
+                       description="Check an exactmax/certificate with the trusted kernel only "
+                       "(no z3). Exit 0 when valid, 1 when rejected, 2 when unreadable. With "
+                       "--models, also confirm that the certificate speaks about these files.")
+    k.add_argument("cert", metavar="CERT.json[.gz]")
+    k.add_argument("--models", nargs=2, metavar=("A.json", "B.json"),
+                   help="the two model files the certificate should be about")
+    k.add_argument("--json", action="store_true", help="print one JSON object")
+    k.set_defaults(run=cmd_check_cert)
 
     i = sub.add_parser("info", help="summary of a model and its domain",
                        description="Describe a model file and decide exactly whether its "

@@ -1,0 +1,145 @@
+"""The kernel's certificate checker accepts the certificates exactmax builds and rejects
+every one of them changed by one number, one choice or one model weight."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from exactmax.cli import main
+from exactmax.io.certificates import content_hash
+from exactmax.kernel.certificate import Row, check_entails
+from exactmax.kernel.errors import CheckFailed
+from exactmax.kernel.rational import Q
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TENT = os.path.join(ROOT, "examples", "tent.json")
+
+
+def q(*v):
+    return tuple(Q(x) for x in v)
+
+
+def test_farkas_rule_accepts_exact_combinations_and_rejects_others():
+    rows = [Row(q(1, 0), Q(0)), Row(q(0, 1), Q(0)), Row(q(-1, -1), Q(1), True)]  # x,y>=0, x+y<1
+    check_entails(rows, (q(1, 1), Q(0)), False, ((0, Q(1)), (1, Q(1))), "x+y >= 0")
+    check_entails(rows, (q(-1, -1), Q(1)), True, ((2, Q(1)),), "1 - x - y > 0 (strict row)")
+    with pytest.raises(CheckFailed):   # strict claim from non-strict rows with remainder 0
+        check_entails(rows, (q(1, 1), Q(0)), True, ((0, Q(1)), (1, Q(1))), "x+y > 0")
+    with pytest.raises(CheckFailed):   # linear part left over
+        check_entails(rows, (q(2, 1), Q(0)), False, ((0, Q(1)), (1, Q(1))), "2x+y")
+    with pytest.raises(CheckFailed):   # negative remainder
+        check_entails(rows, (q(1, 1), Q(-1)), False, ((0, Q(1)), (1, Q(1))), "x+y-1")
+    with pytest.raises(CheckFailed):   # non-positive multiplier
+        check_entails(rows, (q(0, 0), Q(0)), False, ((0, Q(0)),), "zero multiplier")
+    with pytest.raises(CheckFailed):   # row that does not exist
+        check_entails(rows, (q(1, 0), Q(0)), False, ((3, Q(1)),), "row 3")
+    # the contradiction 0 > 0 from x + y >= 0 and x + y < 0: the empty-cell rule
+    empty = [Row(q(1, 1), Q(0)), Row(q(-1, -1), Q(0), True)]
+    check_entails(empty, (q(0, 0), Q(0)), True, ((0, Q(1)), (1, Q(1))), "empty")
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cert") / "tent.cert.json"
+    assert main(["verify", TENT, "--cert", str(path), "--json"]) == 0
+    return json.loads(path.read_text())
+
+
+def check(obj, tmp_path) -> int:
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(obj))
+    return main(["check-cert", str(p)])
+
+
+def walk(tree):
+    """Every node of a certificate tree (JSON), depth first."""
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        yield t
+        if "split" in t:
+            todo += [t["ge"], t["lt"]]
+
+
+def multipliers(cert):
+    """Paths to every Farkas multiplier in the tree: (node, choice list key, index...)."""
+    for node in walk(cert["tree"]):
+        chs = node.get("choices", node.get("leaf", {}).get("choices", []))
+        for ch in chs:
+            for proof in ch["proofs"]:
+                if proof is None:
+                    continue
+                farkas = [proof] if isinstance(proof, list) else list(proof["tie"].values())
+                for F in farkas:
+                    for pair in F:
+                        yield pair
+        if "empty" in node:
+            yield from node["empty"]
+
+
+def test_the_untampered_certificate_is_valid(certificate, tmp_path):
+    assert check(certificate, tmp_path) == 0
+
+
+def test_every_multiplier_changed_is_rejected(certificate, tmp_path, capsys):
+    n = sum(1 for _ in multipliers(certificate))
+    assert n > 20
+    for index in range(0, n, max(1, n // 25)):   # 25 places spread over the tree
+        cert = copy.deepcopy(certificate)
+        pair = list(multipliers(cert))[index]
+        pair[1] = str(Q(pair[1]) + Q(1, 3) if "/" not in pair[1] else
+                      Q(*map(int, pair[1].split("/"))) + Q(1, 3))
+        assert check(cert, tmp_path) == 1, index
+    assert "rejected" in capsys.readouterr().out
+
+
+def test_a_changed_choice_is_rejected(certificate, tmp_path):
+    changed = 0
+    for node_index, node in enumerate(walk(certificate["tree"])):
+        chs = node.get("choices", node.get("leaf", {}).get("choices", []))
+        if not chs:
+            continue
+        cert = copy.deepcopy(certificate)
+        node2 = list(walk(cert["tree"]))[node_index]
+        ch = node2.get("choices", node2.get("leaf", {}).get("choices", []))[0]
+        ch["k"] = (ch["k"] + 1) % len(ch["proofs"])
+        ch["proofs"] = [None if j == ch["k"] else (p if p is not None else [])
+                        for j, p in enumerate(ch["proofs"])]
+        assert check(cert, tmp_path) == 1
+        changed += 1
+        if changed == 10:
+            break
+    assert changed == 10
+
+
+def test_a_dropped_choice_or_moved_split_is_rejected(certificate, tmp_path):
+    cert = copy.deepcopy(certificate)
+    leaf = next(n for n in walk(cert["tree"]) if "leaf" in n and n["leaf"]["choices"])
+    leaf["leaf"]["choices"].pop()
+    assert check(cert, tmp_path) == 1
+    cert = copy.deepcopy(certificate)
+    root = cert["tree"]["split"]
+    root["c"] = str(Q(*map(int, (root["c"] + "/1").split("/")[:2])) + 1)
+    assert check(cert, tmp_path) == 1
+
+
+def test_a_changed_model_weight_is_rejected(certificate, tmp_path, capsys):
+    # with the old hash: the certificate no longer matches its model (unreadable, exit 2)
+    cert = copy.deepcopy(certificate)
+    cert["models"]["a"]["model"]["layers"][0]["units"][0]["pieces"][0]["b"] = "1/1000"
+    assert check(cert, tmp_path) == 2
+    assert "does not match the embedded model" in capsys.readouterr().err
+    # with the hash recomputed: the leaves no longer prove the claim (rejected, exit 1)
+    cert["models"]["a"]["sha256"] = content_hash(cert["models"]["a"]["model"])
+    assert check(cert, tmp_path) == 1
+
+
+def test_check_cert_compares_with_the_users_files(certificate, tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(certificate))
+    tf = tmp_path / "tf.json"
+    tf.write_text(json.dumps(certificate["models"]["b"]["model"]))
+    assert main(["check-cert", str(p), "--models", TENT, str(tf)]) == 0
+    assert main(["check-cert", str(p), "--models", TENT, TENT]) == 1

@@ -1,0 +1,116 @@
+"""verify / equiv / check-cert: proved only with a kernel-checked certificate, refuted only
+with a point the kernel evaluated, never a proof of a broken Transformer."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from exactmax.cli import main
+from exactmax.construct.transformer import compile_transformer
+from exactmax.io import load_model
+from exactmax.kernel.maxout import evaluate_maxout
+from exactmax.kernel.transformer import evaluate_transformer
+from exactmax.prove.verify import VerifyOptions, verify_equal
+from mutants import BROKEN, EQUIVALENT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TENT = os.path.join(ROOT, "examples", "tent.json")
+
+
+@pytest.fixture(scope="module")
+def tent():
+    net = load_model(TENT)
+    return net, compile_transformer(net)
+
+
+@pytest.mark.parametrize("mutant", BROKEN, ids=lambda m: m.__name__)
+def test_a_broken_transformer_is_never_proved(tent, mutant):
+    net, c = tent
+    tf = mutant(net, c)
+    v = verify_equal(net, tf, net.domain, VerifyOptions(timeout_s=60))
+    assert v.verdict != "proved"
+    if mutant.__name__ == "query_depends_on_x":
+        assert v.verdict == "unknown" and "bilinear" in v.reason
+        return
+    assert v.verdict == "refuted", v.reason
+    x = v.x
+    assert net.domain.contains(x)
+    assert evaluate_maxout(net, x) != evaluate_transformer(tf, x)
+    assert v.outputs == (evaluate_maxout(net, x), evaluate_transformer(tf, x))
+
+
+@pytest.mark.parametrize("mutant", EQUIVALENT, ids=lambda m: m.__name__)
+def test_an_equivalent_rewrite_is_proved(tent, mutant):
+    net, c = tent
+    v = verify_equal(net, mutant(net, c), net.domain)
+    assert (v.verdict, v.trust) == ("proved", "kernel-checked")
+
+
+@pytest.mark.parametrize("name", ["tent.json", "relu_triangle.json"])
+def test_verify_cli_proves_the_examples_and_writes_a_checkable_certificate(tmp_path, capsys,
+                                                                           name):
+    net = os.path.join(ROOT, "examples", name)
+    cert = tmp_path / "cert.json.gz"
+    assert main(["verify", net, "--cert", str(cert), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "proved" and out["trust"] == "kernel-checked"
+    assert out["counterexample"] is None and out["certificate"] == str(cert)
+    # re-checked by the kernel alone, in a fresh process that must not import z3
+    code = ("import sys; from exactmax.cli import main; r = main(['check-cert', sys.argv[1], "
+            "'--json']); assert 'z3' not in sys.modules, 'z3 imported'; sys.exit(r)")
+    r = subprocess.run([sys.executable, "-c", code, str(cert)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["valid"] is True
+
+
+def test_equiv_refutes_two_different_maxout_networks(tmp_path, capsys):
+    a = json.load(open(TENT))
+    b = json.loads(json.dumps(a))
+    b["layers"][1]["units"][0]["pieces"][1]["b"] = "1/2"   # was 1/3
+    pb = tmp_path / "b.json"
+    pb.write_text(json.dumps(b))
+    assert main(["equiv", TENT, str(pb), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "refuted"
+    x = out["counterexample"]["x"]
+    ya, yb = out["counterexample"]["outputs"].values()
+    assert ya != yb
+    from exactmax.io.numbers import parse_rational
+    xq = tuple(parse_rational(v) for v in x)
+    assert [str(v) for v in evaluate_maxout(load_model(TENT), xq)] == ya
+
+
+def test_equiv_proves_a_network_equal_to_itself_rewritten(tmp_path, capsys):
+    a = json.load(open(TENT))
+    b = json.loads(json.dumps(a))
+    units = b["layers"][0]["units"]
+    units[0]["pieces"] = units[0]["pieces"][::-1]          # reorder pieces
+    units[0]["pieces"].append(units[0]["pieces"][0])       # duplicate a piece
+    pb = tmp_path / "b.json"
+    pb.write_text(json.dumps(b))
+    assert main(["equiv", TENT, str(pb)]) == 0
+    assert "proved (certificate checked by the kernel)" in capsys.readouterr().out
+
+
+def test_bilinear_scores_give_unknown_with_exit_3(tent, tmp_path, capsys):
+    from exactmax.io import model_to_json
+    from mutants import query_depends_on_x
+    net, c = tent
+    p = tmp_path / "tf.json"
+    p.write_text(json.dumps(model_to_json(query_depends_on_x(net, c))))
+    assert main(["verify", TENT, "--transformer", str(p)]) == 3
+    assert "bilinear" in capsys.readouterr().out
+
+
+def test_verify_refutes_with_exit_1_and_prints_the_point(tent, tmp_path, capsys):
+    from exactmax.io import model_to_json
+    from mutants import weight_off
+    net, c = tent
+    p = tmp_path / "tf.json"
+    p.write_text(json.dumps(model_to_json(weight_off(net, c))))
+    assert main(["verify", TENT, "--transformer", str(p)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("refuted:") and "x = (" in out
