@@ -117,11 +117,34 @@ def _sub(u: Affine, v: Affine) -> Affine:
     return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
 
 
-def affine_values(p: Program, rows: list[Row], choices: dict, where: str) -> list[Affine]:
-    """The affine map of every node of p on the cell, after checking the choices there."""
+def cone(p: Program, roots) -> set[int]:
+    """The nodes that the nodes ``roots`` depend on (themselves included)."""
+    seen, todo = set(), list(roots)
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        node = p.nodes[i]
+        if isinstance(node, Lin):
+            todo += [j for j, _ in node.terms]
+        elif isinstance(node, Max):
+            todo += list(node.args)
+        else:
+            todo += [j for pair in node.pairs for j in pair]
+    return seen
+
+
+def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
+                  needed: set[int] | None = None) -> list[Affine | None]:
+    """The affine map on the cell of every node of p in ``needed`` (default: all), after
+    checking the choices there; other nodes get None."""
     d = p.dim
-    vals: list[Affine] = []
+    vals: list[Affine | None] = []
     for index, node in enumerate(p.nodes):
+        if needed is not None and index not in needed:
+            vals.append(None)
+            continue
         at = f"{where}, node {index}"
         if isinstance(node, Lin):
             a = [ZERO] * d
@@ -170,13 +193,20 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str) -> lis
     return vals
 
 
-def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree) -> int:
-    """Accept iff ``tree`` proves f(x) = g(x) for every x in P; returns the number of leaves.
-    Raises CheckFailed naming the leaf (path of ge/lt steps) and the reason otherwise."""
+def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
+                         outputs: tuple[int, ...] | None = None) -> int:
+    """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
+    ``outputs`` (default: all); returns the number of leaves.  Only the nodes these outputs
+    depend on are evaluated.  Raises CheckFailed naming the leaf and the reason otherwise."""
     if not f.dim == g.dim == P.dim:
         raise CheckFailed(f"dimensions differ: {f.dim}, {g.dim} and the domain's {P.dim}")
     if len(f.outputs) != len(g.outputs):
         raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")
+    outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
+    if not all(0 <= o < len(f.outputs) for o in outputs):
+        raise CheckFailed("an output index out of range")
+    need_f = cone(f, [f.outputs[o] for o in outputs])
+    need_g = cone(g, [g.outputs[o] for o in outputs])
     leaves = 0
     stack = [(tree, domain_rows(P), {}, "root")]
     while stack:
@@ -202,10 +232,10 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree) -> 
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
         vf = affine_values(f, rows, {i: c for (s, i), c in choices.items() if s == 0},
-                           f"{where}, first program")
+                           f"{where}, first program", need_f)
         vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
-                           f"{where}, second program")
-        for o, (i, j) in enumerate(zip(f.outputs, g.outputs)):
-            if vf[i] != vg[j]:
+                           f"{where}, second program", need_g)
+        for o in outputs:
+            if vf[f.outputs[o]] != vg[g.outputs[o]]:
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
     return leaves

@@ -172,15 +172,10 @@ def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
     return pairs
 
 
-def program_of_transformer(tf: Transformer) -> Program:
-    """The program of the hardmax Transformer of construction.md §1 (read-out included)."""
-    b = _Builder(tf.input_dim)
+def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
+    """Token expressions after the given sub-layers, from token expressions X."""
     zero = None
-    X = []
-    for t in range(tf.n_tokens):
-        X.append([_combine(row, [_expr({i: ONE}) for i in range(tf.input_dim)], tf.positions[t][k])
-                  for k, row in enumerate(tf.embedding)])
-    for index, sub in enumerate(tf.sublayers):
+    for index, sub in sublayers:
         if isinstance(sub, FeedForward):
             pairs = _opposite_pairs(sub)
             partner = set(pairs.values())
@@ -191,17 +186,17 @@ def program_of_transformer(tf: Transformer) -> Program:
                         continue
                     u = _combine(row, xt, c)
                     if h in pairs:  # ReLU(u) - ReLU(-u) = u
-                        hidden[h] = (u, True)
+                        hidden[h] = u
                     elif _is_constant(u):
-                        hidden[h] = (_expr(c=max(u[1], ZERO)), False)
+                        hidden[h] = _expr(c=max(u[1], ZERO))
                     else:
                         if zero is None:
                             zero = b.add(Lin((), ZERO, ()))
-                        hidden[h] = (_expr(terms={b.add(Max((b.node_of(u), zero))): ONE}), False)
+                        hidden[h] = _expr(terms={b.add(Max((b.node_of(u), zero))): ONE})
                 new = []
                 for i, (row, c) in enumerate(zip(sub.outer.W, sub.outer.b)):
                     acc = [dict(xt[i][0]), xt[i][1] + c, dict(xt[i][2])]
-                    for h, (e, _) in hidden.items():
+                    for h, e in hidden.items():
                         _axpy(acc, row[h], e)
                     new.append(acc)
                 X[t] = new
@@ -228,6 +223,21 @@ def program_of_transformer(tf: Transformer) -> Program:
         for t in range(len(X)):
             for i in range(tf.d_model):
                 _axpy(X[t][i], ONE, updates[t][i])
+    return X
+
+
+def _embedded(tf: Transformer, E, dim: int) -> list:
+    """Token expressions E h + p_t for the input h of dimension dim."""
+    h = [_expr({i: ONE}) for i in range(dim)]
+    return [[_combine(row, h, tf.positions[t][k]) for k, row in enumerate(E)]
+            for t in range(tf.n_tokens)]
+
+
+def program_of_transformer(tf: Transformer) -> Program:
+    """The program of the hardmax Transformer of construction.md §1 (read-out included)."""
+    b = _Builder(tf.input_dim)
+    X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim),
+                       enumerate(tf.sublayers))
     r = tf.readout
     if r.token is None:
         z = [_combine([Q(1, tf.n_tokens)] * tf.n_tokens, [X[t][i] for t in range(tf.n_tokens)],
@@ -236,3 +246,41 @@ def program_of_transformer(tf: Transformer) -> Program:
         z = X[r.token]
     outs = [b.node_of(_combine(row, z, c)) for row, c in zip(r.map.W, r.map.b)]
     return Program(tf.input_dim, tuple(b.nodes), tuple(outs))
+
+
+def place(n: int, d_model: int) -> tuple[tuple[Q, ...], ...]:
+    """The d_model x n matrix that writes h in Q^n into the coordinates 0..n-1 of a token."""
+    return tuple(tuple(ONE if i == j else ZERO for j in range(n)) for i in range(d_model))
+
+
+def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Program:
+    """Sub-layers first..last-1 applied to the tokens encode(h)_t = place(h) + p_t, h in
+    Q^dim; outputs every coordinate of every token (token t, coordinate i at t d_m + i)."""
+    b = _Builder(dim)
+    X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim),
+                       [(i, tf.sublayers[i]) for i in range(first, last)])
+    outs = [b.node_of(e) for xt in X for e in xt]
+    return Program(dim, tuple(b.nodes), tuple(outs))
+
+
+def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model: int) -> Program:
+    """encode(Phi_l(h))_t = place(Phi_l(h)) + p_t for h in Q^{N_{l-1}}, where Phi_l is Maxout
+    layer ``layer`` (followed by the output map for the last layer); same output order as
+    ``program_of_segment``."""
+    dim = net.widths[layer]
+    b = _Builder(dim)
+    h = [_expr({i: ONE}) for i in range(dim)]
+    units = []
+    for unit in net.layers[layer].units:
+        args = tuple(b.node_of(_combine(p.w, h, p.b)) for p in unit.pieces)
+        units.append(_expr(terms={args[0] if len(args) == 1 else b.add(Max(args)): ONE}))
+    if layer == len(net.layers) - 1 and net.output is not None:
+        units = [_combine(row, units, c) for row, c in zip(net.output.W, net.output.b)]
+    outs = []
+    for p in positions:
+        for i in range(d_model):
+            e = [dict(units[i][0]), units[i][1], dict(units[i][2])] if i < len(units) \
+                else [{}, ZERO, {}]
+            _axpy(e, ONE, _expr(c=p[i]))
+            outs.append(b.node_of(e))
+    return Program(dim, tuple(b.nodes), tuple(outs))

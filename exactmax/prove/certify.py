@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import z3
 
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  domain_rows)
+                                  cone, domain_rows)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
@@ -76,11 +76,19 @@ class _Oracle:
             return tuple(from_z3(m.eval(x, model_completion=True)) for x in self.xs)
         return None
 
-    def farkas(self, rows: list[Row], e, strict: bool) -> Farkas | None:
-        """Multipliers proving e >= 0 (> 0) on the cell, or None if there are none."""
+    def farkas(self, rows: list[Row], e, strict: bool, point=None) -> Farkas | None:
+        """Multipliers proving e >= 0 (> 0) on the cell, or None if there are none.  With
+        ``point`` (a point of the cell), a cheap search for a point of the cell where the
+        claim fails comes first: it answers None without the solver."""
         fast = self._box_farkas(e, strict)
+        if fast is None:
+            fast = self._span_farkas(rows, e, strict)
+        if fast is None:
+            fast = self._row_box_farkas(rows, e, strict)
         if fast is not None:
             return fast
+        if point is not None and _descends_below(rows, point, e, strict):
+            return None
         self.calls += 1
         ys = [z3.Real(f"y{i}") for i in range(len(rows))]
         s = z3.SolverFor("QF_LRA")
@@ -105,6 +113,38 @@ class _Oracle:
                 out.append((i, v))
         return tuple(out)
 
+    def _span_farkas(self, rows, e, strict):
+        """e as a non-negative combination of at most three split rows (rows after the
+        domain's), with a constant remainder: the chains of comparisons that splitting on
+        differences of pieces produces.  Exact Gaussian elimination; None if no such luck."""
+        first = 2 * self.d if self.box is not None else 0
+        extra = list(range(first, len(rows)))[-6:]
+        for size in (1, 2, 3):
+            for subset in _subsets(extra, size):
+                lam = _solve([rows[i].a for i in subset], e[0])
+                if lam is None or any(v < 0 for v in lam):
+                    continue
+                r = e[1] - sum((v * rows[i].c for v, i in zip(lam, subset)), ZERO)
+                used_strict = any(v > 0 and rows[i].strict for v, i in zip(lam, subset))
+                if r > 0 or (r == 0 and (not strict or used_strict)):
+                    return tuple((i, v) for v, i in zip(lam, subset) if v > 0)
+        return None
+
+    def _row_box_farkas(self, rows, e, strict):
+        """e = lambda s + r with s one split row, lambda >= 0 and r entailed by the box alone;
+        the best lambda is at 0 or where a coefficient of e - lambda s changes sign."""
+        if self.box is None:
+            return None
+        for i in range(2 * self.d, len(rows)):
+            s = rows[i]
+            cands = {v / w for v, w in zip(e[0], s.a) if w and v / w > 0}
+            for lam in sorted(cands):
+                rem = (tuple(v - lam * w for v, w in zip(e[0], s.a)), e[1] - lam * s.c)
+                pr = self._box_farkas(rem, strict and not s.strict)
+                if pr is not None:
+                    return pr + ((i, lam),)
+        return None
+
     def _box_farkas(self, e, strict):
         """When the domain is a box (rows x_i <= u_i, then x_i >= l_i): e >= its minimum over
         the box, c + sum_{a_i > 0} a_i l_i + sum_{a_i < 0} a_i u_i, with multipliers |a_i|."""
@@ -125,6 +165,87 @@ class _Oracle:
         return None
 
 
+def _descends_below(rows, p, e, strict) -> bool:
+    """Does the cell contain a point where e < 0 (e <= 0 if strict) on the ray from p against
+    the gradient of e?  (Exact ratio test; the ray may end on non-strict rows.)"""
+    a = e[0]
+    norm = sum((v * v for v in a), ZERO)
+    if not norm:
+        return e[1] < 0 or (strict and e[1] == 0)
+    limit, binding_strict = None, False
+    for r in rows:
+        slope = -sum((u * v for u, v in zip(r.a, a) if u and v), ZERO)
+        if slope < 0:
+            t = _at((r.a, r.c), p) / -slope
+            if limit is None or t < limit:
+                limit, binding_strict = t, r.strict
+            elif t == limit:
+                binding_strict = binding_strict or r.strict
+    if limit is None:
+        return True                               # e decreases without bound in the cell
+    if limit <= 0:
+        return False
+    t = limit * Q(999, 1000) if binding_strict else limit
+    value = _at(e, p) - t * norm
+    return value < 0 or (strict and value == 0)
+
+
+def _nudge(rows, p, new: Row):
+    """A point strictly inside ``rows`` and ``new``, found by moving p along the normal of
+    ``new`` (a ratio test, exact); None when that line does not reach such a point."""
+    a = new.a
+    norm = sum((v * v for v in a), ZERO)
+    if not norm:
+        return None
+    need = -_at((a, new.c), p) / norm          # beyond this step, new(p + t a) > 0
+    limit = None
+    for r in rows:
+        slope = sum((u * v for u, v in zip(r.a, a) if u and v), ZERO)
+        if slope < 0:                            # r(p + t a) = r(p) + t slope > 0
+            t = _at((r.a, r.c), p) / -slope
+            limit = t if limit is None else min(limit, t)
+    if limit is None:
+        t = max(need, ZERO) + 1
+    elif limit > need and limit > 0:
+        t = (max(need, ZERO) + limit) / 2
+    else:
+        return None
+    q = tuple(x + t * v for x, v in zip(p, a))
+    return q if all(_at((r.a, r.c), q) > 0 for r in rows + [new]) else None
+
+
+def _subsets(items, size):
+    from itertools import combinations
+    return combinations(items, size)
+
+
+def _solve(vectors, target):
+    """lambda with sum_i lambda_i vectors[i] = target exactly, or None (Gaussian elimination
+    on the columns; any consistent solution will do)."""
+    r = len(vectors)
+    rows = [[vectors[i][t] for i in range(r)] + [target[t]] for t in range(len(target))]
+    pivots, row = [], 0
+    for col in range(r):
+        piv = next((k for k in range(row, len(rows)) if rows[k][col]), None)
+        if piv is None:
+            continue
+        rows[row], rows[piv] = rows[piv], rows[row]
+        inv = 1 / rows[row][col]
+        rows[row] = [v * inv for v in rows[row]]
+        for k in range(len(rows)):
+            if k != row and rows[k][col]:
+                f = rows[k][col]
+                rows[k] = [a - f * b for a, b in zip(rows[k], rows[row])]
+        pivots.append(col)
+        row += 1
+    if any(rows[k][r] for k in range(row, len(rows))):
+        return None
+    lam = [ZERO] * r
+    for k, col in enumerate(pivots):
+        lam[col] = rows[k][r]
+    return lam
+
+
 def _sub(u, v):
     return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
 
@@ -133,22 +254,25 @@ def _at(aff, p) -> Q:
     return sum((a * x for a, x in zip(aff[0], p) if a), aff[1])
 
 
-def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict):
+def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict, needed):
     """Affine maps of every node on the cell and the choices proved on it, or _SplitOn
     (carrying the choices proved before the split).  Choices in ``known`` were proved on an
     ancestor cell, so they hold here too and are not proved again."""
     choices = []
     try:
-        return _walk_nodes(prog, side, rows, point, oracle, known, choices), choices
+        return _walk_nodes(prog, side, rows, point, oracle, known, choices, needed), choices
     except _SplitOn as e:
         e.proved = choices
         raise
 
 
-def _walk_nodes(prog, side, rows, point, oracle, known, choices):
+def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
     d = prog.dim
     vals = []
     for index, node in enumerate(prog.nodes):
+        if index not in needed:
+            vals.append(None)
+            continue
         ch = known.get((side, index))
         if ch is not None:
             vals.append(vals[node.args[ch.k]] if isinstance(node, Max)
@@ -177,7 +301,7 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices):
                     proofs.append(None)
                     continue
                 gap = _sub(args[k], v)
-                pr = oracle.farkas(rows, gap, False)
+                pr = oracle.farkas(rows, gap, False, point)
                 if pr is None:
                     raise _SplitOn(*gap)
                 proofs.append(pr)
@@ -194,11 +318,11 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices):
                 proofs.append(None)
                 continue
             gap = _sub(scores[k], scores[j])
-            pr = oracle.farkas(rows, gap, True)
+            pr = oracle.farkas(rows, gap, True, point)
             if pr is not None:
                 proofs.append(pr)
                 continue
-            dom = oracle.farkas(rows, gap, False)
+            dom = oracle.farkas(rows, gap, False, point)
             if dom is None:
                 raise _SplitOn(*gap)
             tie = rows + [Row(*_sub(scores[j], scores[k]))]
@@ -215,18 +339,24 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices):
 
 
 def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
-                      limits: Limits) -> tuple[Tree, dict]:
-    """A tree for f = g on P, or NoCertificate / CounterexampleFound."""
-    oracle = _Oracle(P.dim, box)
+                      limits: Limits, outputs: tuple[int, ...] | None = None,
+                      oracle: "_Oracle | None" = None) -> tuple[Tree, dict]:
+    """A tree for f_o = g_o on P for the outputs o in ``outputs`` (default: all), or
+    NoCertificate / CounterexampleFound.  Only the nodes these outputs depend on are used."""
+    outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
+    need_f = cone(f, [f.outputs[o] for o in outputs])
+    need_g = cone(g, [g.outputs[o] for o in outputs])
+    oracle = oracle or _Oracle(P.dim, box)
     stats = {"leaves": 0, "splits": 0}
     last = [time.monotonic()]
 
-    def cell(rows: list[Row], known: dict) -> Tree:
+    def cell(rows: list[Row], known: dict, hint=None) -> Tree:
         if time.monotonic() > limits.deadline:
             raise NoCertificate("time limit reached while building the certificate")
         if stats["leaves"] >= limits.max_leaves:
             raise NoCertificate(f"more than {limits.max_leaves} leaves")
-        p = oracle.interior_point(rows)
+        p = hint if hint is not None and all(_at((r.a, r.c), hint) > 0 for r in rows) \
+            else oracle.interior_point(rows)
         if p is None:
             pr = oracle.farkas(rows, ((ZERO,) * P.dim, ZERO), True)
             if pr is None:  # pragma: no cover - z3 contradicting itself
@@ -235,18 +365,20 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             return Empty(pr)
         cf = []
         try:
-            vf, cf = _walk(f, 0, rows, p, oracle, known)
-            vg, cg = _walk(g, 1, rows, p, oracle, known)
+            vf, cf = _walk(f, 0, rows, p, oracle, known, need_f)
+            vg, cg = _walk(g, 1, rows, p, oracle, known, need_g)
         except _SplitOn as s:
             # choices proved on this cell hold on both halves: state them once, here
             proved = tuple((cf if s.proved is not cf else []) + s.proved)
             below = dict(known)
             below.update({(side, i): ch for side, i, ch in proved})
             stats["splits"] += 1
-            ge = cell(rows + [Row(s.a, s.c)], below)
-            lt = cell(rows + [Row(tuple(-v for v in s.a), -s.c, True)], below)
+            ge_row, lt_row = Row(s.a, s.c), Row(tuple(-v for v in s.a), -s.c, True)
+            ge = cell(rows + [ge_row], below, _nudge(rows, p, ge_row))
+            lt = cell(rows + [lt_row], below, _nudge(rows, p, lt_row))
             return Split(s.a, s.c, ge, lt, proved)
-        for i, j in zip(f.outputs, g.outputs):
+        for o in outputs:
+            i, j = f.outputs[o], g.outputs[o]
             if vf[i] != vg[j]:
                 x = _differing_point(oracle, rows, _sub(vf[i], vg[j]))
                 if x is not None:

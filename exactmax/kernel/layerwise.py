@@ -1,0 +1,138 @@
+"""Layer-by-layer certificates compose (certificates.md, pitfall 5).
+
+For a Maxout network N with layers Phi_1..Phi_D and a Transformer T whose sub-layers come in
+groups of three, one group per Maxout layer, write encode(h)_t = place(h) + p_t for the token
+state that holds h in its first coordinates (place) on top of the positional vectors p_t.
+Suppose
+
+  (E) the embedding is E = place, so the initial state is encode(x);
+  (B) B_0 contains the domain P, and B_l = the interval image of B_{l-1} under Phi_l (the kernel
+      computes it exactly), so h^l(x) lies in B_l for every x in P;
+  (S) for every layer l and every h in B_{l-1}, the three sub-layers of group l map encode(h)
+      to encode(Phi_l(h)) (for the last layer Phi_D includes the output map y = A h + c);
+  (R) the read-out returns y from encode(y).
+
+Then by induction on l the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
+(S) is a family of ordinary certificates, each over a box, one per group of segment outputs
+that share their pair of program nodes; (E), (B) and (R) are checked here exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .certificate import Farkas, Tree, check_equal_on_domain
+from .errors import CheckFailed
+from .maxout import MaxoutNetwork
+from .polyhedron import Box, Domain, check_upper_bound
+from .program import place, program_of_encoded_layer, program_of_segment
+from .rational import ONE, Q, ZERO
+from .transformer import Transformer
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    outputs: tuple[int, ...]    # segment outputs (token t, coordinate i at t d_m + i)
+    tree: Tree
+
+
+@dataclass(frozen=True, slots=True)
+class LayerwiseCertificate:
+    box: Box                    # B_0
+    box_proofs: tuple[tuple[Farkas, Farkas], ...] | None   # (upper, lower) per coordinate,
+    #                             for a polyhedral domain; None when the domain is a box
+    layers: tuple[tuple[Claim, ...], ...]
+
+
+def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
+    """The exact interval image of ``box`` under Maxout layer ``layer`` (no output map):
+    each piece's range is exact on a box, and max is monotone."""
+    lo, hi = [], []
+    for unit in net.layers[layer].units:
+        ranges = []
+        for p in unit.pieces:
+            low = high = p.b
+            for w, l, u in zip(p.w, box.lower, box.upper):
+                if w > 0:
+                    low, high = low + w * l, high + w * u
+                elif w < 0:
+                    low, high = low + w * u, high + w * l
+            ranges.append((low, high))
+        lo.append(max(r[0] for r in ranges))
+        hi.append(max(r[1] for r in ranges))
+    return Box(tuple(lo), tuple(hi))
+
+
+def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
+    """(E) and (R), and the shape of the sub-layer groups."""
+    D, dm = len(net.layers), tf.d_model
+    if len(tf.sublayers) != 3 * D:
+        raise CheckFailed(f"layerwise: {len(tf.sublayers)} sub-layers, expected 3 per Maxout "
+                          f"layer ({3 * D})")
+    if max(net.widths + (net.out_dim,)) > dm or tf.input_dim != net.input_dim:
+        raise CheckFailed("layerwise: the layer widths do not fit the token width")
+    if tuple(tf.embedding) != place(net.input_dim, dm):
+        raise CheckFailed("layerwise: the embedding does not write x into coordinates "
+                          f"0..{net.input_dim - 1}")
+    m = net.out_dim
+    R = tf.readout.map
+    if R.out_dim != m:
+        raise CheckFailed("layerwise: the read-out has the wrong number of outputs")
+    for i in range(m):
+        for j in range(m):
+            if R.W[i][j] != (ONE if i == j else ZERO):
+                raise CheckFailed("layerwise: the read-out does not return the output "
+                                  "coordinates")
+    ps = tf.positions if tf.readout.token is None else [tf.positions[tf.readout.token]]
+    for i in range(m):
+        bias = sum((R.W[i][j] * p[j] for p in ps for j in range(dm)), ZERO) / len(ps)
+        if bias + R.b[i] != 0:
+            raise CheckFailed("layerwise: the read-out adds a constant to the output")
+
+
+def check_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
+                    cert: LayerwiseCertificate) -> int:
+    """Accept iff the certificate proves T(x) = N(x) for every x in the domain (see the
+    module docstring); returns the number of leaves checked."""
+    check_structure(net, tf)
+    B = cert.box
+    if B.dim != net.input_dim:
+        raise CheckFailed("layerwise: B_0 has the wrong dimension")
+    if isinstance(domain, Box):
+        if not all(bl <= dl and du <= bu for bl, dl, du, bu in
+                   zip(B.lower, domain.lower, domain.upper, B.upper)):
+            raise CheckFailed("layerwise: B_0 does not contain the domain box")
+    else:
+        if cert.box_proofs is None or len(cert.box_proofs) != B.dim:
+            raise CheckFailed("layerwise: B_0 needs a Farkas proof per coordinate")
+        P = domain.as_polyhedron()
+        for i, (up, low) in enumerate(cert.box_proofs):
+            e = tuple(ONE if j == i else ZERO for j in range(B.dim))
+            if check_upper_bound(P, e, tuple(_dense(up, len(P.b)))) > B.upper[i] or \
+                    -check_upper_bound(P, tuple(-v for v in e),
+                                       tuple(_dense(low, len(P.b)))) < B.lower[i]:
+                raise CheckFailed(f"layerwise: the bound of B_0 on x[{i}] is not proved")
+    if len(cert.layers) != len(net.layers):
+        raise CheckFailed("layerwise: one list of claims per layer is needed")
+    leaves = 0
+    for l, claims in enumerate(cert.layers):
+        f = program_of_encoded_layer(net, l, tf.positions, tf.d_model)
+        g = program_of_segment(tf, 3 * l, 3 * l + 3, net.widths[l])
+        covered = set()
+        for claim in claims:
+            leaves += check_equal_on_domain(f, g, B.as_polyhedron(), claim.tree, claim.outputs)
+            covered.update(claim.outputs)
+        if covered != set(range(len(f.outputs))):
+            raise CheckFailed(f"layerwise: layer {l}: outputs "
+                              f"{sorted(set(range(len(f.outputs))) - covered)[:5]} unproved")
+        B = interval_image(net, l, B)
+    return leaves
+
+
+def _dense(F: Farkas, n: int) -> list[Q]:
+    y = [ZERO] * n
+    for i, v in F:
+        if not 0 <= i < n:
+            raise CheckFailed("layerwise: a Farkas row index is out of range")
+        y[i] += v
+    return y
