@@ -18,7 +18,8 @@ from .io.numbers import NumberSyntaxError, parse_rational, quote
 from .kernel.maxout import MaxoutEvaluator, MaxoutNetwork
 from .kernel.polyhedron import Box, Domain
 from .kernel.rational import Q, q_str
-from .kernel.transformer import HARDMAX, Attention, FeedForward, TransformerEvaluator
+from .kernel.transformer import (HARDMAX, Attention, FeedForward, Transformer,
+                                 TransformerEvaluator)
 
 EXIT_OK, EXIT_REFUTED, EXIT_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -270,18 +271,20 @@ def _verify_models(args, a, b, names) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     opts = VerifyOptions(timeout_s=args.timeout, max_leaves=args.max_leaves,
+                         strategy=args.strategy,
                          progress=None if args.json else _progress(args))
     v = verify_equal(a, b, dom, opts)
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
         from .io import write_json_atomic
         from .io.certificates import certificate_to_json
         write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
-            k: val for k, val in v.stats.items() if k in ("leaves", "splits")}))
+            k: val for k, val in v.stats.items() if k in ("leaves", "splits", "strategy")}))
     out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
            "time_s": round(v.stats.get("time_s", 0.0), 3),
            "counterexample": None, "stats": {k: val for k, val in v.stats.items()
                                              if k in ("leaves", "splits", "lp_calls",
-                                                      "program_nodes")},
+                                                      "program_nodes", "strategy",
+                                                      "layerwise_failed")},
            "certificate": args.cert if args.cert and v.trust == "kernel-checked" else None}
     if v.verdict == "refuted":
         out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
@@ -351,11 +354,17 @@ def cmd_check_cert(args) -> int:
             print(f"rejected: {path} is not the model the certificate speaks about (its "
                   "content hash differs)")
             return EXIT_REFUTED
-    prog = [program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
-            for m in (a, b)]
+    from .kernel.layerwise import LayerwiseCertificate, check_layerwise
     t0 = time.monotonic()
     try:
-        leaves = check_equal_on_domain(prog[0], prog[1], dom.as_polyhedron(), tree)
+        if isinstance(tree, LayerwiseCertificate):
+            if not isinstance(b, Transformer):
+                raise CheckFailed("a layerwise certificate needs a Transformer as model b")
+            leaves = check_layerwise(a, b, dom, tree)
+        else:
+            prog = [program_of_maxout(m) if isinstance(m, MaxoutNetwork)
+                    else program_of_transformer(m) for m in (a, b)]
+            leaves = check_equal_on_domain(prog[0], prog[1], dom.as_polyhedron(), tree)
     except (CheckFailed, Unsupported) as e:
         if args.json:
             print(json.dumps({"valid": False, "reason": str(e)}))
@@ -436,9 +445,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="give up after S seconds with 'unknown' (default 60)")
         p.add_argument("--max-leaves", type=int, default=20000, metavar="N",
                        help="largest certificate to build (default 20000 cells)")
-        p.add_argument("--strategy", choices=("auto", "monolithic"), default="auto",
-                       help="monolithic: one certificate over the whole domain (auto picks it; "
-                       "the layer-by-layer strategy is not implemented yet)")
+        p.add_argument("--strategy", choices=("auto", "layerwise", "monolithic"),
+                       default="auto",
+                       help="layerwise: one small certificate per Maxout layer and output "
+                       "group over certified interval boxes (for a Transformer with three "
+                       "sub-layers per Maxout layer); monolithic: one certificate over the "
+                       "whole domain, for any two models; auto tries layerwise first where "
+                       "it applies, then monolithic, then z3 alone")
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",

@@ -43,8 +43,17 @@ def test_farkas_rule_accepts_exact_combinations_and_rejects_others():
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
     path = tmp_path_factory.mktemp("cert") / "tent.cert.json"
-    assert main(["verify", TENT, "--cert", str(path), "--json"]) == 0
+    assert main(["verify", TENT, "--cert", str(path), "--json", "--strategy", "monolithic"]) == 0
     return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def layerwise(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cert") / "tent.layerwise.json"
+    assert main(["verify", TENT, "--cert", str(path), "--json"]) == 0
+    cert = json.loads(path.read_text())
+    assert "layerwise" in cert
+    return cert
 
 
 def check(obj, tmp_path) -> int:
@@ -143,3 +152,28 @@ def test_check_cert_compares_with_the_users_files(certificate, tmp_path):
     tf.write_text(json.dumps(certificate["models"]["b"]["model"]))
     assert main(["check-cert", str(p), "--models", TENT, str(tf)]) == 0
     assert main(["check-cert", str(p), "--models", TENT, TENT]) == 1
+
+
+def test_layerwise_certificate_is_valid_and_tampering_is_rejected(layerwise, tmp_path):
+    assert check(layerwise, tmp_path) == 0
+    # a multiplier inside a claim's tree
+    for li in range(2):
+        cert = copy.deepcopy(layerwise)
+        claim = next(c for c in cert["layerwise"]["layers"][li]
+                     if any(True for _ in multipliers({"tree": c["tree"]})))
+        pair = next(multipliers({"tree": claim["tree"]}))
+        pair[1] = pair[1] + "1" if "/" in pair[1] else str(int(pair[1]) + 1)
+        assert check(cert, tmp_path) == 1
+    # B_0 smaller than the domain
+    cert = copy.deepcopy(layerwise)
+    cert["layerwise"]["box"]["upper"][0] = "1/2"
+    assert check(cert, tmp_path) == 1
+    # an output left unproved
+    cert = copy.deepcopy(layerwise)
+    cert["layerwise"]["layers"][1][0]["outputs"].pop()
+    assert check(cert, tmp_path) == 1
+    # a claim moved to another layer
+    cert = copy.deepcopy(layerwise)
+    L = cert["layerwise"]["layers"]
+    L[0][0]["tree"], L[1][0]["tree"] = L[1][0]["tree"], L[0][0]["tree"]
+    assert check(cert, tmp_path) in (1, 2)

@@ -24,6 +24,8 @@ import hashlib
 import json
 
 from ..kernel.certificate import Choice, Empty, Leaf, Split, TieProof, Tree
+from ..kernel.layerwise import Claim, LayerwiseCertificate
+from ..kernel.polyhedron import Box
 from ..kernel.rational import q_str
 from .jsonfile import Cursor, read_json_file
 from .models import (MAXOUT, TRANSFORMER, VERSION, domain_to_json, model_to_json,
@@ -67,13 +69,27 @@ def tree_to_json(tree: Tree) -> dict:
             "ge": tree_to_json(tree.ge), "lt": tree_to_json(tree.lt)}
 
 
-def certificate_to_json(a, b, domain, tree: Tree, stats: dict) -> dict:
+def layerwise_to_json(c: LayerwiseCertificate) -> dict:
+    return {"box": {"lower": [q_str(v) for v in c.box.lower],
+                    "upper": [q_str(v) for v in c.box.upper]},
+            "box_proofs": None if c.box_proofs is None else
+            [[_farkas(up), _farkas(low)] for up, low in c.box_proofs],
+            "layers": [[{"outputs": list(cl.outputs), "tree": tree_to_json(cl.tree)}
+                        for cl in claims] for claims in c.layers]}
+
+
+def certificate_to_json(a, b, domain, cert, stats: dict) -> dict:
     ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
-    return {"format": CERTIFICATE, "version": VERSION, "claim": CLAIM,
-            "models": {"a": {"sha256": content_hash(ja), "model": ja},
-                       "b": {"sha256": content_hash(jb), "model": jb}},
-            "domain": {"sha256": content_hash(jd), "domain": jd},
-            "tree": tree_to_json(tree), "stats": stats}
+    out = {"format": CERTIFICATE, "version": VERSION, "claim": CLAIM,
+           "models": {"a": {"sha256": content_hash(ja), "model": ja},
+                      "b": {"sha256": content_hash(jb), "model": jb}},
+           "domain": {"sha256": content_hash(jd), "domain": jd}}
+    if isinstance(cert, LayerwiseCertificate):
+        out["layerwise"] = layerwise_to_json(cert)
+    else:
+        out["tree"] = tree_to_json(cert)
+    out["stats"] = stats
+    return out
 
 
 # ----------------------------------------------------------------------------- reading
@@ -134,7 +150,10 @@ def load_certificate(path: str):
     """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}); the embedded
     hashes are recomputed and must match."""
     root = Cursor(path, "", read_json_file(path))
-    f = root.fields(("format", "version", "claim", "models", "domain", "tree"), ("stats", "meta"))
+    f = root.fields(("format", "version", "claim", "models", "domain"),
+                    ("tree", "layerwise", "stats", "meta"))
+    if ("tree" in f) == ("layerwise" in f):
+        raise root.error('expected exactly one of "tree" or "layerwise"')
     f["format"].string((CERTIFICATE,))
     if f["version"].integer() != VERSION:
         raise f["version"].error(f"version {f['version'].value} is not supported")
@@ -159,5 +178,30 @@ def load_certificate(path: str):
     hashes["domain"] = df["sha256"].string()
     if content_hash(domain_to_json(domain)) != hashes["domain"]:
         raise df["sha256"].error("does not match the embedded domain")
-    tree = read_tree(f["tree"], dim)
-    return models["a"], models["b"], domain, tree, hashes
+    if "tree" in f:
+        return models["a"], models["b"], domain, read_tree(f["tree"], dim), hashes
+    return models["a"], models["b"], domain, read_layerwise(f["layerwise"], models["a"]), hashes
+
+
+def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
+    from ..kernel.maxout import MaxoutNetwork
+    if not isinstance(net, MaxoutNetwork):
+        raise c.error("a layerwise certificate needs a Maxout network as model a")
+    f = c.fields(("box", "box_proofs", "layers"))
+    bf = f["box"].fields(("lower", "upper"))
+    lower = bf["lower"].vector(net.input_dim, why="the input dimension")
+    box = Box(lower, bf["upper"].vector(len(lower), why="as many as lower"))
+    proofs = None
+    if f["box_proofs"].value is not None:
+        proofs = tuple(tuple(_read_farkas(x) for x in pair.items(2, what="proof",
+                                                                  why="upper, lower"))
+                       for pair in f["box_proofs"].items(net.input_dim, what="pair"))
+    layers = []
+    for lc, width in zip(f["layers"].items(len(net.layers), what="layer"), net.widths):
+        claims = []
+        for cc in lc.items(what="claim"):
+            cf = cc.fields(("outputs", "tree"))
+            claims.append(Claim(tuple(o.integer(0) for o in cf["outputs"].items(what="output")),
+                                read_tree(cf["tree"], width)))
+        layers.append(tuple(claims))
+    return LayerwiseCertificate(box, proofs, tuple(layers))

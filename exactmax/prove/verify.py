@@ -19,8 +19,10 @@ from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
-from ..kernel.transformer import TransformerEvaluator
+from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
+from ..kernel.transformer import Transformer, TransformerEvaluator
 from .certify import CounterexampleFound, Limits, NoCertificate, build_certificate
+from .layerwise import build_layerwise
 from .smt import find_difference
 
 
@@ -28,7 +30,7 @@ from .smt import find_difference
 class VerifyOptions:
     timeout_s: float = 60.0
     max_leaves: int = 20000
-    strategy: str = "auto"          # "auto" or "monolithic" (one certificate over the domain)
+    strategy: str = "auto"          # "auto", "layerwise" or "monolithic"
     progress: object = field(default=None, compare=False)
 
 
@@ -39,7 +41,7 @@ class Verdict:
     x: tuple[Q, ...] | None = None  # the counterexample (refuted only)
     outputs: tuple | None = None    # (A(x), B(x)) evaluated by the kernel
     reason: str | None = None
-    certificate: Tree | None = None
+    certificate: Tree | LayerwiseCertificate | None = None
     stats: dict = field(default_factory=dict)
 
 
@@ -73,6 +75,28 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
         raise ValueError("the two models and the domain must have the same input dimension")
     if a.out_dim != b.out_dim:
         return Verdict("unknown", reason=f"the models have {a.out_dim} and {b.out_dim} outputs")
+    why = None
+    limits = Limits(deadline, options.max_leaves, options.progress)
+    if options.strategy in ("auto", "layerwise") and isinstance(a, MaxoutNetwork) and \
+            isinstance(b, Transformer):
+        try:
+            cert, s = build_layerwise(a, b, domain, limits)
+            stats.update(s)
+            t0 = time.monotonic()
+            stats["leaves_checked"] = check_layerwise(a, b, domain, cert)
+            stats["kernel_check_s"] = time.monotonic() - t0
+            stats["time_s"] = time.monotonic() - start
+            stats["strategy"] = "layerwise"
+            return Verdict("proved", "kernel-checked", certificate=cert, stats=stats)
+        except Unsupported as e:
+            return Verdict("unknown", reason=str(e), stats=stats)
+        except NoCertificate as e:
+            why = f"layerwise: {e}"
+        except CheckFailed as e:  # a producer bug: never trusted, reported
+            why = f"layerwise: the kernel rejected the certificate ({e})"
+        stats = {"layerwise_failed": why}
+    if options.strategy == "layerwise" and why is None:
+        why = "layerwise needs a Maxout network and a Transformer"
     try:
         pa, pb = program_of(a), program_of(b)
     except Unsupported as e:
@@ -80,10 +104,9 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
     P = domain.as_polyhedron()
     box = domain if isinstance(domain, Box) else None
     stats["program_nodes"] = [len(pa.nodes), len(pb.nodes)]
-    why = None
+    stats["strategy"] = "monolithic"
     try:
-        tree, s = build_certificate(pa, pb, P, box, Limits(deadline, options.max_leaves,
-                                                           options.progress))
+        tree, s = build_certificate(pa, pb, P, box, limits)
         stats.update(s)
         t0 = time.monotonic()
         stats["leaves_checked"] = check_equal_on_domain(pa, pb, P, tree)
@@ -96,9 +119,9 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
             return Verdict(v.verdict, x=v.x, outputs=v.outputs, stats=stats)
         why = "a cell's outputs differ but the kernel did not confirm the point"
     except NoCertificate as e:
-        why = str(e)
+        why = (why + "; " if why else "") + f"monolithic: {e}"
     except CheckFailed as e:  # a producer bug: never trusted, reported
-        why = f"the kernel rejected the certificate ({e})"
+        why = (why + "; " if why else "") + f"the kernel rejected the certificate ({e})"
     left = deadline - time.monotonic()
     if left <= 0:
         return Verdict("unknown", reason=f"timeout after {options.timeout_s:g} s ({why})",
