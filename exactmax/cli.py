@@ -141,8 +141,8 @@ def cmd_compile(args) -> int:
     try:
         c = compile_transformer(net, dom, opts)
     except DomainError as e:
-        where = args.domain or args.model
-        raise InputError(where, "domain", f"the construction needs a bounded, non-empty "
+        where, path = (args.domain, "") if args.domain else (args.model, "domain")
+        raise InputError(where, path, f"the construction needs a bounded, non-empty "
                          f"domain, but {e}; give a bounded one (a box, or a polyhedron "
                          "A x <= b with bounded feasible set) in the \"domain\" entry or with "
                          "--domain FILE") from None
@@ -331,7 +331,8 @@ def cmd_verify(args) -> int:
         try:
             tf = compile_transformer(net, dom).transformer
         except DomainError as e:
-            raise InputError(args.domain or args.model, "domain", f"the construction needs a "
+            raise InputError(args.domain or args.model, "" if args.domain else "domain",
+                             f"the construction needs a "
                              f"bounded, non-empty domain, but {e}") from None
         names = (args.model, "its compiled Transformer")
     return _verify_models(args, net, tf, names)
@@ -399,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "with a note on stderr.")
     e.add_argument("model", metavar="MODEL.json", help="exactmax/maxout or exactmax/transformer")
     e.add_argument("--input", required=True, metavar="X",
-                   help='comma-separated exact numbers, e.g. "1/2,-3,0.25"')
+                   help='comma-separated exact numbers, e.g. "1/2,-3,0.25" (a leading minus '
+                   'works too: --input -1/2,3)')
     e.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
     e.add_argument("--json", action="store_true", help='print {"output": ["p/q", ...]}')
     e.add_argument("--softmax-lambda", metavar="L",
@@ -432,8 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "bounding box, or exact LP over the polyhedron for the first layer "
                    "(auto: LP for polyhedra, interval for boxes)")
     c.add_argument("--slack", default="0", metavar="S",
-                   help="gate constants C_l = (1 + S) * bound, room for softmax perturbations "
-                   "(default 0)")
+                   help="gate constants C_l = max(1, ceil((1 + S) * bound)), room for softmax "
+                   "perturbations (default 0)")
     c.set_defaults(run=cmd_compile)
 
     def verify_options(p):
@@ -497,7 +499,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+NUMBER_OPTIONS = ("--input", "--slack", "--softmax-lambda")
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--input -1/2,3`` would read to argparse as a new option: join such values
+    (``--input=-1/2,3``), so a point whose first coordinate is negative can be given."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a in NUMBER_OPTIONS and i + 1 < len(argv) and argv[i + 1][:1] == "-" and \
+                argv[i + 1][1:2] in "0123456789.":
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+EXIT_BUG = 70
+"""Exit status of an unexpected exception (a bug): never 0-3, which carry verdicts."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
@@ -507,3 +533,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("exactmax: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (e.g. | head)
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        print("exactmax: internal error (a bug; please report it with the traceback above)",
+              file=sys.stderr)
+        return EXIT_BUG

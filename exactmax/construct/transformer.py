@@ -188,6 +188,9 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
     domain = domain if domain is not None else net.domain
     if domain is None:
         raise DomainError("the network has no domain")
+    if domain.dim != net.input_dim:
+        raise DomainError(f"the domain has dimension {domain.dim}, the network's input "
+                          f"{net.input_dim}")
     bounds = layer_bounds(net, domain, options.bounds)
     method = options.bounds if options.bounds != "auto" else (
         "interval" if hasattr(domain, "lower") else "lp")

@@ -68,12 +68,13 @@ def read_json_file(path: str) -> object:
     import gzip
     import zlib
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                text = f.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(source, "", f"larger than {MAX_FILE_BYTES >> 20} MiB "
+                             "(decompressed); exactmax refuses it")
+        text = data.decode("utf-8")
     except EOFError:
         raise InputError(source, "", "the gzip data ends early (is the file truncated?)") \
             from None
@@ -121,7 +122,10 @@ def plain(c: "Cursor") -> object:
         raise c.error(f"{EXPECTED}, got {describe(v)}")
     if isinstance(v, JsonNumber):
         c.number()  # refuses exponents beyond the bound
-        return float(v)
+        f = float(v)
+        if f in (float("inf"), float("-inf")):
+            raise c.error(f"{v} is too large for a number in meta; write it as a string")
+        return f
     if isinstance(v, list):
         return [plain(c.child(i)) for i in range(len(v))]
     if isinstance(v, dict):
@@ -133,10 +137,12 @@ def plain(c: "Cursor") -> object:
 class Cursor:
     """A JSON value together with its file and JSON path, for precise error messages."""
 
-    __slots__ = ("source", "path", "value")
+    __slots__ = ("source", "path", "value", "budget")
 
-    def __init__(self, source: str, path: str, value: object):
+    def __init__(self, source: str, path: str, value: object, budget: list | None = None):
         self.source, self.path, self.value = source, path, value
+        # entries that sparse matrices may still expand to, shared by the whole file
+        self.budget = budget if budget is not None else [MAX_MATRIX_ENTRIES]
 
     def error(self, message: str) -> InputError:
         return InputError(self.source, self.path, message)
@@ -146,7 +152,7 @@ class Cursor:
             path = f"{self.path}[{key}]"
         else:
             path = f"{self.path}.{key}" if self.path else key
-        return Cursor(self.source, path, self.value[key])
+        return Cursor(self.source, path, self.value[key], self.budget)
 
     # --- structure -------------------------------------------------------------------------
 
@@ -250,9 +256,11 @@ class Cursor:
                 if want is not None and got != want:
                     because = f" ({why})" if why else ""
                     raise f["shape"].error(f"expected {plural(want, name)}{because}, got {got}")
-            if r * c > MAX_MATRIX_ENTRIES:
+            if r * c > self.budget[0]:
                 raise f["shape"].error(f"a {r} x {c} matrix is beyond the limit of "
-                                       f"{MAX_MATRIX_ENTRIES} entries")
+                                       f"{MAX_MATRIX_ENTRIES} entries for the sparse matrices "
+                                       "of one file")
+            self.budget[0] -= r * c
             dense = [[Q(0)] * c for _ in range(r)]
             seen = set()
             for e in f["entries"].items(what="entries"):
@@ -275,7 +283,11 @@ class Cursor:
 
 
 MAX_MATRIX_ENTRIES = 2 * 10 ** 7
-"""Largest matrix a file may declare in the sparse form (a dense copy is built)."""
+"""Most entries the sparse matrices of one file may declare together (dense copies are
+built), so a small file cannot ask for gigabytes."""
+
+MAX_FILE_BYTES = 2 ** 30
+"""Largest (decompressed) input file."""
 
 
 def plural(n: int, word: str) -> str:

@@ -15,6 +15,7 @@ from ..kernel.polyhedron import Box, Domain, Polyhedron
 from ..kernel.rational import Q, ZERO, q_str
 from ..kernel.transformer import (HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout,
                                   Transformer)
+from .errors import InputError
 from .jsonfile import Cursor, describe, plain, plural, read_json_file
 
 MAXOUT = "exactmax/maxout"
@@ -114,7 +115,7 @@ def read_maxout(root: Cursor) -> MaxoutNetwork:
         width = len(units)
     output = _affine(f["output"], None, width) if "output" in f else None
     domain = read_domain(f["domain"], d) if "domain" in f else None
-    meta = plain(f["meta"]) if "meta" in f else None
+    meta = _meta(f)
     return MaxoutNetwork(d, tuple(layers), output, domain, meta)
 
 
@@ -173,8 +174,17 @@ def read_transformer(root: Cursor) -> Transformer:
     readout = Readout(Affine(rf["W"].matrix(len(b), dm, "one per entry of b", "d_model"), b, dm),
                       token)
     domain = read_domain(f["domain"], d) if "domain" in f else None
-    meta = plain(f["meta"]) if "meta" in f else None
+    meta = _meta(f)
     return Transformer(d, dm, E, positions, tuple(sublayers), readout, domain, meta)
+
+
+def _meta(f: dict):
+    if "meta" not in f:
+        return None
+    try:
+        return plain(f["meta"])
+    except RecursionError:
+        raise f["meta"].error("nested too deeply") from None
 
 
 # --------------------------------------------------------------------------------- writing
@@ -239,7 +249,12 @@ def write_json_atomic(path: str, obj: object) -> None:
     """Write JSON to ``path`` all at once: a temporary file in the same folder, then a rename,
     so a failure never leaves a half-written file.  ``.gz`` paths are gzip-compressed."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".exactmax-", dir=folder)
+    if os.path.isdir(path):
+        raise InputError(path, "", "is a directory; give a file name to write")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".exactmax-", dir=folder)
+    except OSError as e:
+        raise InputError(path, "", f"cannot write here: {e.strerror or e}") from None
     try:
         data = (json.dumps(obj, indent=1) + "\n").encode()
         if path.endswith(".gz"):

@@ -75,12 +75,43 @@ class MaxoutNetwork:
         return n
 
 
+def check_maxout_shapes(net: MaxoutNetwork) -> None:
+    """Raise ValueError (TypeError for an inexact number) unless every piece has one weight
+    per unit of the layer before and the output map fits; the readers guarantee this for
+    files, this guards networks built in Python."""
+    width = net.input_dim
+    if not net.layers:
+        raise ValueError("a Maxout network needs at least one layer")
+    for l, layer in enumerate(net.layers):
+        if not layer.units:
+            raise ValueError(f"layer {l} has no units")
+        for i, unit in enumerate(layer.units):
+            if not unit.pieces:
+                raise ValueError(f"layer {l}, unit {i} has no pieces")
+            for p in unit.pieces:
+                if len(p.w) != width:
+                    raise ValueError(f"layer {l}, unit {i}: {len(p.w)} weights, expected {width}")
+                for v in p.w + (p.b,):
+                    rational(v)
+        width = len(layer.units)
+    if net.output is not None:
+        A = net.output
+        if A.in_dim != width or len(A.W) != len(A.b) or any(len(r) != width for r in A.W):
+            raise ValueError("the output map does not fit the last layer")
+        for row in A.W:
+            for v in row:
+                rational(v)
+        for v in A.b:
+            rational(v)
+
+
 class MaxoutEvaluator:
     """Exact evaluation of one network, prepared once (integer-scaled layers)."""
 
     __slots__ = ("_layers", "_output", "input_dim")
 
     def __init__(self, net: MaxoutNetwork):
+        check_maxout_shapes(net)
         self.input_dim = net.input_dim
         self._layers = []
         for layer in net.layers:

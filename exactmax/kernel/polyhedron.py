@@ -28,6 +28,8 @@ class Polyhedron:
     dim: int
 
     def contains(self, x: Vector) -> bool:
+        if len(x) != self.dim:
+            raise ValueError(f"a point of length {len(x)} in a domain of dimension {self.dim}")
         return all(dot(row, x) <= c for row, c in zip(self.A, self.b))
 
     def violated(self, x: Vector) -> list[int]:
@@ -50,6 +52,8 @@ class Box:
         return len(self.lower)
 
     def contains(self, x: Vector) -> bool:
+        if len(x) != self.dim or len(self.upper) != self.dim:
+            raise ValueError(f"a point of length {len(x)} in a box of dimension {self.dim}")
         return all(lo <= v <= hi for lo, v, hi in zip(self.lower, x, self.upper))
 
     def is_empty(self) -> bool:

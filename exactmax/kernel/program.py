@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .maxout import MaxoutNetwork
+from .maxout import MaxoutNetwork, check_maxout_shapes
 from .rational import ONE, Q, ZERO, rational
-from .transformer import Attention, FeedForward, Transformer
+from .transformer import Attention, FeedForward, Transformer, check_transformer_shapes
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +142,7 @@ def _is_constant(e) -> bool:
 
 def program_of_maxout(net: MaxoutNetwork) -> Program:
     """The program of h^l_i = max_j (w . h^{l-1} + b), y = A h^D + c."""
+    check_maxout_shapes(net)
     b = _Builder(net.input_dim)
     h = [_expr({i: ONE}) for i in range(net.input_dim)]
     for layer in net.layers:
@@ -235,6 +236,7 @@ def _embedded(tf: Transformer, E, dim: int) -> list:
 
 def program_of_transformer(tf: Transformer) -> Program:
     """The program of the hardmax Transformer of construction.md §1 (read-out included)."""
+    check_transformer_shapes(tf)
     b = _Builder(tf.input_dim)
     X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim),
                        enumerate(tf.sublayers))
@@ -256,6 +258,7 @@ def place(n: int, d_model: int) -> tuple[tuple[Q, ...], ...]:
 def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Program:
     """Sub-layers first..last-1 applied to the tokens encode(h)_t = place(h) + p_t, h in
     Q^dim; outputs every coordinate of every token (token t, coordinate i at t d_m + i)."""
+    check_transformer_shapes(tf)
     b = _Builder(dim)
     X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim),
                        [(i, tf.sublayers[i]) for i in range(first, last)])
@@ -267,6 +270,7 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     """encode(Phi_l(h))_t = place(Phi_l(h)) + p_t for h in Q^{N_{l-1}}, where Phi_l is Maxout
     layer ``layer`` (followed by the output map for the last layer); same output order as
     ``program_of_segment``."""
+    check_maxout_shapes(net)
     dim = net.widths[layer]
     b = _Builder(dim)
     h = [_expr({i: ONE}) for i in range(dim)]

@@ -81,6 +81,46 @@ class Transformer:
         return self.readout.map.out_dim
 
 
+def check_transformer_shapes(tf: Transformer) -> None:
+    """Raise ValueError (TypeError for an inexact number) unless every matrix has the shape
+    construction.md §1 needs; the readers guarantee this for files, this guards Transformers
+    built in Python."""
+    d, dm = tf.input_dim, tf.d_model
+
+    def mat(M, rows, cols, what):
+        if (rows is not None and len(M) != rows) or any(len(r) != cols for r in M):
+            raise ValueError(f"{what} does not have shape {rows} x {cols}")
+        for r in M:
+            for v in r:
+                rational(v)
+
+    mat(tf.embedding, dm, d, "the embedding")
+    if not tf.positions:
+        raise ValueError("a Transformer needs at least one token")
+    mat(tf.positions, None, dm, "the positions")
+    for i, s in enumerate(tf.sublayers):
+        if isinstance(s, FeedForward):
+            h = len(s.inner.b)
+            mat(s.inner.W, h, dm, f"sub-layer {i}: W1")
+            mat(s.outer.W, dm, h, f"sub-layer {i}: W2")
+            if len(s.outer.b) != dm:
+                raise ValueError(f"sub-layer {i}: b2 has the wrong length")
+            for v in s.inner.b + s.outer.b:
+                rational(v)
+        else:
+            for j, h in enumerate(s.heads):
+                mat(h.key, None, dm, f"sub-layer {i}, head {j}: key")
+                mat(h.query, len(h.key), dm, f"sub-layer {i}, head {j}: query")
+                mat(h.value, None, dm, f"sub-layer {i}, head {j}: value")
+                mat(h.out, dm, len(h.value), f"sub-layer {i}, head {j}: out")
+                if not rational(h.scale) > 0:
+                    raise ValueError(f"sub-layer {i}, head {j}: the scale must be positive")
+    r = tf.readout
+    mat(r.map.W, len(r.map.b), dm, "the read-out")
+    if r.token is not None and not 0 <= r.token < len(tf.positions):
+        raise ValueError(f"read-out token {r.token} does not exist")
+
+
 def hardmax_winners(scores: list) -> list[int]:
     """The argmax set {t' : scores[t'] = max scores}: the keys a hardmax query averages over."""
     top = max(scores)
@@ -100,6 +140,7 @@ class TransformerEvaluator:
     __slots__ = ("tf", "_embed", "_pos", "_steps", "_read")
 
     def __init__(self, tf: Transformer):
+        check_transformer_shapes(tf)
         self.tf = tf
         d = tf.d_model
         self._embed = scaled_matrix(tf.embedding, tf.input_dim)
@@ -186,11 +227,10 @@ class TransformerEvaluator:
         """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', with S_h(t) the hardmax argmax set."""
         _, K, Qm, DV, V, DO, O, spans = step
         n = X.ncols() // B
-        L = lcm(*range(1, n + 1))
         k, q, v = (K * X).entries(), (Qm * X).entries(), (V * X).entries()
         ncol = n * B
-        avg = [0] * (V.nrows() * ncol)   # L * (mean of the values over the argmax set)
         everyone = list(range(n))
+        winners = []   # (head span, input, winner sets per query)
         for k0, k1, v0, v1 in spans:
             for b in range(B):
                 c0 = b * n
@@ -208,11 +248,17 @@ class TransformerEvaluator:
                         query = [q[r * ncol + c0 + t] for r in range(k0, k1)]
                         wins.append(hardmax_winners(
                             [sum(a * c for a, c in zip(key, query)) for key in keys]))
-                for r in range(v0, v1):
-                    row = r * ncol + c0
-                    vals = v[row:row + n]
-                    for t, win in enumerate(wins):
-                        avg[row + t] = (L // len(win)) * sum(vals[u] for u in win)
+                winners.append((v0, v1, c0, wins))
+        # L = lcm of the tie-set sizes that occur (1 when there are no ties): the means
+        # L * mean = (L / |S|) * sum_S v stay integral without growing every denominator
+        L = lcm(*{len(w) for _, _, _, wins in winners for w in wins}) if winners else 1
+        avg = [0] * (V.nrows() * ncol)
+        for v0, v1, c0, wins in winners:
+            for r in range(v0, v1):
+                row = r * ncol + c0
+                vals = v[row:row + n]
+                for t, win in enumerate(wins):
+                    avg[row + t] = (L // len(win)) * sum(vals[u] for u in win)
         A = IntMatrix(V.nrows(), ncol, avg)
         return X * (DO * DV * L) + O * A, DO * DV * L * E
 
