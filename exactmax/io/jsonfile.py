@@ -282,7 +282,7 @@ class Cursor:
         return tuple(out)
 
 
-MAX_MATRIX_ENTRIES = 2 * 10 ** 7
+MAX_MATRIX_ENTRIES = 4 * 10 ** 6
 """Most entries the sparse matrices of one file may declare together (dense copies are
 built), so a small file cannot ask for gigabytes."""
 
