@@ -166,7 +166,11 @@ def test_layerwise_certificate_is_valid_and_tampering_is_rejected(layerwise, tmp
         assert check(cert, tmp_path) == 1
     # B_0 smaller than the domain
     cert = copy.deepcopy(layerwise)
-    cert["layerwise"]["box"]["upper"][0] = "1/2"
+    cert["layerwise"]["boxes"][0]["upper"][0] = "1/2"
+    assert check(cert, tmp_path) == 1
+    # B_1 smaller than the image of B_0
+    cert = copy.deepcopy(layerwise)
+    cert["layerwise"]["boxes"][1]["upper"][0] = "-100"
     assert check(cert, tmp_path) == 1
     # an output left unproved
     cert = copy.deepcopy(layerwise)

@@ -69,6 +69,17 @@ def bounding_box(domain: Domain, method: str) -> tuple[tuple[Q, ...], tuple[Q, .
     return r.lower, r.upper
 
 
+GRID = 2 ** 16
+"""Boxes are rounded outward to multiples of 1/GRID: still sound (larger), and the numbers
+stay small however deep the network (exact interval images grow a denominator per layer)."""
+
+
+def round_outward(lo, hi) -> tuple[tuple[Q, ...], tuple[Q, ...]]:
+    """The smallest box with corners on the 1/GRID grid that contains [lo, hi]."""
+    return (tuple(Q((v * GRID).floor(), GRID) for v in lo),
+            tuple(Q((v * GRID).ceil(), GRID) for v in hi))
+
+
 def layer_bounds(net: MaxoutNetwork, domain: Domain, method: str = "auto") -> list[LayerBounds]:
     """Sound bounds for every layer.  ``method``: "interval", "lp" or "auto" (LP when the
     domain is a polyhedron that is not a box, interval otherwise)."""
@@ -87,7 +98,7 @@ def layer_bounds(net: MaxoutNetwork, domain: Domain, method: str = "auto") -> li
                 ranges = [_affine_range(p.w, p.b, lo, hi) for p in unit.pieces]
             z_lo.append(tuple(r[0] for r in ranges))
             z_hi.append(tuple(r[1] for r in ranges))
-        lo = tuple(max(l) for l in z_lo)  # max is monotone: max_j lo_j <= h <= max_j hi_j
-        hi = tuple(max(h) for h in z_hi)
+        # max is monotone: max_j lo_j <= h <= max_j hi_j; then rounded outward
+        lo, hi = round_outward(tuple(max(l) for l in z_lo), tuple(max(h) for h in z_hi))
         out.append(LayerBounds(tuple(z_lo), tuple(z_hi), lo, hi))
     return out

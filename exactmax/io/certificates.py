@@ -70,8 +70,8 @@ def tree_to_json(tree: Tree) -> dict:
 
 
 def layerwise_to_json(c: LayerwiseCertificate) -> dict:
-    return {"box": {"lower": [q_str(v) for v in c.box.lower],
-                    "upper": [q_str(v) for v in c.box.upper]},
+    return {"boxes": [{"lower": [q_str(v) for v in b.lower],
+                       "upper": [q_str(v) for v in b.upper]} for b in c.boxes],
             "box_proofs": None if c.box_proofs is None else
             [[_farkas(up), _farkas(low)] for up, low in c.box_proofs],
             "layers": [[{"outputs": list(cl.outputs), "tree": tree_to_json(cl.tree)}
@@ -187,10 +187,13 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
     from ..kernel.maxout import MaxoutNetwork
     if not isinstance(net, MaxoutNetwork):
         raise c.error("a layerwise certificate needs a Maxout network as model a")
-    f = c.fields(("box", "box_proofs", "layers"))
-    bf = f["box"].fields(("lower", "upper"))
-    lower = bf["lower"].vector(net.input_dim, why="the input dimension")
-    box = Box(lower, bf["upper"].vector(len(lower), why="as many as lower"))
+    f = c.fields(("boxes", "box_proofs", "layers"))
+    boxes = []
+    for bc, width in zip(f["boxes"].items(len(net.layers), what="box",
+                                          why="one per layer"), net.widths):
+        bf = bc.fields(("lower", "upper"))
+        lower = bf["lower"].vector(width, why="the width of the layer's input")
+        boxes.append(Box(lower, bf["upper"].vector(len(lower), why="as many as lower")))
     proofs = None
     if f["box_proofs"].value is not None:
         proofs = tuple(tuple(_read_farkas(x) for x in pair.items(2, what="proof",
@@ -204,4 +207,4 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
             claims.append(Claim(tuple(o.integer(0) for o in cf["outputs"].items(what="output")),
                                 read_tree(cf["tree"], width)))
         layers.append(tuple(claims))
-    return LayerwiseCertificate(box, proofs, tuple(layers))
+    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers))

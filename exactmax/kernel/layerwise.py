@@ -6,8 +6,9 @@ state that holds h in its first coordinates (place) on top of the positional vec
 Suppose
 
   (E) the embedding is E = place, so the initial state is encode(x);
-  (B) B_0 contains the domain P, and B_l = the interval image of B_{l-1} under Phi_l (the kernel
-      computes it exactly), so h^l(x) lies in B_l for every x in P;
+  (B) B_0 contains the domain P, and B_l contains the interval image of B_{l-1} under Phi_l
+      (the kernel computes that image exactly and checks the inclusion), so h^l(x) lies in
+      B_l for every x in P;
   (S) for every layer l and every h in B_{l-1}, the three sub-layers of group l map encode(h)
       to encode(Phi_l(h)) (for the last layer Phi_D includes the output map y = A h + c);
   (R) the read-out returns y from encode(y).
@@ -38,7 +39,7 @@ class Claim:
 
 @dataclass(frozen=True, slots=True)
 class LayerwiseCertificate:
-    box: Box                    # B_0
+    boxes: tuple[Box, ...]      # B_0 .. B_{D-1}: the input box of every layer
     box_proofs: tuple[tuple[Farkas, Farkas], ...] | None   # (upper, lower) per coordinate,
     #                             for a polyhedral domain; None when the domain is a box
     layers: tuple[tuple[Claim, ...], ...]
@@ -95,7 +96,9 @@ def check_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
     """Accept iff the certificate proves T(x) = N(x) for every x in the domain (see the
     module docstring); returns the number of leaves checked."""
     check_structure(net, tf)
-    B = cert.box
+    if len(cert.boxes) != len(net.layers) or len(cert.layers) != len(net.layers):
+        raise CheckFailed("layerwise: one box and one list of claims per layer are needed")
+    B = cert.boxes[0]
     if B.dim != net.input_dim:
         raise CheckFailed("layerwise: B_0 has the wrong dimension")
     if isinstance(domain, Box):
@@ -112,10 +115,15 @@ def check_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
                     -check_upper_bound(P, tuple(-v for v in e),
                                        tuple(_dense(low, len(P.b)))) < B.lower[i]:
                 raise CheckFailed(f"layerwise: the bound of B_0 on x[{i}] is not proved")
-    if len(cert.layers) != len(net.layers):
-        raise CheckFailed("layerwise: one list of claims per layer is needed")
+    for l in range(1, len(net.layers)):
+        image, box = interval_image(net, l - 1, cert.boxes[l - 1]), cert.boxes[l]
+        if box.dim != image.dim or not all(
+                bl <= il and iu <= bu for bl, il, iu, bu in
+                zip(box.lower, image.lower, image.upper, box.upper)):
+            raise CheckFailed(f"layerwise: B_{l} does not contain the image of B_{l - 1}")
     leaves = 0
     for l, claims in enumerate(cert.layers):
+        B = cert.boxes[l]
         f = program_of_encoded_layer(net, l, tf.positions, tf.d_model)
         g = program_of_segment(tf, 3 * l, 3 * l + 3, net.widths[l])
         covered = set()
@@ -125,7 +133,6 @@ def check_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
         if covered != set(range(len(f.outputs))):
             raise CheckFailed(f"layerwise: layer {l}: outputs "
                               f"{sorted(set(range(len(f.outputs))) - covered)[:5]} unproved")
-        B = interval_image(net, l, B)
     return leaves
 
 

@@ -86,10 +86,11 @@ class _Builder:
         self.dim, self.nodes, self.index = dim, [], {}
 
     def add(self, node: Node) -> int:
-        if node in self.index:
-            return self.index[node]
+        key = _node_key(node)
+        if key in self.index:
+            return self.index[key]
         self.nodes.append(node)
-        self.index[node] = len(self.nodes) - 1
+        self.index[key] = len(self.nodes) - 1
         return len(self.nodes) - 1
 
     def node_of(self, e) -> int:
@@ -100,6 +101,19 @@ class _Builder:
             if a == 1:
                 return j
         return self.add(Lin(tuple(sorted(xs.items())), c, tuple(sorted(terms.items()))))
+
+
+def _qkey(v: Q) -> tuple[int, int]:
+    return int(v.p), int(v.q)   # hashing (p, q) is much cheaper than hashing an fmpq
+
+
+def _node_key(node: Node):
+    if isinstance(node, Lin):
+        return ("lin", tuple((i, _qkey(v)) for i, v in node.x), _qkey(node.c),
+                tuple((j, _qkey(v)) for j, v in node.terms))
+    if isinstance(node, Max):
+        return ("max", node.args)
+    return ("hardmax", node.pairs)
 
 
 def _expr(xs=None, c=ZERO, terms=None):
@@ -164,8 +178,9 @@ def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
     W1, b1, W2 = ff.inner.W, ff.inner.b, ff.outer.W
     seen, pairs = {}, {}
     for h in range(len(b1)):
-        key = (W1[h], b1[h], tuple(row[h] for row in W2))
-        neg = (tuple(-v for v in W1[h]), -b1[h], tuple(-row[h] for row in W2))
+        col = [row[h] for row in W2]
+        key = tuple(_qkey(v) for v in (*W1[h], b1[h], *col))
+        neg = tuple((-p, q) for p, q in key)
         if neg in seen and seen[neg] not in pairs and seen[neg] not in pairs.values():
             pairs[seen[neg]] = h
         else:

@@ -81,14 +81,15 @@ class _Oracle:
         ``point`` (a point of the cell), a cheap search for a point of the cell where the
         claim fails comes first: it answers None without the solver."""
         fast = self._box_farkas(e, strict)
-        if fast is None:
-            fast = self._span_farkas(rows, e, strict)
+        if fast is not None:
+            return fast
+        if point is not None and _descends_below(rows, point, e, strict, self.box):
+            return None
+        fast = self._span_farkas(rows, e, strict)
         if fast is None:
             fast = self._row_box_farkas(rows, e, strict)
         if fast is not None:
             return fast
-        if point is not None and _descends_below(rows, point, e, strict):
-            return None
         self.calls += 1
         ys = [z3.Real(f"y{i}") for i in range(len(rows))]
         s = z3.SolverFor("QF_LRA")
@@ -137,8 +138,10 @@ class _Oracle:
             return None
         for i in range(2 * self.d, len(rows)):
             s = rows[i]
-            cands = {v / w for v, w in zip(e[0], s.a) if w and v / w > 0}
-            for lam in sorted(cands):
+            cands = sorted(v / w for v, w in zip(e[0], s.a) if w and v / w > 0)
+            for n, lam in enumerate(cands):
+                if n and lam == cands[n - 1]:
+                    continue
                 rem = (tuple(v - lam * w for v, w in zip(e[0], s.a)), e[1] - lam * s.c)
                 pr = self._box_farkas(rem, strict and not s.strict)
                 if pr is not None:
@@ -165,22 +168,50 @@ class _Oracle:
         return None
 
 
-def _descends_below(rows, p, e, strict) -> bool:
-    """Does the cell contain a point where e < 0 (e <= 0 if strict) on the ray from p against
-    the gradient of e?  (Exact ratio test; the ray may end on non-strict rows.)"""
-    a = e[0]
-    norm = sum((v * v for v in a), ZERO)
-    if not norm:
-        return e[1] < 0 or (strict and e[1] == 0)
-    limit, binding_strict = None, False
-    for r in rows:
-        slope = -sum((u * v for u, v in zip(r.a, a) if u and v), ZERO)
+def _ray_limit(rows, p, a, box):
+    """(t_max, binding row strict?) for the points p + t a, t >= 0, inside every row: rows
+    whose value decreases along a bound t.  With ``box``, the first 2 d rows are the box's
+    (x_i <= u_i, then x_i >= l_i) and are handled coordinate-wise."""
+    limit, strict, first = None, False, 0
+    if box is not None:
+        first = 2 * len(p)
+        for i, v in enumerate(a):
+            if v > 0:
+                t = (box.upper[i] - p[i]) / v
+            elif v < 0:
+                t = (p[i] - box.lower[i]) / -v
+            else:
+                continue
+            if limit is None or t < limit:
+                limit = t
+    for r in rows[first:]:
+        slope = sum((u * v for u, v in zip(r.a, a) if u and v), ZERO)
         if slope < 0:
             t = _at((r.a, r.c), p) / -slope
             if limit is None or t < limit:
-                limit, binding_strict = t, r.strict
+                limit, strict = t, r.strict
             elif t == limit:
-                binding_strict = binding_strict or r.strict
+                strict = strict or r.strict
+    return limit, strict
+
+
+def _inside(rows, q, box) -> bool:
+    first = 0
+    if box is not None:
+        first = 2 * len(q)
+        if not all(lo < v < hi for lo, v, hi in zip(box.lower, q, box.upper)):
+            return False
+    return all(_at((r.a, r.c), q) > 0 for r in rows[first:])
+
+
+def _descends_below(rows, p, e, strict, box=None) -> bool:
+    """Does the cell contain a point where e < 0 (e <= 0 if strict) on the ray from p against
+    the gradient of e?  (Exact ratio test; the ray may end on non-strict rows.)"""
+    a = e[0]
+    norm = sum((v * v for v in a if v), ZERO)
+    if not norm:
+        return e[1] < 0 or (strict and e[1] == 0)
+    limit, binding_strict = _ray_limit(rows, p, tuple(-v for v in a), box)
     if limit is None:
         return True                               # e decreases without bound in the cell
     if limit <= 0:
@@ -190,20 +221,15 @@ def _descends_below(rows, p, e, strict) -> bool:
     return value < 0 or (strict and value == 0)
 
 
-def _nudge(rows, p, new: Row):
+def _nudge(rows, p, new: Row, box=None):
     """A point strictly inside ``rows`` and ``new``, found by moving p along the normal of
     ``new`` (a ratio test, exact); None when that line does not reach such a point."""
     a = new.a
-    norm = sum((v * v for v in a), ZERO)
+    norm = sum((v * v for v in a if v), ZERO)
     if not norm:
         return None
     need = -_at((a, new.c), p) / norm          # beyond this step, new(p + t a) > 0
-    limit = None
-    for r in rows:
-        slope = sum((u * v for u, v in zip(r.a, a) if u and v), ZERO)
-        if slope < 0:                            # r(p + t a) = r(p) + t slope > 0
-            t = _at((r.a, r.c), p) / -slope
-            limit = t if limit is None else min(limit, t)
+    limit, _ = _ray_limit(rows, p, a, box)
     if limit is None:
         t = max(need, ZERO) + 1
     elif limit > need and limit > 0:
@@ -211,7 +237,7 @@ def _nudge(rows, p, new: Row):
     else:
         return None
     q = tuple(x + t * v for x, v in zip(p, a))
-    return q if all(_at((r.a, r.c), q) > 0 for r in rows + [new]) else None
+    return q if _inside(rows + [new], q, box) else None
 
 
 def _subsets(items, size):
@@ -355,7 +381,7 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             raise NoCertificate("time limit reached while building the certificate")
         if stats["leaves"] >= limits.max_leaves:
             raise NoCertificate(f"more than {limits.max_leaves} leaves")
-        p = hint if hint is not None and all(_at((r.a, r.c), hint) > 0 for r in rows) \
+        p = hint if hint is not None and _inside(rows, hint, box) \
             else oracle.interior_point(rows)
         if p is None:
             pr = oracle.farkas(rows, ((ZERO,) * P.dim, ZERO), True)
@@ -374,8 +400,8 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             below.update({(side, i): ch for side, i, ch in proved})
             stats["splits"] += 1
             ge_row, lt_row = Row(s.a, s.c), Row(tuple(-v for v in s.a), -s.c, True)
-            ge = cell(rows + [ge_row], below, _nudge(rows, p, ge_row))
-            lt = cell(rows + [lt_row], below, _nudge(rows, p, lt_row))
+            ge = cell(rows + [ge_row], below, _nudge(rows, p, ge_row, box))
+            lt = cell(rows + [lt_row], below, _nudge(rows, p, lt_row, box))
             return Split(s.a, s.c, ge, lt, proved)
         for o in outputs:
             i, j = f.outputs[o], g.outputs[o]

@@ -14,6 +14,7 @@ from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import program_of_encoded_layer, program_of_segment
 from ..kernel.rational import ONE, ZERO
 from ..kernel.transformer import Transformer
+from ..construct.bounds import round_outward
 from .certify import Limits, NoCertificate, _Oracle, build_certificate
 
 
@@ -45,10 +46,11 @@ def build_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
                            tuple((j, y) for j, y in enumerate(low) if y)))
         B = Box(tuple(lo), tuple(hi))
         proofs = tuple(proofs)
-    box0 = B
+    boxes = []
     layers, stats = [], {"leaves": 0, "splits": 0, "claims": 0, "lp_calls": 0}
     last = time.monotonic()
     for l in range(len(net.layers)):
+        boxes.append(B)
         f = program_of_encoded_layer(net, l, tf.positions, tf.d_model)
         g = program_of_segment(tf, 3 * l, 3 * l + 3, net.widths[l])
         groups: dict[tuple[int, int], list[int]] = {}
@@ -73,5 +75,6 @@ def build_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
         stats["claims"] += len(claims)
         stats["lp_calls"] += oracle.calls
         layers.append(tuple(claims))
-        B = interval_image(net, l, B)
-    return LayerwiseCertificate(box0, proofs, tuple(layers)), stats
+        image = interval_image(net, l, B)   # rounded outward as the construction does
+        B = Box(*round_outward(image.lower, image.upper))
+    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers)), stats
