@@ -66,3 +66,16 @@ def transformer_reference(tf, x):
     else:
         z = X[r.token]
     return [v + F(c) for v, c in zip(_matvec(r.map.W, z), r.map.b)]
+
+
+def pre_activations(net, x):
+    """z[l][i][j] = w^l_{i,j} . h^{l-1} + b^l_{i,j} at x (plain exact loops)."""
+    from exactmax.kernel.affine import dot
+    from exactmax.kernel.rational import rational
+    h = tuple(rational(v) for v in x)
+    out = []
+    for layer in net.layers:
+        z = [[dot(p.w, h) + p.b for p in u.pieces] for u in layer.units]
+        out.append(z)
+        h = tuple(max(zi) for zi in z)
+    return out

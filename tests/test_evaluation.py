@@ -7,10 +7,10 @@ from hypothesis import given, strategies as st
 
 from exactmax.io.models import model_to_json, read_maxout, read_transformer
 from exactmax.io.jsonfile import Cursor, parse_json_text
-from exactmax.kernel.maxout import MaxoutEvaluator, evaluate_maxout, pre_activations
+from exactmax.kernel.maxout import MaxoutEvaluator, evaluate_maxout
 from exactmax.kernel.rational import Q, rational, to_fraction
 from exactmax.kernel.transformer import evaluate_transformer
-from reference import maxout_reference, transformer_reference
+from reference import maxout_reference, pre_activations, transformer_reference
 from strategies_local import maxout_networks, rationals, transformers, vectors
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .affine import Affine, Vector, dot, scaled_rows
+from .affine import Affine, Vector, scaled_rows
 from .polyhedron import Domain
 from .rational import IntMatrix, Q, RatMatrix, rational
 
@@ -171,14 +171,3 @@ class MaxoutEvaluator:
 def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:
     """The exact output N(x) of the Maxout network at the rational point x."""
     return MaxoutEvaluator(net).evaluate(x)
-
-
-def pre_activations(net: MaxoutNetwork, x) -> list[list[list[Q]]]:
-    """z[l][i][j] = w^l_{i,j} . h^{l-1} + b^l_{i,j} at x (plain exact loops, for tests/ties)."""
-    h = tuple(rational(v) for v in x)
-    out = []
-    for layer in net.layers:
-        z = [[dot(p.w, h) + p.b for p in u.pieces] for u in layer.units]
-        out.append(z)
-        h = tuple(max(zi) for zi in z)
-    return out
