@@ -114,3 +114,28 @@ def test_verify_refutes_with_exit_1_and_prints_the_point(tent, tmp_path, capsys)
     assert main(["verify", TENT, "--transformer", str(p)]) == 1
     out = capsys.readouterr().out
     assert out.startswith("refuted:") and "x = (" in out
+
+
+def test_a_jumping_head_is_proved_by_z3_without_a_certificate(tent):
+    """Tied keys with different values: the certificate format cannot express the average,
+    so the same Transformer compared with itself is proved by z3 only, and says so."""
+    from mutants import value_differs_on_one_token
+    net, c = tent
+    tf = value_differs_on_one_token(net, c)
+    v = verify_equal(tf, tf, net.domain, VerifyOptions(timeout_s=60, strategy="monolithic"))
+    assert (v.verdict, v.trust) == ("proved", "solver-only")
+    assert "no certificate" in v.reason and "tie" in v.reason
+
+
+def test_a_size_limit_gives_unknown_or_solver_only(tent, capsys):
+    net, c = tent
+    v = verify_equal(net, c.transformer, net.domain,
+                     VerifyOptions(timeout_s=60, strategy="monolithic", max_leaves=2))
+    assert v.trust != "kernel-checked"
+    assert "more than 2 leaves" in v.reason
+
+
+def test_a_timeout_gives_unknown_with_exit_3(capsys):
+    net = os.path.join(ROOT, "examples", "maxout_d3_w4_r3.json")
+    assert main(["verify", net, "--strategy", "monolithic", "--timeout", "0.05"]) == 3
+    assert "timeout" in capsys.readouterr().out
