@@ -50,8 +50,7 @@ from fractions import Fraction
 
 from eval import random_network
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout, \
-    pre_activations
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
 from exactmax.prove.verify import VerifyOptions, verify_equal
@@ -81,9 +80,12 @@ def perturbed(net: MaxoutNetwork, delta: Q) -> tuple[MaxoutNetwork, int]:
     """(net with the bias of one piece of the first unit of the last layer raised by delta,
     that piece's index).  The piece is one attaining the unit's max at the origin, so the
     unit's output, hence the summed output, rises by exactly delta at x = 0."""
-    z = pre_activations(net, (Q(0),) * net.input_dim)[-1][0]
-    j = z.index(max(z))
     last = net.layers[-1]
+    h = (Q(0),) * net.input_dim
+    if len(net.layers) > 1:  # the last layer's input at x = 0, exactly
+        h = evaluate_maxout(MaxoutNetwork(net.input_dim, net.layers[:-1]), h)
+    z = [sum((w * v for w, v in zip(p.w, h)), Q(0)) + p.b for p in last.units[0].pieces]
+    j = z.index(max(z))
     u0 = last.units[0]
     p = u0.pieces[j]
     pieces = u0.pieces[:j] + (Piece(p.w, p.b + delta),) + u0.pieces[j + 1:]

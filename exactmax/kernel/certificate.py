@@ -117,6 +117,21 @@ def _sub(u: Affine, v: Affine) -> Affine:
     return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
 
 
+def lin_affine(node: Lin, vals: list, d: int) -> Affine:
+    """The affine map of a Lin node, given the affine maps of the nodes it reads."""
+    a = [ZERO] * d
+    for i, v in node.x:
+        a[i] += v
+    c = node.c
+    for j, w in node.terms:
+        aj, cj = vals[j]
+        for t in range(d):
+            if aj[t]:
+                a[t] += w * aj[t]
+        c += w * cj
+    return tuple(a), c
+
+
 def cone(p: Program, roots) -> set[int]:
     """The nodes that the nodes ``roots`` depend on (themselves included)."""
     seen, todo = set(), list(roots)
@@ -147,17 +162,7 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
             continue
         at = f"{where}, node {index}"
         if isinstance(node, Lin):
-            a = [ZERO] * d
-            for i, v in node.x:
-                a[i] += v
-            c = node.c
-            for j, w in node.terms:
-                aj, cj = vals[j]
-                for t in range(d):
-                    if aj[t]:
-                        a[t] += w * aj[t]
-                c += w * cj
-            vals.append((tuple(a), c))
+            vals.append(lin_affine(node, vals, d))
             continue
         ch = choices.get(index)
         args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)

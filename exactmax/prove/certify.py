@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import z3
 
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  cone, domain_rows)
+                                  cone, domain_rows, lin_affine)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
@@ -305,17 +305,7 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
                         else vals[node.pairs[ch.k][1]])
             continue
         if isinstance(node, Lin):
-            a = [ZERO] * d
-            for i, v in node.x:
-                a[i] += v
-            c = node.c
-            for j, w in node.terms:
-                aj, cj = vals[j]
-                for t in range(d):
-                    if aj[t]:
-                        a[t] += w * aj[t]
-                c += w * cj
-            vals.append((tuple(a), c))
+            vals.append(lin_affine(node, vals, d))
             continue
         if isinstance(node, Max):
             args = [vals[j] for j in node.args]
