@@ -106,8 +106,10 @@ def as_floats(net: MaxoutNetwork):
 
 # --- Marabou ----------------------------------------------------------------------------
 
-def marabou_query(fa, fb, d, eps):
-    """The MarabouCore InputQuery for |A(x) - B(x)| >= eps, x in [-1, 1]^d.
+def marabou_query(fa, fb, d, eps, side=0):
+    """The MarabouCore InputQuery for |A(x) - B(x)| >= eps, x in [-1, 1]^d (side = 0, a
+    disjunction), or for A(x) - B(x) >= eps (side = 1) or B(x) - A(x) >= eps (side = -1)
+    (a bound on r = y_A - y_B, no disjunction).
 
     Returns (query, x variables, (y_A, y_B) variables, number of variables)."""
     from maraboupy import MarabouCore as MC
@@ -163,6 +165,12 @@ def marabou_query(fa, fb, d, eps):
         ipq.addEquation(eq)
     for elements, u in maxes:
         MC.addMaxConstraint(ipq, elements, u)
+    if side > 0:
+        ipq.setLowerBound(r, eps)
+        return ipq, xs, (ya, yb), nvars
+    if side < 0:
+        ipq.setUpperBound(r, -eps)
+        return ipq, xs, (ya, yb), nvars
     # (r >= eps) OR (-r >= eps); one-variable disjuncts become bound tightenings in Marabou.
     ge = MC.Equation(MC.Equation.GE)
     ge.addAddend(1.0, r)

@@ -1,8 +1,8 @@
 """The ``exactmax`` command.
 
-Exit codes: 0 success / proved, 1 refuted, 2 usage or input error, 3 unknown.
-Expected failures print one line ``exactmax: error: ...``; anything else is a bug and keeps
-its traceback.
+Exit codes: 0 success / proved, 1 refuted (check-cert: rejected), 2 usage or input error,
+3 unknown.  Expected failures print one line ``exactmax: error: ...``; anything else is a bug:
+it keeps its traceback and exits 70, never a code that carries a verdict.
 """
 
 from __future__ import annotations
