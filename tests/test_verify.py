@@ -139,3 +139,16 @@ def test_a_timeout_gives_unknown_with_exit_3(capsys):
     net = os.path.join(ROOT, "examples", "maxout_d3_w4_r3.json")
     assert main(["verify", net, "--strategy", "monolithic", "--timeout", "0.05"]) == 3
     assert "timeout" in capsys.readouterr().out
+
+
+def test_strategies_agree_and_merged_transformers_fall_back_to_monolithic(tent):
+    from exactmax.construct.transformer import CompileOptions
+    net, c = tent
+    for strategy in ("layerwise", "monolithic", "auto"):
+        v = verify_equal(net, c.transformer, net.domain, VerifyOptions(strategy=strategy))
+        assert (v.verdict, v.trust) == ("proved", "kernel-checked")
+        assert v.stats["strategy"] == ("monolithic" if strategy == "monolithic" else "layerwise")
+    merged = compile_transformer(net, options=CompileOptions(merged=True)).transformer
+    v = verify_equal(net, merged, net.domain)
+    assert (v.verdict, v.trust, v.stats["strategy"]) == ("proved", "kernel-checked", "monolithic")
+    assert "3 per Maxout layer" in v.stats["layerwise_failed"]

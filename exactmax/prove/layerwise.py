@@ -31,13 +31,13 @@ def build_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
     if isinstance(domain, Box):
         B = domain
     else:
-        from .lp import _farkas  # exact LP: tightest bounding box with Farkas multipliers
+        from .lp import bound_multipliers  # exact LP: tightest box, with Farkas multipliers
         P = domain.as_polyhedron()
         lo, hi, proofs = [], [], []
         for i in range(P.dim):
             e = tuple(ONE if j == i else ZERO for j in range(P.dim))
-            up = _farkas(P, e, True)
-            low = _farkas(P, tuple(-v for v in e), True)
+            up = bound_multipliers(P, e)
+            low = bound_multipliers(P, tuple(-v for v in e))
             if up is None or low is None:
                 raise NoCertificate("the domain is unbounded")
             hi.append(sum((y * c for y, c in zip(up, P.b)), ZERO))

@@ -44,16 +44,16 @@ def find_point(P: Polyhedron) -> tuple[Q, ...] | None:
     return x
 
 
-def _farkas(P: Polyhedron, target: tuple[Q, ...], minimise: bool) -> tuple[Q, ...] | None:
-    """y >= 0 with y^T A = target, minimising y^T b if asked; None if there is none."""
+def bound_multipliers(P: Polyhedron, c: tuple[Q, ...]) -> tuple[Q, ...] | None:
+    """Farkas multipliers y >= 0 with y^T A = c minimising y^T b, so that c.x <= y^T b is the
+    tightest bound on P (LP duality); None if c.x is unbounded above on P."""
     ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
-    s = z3.Optimize() if minimise else z3.SolverFor("QF_LRA")
+    s = z3.Optimize()
     for y in ys:
         s.add(y >= 0)
     for j in range(P.dim):
-        s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == _q(target[j]))
-    if minimise:
-        s.minimize(_lin(P.b, ys))
+        s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == _q(c[j]))
+    s.minimize(_lin(P.b, ys))
     if s.check() != z3.sat:
         return None
     m = s.model()
@@ -104,7 +104,7 @@ def analyze_domain(dom: Domain) -> DomainReport:
     for i in range(P.dim):
         for sign, out in ((1, upper), (-1, lower)):
             c = tuple(Q(sign) if j == i else ZERO for j in range(P.dim))
-            y = _farkas(P, c, minimise=True)
+            y = bound_multipliers(P, c)
             if y is None:
                 r = _ray(P, c)
                 check_unbounded(P, x, r)
@@ -133,7 +133,7 @@ def affine_range_over(P: Polyhedron, w, b) -> tuple[Q, Q]:
     ends = []
     for sign in (1, -1):
         c = tuple(sign * v for v in w)
-        y = _farkas(P, c, minimise=True)
+        y = bound_multipliers(P, c)
         if y is None:
             raise ValueError("affine_range_over: the polyhedron is unbounded in this direction")
         ends.append(sign * check_upper_bound(P, c, y) + b)
