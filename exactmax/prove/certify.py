@@ -1,11 +1,15 @@
 """Build split-tree certificates (``kernel/certificate.py``) for f = g on a polyhedron.
 
-Untrusted producer.  Cells are explored depth first.  On each cell an interior point (z3
-``Optimize``: maximise the slack t of every row) guesses which argument each Max / Hardmax
-node selects; Farkas multipliers for each selection are found exactly (a box fast path, else
-z3 solving the linear system y >= 0, y^T A = a_e of certificates.md pitfall 4).  When a
-selection cannot be proved on the whole cell, the cell is split on the hyperplane that
-separates the two arguments.  Every tree is checked by the kernel before anyone trusts it.
+Untrusted producer.  Cells are explored depth first.  On each cell an interior point guesses
+which argument each Max / Hardmax node selects (the parent's point moved across the new split
+by an exact ratio test, else z3 ``Optimize`` maximising the slack of every row).  Farkas
+multipliers for each selection are found exactly, cheapest first: the box alone; a ray from
+the point that leaves the claim (then there are none and no solver is asked); a non-negative
+combination of at most three split rows; one split row plus the box; finally z3 solving the
+linear system y >= 0, y^T A = a_e of certificates.md pitfall 4.  When a selection cannot be
+proved on the whole cell, the cell is split on the hyperplane that separates the two
+arguments, and the choices proved so far are stated once at the split and inherited below.
+Every tree is checked by the kernel before anyone trusts it.
 """
 
 from __future__ import annotations
