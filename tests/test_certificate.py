@@ -181,3 +181,42 @@ def test_layerwise_certificate_is_valid_and_tampering_is_rejected(layerwise, tmp
     L = cert["layerwise"]["layers"]
     L[0][0]["tree"], L[1][0]["tree"] = L[1][0]["tree"], L[0][0]["tree"]
     assert check(cert, tmp_path) in (1, 2)
+
+
+def test_the_same_max_rule_accepts_a_reordering_and_nothing_else():
+    """Max(x, y) against hardmax heads over the values (y, x): equal as the max of the same
+    functions; against (y, 2x), or a head whose scores are not its values, rejected."""
+    from exactmax.kernel.certificate import Leaf, check_equal_on_domain
+    from exactmax.kernel.polyhedron import Box
+    from exactmax.kernel.program import Hardmax, Lin, Max, Program
+    one = Q(1)
+    x = Lin(((0, one),), Q(0), ())
+    y = Lin(((1, one),), Q(0), ())
+    f = Program(2, (x, y, Max((0, 1))), (2,))
+    P = Box(q(-1, -1), q(1, 1)).as_polyhedron()
+    good = Program(2, (y, x, Hardmax(((0, 0), (1, 1)))), (2,))
+    assert check_equal_on_domain(f, good, P, Leaf((), same_max=True)) == 1
+    with pytest.raises(CheckFailed):   # without the rule the nodes need choices
+        check_equal_on_domain(f, good, P, Leaf(()))
+    two_x = Lin(((0, Q(2)),), Q(0), ())
+    wrong = Program(2, (y, two_x, Hardmax(((0, 0), (1, 1)))), (2,))
+    with pytest.raises(CheckFailed):
+        check_equal_on_domain(f, wrong, P, Leaf((), same_max=True))
+    scores_differ = Program(2, (y, x, two_x, Hardmax(((0, 0), (2, 1)))), (3,))
+    with pytest.raises(CheckFailed):
+        check_equal_on_domain(f, scores_differ, P, Leaf((), same_max=True))
+
+
+def test_a_same_max_flag_moved_to_the_wrong_claim_is_rejected(layerwise, tmp_path):
+    # tent's last layer folds the output map A h + c, so its claims are not a bare max:
+    # marking one of their leaves same_max (and dropping its choices) must not pass
+    cert = copy.deepcopy(layerwise)
+    last = cert["layerwise"]["layers"][-1]
+    for claim in last:
+        for node in walk(claim["tree"]):
+            if "leaf" in node and node["leaf"]["choices"]:
+                node["leaf"]["same_max"] = True
+                node["leaf"]["choices"] = []
+                assert check(cert, tmp_path) == 1
+                return
+    pytest.fail("no leaf with choices in the last layer")

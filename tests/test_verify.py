@@ -152,3 +152,17 @@ def test_strategies_agree_and_merged_transformers_fall_back_to_monolithic(tent):
     v = verify_equal(net, merged, net.domain)
     assert (v.verdict, v.trust, v.stats["strategy"]) == ("proved", "kernel-checked", "monolithic")
     assert "3 per Maxout layer" in v.stats["layerwise_failed"]
+
+
+def test_units_of_the_construction_are_recognised_without_splits(tmp_path, capsys):
+    """Without an output map every claim of the construction is a unit whose hardmax values
+    reorder the Maxout unit's pieces: one leaf each, no split, and check-cert accepts it."""
+    net = json.load(open(os.path.join(ROOT, "examples", "maxout_d3_w4_r3.json")))
+    del net["output"]
+    p = tmp_path / "n.json"
+    p.write_text(json.dumps(net))
+    cert = tmp_path / "c.json"
+    assert main(["verify", str(p), "--cert", str(cert), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "proved" and out["stats"]["splits"] == 0
+    assert main(["check-cert", str(cert)]) == 0

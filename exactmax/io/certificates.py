@@ -7,7 +7,7 @@
      "tree": T, "stats": {...}}
 
     T = {"split": {"a": [...], "c": "p/q"}, "choices": [C...], "ge": T, "lt": T}
-      | {"leaf": {"choices": [C...]}}
+      | {"leaf": {"choices": [C...], "same_max": true (optional)}}
       | {"empty": F}
     C = {"program": 0 | 1, "node": i, "k": k, "proofs": [null | F | {"tie": {"dominance": F,
          "upper": F, "lower": F}}, ...]}
@@ -63,7 +63,10 @@ def tree_to_json(tree: Tree) -> dict:
     if isinstance(tree, Empty):
         return {"empty": _farkas(tree.proof)}
     if isinstance(tree, Leaf):
-        return {"leaf": {"choices": [_choice(*c) for c in tree.choices]}}
+        leaf = {"choices": [_choice(*c) for c in tree.choices]}
+        if tree.same_max:
+            leaf["same_max"] = True
+        return {"leaf": leaf}
     return {"split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
             "choices": [_choice(*c) for c in tree.choices],
             "ge": tree_to_json(tree.ge), "lt": tree_to_json(tree.lt)}
@@ -130,9 +133,12 @@ def read_tree(c: Cursor, dim: int) -> Tree:
         if "empty" in cur.value:
             done.append(Empty(_read_farkas(cur.fields(("empty",))["empty"])))
         elif "leaf" in cur.value:
-            leaf = cur.fields(("leaf",))["leaf"].fields(("choices",))
+            leaf = cur.fields(("leaf",))["leaf"].fields(("choices",), ("same_max",))
+            same = "same_max" in leaf and leaf["same_max"].value is True
+            if "same_max" in leaf and leaf["same_max"].value not in (True, False):
+                raise leaf["same_max"].error("expected true or false")
             done.append(Leaf(tuple(_read_choice(x) for x in
-                                   leaf["choices"].items(what="choice"))))
+                                   leaf["choices"].items(what="choice")), same))
         else:
             f = cur.fields(("split", "choices", "ge", "lt"))
             if not children_read:

@@ -65,7 +65,14 @@ Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, c
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
+    """With ``same_max``, an output whose first node is Max(a_1..a_m) and whose second node
+    is a hardmax head with every score equal to its value, v_1..v_n, is accepted when the
+    sets {A_{a_i}} and {A_{v_t}} of affine maps on the cell are equal: then both are the max
+    of the same functions (the mean over tied maximal values is that max), with no choice
+    for those two nodes and no split between their arguments."""
+
     choices: Choices = ()
+    same_max: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,11 +243,37 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
             continue
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
+        nf, ng, rf, rg = need_f, need_g, set(), set()
+        if node.same_max:
+            rf, rg, nf, ng = same_max_roots(f, g, outputs)
         vf = affine_values(f, rows, {i: c for (s, i), c in choices.items() if s == 0},
-                           f"{where}, first program", need_f)
+                           f"{where}, first program", nf)
         vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
-                           f"{where}, second program", need_g)
+                           f"{where}, second program", ng)
         for o in outputs:
-            if vf[f.outputs[o]] != vg[g.outputs[o]]:
-                raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
+            i, j = f.outputs[o], g.outputs[o]
+            if vf[i] is not None and vf[i] == vg[j]:
+                continue
+            if i in rf and j in rg:
+                mf = [vf[a] for a in f.nodes[i].args]
+                mg = [vg[v] for _, v in g.nodes[j].pairs]
+                if all(m in mg for m in mf) and all(m in mf for m in mg):
+                    continue
+            raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
     return leaves
+
+
+def same_max_roots(f: Program, g: Program, outputs):
+    """For the same-max rule: the output Max nodes of f and the output hardmax heads of g
+    whose scores are their values, and the nodes that must then be evaluated (their
+    arguments' cones and the other outputs' cones, without these roots)."""
+    rf = {f.outputs[o] for o in outputs
+          if isinstance(f.nodes[f.outputs[o]], Max) and f.nodes[f.outputs[o]].args}
+    rg = {g.outputs[o] for o in outputs
+          if isinstance(g.nodes[g.outputs[o]], Hardmax) and g.nodes[g.outputs[o]].pairs
+          and all(s == v for s, v in g.nodes[g.outputs[o]].pairs)}
+    nf = cone(f, [a for r in rf for a in f.nodes[r].args] +
+              [f.outputs[o] for o in outputs if f.outputs[o] not in rf])
+    ng = cone(g, [v for r in rg for _, v in g.nodes[r].pairs] +
+              [g.outputs[o] for o in outputs if g.outputs[o] not in rg])
+    return rf, rg, nf, ng

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import z3
 
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  cone, domain_rows, lin_affine)
+                                  cone, domain_rows, lin_affine, same_max_roots)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
@@ -413,6 +413,38 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
     tree = cell(domain_rows(P), {})
     stats["lp_calls"] = oracle.calls
     return tree, stats
+
+
+def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
+                  outputs: tuple[int, ...], oracle: "_Oracle") -> Leaf | None:
+    """One leaf over the whole domain by the kernel's same-max rule (a hardmax head whose
+    values are a reordering of a Max node's arguments), when the other choices are settled
+    on the whole domain; None otherwise.  For the construction every unit is such a case:
+    no split and, on a box, no solver."""
+    rows = domain_rows(P)
+    rf, rg, nf, ng = same_max_roots(f, g, outputs)
+    if not rf or not rg:
+        return None
+    point = tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper)) if box is not None \
+        else oracle.interior_point(rows)
+    if point is None:
+        return None
+    try:
+        vf, cf = _walk(f, 0, rows, point, oracle, {}, nf)
+        vg, cg = _walk(g, 1, rows, point, oracle, {}, ng)
+    except (_SplitOn, NoCertificate):
+        return None
+    for o in outputs:
+        i, j = f.outputs[o], g.outputs[o]
+        if vf[i] is not None and vf[i] == vg[j]:
+            continue
+        if i in rf and j in rg:
+            mf = [vf[a] for a in f.nodes[i].args]
+            mg = [vg[v] for _, v in g.nodes[j].pairs]
+            if all(m in mg for m in mf) and all(m in mf for m in mg):
+                continue
+        return None
+    return Leaf(tuple(cf + cg), same_max=True)
 
 
 def _differing_point(oracle: _Oracle, rows, diff):
