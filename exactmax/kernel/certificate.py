@@ -251,16 +251,22 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
         vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
                            f"{where}, second program", ng)
         for o in outputs:
-            i, j = f.outputs[o], g.outputs[o]
-            if vf[i] is not None and vf[i] == vg[j]:
-                continue
-            if i in rf and j in rg:
-                mf = [vf[a] for a in f.nodes[i].args]
-                mg = [vg[v] for _, v in g.nodes[j].pairs]
-                if all(m in mg for m in mf) and all(m in mf for m in mg):
-                    continue
-            raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
+            if not outputs_agree(f, g, vf, vg, o, rf, rg):
+                raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
     return leaves
+
+
+def outputs_agree(f: Program, g: Program, vf: list, vg: list, o: int, rf=(), rg=()) -> bool:
+    """Output o has the same affine map on the cell in both programs, or (same-max rule, for
+    roots rf, rg) is the max of the same set of affine maps in both."""
+    i, j = f.outputs[o], g.outputs[o]
+    if vf[i] is not None and vf[i] == vg[j]:
+        return True
+    if i in rf and j in rg:
+        mf = [vf[a] for a in f.nodes[i].args]
+        mg = [vg[v] for _, v in g.nodes[j].pairs]
+        return all(m in mg for m in mf) and all(m in mf for m in mg)
+    return False
 
 
 def same_max_roots(f: Program, g: Program, outputs):

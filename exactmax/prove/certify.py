@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import z3
 
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  cone, domain_rows, lin_affine, same_max_roots)
+                                  cone, domain_rows, lin_affine, outputs_agree,
+                                  same_max_roots)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
@@ -434,15 +435,7 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
         vg, cg = _walk(g, 1, rows, point, oracle, {}, ng)
     except (_SplitOn, NoCertificate):
         return None
-    for o in outputs:
-        i, j = f.outputs[o], g.outputs[o]
-        if vf[i] is not None and vf[i] == vg[j]:
-            continue
-        if i in rf and j in rg:
-            mf = [vf[a] for a in f.nodes[i].args]
-            mg = [vg[v] for _, v in g.nodes[j].pairs]
-            if all(m in mg for m in mf) and all(m in mf for m in mg):
-                continue
+    if not all(outputs_agree(f, g, vf, vg, o, rf, rg) for o in outputs):
         return None
     return Leaf(tuple(cf + cg), same_max=True)
 
