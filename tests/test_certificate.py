@@ -220,3 +220,15 @@ def test_a_same_max_flag_moved_to_the_wrong_claim_is_rejected(layerwise, tmp_pat
                 assert check(cert, tmp_path) == 1
                 return
     pytest.fail("no leaf with choices in the last layer")
+
+
+def test_a_maxout_layerwise_certificate_does_not_transfer_to_another_network(tmp_path):
+    reordered = os.path.join(ROOT, "examples", "tent_reordered.json")
+    path = tmp_path / "eq.json"
+    assert main(["equiv", TENT, reordered, "--cert", str(path)]) == 0
+    cert = json.loads(path.read_text())
+    assert "layerwise" in cert and check(cert, tmp_path) == 0
+    other = cert["models"]["b"]["model"]
+    other["layers"][1]["units"][1]["pieces"][0]["b"] = "-1/4"     # was -1/5
+    cert["models"]["b"]["sha256"] = content_hash(other)
+    assert check(cert, tmp_path) == 1

@@ -166,3 +166,31 @@ def test_units_of_the_construction_are_recognised_without_splits(tmp_path, capsy
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"] == "proved" and out["stats"]["splits"] == 0
     assert main(["check-cert", str(cert)]) == 0
+
+
+def test_two_maxout_networks_of_the_same_shape_are_compared_layer_by_layer(tmp_path, capsys):
+    reordered = os.path.join(ROOT, "examples", "tent_reordered.json")
+    cert = tmp_path / "c.json"
+    assert main(["equiv", TENT, reordered, "--cert", str(cert), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stats"]["strategy"] == "layerwise" and out["trust"] == "kernel-checked"
+    assert main(["check-cert", str(cert)]) == 0
+
+
+def test_equal_networks_that_differ_layer_by_layer_fall_back_to_monolithic(tmp_path, capsys):
+    """Swap two units of the first layer and the matching weights of the second: the same
+    function, but the first layers differ, so layerwise must not succeed (and must not be
+    trusted); the monolithic certificate proves it."""
+    a = json.load(open(TENT))
+    b = json.loads(json.dumps(a))
+    u = b["layers"][0]["units"]
+    u[0], u[1] = u[1], u[0]
+    for unit in b["layers"][1]["units"]:
+        for p in unit["pieces"]:
+            p["w"][0], p["w"][1] = p["w"][1], p["w"][0]
+    pb = tmp_path / "b.json"
+    pb.write_text(json.dumps(b))
+    assert main(["equiv", TENT, str(pb), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stats"]["strategy"] == "monolithic" and out["trust"] == "kernel-checked"
+    assert "layerwise" in out["stats"]["layerwise_failed"]

@@ -66,10 +66,10 @@ Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, c
 @dataclass(frozen=True, slots=True)
 class Leaf:
     """With ``same_max``, an output whose first node is Max(a_1..a_m) and whose second node
-    is a hardmax head with every score equal to its value, v_1..v_n, is accepted when the
-    sets {A_{a_i}} and {A_{v_t}} of affine maps on the cell are equal: then both are the max
-    of the same functions (the mean over tied maximal values is that max), with no choice
-    for those two nodes and no split between their arguments."""
+    is a Max node or a hardmax head with every score equal to its value, over v_1..v_n, is
+    accepted when the sets {A_{a_i}} and {A_{v_t}} of affine maps on the cell are equal: then
+    both are the max of the same functions (the mean over tied maximal values is that max),
+    with no choice for those two nodes and no split between their arguments."""
 
     choices: Choices = ()
     same_max: bool = False
@@ -264,7 +264,7 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, o: int, rf=(), rg=
         return True
     if i in rf and j in rg:
         mf = [vf[a] for a in f.nodes[i].args]
-        mg = [vg[v] for _, v in g.nodes[j].pairs]
+        mg = [vg[a] for a in _max_args(g.nodes[j])]
         return all(m in mg for m in mf) and all(m in mf for m in mg)
     return False
 
@@ -275,11 +275,20 @@ def same_max_roots(f: Program, g: Program, outputs):
     arguments' cones and the other outputs' cones, without these roots)."""
     rf = {f.outputs[o] for o in outputs
           if isinstance(f.nodes[f.outputs[o]], Max) and f.nodes[f.outputs[o]].args}
-    rg = {g.outputs[o] for o in outputs
-          if isinstance(g.nodes[g.outputs[o]], Hardmax) and g.nodes[g.outputs[o]].pairs
-          and all(s == v for s, v in g.nodes[g.outputs[o]].pairs)}
+    rg = {g.outputs[o] for o in outputs if _max_args(g.nodes[g.outputs[o]])}
     nf = cone(f, [a for r in rf for a in f.nodes[r].args] +
               [f.outputs[o] for o in outputs if f.outputs[o] not in rf])
-    ng = cone(g, [v for r in rg for _, v in g.nodes[r].pairs] +
+    ng = cone(g, [a for r in rg for a in _max_args(g.nodes[r])] +
               [g.outputs[o] for o in outputs if g.outputs[o] not in rg])
     return rf, rg, nf, ng
+
+
+def _max_args(node) -> tuple[int, ...]:
+    """The nodes whose max ``node`` is: the arguments of a Max node, or the values of a
+    hardmax head whose every score is its value (its mean over tied maxima is that max);
+    () for any other node."""
+    if isinstance(node, Max):
+        return node.args
+    if isinstance(node, Hardmax) and node.pairs and all(s == v for s, v in node.pairs):
+        return tuple(v for _, v in node.pairs)
+    return ()

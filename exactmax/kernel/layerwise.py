@@ -91,11 +91,35 @@ def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
             raise CheckFailed("layerwise: the read-out adds a constant to the output")
 
 
-def check_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
+def layer_programs(net: MaxoutNetwork, other, l: int):
+    """The two programs that layer l's claims compare: the encoded Maxout layer against the
+    Transformer's three sub-layers, or against the same layer of another Maxout network (with
+    one token and no positional vector: encode is then just place)."""
+    if isinstance(other, Transformer):
+        return (program_of_encoded_layer(net, l, other.positions, other.d_model),
+                program_of_segment(other, 3 * l, 3 * l + 3, net.widths[l]))
+    dm = max(net.widths + (net.out_dim,))
+    zero = ((ZERO,) * dm,)
+    return (program_of_encoded_layer(net, l, zero, dm),
+            program_of_encoded_layer(other, l, zero, dm))
+
+
+def check_same_shape(a: MaxoutNetwork, b: MaxoutNetwork) -> None:
+    """Two Maxout networks compared layer by layer need the same widths and outputs."""
+    if a.widths != b.widths or a.out_dim != b.out_dim:
+        raise CheckFailed("layerwise: the two Maxout networks have different layer widths")
+
+
+def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
                     cert: LayerwiseCertificate) -> int:
-    """Accept iff the certificate proves T(x) = N(x) for every x in the domain (see the
-    module docstring); returns the number of leaves checked."""
-    check_structure(net, tf)
+    """Accept iff the certificate proves T(x) = N(x) for every x in the domain, where T is a
+    Transformer (see the module docstring) or another Maxout network of the same layer widths
+    (then (S) reads Phi^N_l = Phi^T_l on B_{l-1}, with no embedding or read-out to check);
+    returns the number of leaves checked."""
+    if isinstance(other, Transformer):
+        check_structure(net, other)
+    else:
+        check_same_shape(net, other)
     if len(cert.boxes) != len(net.layers) or len(cert.layers) != len(net.layers):
         raise CheckFailed("layerwise: one box and one list of claims per layer are needed")
     B = cert.boxes[0]
@@ -124,8 +148,7 @@ def check_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
     leaves = 0
     for l, claims in enumerate(cert.layers):
         B = cert.boxes[l]
-        f = program_of_encoded_layer(net, l, tf.positions, tf.d_model)
-        g = program_of_segment(tf, 3 * l, 3 * l + 3, net.widths[l])
+        f, g = layer_programs(net, other, l)
         covered = set()
         for claim in claims:
             leaves += check_equal_on_domain(f, g, B.as_polyhedron(), claim.tree, claim.outputs)

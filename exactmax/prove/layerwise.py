@@ -8,23 +8,27 @@ from __future__ import annotations
 import time
 
 from ..kernel.errors import CheckFailed
-from ..kernel.layerwise import (Claim, LayerwiseCertificate, check_structure, interval_image)
+from ..kernel.layerwise import (Claim, LayerwiseCertificate, check_same_shape, check_structure,
+                                interval_image, layer_programs)
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
-from ..kernel.program import program_of_encoded_layer, program_of_segment
 from ..kernel.rational import ONE, ZERO
 from ..kernel.transformer import Transformer
 from ..construct.bounds import round_outward
 from .certify import Limits, NoCertificate, _Oracle, build_certificate, same_max_leaf
 
 
-def build_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
+def build_layerwise(net: MaxoutNetwork, tf, domain: Domain,
                     limits: Limits) -> tuple[LayerwiseCertificate, dict]:
-    """A layerwise certificate, or NoCertificate (structure, limits, or a segment that differs
-    on its box, which need not be reachable from the domain: then only the monolithic route
-    can decide)."""
+    """A layerwise certificate for net = tf, tf a Transformer or a Maxout network of the same
+    layer widths; or NoCertificate (structure, limits, or a layer that differs on its box,
+    which need not be reachable from the domain: then only the monolithic route can
+    decide)."""
     try:
-        check_structure(net, tf)
+        if isinstance(tf, Transformer):
+            check_structure(net, tf)
+        else:
+            check_same_shape(net, tf)
     except CheckFailed as e:
         raise NoCertificate(str(e)) from None
     proofs = None
@@ -51,8 +55,7 @@ def build_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
     last = time.monotonic()
     for l in range(len(net.layers)):
         boxes.append(B)
-        f = program_of_encoded_layer(net, l, tf.positions, tf.d_model)
-        g = program_of_segment(tf, 3 * l, 3 * l + 3, net.widths[l])
+        f, g = layer_programs(net, tf, l)
         groups: dict[tuple[int, int], list[int]] = {}
         for o, pair in enumerate(zip(f.outputs, g.outputs)):
             groups.setdefault(pair, []).append(o)
@@ -70,8 +73,8 @@ def build_layerwise(net: MaxoutNetwork, tf: Transformer, domain: Domain,
                 tree, s = build_certificate(f, g, B.as_polyhedron(), B, limits, tuple(outs),
                                             oracle)
             except CounterexampleFound:
-                raise NoCertificate(f"layer {l + 1}: the sub-layers differ from the Maxout "
-                                    "layer somewhere in its input box") from None
+                raise NoCertificate(f"layer {l + 1}: the two differ somewhere in the layer's "
+                                    "input box") from None
             stats["leaves"] += s["leaves"]
             stats["splits"] += s["splits"]
             claims.append(Claim(tuple(outs), tree))

@@ -78,7 +78,7 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
     why = None
     limits = Limits(deadline, options.max_leaves, options.progress)
     if options.strategy in ("auto", "layerwise") and isinstance(a, MaxoutNetwork) and \
-            isinstance(b, Transformer):
+            isinstance(b, (Transformer, MaxoutNetwork)):
         try:
             cert, s = build_layerwise(a, b, domain, limits)
             stats.update(s)
@@ -96,7 +96,7 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
             why = f"layerwise: the kernel rejected the certificate ({e})"
         stats = {"layerwise_failed": why}
     if options.strategy == "layerwise" and why is None:
-        why = "layerwise needs a Maxout network and a Transformer"
+        why = "layerwise needs a Maxout network first"
     try:
         pa, pb = program_of(a), program_of(b)
     except Unsupported as e:
