@@ -232,3 +232,25 @@ def test_a_maxout_layerwise_certificate_does_not_transfer_to_another_network(tmp
     other["layers"][1]["units"][1]["pieces"][0]["b"] = "-1/4"     # was -1/5
     cert["models"]["b"]["sha256"] = content_hash(other)
     assert check(cert, tmp_path) == 1
+
+
+def test_the_composite_rule_matches_linear_combinations_term_by_term():
+    """2 max(x, y) + x - 1 against 2 hardmax(y, x) + x - 1: accepted; a different weight, a
+    different constant or a missing term: rejected."""
+    from exactmax.kernel.certificate import Leaf, check_equal_on_domain
+    from exactmax.kernel.polyhedron import Box
+    from exactmax.kernel.program import Hardmax, Lin, Max, Program
+    one = Q(1)
+    x = Lin(((0, one),), Q(0), ())
+    y = Lin(((1, one),), Q(0), ())
+    P = Box(q(-1, -1), q(1, 1)).as_polyhedron()
+    f = Program(2, (x, y, Max((0, 1)), Lin((), Q(-1), ((0, one), (2, Q(2))))), (3,))
+
+    def g(weight, const, with_x=True):
+        terms = ((0, one), (2, weight)) if with_x else ((2, weight),)
+        return Program(2, (x, y, Hardmax(((1, 1), (0, 0))), Lin((), const, terms)), (3,))
+
+    assert check_equal_on_domain(f, g(Q(2), Q(-1)), P, Leaf((), same_max=True)) == 1
+    for bad in (g(Q(3), Q(-1)), g(Q(2), Q(0)), g(Q(2), Q(-1), with_x=False)):
+        with pytest.raises(CheckFailed):
+            check_equal_on_domain(f, bad, P, Leaf((), same_max=True))

@@ -243,44 +243,88 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
             continue
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
-        nf, ng, rf, rg = need_f, need_g, set(), set()
+        nf, ng, rf, rg, cf, cg = need_f, need_g, set(), set(), set(), set()
         if node.same_max:
-            rf, rg, nf, ng = same_max_roots(f, g, outputs)
+            rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
         vf = affine_values(f, rows, {i: c for (s, i), c in choices.items() if s == 0},
                            f"{where}, first program", nf)
         vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
                            f"{where}, second program", ng)
         for o in outputs:
-            if not outputs_agree(f, g, vf, vg, o, rf, rg):
+            if not outputs_agree(f, g, vf, vg, o, rf, rg, cf, cg):
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
     return leaves
 
 
-def outputs_agree(f: Program, g: Program, vf: list, vg: list, o: int, rf=(), rg=()) -> bool:
-    """Output o has the same affine map on the cell in both programs, or (same-max rule, for
-    roots rf, rg) is the max of the same set of affine maps in both."""
+def outputs_agree(f: Program, g: Program, vf: list, vg: list, o: int, rf=(), rg=(),
+                  cf=(), cg=()) -> bool:
+    """Output o has the same affine map on the cell in both programs; or (same-max rule, roots
+    rf, rg) both are the max of the same set of affine maps; or (composite outputs cf, cg) both
+    are the same linear combination, term by term, of nodes that agree in one of these ways."""
     i, j = f.outputs[o], g.outputs[o]
-    if vf[i] is not None and vf[i] == vg[j]:
+    return _agree(f, g, vf, vg, i, j, rf, rg) or (
+        i in cf and j in cg and _same_combination(f, g, vf, vg, i, j, rf, rg))
+
+
+def _agree(f, g, vf, vg, i, j, rf, rg) -> bool:
+    if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
         return True
     if i in rf and j in rg:
-        mf = [vf[a] for a in f.nodes[i].args]
+        mf = [vf[a] for a in _max_args(f.nodes[i])]
         mg = [vg[a] for a in _max_args(g.nodes[j])]
         return all(m in mg for m in mf) and all(m in mf for m in mg)
     return False
 
 
+def _same_combination(f, g, vf, vg, i, j, rf, rg) -> bool:
+    """Lin nodes i, j with equal input coefficients and constants, and a one-to-one matching
+    of their terms with equal weights on nodes that agree; then f_i = g_j on the cell."""
+    fi, gj = f.nodes[i], g.nodes[j]
+    if fi.x != gj.x or fi.c != gj.c or len(fi.terms) != len(gj.terms):
+        return False
+    left = list(gj.terms)
+    for a, w in fi.terms:
+        k = next((k for k, (b, w2) in enumerate(left)
+                  if w2 == w and _agree(f, g, vf, vg, a, b, rf, rg)), None)
+        if k is None:
+            return False
+        del left[k]
+    return True
+
+
 def same_max_roots(f: Program, g: Program, outputs):
-    """For the same-max rule: the output Max nodes of f and the output hardmax heads of g
-    whose scores are their values, and the nodes that must then be evaluated (their
-    arguments' cones and the other outputs' cones, without these roots)."""
-    rf = {f.outputs[o] for o in outputs
-          if isinstance(f.nodes[f.outputs[o]], Max) and f.nodes[f.outputs[o]].args}
-    rg = {g.outputs[o] for o in outputs if _max_args(g.nodes[g.outputs[o]])}
-    nf = cone(f, [a for r in rf for a in f.nodes[r].args] +
-              [f.outputs[o] for o in outputs if f.outputs[o] not in rf])
-    ng = cone(g, [a for r in rg for a in _max_args(g.nodes[r])] +
-              [g.outputs[o] for o in outputs if g.outputs[o] not in rg])
-    return rf, rg, nf, ng
+    """For the same-max rule: (rf, rg) the max-like nodes compared by their sets of arguments
+    (outputs, and terms of composite outputs), (cf, cg) the composite outputs (Lin nodes with
+    max-like terms on both sides), and the nodes that must then be evaluated: the roots'
+    arguments' cones and everything else the outputs read, without the roots and composites."""
+    rf, rg, cf, cg, start_f, start_g = set(), set(), set(), set(), [], []
+
+    def root(p, node, roots, start):
+        if _max_args(p.nodes[node]):
+            roots.add(node)
+            start.extend(_max_args(p.nodes[node]))
+        else:
+            start.append(node)
+
+    for o in outputs:
+        i, j = f.outputs[o], g.outputs[o]
+        fi, gj = f.nodes[i], g.nodes[j]
+        if _max_args(fi) and _max_args(gj):
+            root(f, i, rf, start_f)
+            root(g, j, rg, start_g)
+        elif isinstance(fi, Lin) and isinstance(gj, Lin) and \
+                any(_max_args(f.nodes[a]) for a, _ in fi.terms) and \
+                any(_max_args(g.nodes[b]) for b, _ in gj.terms):
+            cf.add(i)
+            cg.add(j)
+            for a, _ in fi.terms:
+                root(f, a, rf, start_f)
+            for b, _ in gj.terms:
+                root(g, b, rg, start_g)
+        else:
+            start_f.append(i)
+            start_g.append(j)
+    return rf, rg, cf, cg, cone(f, start_f), cone(g, start_g)
 
 
 def _max_args(node) -> tuple[int, ...]:

@@ -423,7 +423,7 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
     on the whole domain; None otherwise.  For the construction every unit is such a case:
     no split and, on a box, no solver."""
     rows = domain_rows(P)
-    rf, rg, nf, ng = same_max_roots(f, g, outputs)
+    rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
     if not rf or not rg:
         return None
     point = tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper)) if box is not None \
@@ -431,13 +431,13 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
     if point is None:
         return None
     try:
-        vf, cf = _walk(f, 0, rows, point, oracle, {}, nf)
-        vg, cg = _walk(g, 1, rows, point, oracle, {}, ng)
+        vf, choices_f = _walk(f, 0, rows, point, oracle, {}, nf)
+        vg, choices_g = _walk(g, 1, rows, point, oracle, {}, ng)
     except (_SplitOn, NoCertificate):
         return None
-    if not all(outputs_agree(f, g, vf, vg, o, rf, rg) for o in outputs):
+    if not all(outputs_agree(f, g, vf, vg, o, rf, rg, cf, cg) for o in outputs):
         return None
-    return Leaf(tuple(cf + cg), same_max=True)
+    return Leaf(tuple(choices_f + choices_g), same_max=True)
 
 
 def _differing_point(oracle: _Oracle, rows, diff):
