@@ -23,10 +23,6 @@ class Affine:
     def out_dim(self) -> int:
         return len(self.b)
 
-    def apply(self, x: Vector) -> Vector:
-        """W x + b, exactly."""
-        return tuple(dot(row, x) + c for row, c in zip(self.W, self.b))
-
 
 def dot(u: Vector, v: Vector) -> Q:
     """The exact inner product sum_i u_i v_i (skipping zero coefficients)."""
@@ -35,13 +31,6 @@ def dot(u: Vector, v: Vector) -> Q:
         if a:
             s += a * c
     return s
-
-
-def identity(n: int) -> Affine:
-    """The identity map of Q^n."""
-    one, zero = Q(1), ZERO
-    return Affine(tuple(tuple(one if i == j else zero for j in range(n)) for i in range(n)),
-                  (zero,) * n, n)
 
 
 def scaled_rows(W: Matrix, b: Vector) -> tuple[int, list[list[int]]]:
