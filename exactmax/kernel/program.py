@@ -121,24 +121,18 @@ def _expr(xs=None, c=ZERO, terms=None):
 
 
 def _axpy(acc, a: Q, e) -> None:
-    """acc += a * e (in place)."""
+    """acc += a * e (in place; zero coefficients are dropped)."""
     if not a:
         return
     xs, c, terms = e
-    for i, v in xs.items():
-        s = acc[0].get(i, ZERO) + a * v
-        if s:
-            acc[0][i] = s
-        else:
-            acc[0].pop(i, None)
-    for j, v in terms.items():
-        s = acc[2].get(j, ZERO) + a * v
-        if s:
-            acc[2][j] = s
-        else:
-            acc[2].pop(j, None)
-    acc_c = acc[1] + a * c
-    acc[:] = [acc[0], acc_c, acc[2]]
+    for target, items in ((acc[0], xs), (acc[2], terms)):
+        for k, v in items.items():
+            s = target.get(k, ZERO) + a * v
+            if s:
+                target[k] = s
+            else:
+                target.pop(k, None)
+    acc[1] += a * c
 
 
 def _combine(row, vec, const) -> list:
