@@ -1,0 +1,324 @@
+(* Checker.v -- the certificate checker of exactmax, as a boolean function over Q.
+
+   It mirrors exactmax/kernel/certificate.py rule for rule:
+   - programs of Lin / Max / Hardmax nodes (Program.v of the Python kernel);
+   - constraints a . x + c >= 0 (or > 0), numbered absolutely: the domain's rows first, then
+     one row per split on the way down (appended), so a choice stated at a split holds in
+     every leaf below it and is inherited;
+   - Farkas entailment with strictness;
+   - leaves that fix the argument of Max and Hardmax nodes (Hardmax ties through tie proofs),
+     the same-max rule and the composite rule for the outputs.
+
+   Symbolic evaluation is partial: a node whose choice is missing or fails to check gets no
+   affine map (None), and so does everything computed from it; only the outputs must come out
+   right.  That is how per-output cones work: nodes an output does not need need no choice.
+   Soundness (over R) is proved in Sound.v. *)
+
+From Coq Require Import QArith List Bool.
+Import ListNotations.
+Open Scope Q_scope.
+
+(* ------------------------------------------------------------------ *)
+(** * Dense vectors and affine maps *)
+
+Definition vec := list Q.
+
+Fixpoint vadd (u v : vec) : vec :=
+  match u, v with
+  | [], _ => v
+  | _, [] => u
+  | a :: u', b :: v' => Qred (a + b) :: vadd u' v'
+  end.
+
+Definition vscale (c : Q) (u : vec) : vec := map (fun a => Qred (c * a)) u.
+
+Definition vzero (u : vec) : bool := forallb (fun a => Qeq_bool a 0) u.
+
+(* an affine map x |-> lin . x + cst *)
+Definition aff := (vec * Q)%type.
+Definition azero : aff := ([], 0).
+Definition aadd (a b : aff) : aff := (vadd (fst a) (fst b), Qred (snd a + snd b)).
+Definition ascale (c : Q) (a : aff) : aff := (vscale c (fst a), Qred (c * snd a)).
+Definition asub (a b : aff) : aff := aadd a (ascale (-1) b).
+Definition aeqb (a b : aff) : bool :=
+  let d := asub a b in vzero (fst d) && Qeq_bool (snd d) 0.
+
+(* the dense vector of a sparse one: (i, v) puts v at coordinate i *)
+Fixpoint unit_vec (i : nat) (v : Q) : vec :=
+  match i with O => [v] | S i' => 0 :: unit_vec i' v end.
+
+Definition sparse_aff (xs : list (nat * Q)) (c : Q) : aff :=
+  fold_right (fun t acc => aadd (unit_vec (fst t) (snd t), 0) acc) ([], c) xs.
+
+(* ------------------------------------------------------------------ *)
+(** * Constraints and Farkas entailment *)
+
+(* (h, strict): h(x) >= 0, or h(x) > 0 when strict *)
+Definition con := (aff * bool)%type.
+
+(* sparse multipliers: (absolute row index, y) *)
+Definition farkas := list (nat * Q).
+
+Fixpoint comb (H : list con) (w : farkas) : option (aff * bool) :=
+  match w with
+  | [] => Some (azero, false)
+  | (i, y) :: w' =>
+      match nth_error H i, comb H w' with
+      | Some (h, s), Some (c, st) =>
+          if Qle_bool 0 y
+          then Some (aadd (ascale y h) c, st || (s && negb (Qle_bool y 0)))
+          else None
+      | _, _ => None
+      end
+  end.
+
+(* H entails g >= 0 (g > 0 when strict): g - sum y_i h_i is a constant r >= 0, with r > 0 or
+   a strict row of positive weight when strictness is asked for *)
+Definition entails (H : list con) (g : aff) (strict : bool) (w : farkas) : bool :=
+  match comb H w with
+  | None => false
+  | Some (c, st) =>
+      let r := asub g c in
+      vzero (fst r) &&
+      (if strict
+       then (st && Qle_bool 0 (snd r)) || negb (Qle_bool (snd r) 0)
+       else Qle_bool 0 (snd r))
+  end.
+
+(* ------------------------------------------------------------------ *)
+(** * Programs *)
+
+(* Node i reads nodes by absolute index; out-of-range reads are 0 in the semantics and
+   unknown to the checker. *)
+Inductive node :=
+| NLin (xs : list (nat * Q)) (c : Q) (terms : list (nat * Q))
+    (* sum_i a_i x_i + c + sum_j c_j v_j *)
+| NMax (args : list nat)
+| NSel (pairs : list (nat * nat)).
+    (* hardmax: the mean of v_value over the pairs whose v_score is maximal *)
+
+Record prog := { p_nodes : list node; p_outs : list nat }.
+
+(* ------------------------------------------------------------------ *)
+(** * Leaf certificates *)
+
+Inductive proof :=
+| PNone                                (* no proof: only for arguments equal to the chosen *)
+| PFar (w : farkas)                    (* Max: a_k - a_j >= 0;  Hardmax: s_k - s_j > 0 *)
+| PTie (dom up lo : farkas).           (* Hardmax: s_k - s_j >= 0, and on the tie set
+                                          s_j - s_k >= 0 (an extra last row): v_j = v_k *)
+
+Record choice := { ch_k : nat; ch_proofs : list proof }.
+
+(* (program 0 or 1, node index, choice) *)
+Definition choices := list (nat * nat * choice).
+
+Fixpoint find_choice (side i : nat) (cs : choices) : option choice :=
+  match cs with
+  | [] => None
+  | (s, j, c) :: cs' => if Nat.eqb s side && Nat.eqb j i then Some c else find_choice side i cs'
+  end.
+
+Fixpoint forall2b {A B} (f : A -> B -> bool) (l1 : list A) (l2 : list B) : bool :=
+  match l1, l2 with
+  | [], [] => true
+  | a :: l1', b :: l2' => f a b && forall2b f l1' l2'
+  | _, _ => false
+  end.
+
+Fixpoint all_some {A} (l : list (option A)) : option (list A) :=
+  match l with
+  | [] => Some []
+  | None :: _ => None
+  | Some a :: l' => match all_some l' with Some r => Some (a :: r) | None => None end
+  end.
+
+Definition get (senv : list (option aff)) (i : nat) : option aff := nth i senv None.
+
+Fixpoint lincomb_sym (senv : list (option aff)) (ts : list (nat * Q)) : option aff :=
+  match ts with
+  | [] => Some azero
+  | (j, c) :: ts' =>
+      match get senv j, lincomb_sym senv ts' with
+      | Some a, Some r => Some (aadd (ascale c a) r)
+      | _, _ => None
+      end
+  end.
+
+Definition max_ok (C : list con) (ak : aff) (aj : aff) (p : proof) : bool :=
+  match p with
+  | PNone => aeqb ak aj
+  | PFar w => entails C (asub ak aj) false w
+  | PTie _ _ _ => false
+  end.
+
+Definition sel_ok (C : list con) (sk vk : aff) (sv : aff * aff) (p : proof) : bool :=
+  let '(sj, vj) := sv in
+  match p with
+  | PNone => aeqb sk sj && aeqb vk vj
+  | PFar w => entails C (asub sk sj) true w
+  | PTie d u l =>
+      let T := C ++ [(asub sj sk, false)] in
+      entails C (asub sk sj) false d && entails T (asub vj vk) false u &&
+      entails T (asub vk vj) false l
+  end.
+
+Definition snode (C : list con) (n : node) (oc : option choice) (senv : list (option aff))
+  : option aff :=
+  match n with
+  | NLin xs c ts =>
+      match lincomb_sym senv ts with
+      | Some r => Some (aadd (sparse_aff xs c) r)
+      | None => None
+      end
+  | NMax args =>
+      match oc, all_some (map (get senv) args) with
+      | Some ch, Some A =>
+          match nth_error A (ch_k ch) with
+          | Some ak => if forall2b (max_ok C ak) A (ch_proofs ch) then Some ak else None
+          | None => None
+          end
+      | _, _ => None
+      end
+  | NSel prs =>
+      match oc, all_some (map (fun p => get senv (fst p)) prs),
+            all_some (map (fun p => get senv (snd p)) prs) with
+      | Some ch, Some Sc, Some Vc =>
+          match nth_error Sc (ch_k ch), nth_error Vc (ch_k ch) with
+          | Some sk, Some vk =>
+              if forall2b (sel_ok C sk vk) (combine Sc Vc) (ch_proofs ch) then Some vk else None
+          | _, _ => None
+          end
+      | _, _, _ => None
+      end
+  end.
+
+(* symbolic run: node i gets its affine map on the cell, or None *)
+Fixpoint srun (C : list con) (side : nat) (cs : choices) (ns : list node)
+              (senv : list (option aff)) : list (option aff) :=
+  match ns with
+  | [] => senv
+  | n :: ns' =>
+      srun C side cs ns' (senv ++ [snode C n (find_choice side (length senv) cs) senv])
+  end.
+
+(* ------------------------------------------------------------------ *)
+(** * Output agreement: equal affine maps, the same-max rule, the composite rule *)
+
+(* the nodes a max-like node is the max of: a Max node's arguments, or the values of a
+   hardmax head whose every score is its own value *)
+Definition max_args (n : node) : option (list nat) :=
+  match n with
+  | NMax args => Some args
+  | NSel prs =>
+      match prs with
+      | [] => None
+      | _ => if forallb (fun p => Nat.eqb (fst p) (snd p)) prs then Some (map snd prs) else None
+      end
+  | NLin _ _ _ => None
+  end.
+
+Definition node_at (p : prog) (i : nat) : node := nth i (p_nodes p) (NMax []).
+
+Definition memb (a : aff) (l : list aff) : bool := existsb (aeqb a) l.
+
+Definition same_set (A B : list aff) : bool :=
+  forallb (fun a => memb a B) A && forallb (fun b => memb b A) B.
+
+(* node i of f and node j of g have the same value on the cell *)
+Definition agree1 (f g : prog) (vf vg : list (option aff)) (i j : nat) : bool :=
+  match get vf i, get vg j with
+  | Some a, Some b => aeqb a b
+  | _, _ => false
+  end ||
+  match max_args (node_at f i), max_args (node_at g j) with
+  | Some ai, Some aj =>
+      (* the nodes must be programs' nodes that read only nodes before them *)
+      (i <? length (p_nodes f)) && (j <? length (p_nodes g)) &&
+      forallb (fun a => a <? i) ai && forallb (fun a => a <? j) aj &&
+      match all_some (map (get vf) ai), all_some (map (get vg) aj) with
+      | Some A, Some B => same_set A B
+      | _, _ => false
+      end
+  | _, _ => false
+  end.
+
+Fixpoint remove_match (ok : nat * Q -> bool) (l : list (nat * Q)) : option (list (nat * Q)) :=
+  match l with
+  | [] => None
+  | t :: l' => if ok t then Some l' else
+                 match remove_match ok l' with Some r => Some (t :: r) | None => None end
+  end.
+
+Fixpoint match_terms (ok : nat -> nat -> bool) (tf tg : list (nat * Q)) : bool :=
+  match tf with
+  | [] => match tg with [] => true | _ => false end
+  | (a, w) :: tf' =>
+      match remove_match (fun t => Qeq_bool w (snd t) && ok a (fst t)) tg with
+      | Some tg' => match_terms ok tf' tg'
+      | None => false
+      end
+  end.
+
+Fixpoint sparse_eqb (u v : list (nat * Q)) : bool :=
+  match u, v with
+  | [], [] => true
+  | (i, a) :: u', (j, b) :: v' => Nat.eqb i j && Qeq_bool a b && sparse_eqb u' v'
+  | _, _ => false
+  end.
+
+Definition agree_out (f g : prog) (vf vg : list (option aff)) (i j : nat) : bool :=
+  agree1 f g vf vg i j ||
+  match node_at f i, node_at g j with
+  | NLin xf cf tf, NLin xg cg tg =>
+      (i <? length (p_nodes f)) && (j <? length (p_nodes g)) &&
+      forallb (fun t => fst t <? i) tf && forallb (fun t => fst t <? j) tg &&
+      sparse_eqb xf xg && Qeq_bool cf cg && match_terms (agree1 f g vf vg) tf tg
+  | _, _ => false
+  end.
+
+(* ------------------------------------------------------------------ *)
+(** * The split tree *)
+
+Inductive tree :=
+| Leaf (cs : choices)
+| Empty (w : farkas)                         (* the cell is empty: it entails 0 > 0 *)
+| Split (h : aff) (cs : choices) (ge lt : tree).
+    (* ge: h >= 0 appended; lt: -h > 0 appended *)
+
+Definition check_leaf (f g : prog) (C : list con) (cs : choices) : bool :=
+  let vf := srun C 0 cs (p_nodes f) [] in
+  let vg := srun C 1 cs (p_nodes g) [] in
+  forall2b (agree_out f g vf vg) (p_outs f) (p_outs g).
+
+Fixpoint check_tree (f g : prog) (C : list con) (inh : choices) (t : tree) : bool :=
+  match t with
+  | Empty w => entails C azero true w
+  | Leaf cs => check_leaf f g C (cs ++ inh)
+  | Split h cs l r =>
+      check_tree f g (C ++ [(h, false)]) (cs ++ inh) l &&
+      check_tree f g (C ++ [(ascale (-1) h, true)]) (cs ++ inh) r
+  end.
+
+(* ------------------------------------------------------------------ *)
+(** * Domains *)
+
+(* A x <= b as rows b_i - A_i x >= 0 *)
+Definition rows_of_poly (A : list vec) (b : list Q) : list con :=
+  map (fun r => ((vscale (-1) (fst r), snd r), false)) (combine A b).
+
+Fixpoint basis (d i : nat) (v : Q) : vec :=
+  match d, i with
+  | O, _ => []
+  | S d', O => v :: repeat 0 d'
+  | S d', S i' => 0 :: basis d' i' v
+  end.
+
+(* the rows of a box, in the order of Box.as_polyhedron: x_i <= u_i, then -x_i <= -l_i *)
+Definition rows_of_box (lo hi : vec) : list con :=
+  let d := length lo in
+  map (fun p => ((basis d (fst p) (-1), snd p), false)) (combine (seq 0 d) hi) ++
+  map (fun p => ((basis d (fst p) 1, - snd p), false)) (combine (seq 0 d) lo).
+
+Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
+  (length (p_outs f) =? length (p_outs g))%nat && check_tree f g dom [] t.
