@@ -273,7 +273,11 @@ def _verify_models(args, a, b, names) -> int:
     opts = VerifyOptions(timeout_s=args.timeout, max_leaves=args.max_leaves,
                          strategy=args.strategy,
                          progress=None if args.json else _progress(args))
-    v = verify_equal(a, b, dom, opts)
+    v, found = _short_search(args, a, b, dom)
+    if v is None:
+        v = verify_equal(a, b, dom, opts)
+    if found is not None:
+        v.stats["search"] = found
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
         from .io import write_json_atomic
         from .io.certificates import certificate_to_json
@@ -284,7 +288,7 @@ def _verify_models(args, a, b, names) -> int:
            "counterexample": None, "stats": {k: val for k, val in v.stats.items()
                                              if k in ("leaves", "splits", "lp_calls",
                                                       "program_nodes", "strategy",
-                                                      "layerwise_failed")},
+                                                      "layerwise_failed", "search")},
            "certificate": args.cert if args.cert and v.trust == "kernel-checked" else None}
     if v.verdict == "refuted":
         out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
@@ -303,14 +307,36 @@ def _verify_models(args, a, b, names) -> int:
             if args.cert:
                 print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
     elif v.verdict == "refuted":
+        by = "; found by the search" if v.stats.get("strategy") == "search" else ""
         print(f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
-              "(evaluated by the kernel)")
+              f"(evaluated by the kernel{by})")
         print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
         for name in names:
             print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
     else:
         print(f"unknown: {v.reason}")
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
+
+
+SHORT_SEARCH = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
+"""The budget of the search that verify and equiv run first (--no-search skips it)."""
+
+
+def _short_search(args, a, b, dom):
+    """(Refuted verdict or None, search record or None): the short search before a proof."""
+    if args.no_search:
+        return None, None
+    from .prove.verify import Verdict
+    from .search import SearchOptions, refute_by_search
+    try:
+        v, r = refute_by_search(a, b, dom, SearchOptions(**SHORT_SEARCH))
+    except ValueError:   # e.g. softmax attention: no exact value to compare; verify decides
+        return None, None
+    record = {"found": r.found, "tried": r.tried, "time_s": round(r.time_s, 3)}
+    if v is None:
+        return None, record
+    return Verdict("refuted", x=v.x, outputs=v.outputs,
+                   stats={"strategy": "search", "time_s": r.time_s}), record
 
 
 def cmd_verify(args) -> int:
@@ -341,6 +367,66 @@ def cmd_verify(args) -> int:
 def cmd_equiv(args) -> int:
     a, b = load_model(args.a), load_model(args.b)
     return _verify_models(args, a, b, (args.a, args.b))
+
+
+def _positive_int(text: str, option: str, minimum: int) -> int:
+    try:
+        n = int(text, 10)
+    except ValueError:
+        raise UsageError(f"{option}: expected an integer >= {minimum}, got {quote(text)}") \
+            from None
+    if n < minimum:
+        raise UsageError(f"{option}: expected an integer >= {minimum}, got {n}")
+    return n
+
+
+def cmd_search(args) -> int:
+    from .search import SearchOptions, find_counterexample
+    max_examples = _positive_int(args.max_examples, "--max-examples", 1)
+    seed = None if args.seed is None else _positive_int(args.seed, "--seed", 0)
+    a, b = load_model(args.a), load_model(args.b)
+    names = (args.a, args.b)
+    if a.input_dim != b.input_dim:
+        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
+                         f"{b.input_dim}")
+    if a.out_dim != b.out_dim:
+        raise UsageError(f"{names[0]} has output dimension {a.out_dim} but {names[1]} has "
+                         f"{b.out_dim}")
+    dom = model_domain(a, args) if args.domain else (a.domain or b.domain)
+    if dom is None:
+        raise UsageError("no domain: give one with --domain FILE or in the first model")
+    if dom.dim != a.input_dim:
+        raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
+    for model, name in zip((a, b), names):
+        bad = [i for i, s in enumerate(getattr(model, "sublayers", ()))
+               if isinstance(s, Attention) and s.kind != HARDMAX]
+        if bad:
+            raise InputError(name, f"sublayers[{bad[0]}]", "softmax attention has no exact "
+                             "value; search compares Maxout networks and hardmax Transformers")
+    from .prove.lp import analyze_domain
+    if (dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty):
+        raise UsageError("the domain is empty: there is no point to search; give a non-empty "
+                         "one")
+    r = find_counterexample(a, b, dom, SearchOptions(max_examples=max_examples, seed=seed))
+    out = {"found": r.found, "x": None, "outputs": None, "tried": r.tried, "phase": r.phase,
+           "max_examples": max_examples, "seed": seed, "time_s": round(r.time_s, 3),
+           "stats": r.stats}
+    if r.found:
+        out["x"] = [q_str(t) for t in r.x]
+        out["outputs"] = {names[0]: [q_str(t) for t in r.outputs[0]],
+                          names[1]: [q_str(t) for t in r.outputs[1]]}
+    if args.json:
+        print(json.dumps(out))
+    elif r.found:
+        print(f"counterexample: {names[0]} and {names[1]} differ at a point of the domain "
+              f"(evaluated by the kernel; {r.phase} phase, after {r.tried} tries, shrunk)")
+        print("  x = (" + ", ".join(out["x"]) + ")")
+        for name in names:
+            print(f"  {name}: (" + ", ".join(out["outputs"][name]) + ")")
+    else:
+        print(f"none found in {r.tried} tries ({r.time_s:.2f} s): {names[0]} and {names[1]} "
+              "agree at every point tried; a search proves nothing (exactmax equiv decides)")
+    return EXIT_REFUTED if r.found else EXIT_UNKNOWN
 
 
 def cmd_check_cert(args) -> int:
@@ -453,6 +539,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "whole domain, for any two models; auto tries layerwise first where "
                        "it applies, then monolithic, then z3 alone")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--no-search", action="store_true",
+                       help="skip the short counterexample search (vertices, tie sets, a few "
+                       "random points; well under a second) that runs before the proof")
 
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
                        description="Prove that the Transformer (compiled from NET, or given "
@@ -475,6 +564,27 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("b", metavar="B.json")
     verify_options(q)
     q.set_defaults(run=cmd_equiv)
+
+    s = sub.add_parser("search", help="look for a point where two models differ",
+                       description="Search the domain for an exact point x with A(x) != B(x) "
+                       "(hypothesis: the domain's vertices and points on both models' tie sets "
+                       "first, then random and targeted points; a found point is shrunk to "
+                       "small denominators). Every point is evaluated exactly by the kernel. "
+                       "Exit 1 with the counterexample, 3 when none is found: a search proves "
+                       "nothing (use equiv for that). The domain is --domain, else A's, else "
+                       "B's.")
+    s.add_argument("a", metavar="A.json", help="a Maxout network or hardmax Transformer")
+    s.add_argument("b", metavar="B.json", help="the model to compare it with")
+    s.add_argument("--domain", metavar="D.json", help="domain file (default: A's, else B's)")
+    s.add_argument("--max-examples", default="1000", metavar="N",
+                   help="random examples after the explicit ones (default 1000)")
+    s.add_argument("--seed", metavar="S",
+                   help="seed of hypothesis's random generator (default: derandomized, the "
+                   "same examples on every run); the database is never used")
+    s.add_argument("--json", action="store_true",
+                   help='print {"found": ..., "x": [...] or null, "outputs": ..., "tried": N, '
+                   '...}')
+    s.set_defaults(run=cmd_search)
 
     k = sub.add_parser("check-cert", help="re-check a certificate with the kernel alone",
                        description="Check an exactmax/certificate with the trusted kernel only "

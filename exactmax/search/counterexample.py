@@ -1,0 +1,347 @@
+"""Counterexample search: an exact point x of the domain with A(x) != B(x), found with
+hypothesis and confirmed by the kernel's evaluators.
+
+Order of work (each point is evaluated exactly by ``MaxoutEvaluator`` /
+``TransformerEvaluator``):
+
+1. explicit examples, tried before any random one: the domain's vertices, its centre, and
+   points on the tie sets of both models (``ties.py``: two pieces of a unit, a ReLU's
+   argument and 0, or two attention scores equal and maximal), projected from the centre and
+   from the vertices.  A difference confined to a lower-dimensional set (one vertex, a
+   hyperplane where one network breaks) lies on such a set;
+2. random points (``exactmax.strategies``: small denominators first, sometimes very large
+   ones), points near the explicit ones, and each of them, on a drawn flag, snapped onto the
+   nearest tie set.  ``hypothesis.target`` steers the generation towards the tie sets (the
+   smallest gap between the two largest arguments of any max) and records |A(x) - B(x)|,
+   which is 0 on every point that is not a counterexample (the property fails on the first
+   difference, so that target ranks nothing before it: the tie target does the steering);
+3. shrinking: hypothesis shrinks the draw that failed, then every coordinate is replaced by
+   the simplest rational (Stern-Brocot) of a shrinking interval around it that keeps the
+   point in the domain and a counterexample.
+
+Reproducible: hypothesis's database is off; without a seed the run is derandomized (the same
+examples every time), with one it is ``hypothesis.seed(seed)``.  A search that finds nothing
+proves nothing: the answer is "none found in N tries", never "equivalent".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed as hseed, settings
+from hypothesis import strategies as st, target
+
+from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.polyhedron import Box, Domain
+from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
+from ..kernel.rational import Q
+from ..kernel.transformer import TransformerEvaluator
+from .ties import evaluate_nodes, local_forms, project_to_tie, tie_gap, ties_of
+from .vertices import centroid, simplest_between, vertices
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    max_examples: int = 1000          # random examples (hypothesis's max_examples)
+    seed: int | None = None           # None: derandomized
+    max_explicit: int = 2000          # vertices and tie points tried first
+    time_budget_s: float | None = None  # stop starting new work after this (None: no limit)
+    simplify: bool = True             # shrink the coordinates to simple rationals
+    progress: object = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    found: bool
+    x: tuple[Q, ...] | None = None    # the counterexample, in the domain
+    outputs: tuple | None = None      # (A(x), B(x)), evaluated by the kernel
+    tried: int = 0                    # points evaluated before the first difference (or all)
+    phase: str | None = None          # where the first difference was met
+    time_s: float = 0.0
+    stats: dict = field(default_factory=dict)
+
+
+class _Found(Exception):
+    def __init__(self, x):
+        super().__init__("counterexample")
+        self.x = x
+
+
+def program_of(model) -> Program:
+    return program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
+        program_of_transformer(model)
+
+
+def evaluator_of(model):
+    """The kernel's exact evaluator of either kind of model."""
+    return MaxoutEvaluator(model) if isinstance(model, MaxoutNetwork) else \
+        TransformerEvaluator(model)
+
+
+def _float(v: Q) -> float:
+    try:
+        return int(v.p) / int(v.q)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
+
+
+@dataclass(slots=True)
+class _Geometry:
+    """What the search knows of the domain: membership, vertices, a bounding box, a centre."""
+
+    domain: Domain
+    vertices: list
+    lower: tuple
+    upper: tuple
+    centre: tuple
+
+    @staticmethod
+    def of(dom: Domain) -> "_Geometry":
+        V = vertices(dom)
+        if isinstance(dom, Box):
+            centre = tuple((lo + hi) / 2 for lo, hi in zip(dom.lower, dom.upper))
+            return _Geometry(dom, V, dom.lower, dom.upper, centre)
+        from ..prove.lp import analyze_domain   # z3 only for a polyhedron
+        r = analyze_domain(dom)
+        if r.empty:
+            raise ValueError("the domain is empty")
+        if V and r.bounded:
+            centre = centroid(V)
+            lower, upper = r.lower, r.upper
+        else:   # unbounded: search a box of radius 16 around a point of the domain
+            centre = tuple(r.point)
+            lower = tuple(c - 16 for c in centre)
+            upper = tuple(c + 16 for c in centre)
+            if r.bounded:
+                lower, upper = r.lower, r.upper
+        return _Geometry(dom, V, tuple(lower), tuple(upper), centre)
+
+    def contains(self, x) -> bool:
+        return self.domain.contains(x)
+
+
+class _Search:
+    """One search: the two models, their kernel evaluators and programs, the counters."""
+
+    def __init__(self, a, b, dom: Domain, opts: SearchOptions):
+        self.a, self.b, self.opts = a, b, opts
+        self.eva, self.evb = evaluator_of(a), evaluator_of(b)
+        self.geo = _Geometry.of(dom)
+        self.programs = []
+        for m in (a, b):
+            try:
+                p = program_of(m)
+            except Unsupported:   # bilinear scores: no tie sets to aim at, random search only
+                continue
+            if ties_of(p):
+                self.programs.append(p)
+        self.tried = 0
+        self.seen = set()
+        self.first = None          # (x, phase) of the first difference
+        self.phase = "explicit"
+        self.start = time.monotonic()
+        self.deadline = None if opts.time_budget_s is None else self.start + opts.time_budget_s
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def differs(self, x) -> bool:
+        """A(x) != B(x), by the kernel; counts x as tried the first time."""
+        if x not in self.seen:
+            self.seen.add(x)
+            self.tried += 1
+        return self.eva.evaluate(x) != self.evb.evaluate(x)
+
+    # ------------------------------------------------------------------ explicit examples
+
+    def explicit(self) -> list[tuple]:
+        """Vertices, the centre, then tie points from the centre and from each vertex,
+        interleaved over the two programs, without repeats, at most ``max_explicit``."""
+        limit, geo = self.opts.max_explicit, self.geo
+        out, seen = [], set()
+
+        def add(x):
+            if x is not None and x not in seen and geo.contains(x):
+                seen.add(x)
+                out.append(x)
+        for v in geo.vertices:
+            add(v)
+        add(geo.centre)
+        bounds = (geo.lower, geo.upper)
+        for base in [geo.centre] + list(geo.vertices):
+            for p in self.programs:
+                if len(out) >= limit or self.out_of_time():
+                    return out[:limit]
+                start = local_forms(p, base)
+                for tie in ties_of(p):
+                    add(project_to_tie(p, base, tie, geo.contains, bounds, start=start))
+                    if len(out) >= limit or self.out_of_time():
+                        return out[:limit]
+        return out[:limit]
+
+    # -------------------------------------------------------------------- random examples
+
+    def strategy(self, anchors):
+        """(x, snap): a point of the domain, and an optional (program, seed) to snap x onto
+        the nearest tie set of that program."""
+        from ..strategies import rationals_in
+        geo = self.geo
+        boxed = st.tuples(*(rationals_in(lo, hi) for lo, hi in zip(geo.lower, geo.upper)))
+        options = [boxed]
+        if anchors:
+            options.append(st.tuples(st.sampled_from(anchors),
+                                     st.lists(st.integers(-8, 8), min_size=len(geo.lower),
+                                              max_size=len(geo.lower)),
+                                     st.integers(1, 40)).map(self._near))
+        point = st.one_of(*options)
+        snap = st.none()
+        if self.programs:
+            snap = st.one_of(st.none(), st.integers(0, len(self.programs) - 1))
+        return st.tuples(point, snap)
+
+    def _near(self, t):
+        """anchor + offset / 2^k, or the anchor itself when that leaves the domain."""
+        x, offset, k = t
+        y = tuple(v + Q(o, 1 << k) for v, o in zip(x, offset))
+        return y if self.geo.contains(y) else x
+
+    def snap(self, x, i: int):
+        """x projected onto the tie set of program i's node with the smallest gap at x."""
+        p = self.programs[i]
+        start = local_forms(p, x)
+        val = start[0]
+        best, best_gap = None, None
+        for tie in ties_of(p):
+            g = abs(val[tie.a] - val[tie.b])
+            if best_gap is None or g < best_gap:
+                best, best_gap = tie, g
+        if best is None or best_gap == 0:
+            return None
+        return project_to_tie(p, x, best, self.geo.contains, (self.geo.lower, self.geo.upper),
+                              start=start)
+
+
+def _unwrap(err: BaseException):
+    """The _Found inside an exception (or an exception group) from hypothesis, if any."""
+    if isinstance(err, _Found):
+        return err
+    for inner in getattr(err, "exceptions", ()):
+        f = _unwrap(inner)
+        if f is not None:
+            return f
+    return None
+
+
+def simplify_point(x, still_bad, lower, upper, rounds: int = 40):
+    """Coordinate by coordinate, the simplest rational of [x_i - r, x_i + r] (r = (upper_i -
+    lower_i) / 2^j, j = 0, 1, ...) for which ``still_bad`` holds: a point of the same kind
+    with small denominators."""
+    x = list(x)
+    for i in range(len(x)):
+        width = upper[i] - lower[i]
+        for j in range(rounds):
+            r = width / (1 << j) if width else Q(0)
+            cand = simplest_between(max(lower[i], x[i] - r), min(upper[i], x[i] + r))
+            if cand == x[i]:
+                break
+            y = x[:i] + [cand] + x[i + 1:]
+            if still_bad(tuple(y)):
+                x = y
+                break
+            if not width:
+                break
+    return tuple(x)
+
+
+def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOptions()
+                        ) -> SearchResult:
+    """An exact x in the domain with A(x) != B(x), or found=False after ``tried`` points."""
+    if a.input_dim != b.input_dim or a.input_dim != domain.dim:
+        raise ValueError("the two models and the domain must have the same input dimension")
+    if a.out_dim != b.out_dim:
+        raise ValueError(f"the models have {a.out_dim} and {b.out_dim} outputs")
+    s = _Search(a, b, domain, options)
+    anchors = s.explicit()
+    n_explicit = len(anchors)
+    t_explicit = time.monotonic() - s.start
+
+    def prop(case):
+        x, snap = case
+        points = [x]
+        if snap is not None and (s.first is not None or not s.out_of_time()):
+            y = s.snap(x, snap)
+            if y is not None:
+                points.append(y)
+        if s.first is None and s.out_of_time() and s.phase != "explicit":
+            return   # budget spent: no new work (a failure seen before is always replayed)
+        for y in points:
+            if s.differs(y):
+                if s.first is None:
+                    s.first = (y, s.phase if y is x else s.phase + " (snapped to a tie)",
+                               s.tried)
+                raise _Found(y)
+        if s.programs:
+            gaps = [tie_gap(p, evaluate_nodes(p, x)) for p in s.programs]
+            gaps = [g for g in gaps if g is not None]
+            if gaps:
+                target(-min(_float(g) for g in gaps), label="closeness to a tie set")
+        ya, yb = s.eva.evaluate(x), s.evb.evaluate(x)
+        target(max((abs(_float(u - v)) for u, v in zip(ya, yb)), default=0.0),
+               label="|A(x) - B(x)|")
+
+    cfg = settings(max_examples=max(1, options.max_examples), derandomize=options.seed is None,
+                   database=None, deadline=None, verbosity=Verbosity.quiet,
+                   phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
+                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                   print_blob=False)
+    n_seen = [0]
+
+    def counting(case):
+        # hypothesis runs the explicit examples first, in order, then the generated ones
+        n_seen[0] += 1
+        s.phase = "explicit" if n_seen[0] <= n_explicit else "random"
+        return prop(case)
+
+    test = given(case=s.strategy(anchors))(counting)
+    for x in reversed(anchors):
+        test = example(case=(x, None))(test)
+    test = cfg(test)
+    if options.seed is not None:
+        test = hseed(options.seed)(test)
+
+    found = None
+    try:
+        test()
+    except Exception as e:   # hypothesis re-raises the failing example's _Found
+        found = _unwrap(e)
+        if found is None:
+            raise
+    stats = {"explicit": n_explicit, "explicit_s": round(t_explicit, 4),
+             "ties_programs": len(s.programs)}
+    if found is None:
+        return SearchResult(False, tried=s.tried, time_s=time.monotonic() - s.start,
+                            stats=stats)
+    tried_first = s.first[2] if s.first else s.tried
+    x = found.x
+    if options.simplify:
+        x = simplify_point(x, lambda y: s.geo.contains(y) and s.differs(y), s.geo.lower,
+                           s.geo.upper)
+    ya, yb = s.eva.evaluate(x), s.evb.evaluate(x)
+    if not s.geo.contains(x) or ya == yb:   # cannot happen: both were checked above
+        raise AssertionError("the search lost its counterexample")
+    stats["shrink_points"] = s.tried - tried_first
+    return SearchResult(True, x=x, outputs=(ya, yb), tried=tried_first,
+                        phase=s.first[1] if s.first else None,
+                        time_s=time.monotonic() - s.start, stats=stats)
+
+
+def refute_by_search(a, b, domain: Domain, options: SearchOptions):
+    """(verdict, result): a Refuted verdict when the search finds a point and the kernel
+    (``prove.verify.refute``: domain membership, both models evaluated again) confirms it,
+    else None; ``result`` is the search's own record."""
+    from ..prove.verify import refute
+    r = find_counterexample(a, b, domain, options)
+    if not r.found:
+        return None, r
+    return refute(a, b, domain, r.x), r
