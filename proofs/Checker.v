@@ -163,22 +163,25 @@ Definition sel_ok (C : list con) (sk vk : aff) (sv : aff * aff) (p : proof) : bo
       entails T (asub vk vj) false l
   end.
 
+(* The affine map of node n on the cell: Some (Some a); unknown: Some None (a Max or Hardmax
+   node without a choice, or a node reading an unknown one); None when a choice is given, can
+   be checked, and is wrong: then the whole leaf is rejected, as the Python kernel does. *)
 Definition snode (C : list con) (n : node) (oc : option choice) (senv : list (option aff))
-  : option aff :=
+  : option (option aff) :=
   match n with
   | NLin xs c ts =>
-      match lincomb_sym senv ts with
-      | Some r => Some (aadd (sparse_aff xs c) r)
-      | None => None
-      end
+      Some (match lincomb_sym senv ts with
+            | Some r => Some (aadd (sparse_aff xs c) r)
+            | None => None
+            end)
   | NMax args =>
       match oc, all_some (map (get senv) args) with
       | Some ch, Some A =>
           match nth_error A (ch_k ch) with
-          | Some ak => if forall2b (max_ok C ak) A (ch_proofs ch) then Some ak else None
+          | Some ak => if forall2b (max_ok C ak) A (ch_proofs ch) then Some (Some ak) else None
           | None => None
           end
-      | _, _ => None
+      | _, _ => Some None
       end
   | NSel prs =>
       match oc, all_some (map (fun p => get senv (fst p)) prs),
@@ -186,20 +189,25 @@ Definition snode (C : list con) (n : node) (oc : option choice) (senv : list (op
       | Some ch, Some Sc, Some Vc =>
           match nth_error Sc (ch_k ch), nth_error Vc (ch_k ch) with
           | Some sk, Some vk =>
-              if forall2b (sel_ok C sk vk) (combine Sc Vc) (ch_proofs ch) then Some vk else None
+              if forall2b (sel_ok C sk vk) (combine Sc Vc) (ch_proofs ch)
+              then Some (Some vk) else None
           | _, _ => None
           end
-      | _, _, _ => None
+      | _, _, _ => Some None
       end
   end.
 
-(* symbolic run: node i gets its affine map on the cell, or None *)
+(* symbolic run: node i gets its affine map on the cell, or None; the run fails on a wrong
+   choice *)
 Fixpoint srun (C : list con) (side : nat) (cs : choices) (ns : list node)
-              (senv : list (option aff)) : list (option aff) :=
+              (senv : list (option aff)) : option (list (option aff)) :=
   match ns with
-  | [] => senv
+  | [] => Some senv
   | n :: ns' =>
-      srun C side cs ns' (senv ++ [snode C n (find_choice side (length senv) cs) senv])
+      match snode C n (find_choice side (length senv) cs) senv with
+      | Some v => srun C side cs ns' (senv ++ [v])
+      | None => None
+      end
   end.
 
 (* ------------------------------------------------------------------ *)
@@ -287,9 +295,10 @@ Inductive tree :=
     (* ge: h >= 0 appended; lt: -h > 0 appended *)
 
 Definition check_leaf (f g : prog) (C : list con) (cs : choices) : bool :=
-  let vf := srun C 0 cs (p_nodes f) [] in
-  let vg := srun C 1 cs (p_nodes g) [] in
-  forall2b (agree_out f g vf vg) (p_outs f) (p_outs g).
+  match srun C 0 cs (p_nodes f) [], srun C 1 cs (p_nodes g) [] with
+  | Some vf, Some vg => forall2b (agree_out f g vf vg) (p_outs f) (p_outs g)
+  | _, _ => false
+  end.
 
 Fixpoint check_tree (f g : prog) (C : list con) (inh : choices) (t : tree) : bool :=
   match t with

@@ -435,7 +435,7 @@ Lemma satR_app : forall C D x, satR C x -> satR D x -> satR (C ++ D) x.
 Proof. intros. apply Forall_app. split; assumption. Qed.
 
 Lemma snode_sound : forall C x n oc env senv a,
-  satR C x -> agreeR x env senv -> snode C n oc senv = Some a ->
+  satR C x -> agreeR x env senv -> snode C n oc senv = Some (Some a) ->
   eval_nodeR n x env = evalR a x.
 Proof.
   intros C x n oc env senv a HC Hag Hs.
@@ -487,14 +487,16 @@ Proof.
         rewrite evalR_asub in G1, G2. lra.
 Qed.
 
-Lemma srun_sound : forall C x side cs, satR C x -> forall ns env senv,
-  agreeR x env senv -> agreeR x (runR ns x env) (srun C side cs ns senv).
+Lemma srun_sound : forall C x side cs, satR C x -> forall ns env senv vs,
+  agreeR x env senv -> srun C side cs ns senv = Some vs -> agreeR x (runR ns x env) vs.
 Proof.
-  intros C x side cs HC ns. induction ns as [|n ns IH]; intros env senv Hag; cbn [runR srun].
-  - exact Hag.
-  - apply IH. unfold agreeR. apply Forall2_app; [exact Hag|].
+  intros C x side cs HC ns. induction ns as [|n ns IH]; intros env senv vs Hag Hs;
+    cbn [runR srun] in *.
+  - inversion Hs; subst. exact Hag.
+  - destruct (snode C n _ senv) as [v|] eqn:En; [|discriminate].
+    apply (IH _ (senv ++ [v])); [|exact Hs]. unfold agreeR. apply Forall2_app; [exact Hag|].
     constructor; [|constructor].
-    destruct (snode C n _ senv) as [a|] eqn:En; [|exact I].
+    destruct v as [a|]; [|exact I].
     exact (snode_sound C x n _ env senv a HC Hag En).
 Qed.
 
@@ -644,9 +646,11 @@ Proof.
   intros f g t. induction t as [cs | w | h cs l IHl r IHr]; intros C inh x Ht HC;
     cbn [check_tree] in Ht.
   - unfold check_leaf in Ht. unfold outsR.
+    destruct (srun C 0 (cs ++ inh) (p_nodes f) []) as [vf|] eqn:Ef; [|discriminate].
+    destruct (srun C 1 (cs ++ inh) (p_nodes g) []) as [vg|] eqn:Eg; [|discriminate].
     apply (forall2b_map _ _ _ _ _ (fun i j => agree_out_sound f g x _ _ i j
-             (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] (Forall2_nil _))
-             (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] (Forall2_nil _)))).
+             (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] vf (Forall2_nil _) Ef)
+             (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] vg (Forall2_nil _) Eg))).
     exact Ht.
   - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
   - apply andb_true_iff in Ht as [Hl Hr].

@@ -1,0 +1,1 @@
+"""Exports of certificates to other checkers (untrusted: the receiving checker decides)."""

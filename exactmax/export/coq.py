@@ -1,0 +1,236 @@
+"""Export a certificate as a Coq file checked against the library in ``proofs/``.
+
+The file defines both networks readably (a Maxout network as layers of units of rational
+pieces), the domain (a box or A x <= b) and the split tree, and proves
+
+    forall x : list R, length x = d -> in_domain x -> net_b x = net_a x
+
+by one reflective call of the library's checker (``vm_compute``) on the programs that the
+library's translation ``program_of_maxout`` builds from the networks; the translation is proved
+correct once, in ``proofs/Maxout.v``, so the file restates nothing about the programs.  Choices
+refer to program nodes by index: the library's translation builds the kernel's programs node
+for node.
+
+The exporter writes what it is given; rejecting a bad certificate is Coq's job.  Repeated
+rationals, hyperplanes and Farkas lists are shared through numbered definitions, and the file
+is meant to be compiled with ``-no-glob``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from ..kernel.certificate import Empty, Leaf, Split, TieProof
+from ..kernel.layerwise import LayerwiseCertificate
+from ..kernel.maxout import MaxoutNetwork
+from ..kernel.polyhedron import Box
+
+
+class ExportUnsupported(ValueError):
+    """The certificate speaks about something the Coq library cannot state yet."""
+
+
+def _q(v) -> str:
+    p, q = int(v.p), int(v.q)
+    return f"({p}#{q})" if q != 1 or p < 0 else f"({p}#1)"
+
+
+class _Tables:
+    """Hash-consed definitions: a value written once, referred to by name everywhere."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.index, self.lines = prefix, {}, []
+
+    def name(self, text: str, typ: str) -> str:
+        if len(text) < 12:
+            return text
+        key = (typ, text)
+        if key not in self.index:
+            n = f"{self.prefix}{len(self.index)}"
+            self.index[key] = n
+            self.lines.append(f"Definition {n} : {typ} := {text}.")
+        return self.index[key]
+
+
+def _qlist(vs) -> str:
+    return "[" + "; ".join(_q(v) for v in vs) + "]"
+
+
+def _maxout_term(net: MaxoutNetwork) -> str:
+    layers = []
+    for layer in net.layers:
+        units = []
+        for unit in layer.units:
+            units.append("[" + "; ".join(f"{{| pw := {_qlist(p.w)}; pb := {_q(p.b)} |}}"
+                                         for p in unit.pieces) + "]")
+        layers.append("[\n    " + ";\n    ".join(units) + "]")
+    out = "None"
+    if net.output is not None:
+        out = ("Some ([" + "; ".join(_qlist(r) for r in net.output.W) + "], "
+               + _qlist(net.output.b) + ")")
+    return (f"{{| mo_dim := {net.input_dim};\n  mo_layers := [\n  "
+            + ";\n  ".join(layers) + f"];\n  mo_out := {out} |}}")
+
+
+@dataclass
+class _TreeWriter:
+    t: _Tables
+
+    def farkas(self, F) -> str:
+        return self.t.name("[" + "; ".join(f"({i}%nat, {_q(y)})" for i, y in F) + "]", "farkas")
+
+    def proof(self, pr) -> str:
+        if pr is None:
+            return "PNone"
+        if isinstance(pr, TieProof):
+            return (f"(PTie {self.farkas(pr.dominance)} {self.farkas(pr.upper)} "
+                    f"{self.farkas(pr.lower)})")
+        return f"(PFar {self.farkas(pr)})"
+
+    def choices(self, chs) -> str:
+        last = {}
+        for side, index, ch in chs:       # the kernel keeps the last choice of a node
+            last[side, index] = ch
+        items = [f"({side}%nat, {index}%nat, {{| ch_k := {ch.k}; ch_proofs := ["
+                 + "; ".join(self.proof(p) for p in ch.proofs) + "] |})"
+                 for (side, index), ch in last.items()]
+        return self.t.name("[" + "; ".join(items) + "]", "choices")
+
+    def aff(self, a, c) -> str:
+        return self.t.name(f"({_qlist(a)}, {_q(c)})", "aff")
+
+    def tree(self, tree) -> str:
+        """The tree as nested definitions, children first (no deep recursion in Python,
+        and no huge single term for Coq to elaborate)."""
+        names: dict[int, str] = {}
+        stack = [(tree, False)]
+        while stack:
+            node, ready = stack.pop()
+            if isinstance(node, Split) and not ready:
+                stack += [(node, True), (node.lt, False), (node.ge, False)]
+                continue
+            if isinstance(node, Empty):
+                text = f"Empty {self.farkas(node.proof)}"
+            elif isinstance(node, Leaf):
+                text = f"Leaf {self.choices(node.choices)}"
+            else:
+                text = (f"Split {self.aff(node.a, node.c)} {self.choices(node.choices)} "
+                        f"{names[id(node.ge)]} {names[id(node.lt)]}")
+            n = f"t{len(names)}"
+            self.t.lines.append(f"Definition {n} : tree := {text}.")
+            names[id(node)] = n
+        return names[id(tree)]
+
+
+def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
+    """The text of a Coq file proving b = a on the domain from the certificate ``tree``."""
+    for name, m in (("A", a), ("B", b)):
+        if not isinstance(m, MaxoutNetwork):
+            raise ExportUnsupported(
+                f"model {name} is a Transformer; the Coq library states Maxout networks only "
+                "so far (its Transformer translation is not written yet), so export-coq "
+                "handles certificates between two Maxout networks (exactmax equiv A B "
+                "--strategy monolithic --cert C.json)")
+    if isinstance(tree, LayerwiseCertificate):
+        raise ExportUnsupported(
+            "this is a layerwise certificate; the Coq library has no composition lemma yet, "
+            "so export-coq needs a monolithic one (exactmax equiv A B --strategy monolithic "
+            "--cert C.json)")
+    if a.input_dim != b.input_dim:
+        raise ExportUnsupported("the two networks have different input dimensions")
+    t = _Tables("c")
+    w = _TreeWriter(t)
+    root = w.tree(tree)
+    d = a.input_dim
+    if isinstance(domain, Box):
+        dom_defs = (f"Definition lower : list Q := {_qlist(domain.lower)}.\n"
+                    f"Definition upper : list Q := {_qlist(domain.upper)}.\n")
+        in_dom, rows, sound = "in_box lower upper x", "rows_of_box lower upper", "box_rows_sound"
+    else:
+        P = domain.as_polyhedron()
+        dom_defs = ("Definition A : list (list Q) := [" + "; ".join(_qlist(r) for r in P.A)
+                    + "].\n" + f"Definition b : list Q := {_qlist(P.b)}.\n")
+        in_dom, rows, sound = "in_poly A b x", "rows_of_poly A b", "poly_rows_sound"
+    return f"""(* {module}.v -- written by exactmax export-coq.  Check it with
+     coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
+   The theorem at the end says that the two Maxout networks below agree at every real point
+   of the domain.  Nothing else in this file needs to be read: the certificate (the split tree
+   and its Farkas multipliers) is checked by the library's proved checker, and the programs it
+   speaks about are built from the networks by the library's proved translation. *)
+
+From Coq Require Import QArith Reals List.
+From ExactMax Require Import Checker Sound Build Maxout Export.
+Import ListNotations.
+Open Scope Q_scope.
+
+(** The networks, as a user wrote them *)
+
+Definition net_a : maxout :=
+{_maxout_term(a)}.
+
+Definition net_b : maxout :=
+{_maxout_term(b)}.
+
+(** The domain *)
+
+{dom_defs}
+(** The certificate *)
+
+{chr(10).join(t.lines)}
+
+Definition certificate : tree := {root}.
+
+Lemma certificate_checks :
+  maxout_certificate_ok net_a net_b ({rows}) certificate = true.
+Proof. vm_cast_no_check (eq_refl true). Qed.
+
+(** The theorem *)
+
+Theorem net_equiv : forall x : list R,
+  length x = {d}%nat -> {in_dom} -> maxoutR net_b x = maxoutR net_a x.
+Proof.
+  intros x Hd Hx.
+  exact (maxout_equiv net_a net_b _ certificate certificate_checks x Hd ({sound} _ _ x Hx)).
+Qed.
+"""
+
+
+def default_library() -> str | None:
+    """The ``proofs/`` directory: $EXACTMAX_COQ_LIB, else the one beside the package."""
+    env = os.environ.get("EXACTMAX_COQ_LIB")
+    if env:
+        return env
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "proofs")
+    return here if os.path.isfile(os.path.join(here, "Checker.v")) else None
+
+
+@dataclass(frozen=True, slots=True)
+class CoqResult:
+    ok: bool
+    message: str
+    seconds: float
+
+
+def check_with_coq(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
+    """Run coqc on ``path`` against the compiled library; ok iff coqc accepts the file."""
+    import time
+    coqc = shutil.which("coqc")
+    if coqc is None:
+        raise FileNotFoundError("coqc is not installed (Debian: apt-get install coq)")
+    if not os.path.isfile(os.path.join(library, "Export.vo")):
+        raise FileNotFoundError(f"the Coq library in {library} is not built; run "
+                                f"make -C {library}")
+    out_dir = os.path.dirname(os.path.abspath(path))
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([coqc, "-Q", library, "ExactMax", "-no-glob", os.path.basename(path)],
+                           cwd=out_dir, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return CoqResult(False, f"coqc did not finish in {timeout_s:.0f} s",
+                         time.monotonic() - t0)
+    msg = (r.stdout + r.stderr).strip()
+    return CoqResult(r.returncode == 0, msg, time.monotonic() - t0)
