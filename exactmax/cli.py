@@ -465,6 +465,46 @@ def cmd_check_cert(args) -> int:
     return EXIT_OK
 
 
+def cmd_export_coq(args) -> int:
+    import os
+    import re
+    from .export.coq import ExportUnsupported, check_with_coq, default_library, export_coq
+    from .io.certificates import load_certificate
+    from .io.models import write_bytes_atomic
+    module = os.path.splitext(os.path.basename(args.output))[0]
+    if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
+        raise UsageError(f"-o: expected a Coq file name such as NetEquiv.v (a letter, then "
+                         f"letters, digits or _, then .v), got {args.output!r}")
+    library = args.coq_lib or default_library()
+    if args.check and library is None:
+        raise UsageError("--check: the Coq library (proofs/ of exactmax) was not found; give "
+                         "--coq-lib DIR or set EXACTMAX_COQ_LIB")
+    a, b, dom, tree, _ = load_certificate(args.cert)
+    try:
+        text = export_coq(a, b, dom, tree, module)
+    except ExportUnsupported as e:
+        raise UsageError(f"{args.cert}: cannot export: {e}") from None
+    write_bytes_atomic(args.output, text.encode())
+    out = {"output": args.output, "bytes": len(text), "checked": None}
+    if args.check:
+        try:
+            r = check_with_coq(args.output, os.path.abspath(library), args.timeout)
+        except FileNotFoundError as e:
+            raise UsageError(f"--check: {e}") from None
+        out.update(checked=r.ok, coqc_s=round(r.seconds, 2), coqc_message=r.message)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"wrote {args.output} ({len(text)} bytes)")
+        if args.check:
+            if r.ok:
+                print(f"coqc accepted {args.output} in {r.seconds:.1f} s: theorem net_equiv "
+                      "proved in Coq")
+            else:
+                print(f"coqc rejected {args.output}:\n{r.message}")
+    return EXIT_OK if not args.check or r.ok else EXIT_REFUTED
+
+
 # --------------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -595,6 +635,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the two model files the certificate should be about")
     k.add_argument("--json", action="store_true", help="print one JSON object")
     k.set_defaults(run=cmd_check_cert)
+
+    x = sub.add_parser("export-coq", help="write a certificate as a Coq proof (and check it)",
+                       description="Write a Coq file that defines both networks readably, the "
+                       "domain and the certificate, and proves with the library in proofs/ "
+                       "that forall x : list R, length x = d -> x in the domain -> "
+                       "net_b x = net_a x. Certificates between two Maxout networks (monolithic) "
+                       "are supported so far. With --check, run coqc on it: exit 0 when Coq "
+                       "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.")
+    x.add_argument("cert", metavar="CERT.json[.gz]", help="an exactmax/certificate")
+    x.add_argument("-o", "--output", required=True, metavar="NetEquiv.v",
+                   help="the Coq file to write (its name is the Coq module name)")
+    x.add_argument("--check", action="store_true", help="compile the file with coqc")
+    x.add_argument("--coq-lib", metavar="DIR",
+                   help="the built Coq library (default: $EXACTMAX_COQ_LIB, else the proofs/ "
+                   "folder of this exactmax checkout; build it with make -C proofs)")
+    x.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="give coqc at most S seconds (default 600)")
+    x.add_argument("--json", action="store_true", help="print one JSON object")
+    x.set_defaults(run=cmd_export_coq)
 
     i = sub.add_parser("info", help="summary of a model and its domain",
                        description="Describe a model file and decide exactly whether its "

@@ -246,8 +246,18 @@ def model_to_json(model: Model) -> dict:
 
 
 def write_json_atomic(path: str, obj: object) -> None:
-    """Write JSON to ``path`` all at once: a temporary file in the same folder, then a rename,
-    so a failure never leaves a half-written file.  ``.gz`` paths are gzip-compressed."""
+    """Write JSON to ``path`` all at once (see ``write_bytes_atomic``).  ``.gz`` paths are
+    gzip-compressed."""
+    data = (json.dumps(obj, indent=1) + "\n").encode()
+    if path.endswith(".gz"):
+        import gzip
+        data = gzip.compress(data, mtime=0)
+    write_bytes_atomic(path, data)
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` all at once: a temporary file in the same folder, then a
+    rename, so a failure never leaves a half-written file."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError(path, "", "is a directory; give a file name to write")
@@ -256,10 +266,6 @@ def write_json_atomic(path: str, obj: object) -> None:
     except OSError as e:
         raise InputError(path, "", f"cannot write here: {e.strerror or e}") from None
     try:
-        data = (json.dumps(obj, indent=1) + "\n").encode()
-        if path.endswith(".gz"):
-            import gzip
-            data = gzip.compress(data, mtime=0)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         umask = os.umask(0)

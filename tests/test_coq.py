@@ -1,0 +1,133 @@
+"""The Coq library builds without axioms beyond the standard Reals, exported certificates are
+accepted by coqc, and certificates changed by one multiplier, one choice or one network weight
+are rejected by coqc (the exporter writes what it is given; Coq decides)."""
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from exactmax.cli import main
+from exactmax.io.certificates import content_hash
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROOFS = os.path.join(ROOT, "proofs")
+EX = os.path.join(ROOT, "examples")
+
+if shutil.which("coqc") is None:
+    if os.environ.get("EXACTMAX_REQUIRE_COQ"):
+        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
+    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def library():
+    r = subprocess.run(["make", "-C", PROOFS], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):
+    for name in os.listdir(PROOFS):
+        if name.endswith(".v"):
+            text = open(os.path.join(PROOFS, name)).read()
+            assert not re.search(r"\b(Admitted|admit|Axiom|Parameter)\b", text), name
+    axioms = set(re.findall(r"^(\S+)\n  :", library, re.M))
+    assert axioms == {"ClassicalDedekindReals.sig_forall_dec",
+                      "FunctionalExtensionality.functional_extensionality_dep"}, axioms
+    assert library.count("Axioms:") == 3     # the three theorems of Assumptions.v
+
+
+def certify(tmp_path, a, b, *extra):
+    cert = tmp_path / "c.json"
+    assert main(["equiv", a, b, "--strategy", "monolithic", "--cert", str(cert), "--json",
+                 "--no-search", *extra]) == 0
+    return json.loads(cert.read_text())
+
+
+def export(tmp_path, cert: dict, name="NetEquiv") -> int:
+    c = tmp_path / f"{name}.json"
+    c.write_text(json.dumps(cert))
+    return main(["export-coq", str(c), "-o", str(tmp_path / f"{name}.v"), "--check",
+                 "--coq-lib", PROOFS])
+
+
+def kernel(tmp_path, cert: dict) -> int:
+    c = tmp_path / "k.json"
+    c.write_text(json.dumps(cert))
+    return main(["check-cert", str(c)])
+
+
+@pytest.fixture(scope="module")
+def tent(tmp_path_factory):
+    return certify(tmp_path_factory.mktemp("tent"), os.path.join(EX, "tent.json"),
+                   os.path.join(EX, "tent_reordered.json"))
+
+
+def test_the_examples_export_and_coq_accepts_them(library, tent, tmp_path, capsys):
+    assert export(tmp_path, tent) == 0
+    assert "theorem net_equiv proved in Coq" in capsys.readouterr().out
+    text = (tmp_path / "NetEquiv.v").read_text()
+    assert "Theorem net_equiv : forall x : list R,\n  length x = 2%nat -> in_box lower upper x ->" \
+        in text
+    # a polyhedral domain (A x <= b), a network against itself
+    tri = os.path.join(EX, "relu_triangle.json")
+    assert export(tmp_path, certify(tmp_path, tri, tri), "Triangle") == 0
+    assert "in_poly A b x" in (tmp_path / "Triangle.v").read_text()
+
+
+def walk(tree):
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        yield t
+        if "split" in t:
+            todo += [t["ge"], t["lt"]]
+
+
+def test_a_changed_multiplier_choice_or_weight_fails_coqc(library, tent, tmp_path, capsys):
+    # one multiplier, in the first leaf choice that has a Farkas proof
+    cert = copy.deepcopy(tent)
+    leaf = next(n for n in walk(cert["tree"]) if "leaf" in n and any(
+        isinstance(p, list) and p for ch in n["leaf"]["choices"] for p in ch["proofs"]))
+    proof = next(p for ch in leaf["leaf"]["choices"] for p in ch["proofs"]
+                 if isinstance(p, list) and p)
+    proof[0][1] = proof[0][1] + "1" if "/" in proof[0][1] else str(int(proof[0][1]) + 1)
+    assert kernel(tmp_path, cert) == 1
+    assert export(tmp_path, cert, "Multiplier") == 1
+    assert "coqc rejected" in capsys.readouterr().out
+    # one choice: another argument of a Max node, with the old proofs
+    cert = copy.deepcopy(tent)
+    leaf = next(n for n in walk(cert["tree"]) if "leaf" in n and n["leaf"]["choices"])
+    ch = leaf["leaf"]["choices"][0]
+    ch["k"] = (ch["k"] + 1) % len(ch["proofs"])
+    assert kernel(tmp_path, cert) == 1
+    assert export(tmp_path, cert, "Choice") == 1
+    # one weight of network B, its hash recomputed so that the certificate still loads
+    cert = copy.deepcopy(tent)
+    cert["models"]["b"]["model"]["layers"][0]["units"][0]["pieces"][0]["b"] = "1/1000"
+    cert["models"]["b"]["sha256"] = content_hash(cert["models"]["b"]["model"])
+    assert kernel(tmp_path, cert) == 1
+    assert export(tmp_path, cert, "Weight") == 1
+
+
+def test_what_the_library_cannot_state_yet_is_refused_with_a_reason(tmp_path, capsys):
+    cert = tmp_path / "tf.json"
+    assert main(["verify", os.path.join(EX, "tent.json"), "--cert", str(cert), "--json",
+                 "--no-search"]) == 0
+    assert main(["export-coq", str(cert), "-o", str(tmp_path / "T.v")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("exactmax: error: ") and err.count("\n") == 1
+    assert not (tmp_path / "T.v").exists()
+
+
+def test_bad_output_names_are_refused(tent, tmp_path, capsys):
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps(tent))
+    for bad in ("1net.v", "net.txt", "my-net.v"):
+        assert main(["export-coq", str(c), "-o", str(tmp_path / bad)]) == 2
+    assert "expected a Coq file name" in capsys.readouterr().err
