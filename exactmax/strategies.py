@@ -57,7 +57,7 @@ from .kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from .kernel.polyhedron import Box, Domain, Polyhedron
 from .kernel.rational import Q
 from .kernel.transformer import Attention, FeedForward, Head, Readout, Transformer
-from .search.vertices import centroid, simplest_between, vertices
+from .search.vertices import simplest_between, vertices
 
 __all__ = [
     "rationals", "rationals_in", "vectors", "matrices", "domains", "boxes", "polyhedra",
@@ -206,14 +206,15 @@ def tie_points(model, dom: Domain, base=None):
     Transformer with constant queries), each checked exactly: two arguments of a max (or
     scores of a hardmax head) are equal and maximal there.  Found by projecting points of
     ``base`` (default ``domain_points(dom)``) onto a drawn tie along a coordinate axis;
-    draws whose projection leaves the domain are rejected.  Raises ``Unsupported`` for
-    bilinear attention scores, ValueError for a model without any max."""
+    draws whose projection leaves the domain are rejected.  A model without any max (or
+    whose maxima are over one distinct piece) has no tie set: the strategy is then
+    ``nothing()``.  Raises ``Unsupported`` for bilinear attention scores."""
     from .search.counterexample import program_of
     from .search.ties import project_to_tie, ties_of
     p = program_of(model)
     ties = ties_of(p)
     if not ties:
-        raise ValueError("the model has no max and no hardmax: no tie set")
+        return st.nothing()
     pts = domain_points(dom) if base is None else base
     bounds = (dom.lower, dom.upper) if isinstance(dom, Box) else None
 

@@ -48,6 +48,8 @@ class SearchOptions:
     max_explicit: int = 2000          # vertices and tie points tried first
     time_budget_s: float | None = None  # stop starting new work after this (None: no limit)
     simplify: bool = True             # shrink the coordinates to simple rationals
+    targeted: bool = True             # False: random points only (no explicit examples, no
+                                      # tie snapping or targets): the ablation of the benchmark
     progress: object = field(default=None, compare=False)
 
 
@@ -188,6 +190,8 @@ class _Search:
         from ..strategies import rationals_in
         geo = self.geo
         boxed = st.tuples(*(rationals_in(lo, hi) for lo, hi in zip(geo.lower, geo.upper)))
+        if not isinstance(geo.domain, Box):
+            boxed = boxed.map(self._into_domain)
         options = [boxed]
         if anchors:
             options.append(st.tuples(st.sampled_from(anchors),
@@ -199,6 +203,16 @@ class _Search:
         if self.programs:
             snap = st.one_of(st.none(), st.integers(0, len(self.programs) - 1))
         return st.tuples(point, snap)
+
+    def _into_domain(self, x):
+        """x, or the first of c + (x - c) / 2^k (k = 1, 2, ...; c the centre) in the domain:
+        points of the bounding box pulled into a polyhedron along the segment to its centre."""
+        c = self.geo.centre
+        for _ in range(64):
+            if self.geo.contains(x):
+                return x
+            x = tuple((u + v) / 2 for u, v in zip(x, c))
+        return c
 
     def _near(self, t):
         """anchor + offset / 2^k, or the anchor itself when that leaves the domain."""
@@ -262,7 +276,9 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
     if a.out_dim != b.out_dim:
         raise ValueError(f"the models have {a.out_dim} and {b.out_dim} outputs")
     s = _Search(a, b, domain, options)
-    anchors = s.explicit()
+    if not options.targeted:
+        s.programs = []
+    anchors = s.explicit() if options.targeted else []
     n_explicit = len(anchors)
     t_explicit = time.monotonic() - s.start
 
@@ -276,6 +292,8 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
         if s.first is None and s.out_of_time() and s.phase != "explicit":
             return   # budget spent: no new work (a failure seen before is always replayed)
         for y in points:
+            if not s.geo.contains(y):   # cannot happen for the strategy's points; a guard
+                continue
             if s.differs(y):
                 if s.first is None:
                     s.first = (y, s.phase if y is x else s.phase + " (snapped to a tie)",
