@@ -168,17 +168,19 @@ def program_of_maxout(net: MaxoutNetwork) -> Program:
 
 
 def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
-    """Hidden units h1 < h2 with W1[h2] = -W1[h1], b1[h2] = -b1[h1], W2[:, h2] = -W2[:, h1]."""
+    """Adjacent hidden units h, h + 1 with W1[h+1] = -W1[h], b1[h+1] = -b1[h] and
+    W2[:, h+1] = -W2[:, h], scanned left to right (a unit is in at most one pair).  Adjacent
+    pairs are what the construction writes, and what the Coq translation (proofs/) recognises
+    too, so both build the same program."""
     W1, b1, W2 = ff.inner.W, ff.inner.b, ff.outer.W
-    seen, pairs = {}, {}
-    for h in range(len(b1)):
-        col = [row[h] for row in W2]
-        key = tuple(_qkey(v) for v in (*W1[h], b1[h], *col))
-        neg = tuple((-p, q) for p, q in key)
-        if neg in seen and seen[neg] not in pairs and seen[neg] not in pairs.values():
-            pairs[seen[neg]] = h
+    pairs, h = {}, 0
+    while h + 1 < len(b1):
+        if b1[h + 1] == -b1[h] and all(v == -u for u, v in zip(W1[h], W1[h + 1])) and \
+                all(row[h + 1] == -row[h] for row in W2):
+            pairs[h] = h + 1
+            h += 2
         else:
-            seen.setdefault(key, h)
+            h += 1
     return pairs
 
 
