@@ -4,18 +4,20 @@ hypothesis and confirmed by the kernel's evaluators.
 Order of work (each point is evaluated exactly by ``MaxoutEvaluator`` /
 ``TransformerEvaluator``):
 
-1. explicit examples, tried before any random one: the domain's vertices, its centre, and
-   points on the tie sets of both models (``ties.py``: two pieces of a unit, a ReLU's
-   argument and 0, or two attention scores equal and maximal), projected from the centre and
-   from the vertices.  A difference confined to a lower-dimensional set (one vertex, a
-   hyperplane where one network breaks) lies on such a set;
+1. explicit points, each tried as soon as it is built and before hypothesis generates any
+   random one: the domain's vertices, its centre, and points on the tie sets of both models
+   (``ties.py``: two pieces of a unit, a ReLU's argument and 0, or two attention scores
+   equal and maximal), projected from the centre and from the vertices.  A difference
+   confined to a lower-dimensional set (one vertex, a hyperplane where one network breaks)
+   or to a thin neighbourhood of one lies on such a set.  Hypothesis does not shrink
+   explicit examples, so a point found here goes to step 3 directly;
 2. random points (``exactmax.strategies``: small denominators first, sometimes very large
    ones), points near the explicit ones, and each of them, on a drawn flag, snapped onto the
    nearest tie set.  ``hypothesis.target`` steers the generation towards the tie sets (the
    smallest gap between the two largest arguments of any max) and records |A(x) - B(x)|,
    which is 0 on every point that is not a counterexample (the property fails on the first
    difference, so that target ranks nothing before it: the tie target does the steering);
-3. shrinking: hypothesis shrinks the draw that failed, then every coordinate is replaced by
+3. shrinking: hypothesis shrinks a random draw that failed, then every coordinate is replaced by
    the simplest rational (Stern-Brocot) of a shrinking interval around it that keeps the
    point in the domain and a counterexample.
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed as hseed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hseed, settings
 from hypothesis import strategies as st, target
 
 from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
@@ -130,14 +132,15 @@ class _Search:
         self.a, self.b, self.opts = a, b, opts
         self.eva, self.evb = evaluator_of(a), evaluator_of(b)
         self.geo = _Geometry.of(dom)
-        self.programs = []
-        for m in (a, b):
+        self.programs, self.sides = [], []
+        for side, m in enumerate((a, b)):
             try:
                 p = program_of(m)
             except Unsupported:   # bilinear scores: no tie sets to aim at, random search only
                 continue
             if ties_of(p):
                 self.programs.append(p)
+                self.sides.append(side)
         self.tried = 0
         self.seen = set()
         self.first = None          # (x, phase) of the first difference
@@ -148,39 +151,48 @@ class _Search:
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
 
-    def differs(self, x) -> bool:
-        """A(x) != B(x), by the kernel; counts x as tried the first time."""
+    def outputs(self, x):
+        """(A(x), B(x)) by the kernel's evaluators; counts x as tried the first time."""
         if x not in self.seen:
             self.seen.add(x)
             self.tried += 1
-        return self.eva.evaluate(x) != self.evb.evaluate(x)
+        return self.eva.evaluate(x), self.evb.evaluate(x)
+
+    def differs(self, x) -> bool:
+        ya, yb = self.outputs(x)
+        return ya != yb
 
     # ------------------------------------------------------------------ explicit examples
 
-    def explicit(self) -> list[tuple]:
-        """Vertices, the centre, then tie points from the centre and from each vertex,
-        interleaved over the two programs, without repeats, at most ``max_explicit``."""
+    def explicit(self):
+        """(x, kind) for the vertices, the centre, then tie points projected from the centre
+        and from each vertex, interleaved over the two programs, without repeats, at most
+        ``max_explicit``; lazily, so that the first difference stops the work."""
         limit, geo = self.opts.max_explicit, self.geo
-        out, seen = [], set()
+        seen = set()
 
-        def add(x):
-            if x is not None and x not in seen and geo.contains(x):
-                seen.add(x)
-                out.append(x)
+        def fresh(x):
+            if x is None or x in seen or not geo.contains(x):
+                return False
+            seen.add(x)
+            return True
         for v in geo.vertices:
-            add(v)
-        add(geo.centre)
+            if len(seen) < limit and fresh(v):
+                yield v, "vertex"
+        if len(seen) < limit and fresh(geo.centre):
+            yield geo.centre, "centre"
         bounds = (geo.lower, geo.upper)
         for base in [geo.centre] + list(geo.vertices):
-            for p in self.programs:
-                if len(out) >= limit or self.out_of_time():
-                    return out[:limit]
+            for i, p in enumerate(self.programs):
+                if len(seen) >= limit or self.out_of_time():
+                    return
                 start = local_forms(p, base)
                 for tie in ties_of(p):
-                    add(project_to_tie(p, base, tie, geo.contains, bounds, start=start))
-                    if len(out) >= limit or self.out_of_time():
-                        return out[:limit]
-        return out[:limit]
+                    y = project_to_tie(p, base, tie, geo.contains, bounds, start=start)
+                    if fresh(y):
+                        yield y, f"tie of {'AB'[self.sides[i]]}"
+                    if len(seen) >= limit or self.out_of_time():
+                        return
 
     # -------------------------------------------------------------------- random examples
 
@@ -278,71 +290,66 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
     s = _Search(a, b, domain, options)
     if not options.targeted:
         s.programs = []
-    anchors = s.explicit() if options.targeted else []
-    n_explicit = len(anchors)
-    t_explicit = time.monotonic() - s.start
+    anchors, found = [], None
+    if options.targeted:   # 1. explicit points, before any random one
+        for x, kind in s.explicit():
+            anchors.append(x)
+            if s.differs(x):
+                found, s.first = x, (x, f"explicit ({kind})", s.tried)
+                break
+    n_explicit, t_explicit = len(anchors), time.monotonic() - s.start
 
-    def prop(case):
+    def prop(case):   # 2. random and targeted points; hypothesis shrinks a failing draw
         x, snap = case
+        if s.first is None and s.out_of_time():
+            return   # budget spent: no new work (a failure seen before is always replayed)
         points = [x]
-        if snap is not None and (s.first is not None or not s.out_of_time()):
+        if snap is not None:
             y = s.snap(x, snap)
             if y is not None:
                 points.append(y)
-        if s.first is None and s.out_of_time() and s.phase != "explicit":
-            return   # budget spent: no new work (a failure seen before is always replayed)
         for y in points:
             if not s.geo.contains(y):   # cannot happen for the strategy's points; a guard
                 continue
-            if s.differs(y):
+            ya, yb = s.outputs(y)
+            if ya != yb:
                 if s.first is None:
-                    s.first = (y, s.phase if y is x else s.phase + " (snapped to a tie)",
-                               s.tried)
+                    s.first = (y, "random" if y is x else "random (snapped to a tie)", s.tried)
                 raise _Found(y)
         if s.programs:
             gaps = [tie_gap(p, evaluate_nodes(p, x)) for p in s.programs]
             gaps = [g for g in gaps if g is not None]
             if gaps:
                 target(-min(_float(g) for g in gaps), label="closeness to a tie set")
-        ya, yb = s.eva.evaluate(x), s.evb.evaluate(x)
+        ya, yb = s.outputs(x)
         target(max((abs(_float(u - v)) for u, v in zip(ya, yb)), default=0.0),
                label="|A(x) - B(x)|")
 
-    cfg = settings(max_examples=max(1, options.max_examples), derandomize=options.seed is None,
-                   database=None, deadline=None, verbosity=Verbosity.quiet,
-                   phases=(Phase.explicit, Phase.generate, Phase.target, Phase.shrink),
-                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                   print_blob=False)
-    n_seen = [0]
-
-    def counting(case):
-        # hypothesis runs the explicit examples first, in order, then the generated ones
-        n_seen[0] += 1
-        s.phase = "explicit" if n_seen[0] <= n_explicit else "random"
-        return prop(case)
-
-    test = given(case=s.strategy(anchors))(counting)
-    for x in reversed(anchors):
-        test = example(case=(x, None))(test)
-    test = cfg(test)
-    if options.seed is not None:
-        test = hseed(options.seed)(test)
-
-    found = None
-    try:
-        test()
-    except Exception as e:   # hypothesis re-raises the failing example's _Found
-        found = _unwrap(e)
-        if found is None:
-            raise
+    if found is None:
+        cfg = settings(max_examples=max(1, options.max_examples),
+                       derandomize=options.seed is None, database=None, deadline=None,
+                       verbosity=Verbosity.quiet,
+                       phases=(Phase.generate, Phase.target, Phase.shrink),
+                       suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                       print_blob=False)
+        test = cfg(given(case=s.strategy(anchors))(prop))
+        if options.seed is not None:
+            test = hseed(options.seed)(test)
+        try:
+            test()
+        except Exception as e:   # hypothesis re-raises the shrunk example's _Found
+            err = _unwrap(e)
+            if err is None:
+                raise
+            found = err.x
     stats = {"explicit": n_explicit, "explicit_s": round(t_explicit, 4),
              "ties_programs": len(s.programs)}
     if found is None:
         return SearchResult(False, tried=s.tried, time_s=time.monotonic() - s.start,
                             stats=stats)
     tried_first = s.first[2] if s.first else s.tried
-    x = found.x
-    if options.simplify:
+    x = found
+    if options.simplify:   # 3. the simplest rationals that keep the difference
         x = simplify_point(x, lambda y: s.geo.contains(y) and s.differs(y), s.geo.lower,
                            s.geo.upper)
     ya, yb = s.eva.evaluate(x), s.evb.evaluate(x)

@@ -10,6 +10,8 @@ Every pair is (A, B, domain) on the tent network's box [-1, 1]^2:
 - ``one_vertex``: B = A + max(0, x_0 + x_1 - 2 + eps), eps = 10^-9: only on a triangle of legs
   eps at the vertex (1, 1).  (Two continuous piecewise linear functions that differ at a point
   differ on a neighbourhood of it in the domain, so "only at a vertex" means this.)
+- ``deep_slab``: two networks equal except where a first-layer unit U is within 10^-7 of
+  10^-4, a tie of a second-layer unit;
 - ``polyhedron_vertex``: B = A + max(0, x_1 - 1 + eps) on a triangle whose only point with
   x_1 = 1 is the vertex (37/101, 1), so B differs only on a tiny corner there;
 - ``tie_only``: two hardmax Transformers that differ *only on a tie set*, which continuous
@@ -86,6 +88,15 @@ def one_vertex():
     return a, b, a.domain
 
 
+def deep_slab():
+    """A = tent + |U - 10^-4|, B = tent + max(|U - 10^-4|, 10^-7) with U a first-layer unit:
+    they differ only where |U - 10^-4| < 10^-7, around a tie of a second-layer unit."""
+    a = load_model(TENT)
+    first = [(("1", "3/5"), Q(-1, 9)), (("-1", "1/4"), Q(0))]
+    v = [(1, Q(-1, 10**4)), (-1, Q(1, 10**4))]
+    return plant(a, first, v, Q(1)), plant(a, first, v + [(0, Q(1, 10**7))], Q(1)), a.domain
+
+
 TRIANGLE = ((Q(-1), Q(-1)), (Q(1), Q(-1, 2)), (Q(37, 101), Q(1)))
 
 
@@ -121,7 +132,7 @@ def tie_only():
     return ta, tb, net.domain
 
 
-PLANTED = {"thin slab (width 2e-6)": thin_slab, "slab at a facet (width 1e-6)": facet_slab,
+PLANTED = {"thin slab (width 2e-6)": thin_slab, "slab around a layer-2 tie (2e-7)": deep_slab, "slab at a facet (width 1e-6)": facet_slab,
            "one box vertex (1e-9 corner)": one_vertex,
            "one polyhedron vertex (37/101, 1)": polyhedron_vertex,
            "tie set only (Transformers)": tie_only}
