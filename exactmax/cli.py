@@ -320,6 +320,8 @@ def _verify_models(args, a, b, names) -> int:
 
 SHORT_SEARCH = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
 """The budget of the search that verify and equiv run first (--no-search skips it)."""
+SHORT_SEARCH_MAX_WEIGHTS = 20000
+"""Larger models skip it (preparing their evaluators and tie sets alone takes seconds)."""
 
 
 def _short_search(args, a, b, dom):
@@ -328,6 +330,12 @@ def _short_search(args, a, b, dom):
         return None, None
     from .prove.verify import Verdict
     from .search import SearchOptions, refute_by_search
+    from .search.counterexample import model_size
+    size = model_size(a) + model_size(b)
+    if size > SHORT_SEARCH_MAX_WEIGHTS:
+        return None, {"skipped": f"{size} non-zero weights (more than "
+                                 f"{SHORT_SEARCH_MAX_WEIGHTS}); exactmax search runs a longer "
+                                 "search"}
     try:
         v, r = refute_by_search(a, b, dom, SearchOptions(**SHORT_SEARCH))
     except ValueError:   # e.g. softmax attention: no exact value to compare; verify decides

@@ -83,6 +83,23 @@ def evaluator_of(model):
         TransformerEvaluator(model)
 
 
+def model_size(model) -> int:
+    """The number of non-zero weights of a model (what evaluation and tie sets cost)."""
+    def nz(M):
+        return sum(1 for row in M for v in row if v)
+    if isinstance(model, MaxoutNetwork):
+        n = sum(nz(p.w for p in u.pieces) + len(u.pieces) for l in model.layers
+                for u in l.units)
+        return n + (nz(model.output.W) + len(model.output.b) if model.output else 0)
+    n = nz(model.embedding) + nz(model.positions) + nz(model.readout.map.W)
+    for sub in model.sublayers:
+        if hasattr(sub, "inner"):
+            n += nz(sub.inner.W) + nz(sub.outer.W) + len(sub.inner.b) + len(sub.outer.b)
+        else:
+            n += sum(nz(h.query) + nz(h.key) + nz(h.value) + nz(h.out) for h in sub.heads)
+    return n
+
+
 def _float(v: Q) -> float:
     try:
         return int(v.p) / int(v.q)
@@ -129,11 +146,25 @@ class _Search:
     """One search: the two models, their kernel evaluators and programs, the counters."""
 
     def __init__(self, a, b, dom: Domain, opts: SearchOptions):
+        self.start = time.monotonic()
+        self.deadline = None if opts.time_budget_s is None else self.start + opts.time_budget_s
         self.a, self.b, self.opts = a, b, opts
         self.eva, self.evb = evaluator_of(a), evaluator_of(b)
         self.geo = _Geometry.of(dom)
         self.programs, self.sides = [], []
-        for side, m in enumerate((a, b)):
+        self.tried = 0
+        self.seen = set()
+        self.first = None          # (x, phase, tried) of the first difference
+
+    def build_programs(self) -> None:
+        """The kernel's programs of both models, for their tie sets (once; skipped when the
+        time budget is spent, and for bilinear scores, where no program exists)."""
+        if self.programs or getattr(self, "_built", False):
+            return
+        self._built = True
+        for side, m in enumerate((self.a, self.b)):
+            if self.out_of_time():
+                return
             try:
                 p = program_of(m)
             except Unsupported:   # bilinear scores: no tie sets to aim at, random search only
@@ -141,12 +172,6 @@ class _Search:
             if ties_of(p):
                 self.programs.append(p)
                 self.sides.append(side)
-        self.tried = 0
-        self.seen = set()
-        self.first = None          # (x, phase) of the first difference
-        self.phase = "explicit"
-        self.start = time.monotonic()
-        self.deadline = None if opts.time_budget_s is None else self.start + opts.time_budget_s
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -177,10 +202,13 @@ class _Search:
             seen.add(x)
             return True
         for v in geo.vertices:
-            if len(seen) < limit and fresh(v):
+            if len(seen) >= limit or self.out_of_time():
+                return
+            if fresh(v):
                 yield v, "vertex"
         if len(seen) < limit and fresh(geo.centre):
             yield geo.centre, "centre"
+        self.build_programs()
         bounds = (geo.lower, geo.upper)
         for base in [geo.centre] + list(geo.vertices):
             for i, p in enumerate(self.programs):
@@ -288,8 +316,6 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
     if a.out_dim != b.out_dim:
         raise ValueError(f"the models have {a.out_dim} and {b.out_dim} outputs")
     s = _Search(a, b, domain, options)
-    if not options.targeted:
-        s.programs = []
     anchors, found = [], None
     if options.targeted:   # 1. explicit points, before any random one
         for x, kind in s.explicit():
@@ -326,6 +352,8 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
                label="|A(x) - B(x)|")
 
     if found is None:
+        if options.targeted:
+            s.build_programs()
         cfg = settings(max_examples=max(1, options.max_examples),
                        derandomize=options.seed is None, database=None, deadline=None,
                        verbosity=Verbosity.quiet,
