@@ -125,3 +125,42 @@ def test_compiled_transformers_equal_their_network_at_domain_points(case):
     net, tf = case
     assert find_counterexample(net, tf, net.domain, SearchOptions(max_examples=5)).found \
         is False
+
+
+# The README's example, verbatim: a user property-tests their own construction.
+from exactmax.construct.transformer import compile_transformer      # noqa: E402
+from exactmax.kernel.maxout import evaluate_maxout                  # noqa: E402
+from exactmax.kernel.transformer import evaluate_transformer        # noqa: E402
+
+
+def my_construction(net):                 # yours; here exactmax's own, as a stand-in
+    return compile_transformer(net).transformer
+
+
+def points_of(net):                       # vertices, any points, points on tie sets
+    return st.one_of(xs.domain_points(net.domain, "vertex"), xs.domain_points(net.domain),
+                     xs.tie_points(net, net.domain))
+
+
+@settings(max_examples=25)
+@given(xs.maxout_networks(max_depth=2, domain=True)
+       .flatmap(lambda net: st.tuples(st.just(net), points_of(net))))
+def test_my_construction_is_exact(case):
+    net, x = case
+    assert evaluate_transformer(my_construction(net), x) == evaluate_maxout(net, x)
+
+
+def test_the_readme_property_rejects_a_wrong_construction():
+    """The same property fails for a construction with one weight off (it can fail)."""
+    import pytest
+    from mutants import weight_off
+
+    @settings(max_examples=50, database=None)
+    @given(xs.maxout_networks(max_depth=2, domain=True)
+           .flatmap(lambda net: st.tuples(st.just(net), points_of(net))))
+    def prop(case):
+        net, x = case
+        assert evaluate_transformer(weight_off(net, compile_transformer(net)), x) == \
+            evaluate_maxout(net, x)
+    with pytest.raises(AssertionError):
+        prop()

@@ -101,8 +101,11 @@ def test_bilinear_scores_give_unknown_with_exit_3(tent, tmp_path, capsys):
     net, c = tent
     p = tmp_path / "tf.json"
     p.write_text(json.dumps(model_to_json(query_depends_on_x(net, c))))
-    assert main(["verify", TENT, "--transformer", str(p)]) == 3
+    assert main(["verify", TENT, "--transformer", str(p), "--no-search"]) == 3
     assert "bilinear" in capsys.readouterr().out
+    # the search evaluates bilinear scores exactly and finds a point the kernel confirms
+    assert main(["verify", TENT, "--transformer", str(p)]) == 1
+    assert "found by the search" in capsys.readouterr().out
 
 
 def test_verify_refutes_with_exit_1_and_prints_the_point(tent, tmp_path, capsys):
