@@ -427,7 +427,9 @@ def cmd_search(args) -> int:
         print(json.dumps(out))
     elif r.found:
         print(f"counterexample: {names[0]} and {names[1]} differ at a point of the domain "
-              f"(evaluated by the kernel; {r.phase} phase, after {r.tried} tries, shrunk)")
+              f"(evaluated by the kernel; met in the {r.phase} phase after {r.tried} "
+              f"{'try' if r.tried == 1 else 'tries'}"
+              f"{', then shrunk' if r.stats.get('shrunk') else ''})")
         print("  x = (" + ", ".join(out["x"]) + ")")
         for name in names:
             print(f"  {name}: (" + ", ".join(out["outputs"][name]) + ")")

@@ -384,6 +384,7 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
     if not s.geo.contains(x) or ya == yb:   # cannot happen: both were checked above
         raise AssertionError("the search lost its counterexample")
     stats["shrink_points"] = s.tried - tried_first
+    stats["shrunk"] = x != found
     return SearchResult(True, x=x, outputs=(ya, yb), tried=tried_first,
                         phase=s.first[1] if s.first else None,
                         time_s=time.monotonic() - s.start, stats=stats)
