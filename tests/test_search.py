@@ -204,3 +204,17 @@ def test_find_counterexample_refuses_mismatched_models():
     net = load_model(TENT)
     with pytest.raises(ValueError):
         find_counterexample(net, net, Box((Q(0),), (Q(1),)))
+
+
+def test_softmax_attention_is_refused_with_one_line(tmp_path, capsys):
+    good = json.load(open(os.path.join(ROOT, "tests", "data", "good",
+                                       "transformer_hardmax.json")))
+    soft = json.loads(json.dumps(good))
+    soft["sublayers"][1]["attention"]["kind"] = "softmax"
+    pa = _write(tmp_path, "a.json", good)
+    pb = _write(tmp_path, "b.json", soft)
+    assert main(["search", pa, pb]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"exactmax: error: {pb}: sublayers[1]: softmax attention has no exact value; "
+                   "search compares Maxout networks and hardmax Transformers\n")
+    assert main(["search", pa, pa, "--max-examples", "5"]) == 3

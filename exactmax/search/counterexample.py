@@ -52,7 +52,6 @@ class SearchOptions:
     simplify: bool = True             # shrink the coordinates to simple rationals
     targeted: bool = True             # False: random points only (no explicit examples, no
                                       # tie snapping or targets): the ablation of the benchmark
-    progress: object = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +100,11 @@ def model_size(model) -> int:
 
 
 def _float(v: Q) -> float:
+    """A float for hypothesis's targets only (guidance, never an answer), clamped to 1e300."""
     try:
-        return int(v.p) / int(v.q)
+        return max(-1e300, min(1e300, int(v.p) / int(v.q)))
     except OverflowError:
-        return float("inf") if v > 0 else float("-inf")
+        return 1e300 if v > 0 else -1e300
 
 
 @dataclass(slots=True)
@@ -155,11 +155,12 @@ class _Search:
         self.tried = 0
         self.seen = set()
         self.first = None          # (x, phase, tried) of the first difference
+        self._built = False
 
     def build_programs(self) -> None:
         """The kernel's programs of both models, for their tie sets (once; skipped when the
         time budget is spent, and for bilinear scores, where no program exists)."""
-        if self.programs or getattr(self, "_built", False):
+        if self._built:
             return
         self._built = True
         for side, m in enumerate((self.a, self.b)):
