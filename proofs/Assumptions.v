@@ -1,4 +1,5 @@
-From ExactMax Require Import Checker Sound Build Maxout Export.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export.
 Print Assumptions check_cert_sound.
 Print Assumptions maxout_program_correct.
-Print Assumptions maxout_equiv.
+Print Assumptions transformer_program_correct.
+Print Assumptions equiv_sound.

@@ -1,21 +1,49 @@
 (* Export.v -- the statements that exported certificates instantiate.
 
-   An exported file defines two networks and a tree, proves by computation that the tree
-   checks, and applies one of the theorems below; each is proved once, here, for all networks. *)
+   An exported file defines two models readably and a split tree, proves by computation that
+   the tree checks against the programs the library's translations build from the models, and
+   applies the theorem below, proved once here for all models. *)
 
 From Coq Require Import QArith Reals List Bool Lia.
-From ExactMax Require Import Checker Sound Build Maxout.
+From ExactMax Require Import Checker Sound Build Maxout Transformer.
 Import ListNotations.
 
-(** Two Maxout networks of the same input dimension, and a certificate for their programs. *)
-Definition maxout_certificate_ok (a b : maxout) (dom : list con) (t : tree) : bool :=
-  Nat.eqb (mo_dim a) (mo_dim b) && check_cert (program_of_maxout a) (program_of_maxout b) dom t.
+Inductive model := MMaxout (n : maxout) | MTransformer (t : transformer).
 
-Theorem maxout_equiv : forall a b dom t, maxout_certificate_ok a b dom t = true ->
-  forall x : list R, length x = mo_dim a -> satR dom x -> maxoutR b x = maxoutR a x.
+Definition model_dim (m : model) : nat :=
+  match m with MMaxout n => mo_dim n | MTransformer t => tf_dim t end.
+
+Definition model_program (m : model) : option prog :=
+  match m with MMaxout n => Some (program_of_maxout n) | MTransformer t => transformer_program t end.
+
+(** What a model computes at x. *)
+Definition modelR (m : model) (x : list R) : list R :=
+  match m with MMaxout n => maxoutR n x | MTransformer t => transformerR t x end.
+
+Definition certificate_ok (a b : model) (dom : list con) (t : tree) : bool :=
+  Nat.eqb (model_dim a) (model_dim b) &&
+  match model_program a, model_program b with
+  | Some f, Some g => check_cert f g dom t
+  | _, _ => false
+  end.
+
+Lemma model_program_correct : forall m p x, model_program m = Some p -> length x = model_dim m ->
+  outsR p x = modelR m x.
 Proof.
-  intros a b dom t H x Hd Hx. unfold maxout_certificate_ok in H.
+  intros [n|t] p x Hp Hd; cbn in *.
+  - inversion Hp; subst. exact (maxout_program_correct n x Hd).
+  - exact (transformer_program_correct t p x Hp Hd).
+Qed.
+
+(** A certificate that checks proves that the two models agree at every real point of the
+    domain (of their common input dimension). *)
+Theorem equiv_sound : forall a b dom t, certificate_ok a b dom t = true ->
+  forall x : list R, length x = model_dim a -> satR dom x -> modelR b x = modelR a x.
+Proof.
+  intros a b dom t H x Hd Hx. unfold certificate_ok in H.
   apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
-  rewrite <- (maxout_program_correct a x Hd), <- (maxout_program_correct b x ltac:(lia)).
-  symmetry. exact (check_cert_sound _ _ dom t H x Hx).
+  destruct (model_program a) as [f|] eqn:Ef; [|discriminate].
+  destruct (model_program b) as [g|] eqn:Eg; [|discriminate].
+  rewrite <- (model_program_correct a f x Ef Hd), <- (model_program_correct b g x Eg ltac:(lia)).
+  symmetry. exact (check_cert_sound f g dom t H x Hx).
 Qed.

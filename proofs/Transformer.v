@@ -787,5 +787,212 @@ Proof.
     + intros st u [_ [done [Hd Hu]]]. rewrite app_nil_r in Hd. subst done. exact Hu.
 Qed.
 
+Lemma spec_values : forall X Xs,
+  spec (fun st => Forall2 (Forall2 (ev st)) X Xs)
+       (mapM (fun xt => lift (nodes_of (exprs_of (h_value hd) xt))) X)
+       (fun st vals => Forall2 (Forall2 (nv st)) vals (map (mvR (h_value hd)) Xs)).
+Proof.
+  induction X as [|xt X IH]; intros Xs; cbn [mapM].
+  - apply spec_ret. intros st H. inversion H. constructor.
+  - intros st Hw H. inversion H as [|? tv ? Xs' Ht HX]; subst.
+    pose proof (spec_nodes_of _ _ st Hw (ev_exprs_of st (h_value hd) xt tv Ht)) as N.
+    unfold bind. cbn in N |- *. destruct (nodes_of (exprs_of (h_value hd) xt) st) as [st1 ks].
+    destruct N as [W1 [X1 N1]].
+    specialize (IH Xs' st1 W1 (ev2_stable _ _ _ _ HX W1 X1)).
+    destruct (mapM _ X st1) as [[st2 vs]|]; [|exact I]. destruct IH as [W2 [X2 R2]].
+    split; [exact W2|]. split; [exact (extends_trans _ _ _ X1 X2)|].
+    cbn [map]. constructor; [exact (nv1_stable _ _ _ _ N1 W2 X2) | exact R2].
+Qed.
+
+Lemma spec_head_tokens : forall keys values X Xs U Us,
+  spec (fun st => common keys values st /\ Forall2 (Forall2 (ev st)) X Xs /\ Forall2 (Forall2 (ev st)) U Us)
+       (mapM (fun p => head_token hd keys values (fst p) (snd p)) (combine X U))
+       (fun st res => Forall2 (Forall2 (ev st)) res
+                        (map (fun p => head_update hd Xv (fst p) (snd p)) (combine Xs Us))).
+Proof.
+  intros keys values X. induction X as [|xt X IH]; intros Xs U Us; cbn [combine mapM].
+  - apply spec_ret. intros st [_ [H _]]. inversion H. constructor.
+  - destruct U as [|u U].
+    + apply spec_ret. intros st [_ [_ H]]. inversion H. destruct Xs; constructor.
+    + intros st Hw [Hc [HX HU]]. inversion HX as [|? tv ? Xs' Ht HX']; subst.
+      inversion HU as [|? uv ? Us' Hu HU']; subst.
+      pose proof (spec_head_token keys values xt tv u uv st Hw (conj Hc (conj Ht Hu))) as T.
+      cbn [mapM]. unfold bind. cbn [fst snd]. destruct (head_token hd keys values xt u st) as [[st1 r]|]; [|exact I].
+      destruct T as [W1 [X1 T1]].
+      specialize (IH Xs' U Us' st1 W1 (conj (common_stable _ _ _ _ Hc W1 X1)
+                    (conj (ev2_stable _ _ _ _ HX' W1 X1) (ev2_stable _ _ _ _ HU' W1 X1)))).
+      destruct (mapM _ (combine X U) st1) as [[st2 rs]|]; [|exact I]. destruct IH as [W2 [X2 R2]].
+      split; [exact W2|]. split; [exact (extends_trans _ _ _ X1 X2)|].
+      cbn [combine map fst snd]. constructor; [exact (ev1_stable _ _ _ _ T1 W2 X2) | exact R2].
+Qed.
+
 End Head.
+
+Lemma spec_head_all : forall X Xv U Us hd,
+  spec (fun st => Forall2 (Forall2 (ev st)) X Xv /\ Forall2 (Forall2 (ev st)) U Us)
+       (head_all X U hd)
+       (fun st U' => Forall2 (Forall2 (ev st)) U' (map (fun p => head_update hd Xv (fst p) (snd p)) (combine Xv Us))
+                     /\ Forall2 (Forall2 (ev st)) X Xv).
+Proof.
+  intros X Xv U Us hd. unfold head_all.
+  apply (spec_bind _ _ (fun st vals => Forall2 (Forall2 (nv st)) vals (VV hd Xv) /\
+                                       (Forall2 (Forall2 (ev st)) X Xv /\ Forall2 (Forall2 (ev st)) U Us))).
+  - eapply spec_weaken; [apply (spec_frame _ _ _ (fun st => Forall2 (Forall2 (ev st)) X Xv /\ Forall2 (Forall2 (ev st)) U Us) (spec_values hd X Xv))| |].
+    + apply and_stable; apply ev2_stable.
+    + intros st [H1 H2]. split; [exact H1 | split; assumption].
+    + intros st vals H. exact H.
+  - intros values.
+    assert (Hk : forall st, Forall2 (Forall2 (ev st)) X Xv ->
+                 Forall2 (Forall2 (ev st)) (map (exprs_of (h_key hd)) X) (map (mvR (h_key hd)) Xv)).
+    { intros st H. induction H; cbn [map]; constructor; [exact (ev_exprs_of st _ _ _ H) | exact IHForall2]. }
+    eapply spec_weaken; [apply (spec_frame _ _ _ (fun st => Forall2 (Forall2 (ev st)) X Xv)
+                                (spec_head_tokens hd Xv (map (exprs_of (h_key hd)) X) values X Xv U Us))| |].
+    + apply ev2_stable.
+    + intros st [Hv [HX HU]]. split; [|exact HX]. split; [split; [exact (Hk st HX) | exact Hv]|].
+      split; assumption.
+    + intros st U' H. exact H.
+Qed.
+
+Lemma ev_zero : forall st, ev st zero_e 0.
+Proof. intros. split; [cbn; constructor|]. unfold val, evalE, sumsp. cbn. rewrite RMicromega.Q2R_0. lra. Qed.
+
+Lemma combine_map_r : forall {A B C} (f : A -> B -> C) (l : list A) (g : A -> B),
+  map (fun p => f (fst p) (snd p)) (combine l (map g l)) = map (fun a => f a (g a)) l.
+Proof. intros A B C f l g. induction l as [|a l IH]; cbn; [reflexivity | rewrite IH; reflexivity]. Qed.
+
+Lemma ev_plus_tokens : forall st xt tv u uv, Forall2 (ev st) xt tv -> Forall2 (ev st) u uv ->
+  Forall2 (ev st) (map (fun q => axpy 1 (snd q) (fst q)) (combine xt u)) (vplus tv uv).
+Proof.
+  intros st xt tv u uv H. revert u uv. unfold vplus.
+  induction H as [|e v xt tv He H IH]; intros u uv Hu; [constructor|].
+  inversion Hu as [|a w u' uv' Ha Hu']; subst; cbn [combine map fst snd]; constructor; [|exact (IH _ _ Hu')].
+  destruct (ev_axpy st 1 a e w v Ha He) as [B V]. split; [exact B|]. rewrite V, RMicromega.Q2R_1. lra.
+Qed.
+
+Lemma ev_plus_all : forall st (F : list R -> list R) X Xs U, Forall2 (Forall2 (ev st)) X Xs ->
+  Forall2 (Forall2 (ev st)) U (map F Xs) ->
+  Forall2 (Forall2 (ev st)) (map (fun p => map (fun q => axpy 1 (snd q) (fst q)) (combine (fst p) (snd p)))
+                                 (combine X U)) (map (fun t => vplus t (F t)) Xs).
+Proof.
+  intros st F X Xs U H. revert U. induction H as [|xt tv X Xs Ht H IH]; intros U HU; [constructor|].
+  inversion HU as [|u uv U' UV Hu HU']; subst. cbn [combine map fst snd]. constructor; [|exact (IH U' HU')].
+  apply ev_plus_tokens; assumption.
+Qed.
+
+Lemma spec_att : forall dm hs X Xv,
+  spec (fun st => Forall2 (Forall2 (ev st)) X Xv) (att_tokens dm hs X)
+       (fun st X' => Forall2 (Forall2 (ev st)) X' (attR dm hs Xv)).
+Proof.
+  intros dm hs X Xv. unfold att_tokens.
+  set (Inv := fun st (l : list head) (U : list (list expr)) =>
+              Forall2 (Forall2 (ev st)) X Xv /\ exists done, done ++ l = hs /\
+              Forall2 (Forall2 (ev st)) U (map (fun tv => fold_left (fun acc hd => head_update hd Xv tv acc) done (repeat 0 dm)) Xv)).
+  apply (spec_bind _ _ (fun st U => Inv st [] U)).
+  - apply (spec_weaken (fun st => Inv st hs (map (fun _ => repeat zero_e dm) X)) _ _ (fun st U => Inv st [] U)).
+    + apply spec_foldM. intros hd l U st Hw [HX [done [Hd HU]]].
+      pose proof (spec_head_all X Xv U _ hd st Hw (conj HX HU)) as A.
+      destruct (head_all X U hd st) as [[st1 U1]|]; [|exact I].
+      destruct A as [W1 [X1 [A1 A2]]]. split; [exact W1|]. split; [exact X1|].
+      split; [exact A2|]. exists (done ++ [hd]). split; [rewrite <- app_assoc; exact Hd|].
+      rewrite combine_map_r in A1. replace (map (fun tv => fold_left (fun acc hd0 => head_update hd0 Xv tv acc) (done ++ [hd]) (repeat 0 dm)) Xv)
+        with (map (fun a => head_update hd Xv a (fold_left (fun acc hd0 => head_update hd0 Xv a acc) done (repeat 0 dm))) Xv);
+        [exact A1|].
+      apply map_ext. intros tv. rewrite fold_left_app. reflexivity.
+    + intros st HX. split; [exact HX|]. exists []. split; [reflexivity|]. cbn [fold_left].
+      clear Inv. induction HX as [|xt tv X Xv Ht HX IH]; cbn [map]; constructor; [|exact IH].
+      clear. induction dm as [|dm IH]; cbn [repeat]; constructor; [exact (ev_zero st) | exact IH].
+    + intros st U H. exact H.
+  - intros U. apply spec_ret. intros st [HX [done [Hd HU]]]. rewrite app_nil_r in Hd. subst done.
+    unfold attR. exact (ev_plus_all st _ X Xv U HX HU).
+Qed.
+
+Lemma spec_sub : forall dm s X Xv,
+  spec (fun st => Forall2 (Forall2 (ev st)) X Xv) (sub_tokens dm s X)
+       (fun st X' => Forall2 (Forall2 (ev st)) X' (subR dm s Xv)).
+Proof.
+  intros dm [W1 b1 W2 b2 | hs] X Xv; cbn [sub_tokens subR]; [|apply spec_att].
+  revert Xv. induction X as [|xt X IH]; intros Xv; cbn [mapM].
+  - apply spec_ret. intros st H. inversion H. constructor.
+  - intros st Hw H. inversion H as [|? tv ? Xv' Ht HX]; subst.
+    pose proof (spec_ff_token W1 b1 W2 b2 xt tv st Hw Ht) as F.
+    unfold bind. destruct (ff_token W1 b1 W2 b2 xt st) as [[st1 o]|]; [|exact I].
+    destruct F as [W1' [X1 F1]].
+    specialize (IH Xv' st1 W1' (ev2_stable _ _ _ _ HX W1' X1)).
+    destruct (mapM _ X st1) as [[st2 os]|]; [|exact I]. destruct IH as [W2' [X2 R2]].
+    split; [exact W2'|]. split; [exact (extends_trans _ _ _ X1 X2)|].
+    cbn [map]. constructor; [exact (ev1_stable _ _ _ _ F1 W2' X2) | exact R2].
+Qed.
+
+Lemma spec_subs : forall dm subs X Xv,
+  spec (fun st => Forall2 (Forall2 (ev st)) X Xv) (foldM (fun X s => sub_tokens dm s X) subs X)
+       (fun st X' => Forall2 (Forall2 (ev st)) X' (fold_left (fun X s => subR dm s X) subs Xv)).
+Proof.
+  intros dm subs. induction subs as [|s subs IH]; intros X Xv; cbn [foldM fold_left].
+  - apply spec_ret. intros st H. exact H.
+  - apply (spec_bind _ _ (fun st X' => Forall2 (Forall2 (ev st)) X' (subR dm s Xv))); [apply spec_sub|].
+    intros X'. apply IH.
+Qed.
+
+(* ---- embedding and read-out ---- *)
+
+Lemma ev_var : forall st i, ev st (var_e i) (nth i x 0).
+Proof.
+  intros st i. split; [cbn; constructor|]. unfold val, var_e, evalE, sumsp. cbn.
+  rewrite RMicromega.Q2R_0, RMicromega.Q2R_1. lra.
+Qed.
+
+Lemma ev_inputs : forall st, Forall2 (ev st) (map var_e (seq 0 (length x))) x.
+Proof.
+  intros st. rewrite <- (map_nth_seq_from x []) at 2. cbn [app length].
+  generalize (seq 0 (length x)). intros l. induction l as [|i l IH]; cbn [map]; constructor;
+    [exact (ev_var st i) | exact IH].
+Qed.
+
+Lemma ev_aff : forall st (W : mat) b es vs, Forall2 (ev st) es vs ->
+  Forall2 (ev st) (map (fun rc => combine_e (fst rc) es (snd rc)) (combine W b)) (affR W b vs).
+Proof.
+  intros st W b es vs H. unfold affR. generalize (combine W b). intros l.
+  induction l as [|[r c] l IH]; cbn [map]; constructor; [exact (ev_combine st r es vs c H) | exact IH].
+Qed.
+
+Lemma Forall2_nth_default : forall {A B} (P : A -> B -> Prop) l1 l2 k d1 d2, Forall2 P l1 l2 -> P d1 d2 ->
+  P (nth k l1 d1) (nth k l2 d2).
+Proof.
+  intros A B P l1 l2 k d1 d2 H Hd. revert k. induction H as [|a b l1 l2 Hab H IH]; intros [|k]; cbn; auto.
+Qed.
+
+Lemma ev_readout : forall tf st X Xv, Forall2 (Forall2 (ev st)) X Xv ->
+  Forall2 (ev st) (readout_exprs tf X) (readoutR tf Xv).
+Proof.
+  intros tf st X Xv H. unfold readout_exprs, readoutR. apply ev_aff.
+  destruct (tf_token tf) as [k|].
+  - apply (Forall2_nth_default _ _ _ k [] [] H). constructor.
+  - rewrite (Forall2_length' _ _ _ H). generalize (seq 0 (tf_dm tf)). intros l.
+    induction l as [|i l IH]; cbn [map]; constructor; [|exact IH].
+    apply ev_combine0. clear IH. induction H as [|t tv X Xv Ht H IH]; cbn [map]; constructor; [|exact IH].
+    exact (Forall2_nth_default _ _ _ i zero_e 0 Ht (ev_zero st)).
+Qed.
+
 End Correct.
+
+(** The translation is correct: when it succeeds, the program computes the Transformer at every
+    real input of the Transformer's dimension. *)
+Theorem transformer_program_correct : forall tf p x, transformer_program tf = Some p ->
+  length x = tf_dim tf -> outsR p x = transformerR tf x.
+Proof.
+  intros tf p x Hp Hd. unfold transformer_program in Hp.
+  set (X0v := map (fun p => affR (tf_emb tf) p x) (tf_pos tf)).
+  assert (H0 : Forall2 (Forall2 (ev x [])) (embed_exprs tf) X0v).
+  { unfold embed_exprs, X0v. rewrite <- Hd.
+    induction (tf_pos tf) as [|p0 ps IH]; cbn [map]; constructor; [|exact IH].
+    apply ev_aff. apply ev_inputs. }
+  assert (S' : forall X, spec (fun st => Forall2 (Forall2 (ev x st)) X (fold_left (fun X s => subR (tf_dm tf) s X) (tf_subs tf) X0v))
+                           (lift (nodes_of (readout_exprs tf X))) (fun st ks => Forall2 (nv x st) ks (transformerR tf x))).
+  { intros X st Hw H. exact (spec_nodes_of x _ _ st Hw (ev_readout x tf st X _ H)). }
+  pose proof (spec_bind _ _ _ (fun X => lift (nodes_of (readout_exprs tf X))) _
+                (spec_subs x (tf_dm tf) (tf_subs tf) (embed_exprs tf) X0v) S') as S.
+  specialize (S [] (fun k Hk j Hj => ltac:(simpl in Hk; lia)) H0).
+  destruct (bind _ _ []) as [[st ks]|]; [|discriminate]. inversion Hp; subst p.
+  destruct S as [_ [_ S]]. unfold outsR. cbn [p_nodes p_outs].
+  destruct (nv_list x st ks _ S) as [_ E]. exact E.
+Qed.

@@ -39,7 +39,7 @@ def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):
     axioms = set(re.findall(r"^(\S+)\n  :", library, re.M))
     assert axioms == {"ClassicalDedekindReals.sig_forall_dec",
                       "FunctionalExtensionality.functional_extensionality_dep"}, axioms
-    assert library.count("Axioms:") == 3     # the three theorems of Assumptions.v
+    assert library.count("Axioms:") == 4     # the four theorems of Assumptions.v
 
 
 def certify(tmp_path, a, b, *extra):
@@ -113,6 +113,44 @@ def test_a_changed_multiplier_choice_or_weight_fails_coqc(library, tent, tmp_pat
     cert["models"]["b"]["sha256"] = content_hash(cert["models"]["b"]["model"])
     assert kernel(tmp_path, cert) == 1
     assert export(tmp_path, cert, "Weight") == 1
+
+
+@pytest.fixture(scope="module")
+def tent_transformer(tmp_path_factory):
+    cert = tmp_path_factory.mktemp("tf") / "c.json"
+    assert main(["verify", os.path.join(EX, "tent.json"), "--strategy", "monolithic", "--cert",
+                 str(cert), "--json", "--no-search"]) == 0
+    return json.loads(cert.read_text())
+
+
+def test_a_transformer_certificate_proves_transformer_equals_maxout_in_coq(library, tmp_path,
+                                                                            tent_transformer):
+    assert export(tmp_path, tent_transformer, "TentTransformer") == 0
+    text = (tmp_path / "TentTransformer.v").read_text()
+    assert "transformerR net_b x = maxoutR net_a x" in text
+    assert "Definition net_b_ff0_W1 : mat :=" in text      # the Transformer, readable
+
+
+def test_a_changed_transformer_weight_fails_coqc(library, tmp_path, tent_transformer):
+    changed = 0
+    for index, edit in enumerate((("attention", "heads", 0, "value"), ("feedforward", "b1"))):
+        cert = copy.deepcopy(tent_transformer)
+        tf = cert["models"]["b"]["model"]
+        sub = next(s for s in tf["sublayers"] if edit[0] in s)[edit[0]]
+        if edit[0] == "attention":
+            M = sub["heads"][0]["value"]
+            rows = M["entries"] if isinstance(M, dict) else None
+            if rows:
+                rows[0][2] = "7/5"
+            else:
+                M[0][0] = "7/5"
+        else:
+            sub["b1"][0] = "1/7"
+        cert["models"]["b"]["sha256"] = content_hash(tf)
+        assert kernel(tmp_path, cert) == 1
+        assert export(tmp_path, cert, f"Tampered{index}") == 1
+        changed += 1
+    assert changed == 2
 
 
 def test_what_the_library_cannot_state_yet_is_refused_with_a_reason(tmp_path, capsys):

@@ -1,13 +1,14 @@
 """Export a certificate as a Coq file checked against the library in ``proofs/``.
 
-The file defines both networks readably (a Maxout network as layers of units of rational
-pieces), the domain (a box or A x <= b) and the split tree, and proves
+The file defines both models readably (a Maxout network as layers of units of rational pieces,
+a Transformer as its embedding, positions, sub-layers and read-out), the domain (a box or
+A x <= b) and the split tree, and proves
 
     forall x : list R, length x = d -> in_domain x -> net_b x = net_a x
 
 by one reflective call of the library's checker (``vm_compute``) on the programs that the
-library's translation ``program_of_maxout`` builds from the networks; the translation is proved
-correct once, in ``proofs/Maxout.v``, so the file restates nothing about the programs.  Choices
+library's translations build from the models; the translations are proved correct once, in
+``proofs/Maxout.v`` and ``proofs/Transformer.v``, so the file restates nothing about them.  Choices
 refer to program nodes by index: the library's translation builds the kernel's programs node
 for node.
 
@@ -27,6 +28,7 @@ from ..kernel.certificate import Empty, Leaf, Split, TieProof
 from ..kernel.layerwise import LayerwiseCertificate
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
+from ..kernel.transformer import HARDMAX, FeedForward, Transformer
 
 
 class ExportUnsupported(ValueError):
@@ -34,8 +36,9 @@ class ExportUnsupported(ValueError):
 
 
 def _q(v) -> str:
+    """A rational as Coq reads it in Q_scope: 3, -3, (-1#2)."""
     p, q = int(v.p), int(v.q)
-    return f"({p}#{q})" if q != 1 or p < 0 else f"({p}#1)"
+    return str(p) if q == 1 else f"({p}#{q})"
 
 
 class _Tables:
@@ -73,6 +76,52 @@ def _maxout_term(net: MaxoutNetwork) -> str:
                + _qlist(net.output.b) + ")")
     return (f"{{| mo_dim := {net.input_dim};\n  mo_layers := [\n  "
             + ";\n  ".join(layers) + f"];\n  mo_out := {out} |}}")
+
+
+def _mat(M) -> str:
+    return "[" + ";\n   ".join(_qlist(r) for r in M) + "]"
+
+
+def _transformer_defs(tf: Transformer, name: str) -> tuple[str, str]:
+    """Named definitions of the Transformer's parts, and the record that assembles them."""
+    defs, subs = [], []
+
+    def define(part: str, typ: str, text: str) -> str:
+        defs.append(f"Definition {name}_{part} : {typ} :=\n  {text}.")
+        return f"{name}_{part}"
+
+    for i, s in enumerate(tf.sublayers):
+        if isinstance(s, FeedForward):
+            subs.append(f"FeedForward {define(f'ff{i}_W1', 'mat', _mat(s.inner.W))} "
+                        f"{define(f'ff{i}_b1', 'list Q', _qlist(s.inner.b))} "
+                        f"{define(f'ff{i}_W2', 'mat', _mat(s.outer.W))} "
+                        f"{define(f'ff{i}_b2', 'list Q', _qlist(s.outer.b))}")
+            continue
+        if s.kind != HARDMAX:
+            raise ExportUnsupported("the Transformer has softmax attention, which has no exact "
+                                    "value; only hardmax Transformers are stated in Coq")
+        heads = [define(f"att{i}_head{j}", "head",
+                        f"{{| h_query := {_mat(h.query)};\n     h_key := {_mat(h.key)};\n"
+                        f"     h_value := {_mat(h.value)};\n     h_out := {_mat(h.out)};\n"
+                        f"     h_scale := {_q(h.scale)} |}}") for j, h in enumerate(s.heads)]
+        subs.append("Attention [" + "; ".join(heads) + "]")
+    r = tf.readout
+    token = "None" if r.token is None else f"(Some {r.token}%nat)"
+    emb = define("embedding", "mat", _mat(tf.embedding))
+    pos = define("positions", "list (list Q)", _mat(tf.positions))
+    term = (f"{{| tf_dim := {tf.input_dim}; tf_dm := {tf.d_model};\n  tf_emb := {emb}; "
+            f"tf_pos := {pos};\n  tf_subs := [\n    " + ";\n    ".join(subs)
+            + f"];\n  tf_token := {token};\n  tf_rW := {_mat(r.map.W)};\n  "
+            f"tf_rb := {_qlist(r.map.b)} |}}")
+    return "\n\n".join(defs) + "\n\n", term
+
+
+def _model(m, name: str) -> tuple[str, str, str, str, str]:
+    """(definitions, Coq type, term, constructor of Export.model, semantics) of a model."""
+    if isinstance(m, MaxoutNetwork):
+        return "", "maxout", _maxout_term(m), "MMaxout", "maxoutR"
+    defs, term = _transformer_defs(m, name)
+    return defs, "transformer", term, "MTransformer", "transformerR"
 
 
 @dataclass
@@ -127,21 +176,15 @@ class _TreeWriter:
 
 def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
     """The text of a Coq file proving b = a on the domain from the certificate ``tree``."""
-    for name, m in (("A", a), ("B", b)):
-        if not isinstance(m, MaxoutNetwork):
-            raise ExportUnsupported(
-                f"model {name} is a Transformer; the Coq library states Maxout networks only "
-                "so far (its Transformer translation is not written yet), so export-coq "
-                "handles certificates between two Maxout networks (exactmax equiv A B "
-                "--strategy monolithic --cert C.json)")
     if isinstance(tree, LayerwiseCertificate):
         raise ExportUnsupported(
             "this is a layerwise certificate; the Coq library has no composition lemma yet, "
-            "so export-coq needs a monolithic one (exactmax equiv A B --strategy monolithic "
-            "--cert C.json)")
+            "so export-coq needs a monolithic one (--strategy monolithic --cert C.json)")
     if a.input_dim != b.input_dim:
-        raise ExportUnsupported("the two networks have different input dimensions")
+        raise ExportUnsupported("the two models have different input dimensions")
     t = _Tables("c")
+    da, ta, term_a, ca, fa = _model(a, "net_a")
+    db, tb, term_b, cb, fb = _model(b, "net_b")
     w = _TreeWriter(t)
     root = w.tree(tree)
     d = a.input_dim
@@ -156,44 +199,45 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
         in_dom, rows, sound = "in_poly A b x", "rows_of_poly A b", "poly_rows_sound"
     return f"""(* {module}.v -- written by exactmax export-coq.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
-   The theorem at the end says that the two Maxout networks below agree at every real point
-   of the domain.  Nothing else in this file needs to be read: the certificate (the split tree
-   and its Farkas multipliers) is checked by the library's proved checker, and the programs it
-   speaks about are built from the networks by the library's proved translation. *)
+   The theorem at the end says that the two models below agree at every real point of the
+   domain.  Nothing else in this file needs to be read: the certificate (the split tree and
+   its Farkas multipliers) is checked by the library's proved checker, and the programs it
+   speaks about are built from the models by the library's proved translations. *)
 
 From Coq Require Import QArith Reals List.
-From ExactMax Require Import Checker Sound Build Maxout Export.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export.
 Import ListNotations.
 Open Scope Q_scope.
 
-(** The networks, as a user wrote them *)
+(** The models, as a user wrote them *)
 
-Definition net_a : maxout :=
-{_maxout_term(a)}.
+{da}Definition net_a : {ta} :=
+{term_a}.
 
-Definition net_b : maxout :=
-{_maxout_term(b)}.
+{db}Definition net_b : {tb} :=
+{term_b}.
 
 (** The domain *)
 
 {dom_defs}
-(** The certificate *)
+(** The certificate: a split tree, its shared parts defined once *)
 
 {chr(10).join(t.lines)}
 
 Definition certificate : tree := {root}.
 
 Lemma certificate_checks :
-  maxout_certificate_ok net_a net_b ({rows}) certificate = true.
+  certificate_ok ({ca} net_a) ({cb} net_b) ({rows}) certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
 (** The theorem *)
 
 Theorem net_equiv : forall x : list R,
-  length x = {d}%nat -> {in_dom} -> maxoutR net_b x = maxoutR net_a x.
+  length x = {d}%nat -> {in_dom} -> {fb} net_b x = {fa} net_a x.
 Proof.
   intros x Hd Hx.
-  exact (maxout_equiv net_a net_b _ certificate certificate_checks x Hd ({sound} _ _ x Hx)).
+  exact (equiv_sound ({ca} net_a) ({cb} net_b) _ certificate certificate_checks x Hd
+           ({sound} _ _ x Hx)).
 Qed.
 """
 
