@@ -4,7 +4,10 @@
    - programs of Lin / Max / Hardmax nodes (Program.v of the Python kernel);
    - constraints a . x + c >= 0 (or > 0), numbered absolutely: the domain's rows first, then
      one row per split on the way down (appended), so a choice stated at a split holds in
-     every leaf below it and is inherited;
+     every leaf below it and is inherited; a split's choices are checked on its own cell,
+     and the affine maps known there are passed down instead of being checked again in
+     every leaf (the Python kernel checks each leaf afresh; on trees that state each node's
+     choice once on every path, as export-coq writes them, both accept the same trees);
    - Farkas entailment with strictness;
    - leaves that fix the argument of Max and Hardmax nodes (Hardmax ties through tie proofs),
      the same-max rule and the composite rule for the outputs.
@@ -43,6 +46,19 @@ Definition asub (a b : aff) : aff := aadd a (ascale (-1) b).
 Definition aeqb (a b : aff) : bool :=
   let d := asub a b in vzero (fst d) && Qeq_bool (snd d) 0.
 
+(* the same operations without reducing fractions: cheaper where a result is only tested
+   (Farkas combinations), never kept *)
+Fixpoint vadd_raw (u v : vec) : vec :=
+  match u, v with
+  | [], _ => v
+  | _, [] => u
+  | a :: u', b :: v' => (a + b) :: vadd_raw u' v'
+  end.
+
+Definition vscale_raw (c : Q) (u : vec) : vec := map (fun a => c * a) u.
+Definition aadd_raw (a b : aff) : aff := (vadd_raw (fst a) (fst b), snd a + snd b).
+Definition ascale_raw (c : Q) (a : aff) : aff := (vscale_raw c (fst a), c * snd a).
+
 (* the dense vector of a sparse one: (i, v) puts v at coordinate i *)
 Fixpoint unit_vec (i : nat) (v : Q) : vec :=
   match i with O => [v] | S i' => 0 :: unit_vec i' v end.
@@ -66,7 +82,7 @@ Fixpoint comb (H : list con) (w : farkas) : option (aff * bool) :=
       match nth_error H i, comb H w' with
       | Some (h, s), Some (c, st) =>
           if Qle_bool 0 y
-          then Some (aadd (ascale y h) c, st || (s && negb (Qle_bool y 0)))
+          then Some (aadd_raw (ascale_raw y h) c, st || (s && negb (Qle_bool y 0)))
           else None
       | _, _ => None
       end
@@ -78,7 +94,7 @@ Definition entails (H : list con) (g : aff) (strict : bool) (w : farkas) : bool 
   match comb H w with
   | None => false
   | Some (c, st) =>
-      let r := asub g c in
+      let r := aadd_raw g (ascale_raw (-1) c) in
       vzero (fst r) &&
       (if strict
        then (st && Qle_bool 0 (snd r)) || negb (Qle_bool (snd r) 0)
@@ -198,15 +214,21 @@ Definition snode (C : list con) (n : node) (oc : option choice) (senv : list (op
   end.
 
 (* symbolic run: node i gets its affine map on the cell, or None; the run fails on a wrong
-   choice *)
+   choice.  [prev] holds what the cell above already knows (node by node, from the same
+   program): a node known there keeps its map, unchecked again, since the cell lies inside
+   the cell above. *)
 Fixpoint srun (C : list con) (side : nat) (cs : choices) (ns : list node)
-              (senv : list (option aff)) : option (list (option aff)) :=
+              (prev : list (option aff)) (senv : list (option aff)) : option (list (option aff)) :=
   match ns with
   | [] => Some senv
   | n :: ns' =>
-      match snode C n (find_choice side (length senv) cs) senv with
-      | Some v => srun C side cs ns' (senv ++ [v])
-      | None => None
+      match prev with
+      | Some a :: prev' => srun C side cs ns' prev' (senv ++ [Some a])
+      | _ =>
+          match snode C n (find_choice side (length senv) cs) senv with
+          | Some v => srun C side cs ns' (tl prev) (senv ++ [v])
+          | None => None
+          end
       end
   end.
 
@@ -294,19 +316,37 @@ Inductive tree :=
 | Split (h : aff) (cs : choices) (ge lt : tree).
     (* ge: h >= 0 appended; lt: -h > 0 appended *)
 
-Definition check_leaf (f g : prog) (C : list con) (cs : choices) : bool :=
-  match srun C 0 cs (p_nodes f) [], srun C 1 cs (p_nodes g) [] with
+Definition check_leaf (f g : prog) (C : list con) (cs : choices) (pf pg : list (option aff))
+  : bool :=
+  match srun C 0 cs (p_nodes f) pf [], srun C 1 cs (p_nodes g) pg [] with
   | Some vf, Some vg => forall2b (agree_out f g vf vg) (p_outs f) (p_outs g)
   | _, _ => false
   end.
 
-Fixpoint check_tree (f g : prog) (C : list con) (inh : choices) (t : tree) : bool :=
+(* the choices still to be used below: those of nodes not known yet *)
+Definition unresolved (vf vg : list (option aff)) (cs : choices) : choices :=
+  filter (fun e => let '(s, j, _) := e in
+                   match get (if Nat.eqb s 0 then vf else vg) j with
+                   | Some _ => false
+                   | None => true
+                   end) cs.
+
+(* A split's choices are checked on the split's own cell, once: its symbolic run is passed
+   down, and both halves start from what it knows.  Choices are inherited too, for nodes whose
+   arguments become known only further down. *)
+Fixpoint check_tree (f g : prog) (C : list con) (inh : choices) (pf pg : list (option aff))
+                    (t : tree) : bool :=
   match t with
   | Empty w => entails C azero true w
-  | Leaf cs => check_leaf f g C (cs ++ inh)
+  | Leaf cs => check_leaf f g C (cs ++ inh) pf pg
   | Split h cs l r =>
-      check_tree f g (C ++ [(h, false)]) (cs ++ inh) l &&
-      check_tree f g (C ++ [(ascale (-1) h, true)]) (cs ++ inh) r
+      match srun C 0 (cs ++ inh) (p_nodes f) pf [], srun C 1 (cs ++ inh) (p_nodes g) pg [] with
+      | Some vf, Some vg =>
+          let inh' := unresolved vf vg (cs ++ inh) in
+          check_tree f g (C ++ [(h, false)]) inh' vf vg l &&
+          check_tree f g (C ++ [(ascale (-1) h, true)]) inh' vf vg r
+      | _, _ => false
+      end
   end.
 
 (* ------------------------------------------------------------------ *)
@@ -330,4 +370,4 @@ Definition rows_of_box (lo hi : vec) : list con :=
   map (fun p => ((basis d (fst p) 1, - snd p), false)) (combine (seq 0 d) lo).
 
 Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
-  (length (p_outs f) =? length (p_outs g))%nat && check_tree f g dom [] t.
+  (length (p_outs f) =? length (p_outs g))%nat && check_tree f g dom [] [] [] t.

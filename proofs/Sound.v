@@ -52,6 +52,24 @@ Proof.
     rewrite Q2R_red, Q2R_mult, IH. lra.
 Qed.
 
+Lemma dotR_vadd_raw : forall u v x, dotR (vadd_raw u v) x = dotR u x + dotR v x.
+Proof.
+  induction u as [|a u IH]; intros v x.
+  - cbn [vadd_raw dotR]. lra.
+  - destruct v as [|b v].
+    + cbn [vadd_raw dotR]. destruct x; cbn [dotR]; lra.
+    + destruct x as [|c x]; cbn [vadd_raw dotR]; [lra|].
+      rewrite Q2R_plus, IH. lra.
+Qed.
+
+Lemma dotR_vscale_raw : forall c u x, dotR (vscale_raw c u) x = Q2R c * dotR u x.
+Proof.
+  unfold vscale_raw. induction u as [|a u IH]; intros x; cbn [map dotR].
+  - lra.
+  - destruct x as [|b x]; cbn [dotR]; [lra|].
+    rewrite Q2R_mult, IH. lra.
+Qed.
+
 Lemma vzero_dotR : forall u x, vzero u = true -> dotR u x = 0.
 Proof.
   unfold vzero. induction u as [|a u IH]; intros x H; cbn [dotR].
@@ -66,6 +84,12 @@ Proof. intros [u c] [v d] x. unfold evalR, aadd; cbn [fst snd]. rewrite dotR_vad
 
 Lemma evalR_ascale : forall k a x, evalR (ascale k a) x = Q2R k * evalR a x.
 Proof. intros k [u c] x. unfold evalR, ascale; cbn [fst snd]. rewrite dotR_vscale, Q2R_red, Q2R_mult. lra. Qed.
+
+Lemma evalR_aadd_raw : forall a b x, evalR (aadd_raw a b) x = evalR a x + evalR b x.
+Proof. intros [u c] [v d] x. unfold evalR, aadd_raw; cbn [fst snd]. rewrite dotR_vadd_raw, Q2R_plus. lra. Qed.
+
+Lemma evalR_ascale_raw : forall k a x, evalR (ascale_raw k a) x = Q2R k * evalR a x.
+Proof. intros k [u c] x. unfold evalR, ascale_raw; cbn [fst snd]. rewrite dotR_vscale_raw, Q2R_mult. lra. Qed.
 
 Lemma evalR_asub : forall a b x, evalR (asub a b) x = evalR a x - evalR b x.
 Proof. intros. unfold asub. rewrite evalR_aadd, evalR_ascale, Q2R_m1. lra. Qed.
@@ -136,7 +160,7 @@ Proof.
     pose proof (Forall_nth_error _ _ _ _ HS Ei) as Hh. unfold sat_conR in Hh; simpl in Hh.
     assert (Hh0 : 0 <= evalR h x) by (destruct s; lra).
     destruct (IH _ _ eq_refl) as [Hc0 Hcs].
-    rewrite evalR_aadd, evalR_ascale.
+    rewrite evalR_aadd_raw, evalR_ascale_raw.
     assert (Hyh : 0 <= Q2R y * evalR h x) by (apply Rmult_le_pos; assumption).
     split; [lra|].
     intros Hst. apply orb_true_iff in Hst as [Hst|Hst].
@@ -153,7 +177,8 @@ Proof.
   destruct (comb H w) as [[c st]|] eqn:Ec; [|discriminate].
   destruct (comb_soundR H x HS w c st Ec) as [Hc0 Hcs].
   apply andb_true_iff in He as [Hz Hr].
-  pose proof (evalR_const (asub g c) x Hz) as Er. rewrite evalR_asub in Er.
+  pose proof (evalR_const (aadd_raw g (ascale_raw (-1) c)) x Hz) as Er.
+  rewrite evalR_aadd_raw, evalR_ascale_raw, Q2R_m1 in Er.
   destruct strict.
   - apply orb_true_iff in Hr as [Hr|Hr].
     + apply andb_true_iff in Hr as [Hst Hr]. apply Qle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
@@ -487,17 +512,64 @@ Proof.
         rewrite evalR_asub in G1, G2. lra.
 Qed.
 
-Lemma srun_sound : forall C x side cs, satR C x -> forall ns env senv vs,
-  agreeR x env senv -> srun C side cs ns senv = Some vs -> agreeR x (runR ns x env) vs.
+(* what the cell above knows about the nodes still to run, as a list of optional maps *)
+Definition knownR (x : list R) (rest : list R) (prev : list (option aff)) : Prop :=
+  forall i a, nth_error prev i = Some (Some a) -> nth i rest 0 = evalR a x.
+
+Lemma knownR_nil : forall x rest, knownR x rest [].
+Proof. intros x rest i a H. destruct i; discriminate. Qed.
+
+Lemma agreeR_knownR : forall x env senv, agreeR x env senv -> knownR x env senv.
 Proof.
-  intros C x side cs HC ns. induction ns as [|n ns IH]; intros env senv vs Hag Hs;
+  intros x env senv H. induction H as [|v oa env senv Hv H IH]; intros i a Hi.
+  - destruct i; discriminate.
+  - destruct i; cbn [nth_error nth] in *; [inversion Hi; subst; exact Hv | exact (IH i a Hi)].
+Qed.
+
+Lemma nth_runR_here : forall ns x env v, nth (length env) (runR ns x (env ++ [v])) 0 = v.
+Proof.
+  intros ns x env v. destruct (runR_app ns x (env ++ [v])) as [rest [E _]]. rewrite E.
+  rewrite <- app_assoc, app_nth2 by lia. rewrite Nat.sub_diag. reflexivity.
+Qed.
+
+Lemma srun_sound : forall C x side cs, satR C x -> forall ns env senv prev vs,
+  agreeR x env senv -> length env = length senv ->
+  knownR x (skipn (length env) (runR ns x env)) prev ->
+  srun C side cs ns prev senv = Some vs -> agreeR x (runR ns x env) vs.
+Proof.
+  intros C x side cs HC ns. induction ns as [|n ns IH]; intros env senv prev vs Hag Hlen Hk Hs;
     cbn [runR srun] in *.
   - inversion Hs; subst. exact Hag.
-  - destruct (snode C n _ senv) as [v|] eqn:En; [|discriminate].
-    apply (IH _ (senv ++ [v])); [|exact Hs]. unfold agreeR. apply Forall2_app; [exact Hag|].
-    constructor; [|constructor].
-    destruct v as [a|]; [|exact I].
-    exact (snode_sound C x n _ env senv a HC Hag En).
+  - assert (Hnext : forall v o prev', prev = o :: prev' \/ (prev = [] /\ prev' = []) ->
+              agreeR x (env ++ [eval_nodeR n x env]) (senv ++ [v]) ->
+              srun C side cs ns prev' (senv ++ [v]) = Some vs ->
+              agreeR x (runR ns x (env ++ [eval_nodeR n x env])) vs).
+    { intros v o prev' Hp Hag' Hs'. apply (IH _ (senv ++ [v]) prev'); [exact Hag'| |  |exact Hs'].
+      - rewrite !app_length, Hlen. reflexivity.
+      - intros i a Hi. destruct Hp as [Hp|[_ Hp]]; [|subst prev'; destruct i; discriminate].
+        subst prev. specialize (Hk (S i) a Hi).
+        destruct (runR_app ns x (env ++ [eval_nodeR n x env])) as [rest [E _]].
+        rewrite E in Hk |- *. rewrite <- app_assoc in Hk.
+        rewrite skipn_app, skipn_all, Nat.sub_diag in Hk. rewrite skipn_app, skipn_all.
+        rewrite app_length, Nat.sub_diag in *. cbn [app length skipn nth] in *.
+        replace (length env + 1 - length env)%nat with 1%nat in * by lia.
+        cbn [skipn] in *. exact Hk. }
+    destruct prev as [|o prev'].
+    + destruct (snode C n _ senv) as [v|] eqn:En; [|discriminate].
+      apply (Hnext v None []); [right; auto| |exact Hs].
+      unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [|constructor].
+      destruct v as [a|]; [|exact I]. exact (snode_sound C x n _ env senv a HC Hag En).
+    + destruct o as [a|].
+      * apply (Hnext (Some a) (Some a) prev'); [left; reflexivity| |exact Hs].
+        unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [|constructor].
+        specialize (Hk 0%nat a eq_refl). rewrite <- (nth_runR_here ns x env (eval_nodeR n x env)).
+        rewrite <- Hk. destruct (runR_app ns x (env ++ [eval_nodeR n x env])) as [rest [E _]].
+        rewrite E. rewrite <- app_assoc, skipn_app, skipn_all, Nat.sub_diag, app_nth2 by lia.
+        rewrite Nat.sub_diag. reflexivity.
+      * destruct (snode C n _ senv) as [v|] eqn:En; [|discriminate].
+        apply (Hnext v None prev'); [left; reflexivity| |exact Hs].
+        unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [|constructor].
+        destruct v as [b|]; [|exact I]. exact (snode_sound C x n _ env senv b HC Hag En).
 Qed.
 
 (* ------------------------------------------------------------------ *)
@@ -640,24 +712,34 @@ Qed.
 (* ------------------------------------------------------------------ *)
 (** * The tree, and the main theorem *)
 
-Lemma check_tree_sound : forall f g t C inh x,
-  check_tree f g C inh t = true -> satR C x -> outsR f x = outsR g x.
+Lemma check_tree_sound : forall f g t C inh pf pg x,
+  check_tree f g C inh pf pg t = true -> satR C x ->
+  knownR x (runR (p_nodes f) x []) pf -> knownR x (runR (p_nodes g) x []) pg ->
+  outsR f x = outsR g x.
 Proof.
-  intros f g t. induction t as [cs | w | h cs l IHl r IHr]; intros C inh x Ht HC;
+  intros f g t. induction t as [cs | w | h cs l IHl r IHr]; intros C inh pf pg x Ht HC Kf Kg;
     cbn [check_tree] in Ht.
   - unfold check_leaf in Ht. unfold outsR.
-    destruct (srun C 0 (cs ++ inh) (p_nodes f) []) as [vf|] eqn:Ef; [|discriminate].
-    destruct (srun C 1 (cs ++ inh) (p_nodes g) []) as [vg|] eqn:Eg; [|discriminate].
+    destruct (srun C 0 (cs ++ inh) (p_nodes f) pf []) as [vf|] eqn:Ef; [|discriminate].
+    destruct (srun C 1 (cs ++ inh) (p_nodes g) pg []) as [vg|] eqn:Eg; [|discriminate].
     apply (forall2b_map _ _ _ _ _ (fun i j => agree_out_sound f g x _ _ i j
-             (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] vf (Forall2_nil _) Ef)
-             (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] vg (Forall2_nil _) Eg))).
+             (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] pf vf (Forall2_nil _) eq_refl Kf Ef)
+             (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] pg vg (Forall2_nil _) eq_refl Kg Eg))).
     exact Ht.
   - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
-  - apply andb_true_iff in Ht as [Hl Hr].
+  - destruct (srun C 0 (cs ++ inh) (p_nodes f) pf []) as [vf|] eqn:Ef; [|discriminate].
+    destruct (srun C 1 (cs ++ inh) (p_nodes g) pg []) as [vg|] eqn:Eg; [|discriminate].
+    apply andb_true_iff in Ht as [Hl Hr].
+    pose proof (agreeR_knownR _ _ _ (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] pf vf
+                  (Forall2_nil _) eq_refl Kf Ef)) as Kf'.
+    pose proof (agreeR_knownR _ _ _ (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] pg vg
+                  (Forall2_nil _) eq_refl Kg Eg)) as Kg'.
     destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
-    + apply (IHr _ _ x Hr). apply satR_app; [exact HC|]. constructor; [|constructor].
+    + apply (IHr _ _ _ _ x Hr); [|exact Kf'|exact Kg']. apply satR_app; [exact HC|].
+      constructor; [|constructor].
       unfold sat_conR. cbn [fst snd]. rewrite evalR_ascale, Q2R_m1. lra.
-    + apply (IHl _ _ x Hl). apply satR_app; [exact HC|]. constructor; [|constructor].
+    + apply (IHl _ _ _ _ x Hl); [|exact Kf'|exact Kg']. apply satR_app; [exact HC|].
+      constructor; [|constructor].
       unfold sat_conR. cbn [fst snd]. exact Hpos.
 Qed.
 
@@ -667,7 +749,7 @@ Theorem check_cert_sound : forall f g dom t, check_cert f g dom t = true ->
   forall x : list R, satR dom x -> outsR f x = outsR g x.
 Proof.
   intros f g dom t H x Hx. unfold check_cert in H. apply andb_true_iff in H as [_ H].
-  exact (check_tree_sound f g t dom [] x H Hx).
+  exact (check_tree_sound f g t dom [] [] [] x H Hx (knownR_nil _ _) (knownR_nil _ _)).
 Qed.
 
 (* ------------------------------------------------------------------ *)

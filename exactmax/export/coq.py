@@ -124,9 +124,28 @@ def _model(m, name: str) -> tuple[str, str, str, str, str]:
     return defs, "transformer", term, "MTransformer", "transformerR"
 
 
+def _max_row(pr) -> int:
+    """The largest row index a proof reads (-1 for none)."""
+    if pr is None:
+        return -1
+    fs = (pr.dominance, pr.upper, pr.lower) if isinstance(pr, TieProof) else (pr,)
+    return max((i for F in fs for i, _ in F), default=-1)
+
+
 @dataclass
 class _TreeWriter:
+    """Writes a split tree, each choice stated once, at the highest split it holds under.
+
+    The checker looks up a node's choice in the leaf's own list, then in the lists of the
+    splits above it, nearest first.  The writer computes every leaf's effective choices and
+    moves a choice up to the highest split below which every leaf has that very choice and
+    whose cell already has every row its Farkas proofs read (rows are numbered absolutely:
+    the domain's, then one per split on the way down, so such a proof means the same in every
+    leaf below).  Each leaf's effective choices are unchanged; the file just states them
+    once instead of once per leaf.  Entries and lists are shared through definitions."""
+
     t: _Tables
+    domain_rows: int
 
     def farkas(self, F) -> str:
         return self.t.name("[" + "; ".join(f"({i}%nat, {_q(y)})" for i, y in F) + "]", "farkas")
@@ -139,39 +158,79 @@ class _TreeWriter:
                     f"{self.farkas(pr.lower)})")
         return f"(PFar {self.farkas(pr)})"
 
-    def choices(self, chs) -> str:
-        last = {}
-        for side, index, ch in chs:       # the kernel keeps the last choice of a node
-            last[side, index] = ch
-        items = [f"({side}%nat, {index}%nat, {{| ch_k := {ch.k}; ch_proofs := ["
-                 + "; ".join(self.proof(p) for p in ch.proofs) + "] |})"
-                 for (side, index), ch in last.items()]
-        return self.t.name("[" + "; ".join(items) + "]", "choices")
+    def entry(self, side, index, ch) -> tuple[str, int]:
+        """(the entry's name, the largest row its proofs read)."""
+        text = (f"({side}%nat, {index}%nat, {{| ch_k := {ch.k}; ch_proofs := ["
+                + "; ".join(self.proof(p) for p in ch.proofs) + "] |})")
+        return (self.t.name(text, "(nat * nat * choice)"),
+                max((_max_row(p) for p in ch.proofs), default=-1))
 
-    def aff(self, a, c) -> str:
-        return self.t.name(f"({_qlist(a)}, {_q(c)})", "aff")
+    def own(self, chs) -> dict:
+        out = {}
+        for side, index, ch in chs:       # within one list the kernel keeps the last choice
+            out[side, index] = self.entry(side, index, ch)
+        return out
+
+    def choices(self, entries: dict) -> str:
+        return self.t.name("[" + "; ".join(n for n, _ in entries.values()) + "]", "choices")
 
     def tree(self, tree) -> str:
         """The tree as nested definitions, children first (no deep recursion in Python,
         and no huge single term for Coq to elaborate)."""
-        names: dict[int, str] = {}
-        stack = [(tree, False)]
+        # 1. every leaf's effective choices (own first, then the splits' above, nearest first)
+        eff: dict[int, dict] = {}
+        depth: dict[int, int] = {id(tree): 0}
+        stack = [(tree, {})]
+        order = []
         while stack:
-            node, ready = stack.pop()
-            if isinstance(node, Split) and not ready:
-                stack += [(node, True), (node.lt, False), (node.ge, False)]
-                continue
+            node, inh = stack.pop()
+            order.append(node)
+            if isinstance(node, Split):
+                here = {**inh, **self.own(node.choices)}
+                for child in (node.lt, node.ge):
+                    depth[id(child)] = depth[id(node)] + 1
+                    stack.append((child, here))
+            elif isinstance(node, Leaf):
+                eff[id(node)] = {**inh, **self.own(node.choices)}
+        # 2. common[n]: the choices every leaf below n has, stateable at n (None: no leaf)
+        common: dict[int, dict | None] = {}
+        for node in reversed(order):                       # children before parents
+            if isinstance(node, Leaf):
+                common[id(node)] = eff[id(node)]
+            elif isinstance(node, Empty):
+                common[id(node)] = None
+            else:
+                a, b = common[id(node.ge)], common[id(node.lt)]
+                both = a if b is None else b if a is None else \
+                    {k: v for k, v in a.items() if b.get(k) == v}
+                rows = self.domain_rows + depth[id(node)]
+                common[id(node)] = None if both is None else \
+                    {k: v for k, v in both.items() if v[1] < rows}
+        # 3. write: each node states what it holds and its parent does not
+        names: dict[int, str] = {}
+        above: dict[int, dict] = {id(tree): {}}
+        for node in order:                                 # parents before children
+            if isinstance(node, Split):
+                for child in (node.ge, node.lt):
+                    above[id(child)] = common[id(node)] or {}
+        for node in reversed(order):
             if isinstance(node, Empty):
                 text = f"Empty {self.farkas(node.proof)}"
-            elif isinstance(node, Leaf):
-                text = f"Leaf {self.choices(node.choices)}"
             else:
-                text = (f"Split {self.aff(node.a, node.c)} {self.choices(node.choices)} "
-                        f"{names[id(node.ge)]} {names[id(node.lt)]}")
+                up = above[id(node)]
+                mine = {k: v for k, v in (common[id(node)] or {}).items() if up.get(k) != v}
+                if isinstance(node, Leaf):
+                    text = f"Leaf {self.choices(mine)}"
+                else:
+                    text = (f"Split {self.aff(node.a, node.c)} {self.choices(mine)} "
+                            f"{names[id(node.ge)]} {names[id(node.lt)]}")
             n = f"t{len(names)}"
             self.t.lines.append(f"Definition {n} : tree := {text}.")
             names[id(node)] = n
         return names[id(tree)]
+
+    def aff(self, a, c) -> str:
+        return self.t.name(f"({_qlist(a)}, {_q(c)})", "aff")
 
 
 def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
@@ -185,7 +244,8 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
     t = _Tables("c")
     da, ta, term_a, ca, fa = _model(a, "net_a")
     db, tb, term_b, cb, fb = _model(b, "net_b")
-    w = _TreeWriter(t)
+    w = _TreeWriter(t, 2 * domain.dim if isinstance(domain, Box)
+                    else len(domain.as_polyhedron().b))
     root = w.tree(tree)
     d = a.input_dim
     if isinstance(domain, Box):
