@@ -37,6 +37,7 @@ class CompileOptions:
     positional: str = "onehot"       # "onehot" (k rows) or "scalar" (one coordinate t + 1)
     bounds: str = "auto"             # "auto", "interval" or "lp"
     slack: Q = ZERO                  # C_l = (1 + slack) * bound, for softmax perturbations
+    gates: tuple[Q, ...] | None = None   # explicit C_l (re-building a given file's construction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,8 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
     # C_l: the bound (with slack) rounded up to an integer >= 1.  Any C_l above the bound is
     # sound; an integer keeps the bound's large denominators out of every later number.
     gates = [Q(max(1, -((-(b.gate * (1 + options.slack))).floor()))) for b in bounds]
+    if options.gates is not None:
+        gates = list(options.gates)
     k = max(layer.rank for layer in net.layers)
     widths = net.widths
     m = net.out_dim

@@ -1,0 +1,349 @@
+"""A checked upper bound on the error of softmax attention in the construction (§3).
+
+With the gates exact (|z~^l_{i,j}| <= C_l), the construction's Transformer with softmax attention
+at scale lam computes the recursion (queries are constant, value = key, so tokens stay equal)
+
+    h~^0 = x,   z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t},   h~^l_i = S(z~^l_{i,.}),
+    S(v) = <v, softmax(lam v)>,   y~ = A h~^D + c,
+
+over the n tokens t (a unit with fewer pieces repeats its last one).  The hardmax recursion
+(h^l_i = max_t z^l_{i,t}) is the Maxout network N.  For one head, with gaps g_t = max v - v_t,
+
+    D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}
+
+(the pairwise form).  Over a box of gaps [gl_t, gh_t]: numerator <= sum_t max phi on
+[gl_t, gh_t] with phi(g) = g e^{-lam g} (unimodal, max 1/(e lam) at 1/lam), denominator >=
+max(1, sum_t e^{-lam gh_t}) (some g_t is 0), and D <= (n - 1)/(e lam) always; also, since
+sum_s e^{-lam g_s} >= 1 + e^{-lam g_t} for every t with g_t > 0, D <= sum_t psi(lam g_t) / lam
+with psi(x) = x / (e^x + 1) <= 0.2785 (tight where two pieces tie).  The lower bound is the
+pairwise one with the ends exchanged.  Then, per unit, with e = h~ - h and d_t = w_t . e,
+
+    h~_i - h_i = (max z~ - max z) - D(z~) in [min_{a in cand z} d_a, max_{b in cand z~} d_b]
+                                              - [D_lo, D_hi],
+
+where cand z is the set of tokens that may be an argmax of z on the cell (no pairwise
+difference z_s - z_a is surely positive).  Pairwise differences (w_s - w_t) . h + (b_s - b_t)
+are bounded directly, not as differences of two bounds.
+
+The same function ``cell_bound`` runs on two arithmetics: ``EXACT`` here (rational intervals
+rounded outward to a 2^-64 grid, e^{-a} bounded by alternating Taylor sums, e > 2718281828 /
+10^9), which the checker uses, and a fast ball arithmetic the (untrusted) search supplies.
+``check_softmax_bound`` walks a bisection tree of a box and returns the largest checked cell
+bound; a cell may instead be dropped when one constraint of the domain is violated on all of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import CheckFailed
+from .maxout import MaxoutNetwork
+from .polyhedron import Box, Domain, check_upper_bound
+from .rational import ONE, Q, ZERO
+
+GRID_BITS = 64
+CAP = 256            # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
+E_LOWER = Q(2718281828, 10 ** 9)   # e > E_LOWER (e = 2.71828182845...)
+
+
+def _floor_grid(x: Q) -> Q:
+    return Q((x * 2 ** GRID_BITS).floor(), 2 ** GRID_BITS)
+
+
+def _ceil_grid(x: Q) -> Q:
+    return Q((x * 2 ** GRID_BITS).ceil(), 2 ** GRID_BITS)
+
+
+def _round(x: Q, up: bool, bits: int = 80) -> Q:
+    """x >= 0 rounded down (or up) to ``bits`` significant bits (relative rounding)."""
+    if x == 0:
+        return x
+    s = bits - (int(x.p).bit_length() - int(x.q).bit_length())
+    y = x * 2 ** s if s >= 0 else x / 2 ** (-s)
+    n = y.ceil() if up else y.floor()
+    return Q(n) / 2 ** s if s >= 0 else Q(n) * 2 ** (-s)
+
+
+def _series(f: Q, m: int) -> Q:
+    """sum_{i=0}^{m} (-f)^i / i!: for 0 <= f <= 1 a lower bound of e^{-f} when m is odd, an
+    upper bound when m is even (alternating series with decreasing terms)."""
+    total, term = ZERO, ONE
+    for i in range(m + 1):
+        total += term
+        term = -term * f / (i + 1)
+    return total
+
+
+_E1 = (_round(_series(ONE, 27), False), _round(_series(ONE, 28), True))
+_POWERS = [(ONE, ONE)]
+
+
+def _exp_neg_int(n: int) -> tuple[Q, Q]:
+    while len(_POWERS) <= n:
+        lo, hi = _POWERS[-1]
+        _POWERS.append((_round(lo * _E1[0], False), _round(hi * _E1[1], True)))
+    return _POWERS[n]
+
+
+def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
+    """(lo, hi) with lo <= e^{-a} <= hi, for rational a >= 0."""
+    if a < 0:
+        raise CheckFailed("exp_neg_bounds: negative argument")
+    if a > CAP:
+        return ZERO, _exp_neg_int(CAP)[1]
+    n = int(a.floor())
+    f = a - n
+    flo = Q((f * 2 ** 48).floor(), 2 ** 48)
+    fhi = Q((f * 2 ** 48).ceil(), 2 ** 48)
+    en = _exp_neg_int(n)
+    return (_round(en[0] * max(ZERO, _series(fhi, 21)), False),
+            _round(en[1] * _series(flo, 22), True))
+
+
+class ExactArithmetic:
+    """Intervals (lo, hi) with rational ends, rounded outward to the 2^-64 grid."""
+
+    zero = ZERO
+
+    def box(self, lo, hi):
+        return (lo, hi)
+
+    def dot(self, w, xs, b):
+        lo = hi = b
+        for c, (l, u) in zip(w, xs):
+            if c > 0:
+                lo += c * l
+                hi += c * u
+            elif c < 0:
+                lo += c * u
+                hi += c * l
+        return (_floor_grid(lo), _ceil_grid(hi))
+
+    def add(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+    def sub(self, a, b):
+        return (a[0] - b[1], a[1] - b[0])
+
+    def meet(self, a, b):
+        return (max(a[0], b[0]), min(a[1], b[1]))
+
+    def lo(self, a):
+        return a[0]
+
+    def hi(self, a):
+        return a[1]
+
+    def abs_max(self, a):
+        return max(-a[0], a[1])
+
+    def deviation(self, gl, gh, lam):
+        """(D_lo, D_hi) over the gap box (see the module docstring)."""
+        n = len(gl)
+        peak = _ceil_grid(ONE / (E_LOWER * lam))
+        num_hi = num_lo = ZERO
+        den_lo = den_hi = ZERO
+        for l, h in zip(gl, gh):
+            el, eh = exp_neg_bounds(lam * l), exp_neg_bounds(lam * h)
+            if lam * h <= 1:
+                num_hi += h * eh[1]
+            elif lam * l >= 1:
+                num_hi += l * el[1]
+            else:
+                num_hi += peak
+            num_lo += min(l * el[0], h * eh[0])
+            den_lo += eh[0]
+            den_hi += el[1]
+        psi = sum((psi_upper(lam, l, h) for l, h in zip(gl, gh)), ZERO)
+        d_hi = min(_ceil_grid(num_hi / max(ONE, den_lo)), (n - 1) * peak, _ceil_grid(psi))
+        d_lo = _floor_grid(num_lo / den_hi)
+        return d_lo, d_hi
+
+
+EXACT = ExactArithmetic()
+
+
+def _psi_bound(xl: Q, xh: Q) -> Q:
+    """An upper bound of psi(x) = x / (e^x + 1) for x in [xl, xh] (0 <= xl <= xh), from
+    psi(x) <= xh e^{-xl} / (1 + e^{-xh}) (monotone parts bounded separately)."""
+    el, eh = exp_neg_bounds(xl)[1], exp_neg_bounds(xh)[0]
+    return xh * el / (1 + eh)
+
+
+def _psi_peak() -> Q:
+    """A bound of max_x psi(x) (= 0.27846..., at x = 1.27846...): psi' has the sign of
+    1 + e^x (1 - x), positive for x <= 1 and negative for x >= 8/5 (1 - 3 e^{8/5} / 5 < 0 and
+    decreasing), so the maximum lies in [1, 8/5], covered by 154 intervals of width 1/256."""
+    global _PEAK
+    if _PEAK is None:
+        _PEAK = max(_psi_bound(ONE + Q(j, 256), ONE + Q(j + 1, 256)) for j in range(154))
+    return _PEAK
+
+
+_PEAK = None
+
+
+def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
+    """An upper bound of g e^{-lam g} / (1 + e^{-lam g}) for g in [gl, gh]."""
+    xl, xh = lam * gl, lam * gh
+    if xh <= 1:
+        return _psi_bound(xh, xh) / lam
+    if xl >= Q(8, 5):
+        return _psi_bound(xl, xl) / lam
+    return _psi_peak() / lam
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    bound: object                 # upper bound of |y~ - y|_inf on the cell (None: gates fail)
+    zmax: tuple                   # per layer, upper bound of |z~| on the cell
+    gate_layer: int | None        # first layer whose gate check failed
+
+
+def _tokens(unit, n):
+    return [unit.pieces[min(t, len(unit.pieces) - 1)] for t in range(n)]
+
+
+def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT,
+               first=None) -> CellResult:
+    """Bound of sup |y~(x) - N(x)|_inf over the points of the domain in the box
+    lo <= x <= hi, in arithmetic A, with the gate check |z~^l| <= C_l (``gates``) on the cell.
+    ``first[i][j]`` (optional) is a range (lo, hi) of piece j of unit i of layer 1 over the
+    whole domain (then the layer-1 gates are the caller's: z~^1 = z^1 is unperturbed)."""
+    H = [A.box(l, u) for l, u in zip(lo, hi)]
+    E = [A.box(A.zero, A.zero) for _ in lo]
+    Ht = H
+    zmax = []
+    for layer_index, layer in enumerate(net.layers):
+        C = gates[layer_index]
+        nH, nE, nHt, zm = [], [], [], A.zero
+        for ui, unit in enumerate(layer.units):
+            ps = _tokens(unit, n)
+            zt = [A.dot(p.w, Ht, p.b) for p in ps]
+            if layer_index == 0 and first is not None:
+                zt = [A.meet(v, A.box(*first[ui][min(t, len(unit.pieces) - 1)]))
+                      for t, v in enumerate(zt)]
+            else:
+                for v in zt:
+                    zm = max(zm, A.abs_max(v))
+            z = zt if layer_index == 0 else [A.dot(p.w, H, p.b) for p in ps]
+            dz, dzt = {}, {}
+            for s in range(n):
+                for t in range(n):
+                    if s != t and ps[s] is not ps[t]:
+                        w = [a - b for a, b in zip(ps[s].w, ps[t].w)]
+                        dz[s, t] = A.dot(w, H, ps[s].b - ps[t].b)
+                        dzt[s, t] = A.dot(w, Ht, ps[s].b - ps[t].b)
+            cand = [a for a in range(n)
+                    if not any(A.lo(dz[s, a]) > 0 for s in range(n) if (s, a) in dz)]
+            cand_t = [a for a in range(n)
+                      if not any(A.lo(dzt[s, a]) > 0 for s in range(n) if (s, a) in dzt)]
+            gl = [max([A.zero] + [A.lo(dzt[s, t]) for s in range(n) if (s, t) in dzt])
+                  for t in range(n)]
+            gh = [max([A.zero] + [A.hi(dzt[s, t]) for s in range(n) if (s, t) in dzt])
+                  for t in range(n)]
+            d_lo, d_hi = A.deviation(gl, gh, lam)
+            D = A.box(d_lo, d_hi)
+            d = [A.dot(p.w, E, A.zero) for p in ps]
+            shift = A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t))
+            e = A.sub(shift, D)
+            h = A.box(max(A.lo(v) for v in z), max(A.hi(v) for v in z))
+            ht = A.meet(A.add(h, e), A.sub(A.box(max(A.lo(v) for v in zt),
+                                                 max(A.hi(v) for v in zt)), D))
+            nH.append(h)
+            nE.append(A.meet(e, A.sub(ht, h)))
+            nHt.append(ht)
+        zmax.append(zm)
+        if zm > C:
+            return CellResult(None, tuple(zmax), layer_index)
+        H, E, Ht = nH, nE, nHt
+    if net.output is not None:
+        E = [A.dot(row, E, A.zero) for row in net.output.W]
+    return CellResult(max(A.abs_max(v) for v in E), tuple(zmax), None)
+
+
+@dataclass(frozen=True, slots=True)
+class SoftmaxClaim:
+    """sup over the domain of |y~ - N|_inf <= bound, checked over ``leaves`` cells."""
+
+    bound: Q
+    leaves: int
+    excluded: int
+    zmax: tuple[Q, ...]
+
+
+def _excluded(domain: Domain, row: int, lo, hi) -> bool:
+    """Constraint ``row`` of A x <= b is violated at every point of the cell."""
+    P = domain.as_polyhedron()
+    a, b = P.A[row], P.b[row]
+    least = sum((c * (l if c > 0 else u) for c, l, u in zip(a, lo, hi)), ZERO)
+    return least > b
+
+
+def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
+    """Layer-1 ranges over a polyhedron from Farkas multipliers ``multipliers[i][j] =
+    (y_max, y_min)`` (y >= 0, y^T A = +-w_{i,j}), each checked, and the gate |z^1| <= C_1."""
+    P = domain.as_polyhedron()
+    C, ranges = gates[0], []
+    if len(multipliers) != net.layers[0].width:
+        raise CheckFailed("softmax: one list of multipliers per unit of layer 1 needed")
+    for unit, ys in zip(net.layers[0].units, multipliers):
+        if len(ys) != len(unit.pieces):
+            raise CheckFailed("softmax: one pair of multipliers per piece needed")
+        rs = []
+        for p, (y_max, y_min) in zip(unit.pieces, ys):
+            hi = check_upper_bound(P, p.w, y_max) + p.b
+            lo = -check_upper_bound(P, tuple(-c for c in p.w), y_min) + p.b
+            if lo < -C or hi > C:
+                raise CheckFailed(f"softmax: a layer-1 pre-activation ranges over [{lo}, {hi}], "
+                                  f"beyond the gate C_1 = {C}")
+            rs.append((lo, hi))
+        ranges.append(rs)
+    return ranges
+
+
+def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domain,
+                        root_lo, root_hi, tree, first_multipliers=None) -> SoftmaxClaim:
+    """Check, in exact arithmetic, every cell of the bisection ``tree`` of the box
+    [root_lo, root_hi] and return the largest cell bound.  A tree is ("leaf",),
+    ("out", row) (the cell violates domain constraint ``row`` everywhere: dropped) or
+    ("split", dim, left, right) (bisection of coordinate ``dim`` at its midpoint).
+
+    The box must contain the domain: for a Box domain it must be the domain; for a
+    polyhedron it is the caller's box (its Farkas bounds are checked in ``polyhedron.py``),
+    and ``first_multipliers`` (see ``check_first_layer``) may bound layer 1 over the
+    polyhedron itself, which also checks its gates there."""
+    if not lam > 0:
+        raise CheckFailed("softmax: lambda must be positive")
+    if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
+        raise CheckFailed("softmax: one gate constant per layer and n >= every rank needed")
+    if isinstance(domain, Box) and (tuple(domain.lower) != tuple(root_lo)
+                                    or tuple(domain.upper) != tuple(root_hi)):
+        raise CheckFailed("softmax: the root cell is not the domain box")
+    first = None if first_multipliers is None else \
+        check_first_layer(net, gates, domain, first_multipliers)
+    best, leaves, excluded = ZERO, 0, 0
+    zmax = [ZERO] * len(net.layers)
+    stack = [(tree, tuple(root_lo), tuple(root_hi))]
+    while stack:
+        node, lo, hi = stack.pop()
+        if node[0] == "split":
+            _, i, left, right = node
+            mid = (lo[i] + hi[i]) / 2
+            stack.append((left, lo, hi[:i] + (mid,) + hi[i + 1:]))
+            stack.append((right, lo[:i] + (mid,) + lo[i + 1:], hi))
+        elif node[0] == "out":
+            if not _excluded(domain, node[1], lo, hi):
+                raise CheckFailed(f"softmax: a dropped cell is not outside constraint {node[1]}")
+            excluded += 1
+        elif node[0] == "leaf":
+            r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
+            if r.bound is None:
+                raise CheckFailed(f"softmax: a gate of layer {r.gate_layer} is not shown exact "
+                                  f"on the cell {lo}..{hi}")
+            best = max(best, r.bound)
+            zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
+            leaves += 1
+        else:
+            raise CheckFailed(f"softmax: unknown tree node {node[0]!r}")
+    return SoftmaxClaim(best, leaves, excluded, tuple(zmax))

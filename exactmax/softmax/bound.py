@@ -1,0 +1,558 @@
+"""Certified error of the softmax Transformer of the construction (construction.md §3).
+
+Untrusted producer.  For a Maxout network N and its compiled Transformer T (gate constants C_l),
+T_lam is T with softmax attention at scale lam (times each head's scale, 1 in the
+construction).  While every perturbed pre-activation stays within its gate (|z~^l| <= C_l), T_lam
+computes the recursion of ``kernel/softmax.py`` (tokens stay equal: queries are constant and
+value = key), so sup_x |T_lam(x) - N(x)|_inf is bounded cell by cell there.
+
+- ``search_bound``: bisection of the domain's bounding box, the worst cell first, each cell
+  bounded by ``cell_bound`` in python-flint ``arb`` ball arithmetic (outward rounding), until
+  the bound stops improving or a budget ends; cells outside one domain constraint are dropped.
+- the final tree is re-checked by ``kernel.softmax.check_softmax_bound`` in exact rational
+  arithmetic (e^{-a} by Taylor sums with remainder); only that value is reported as certified.
+- ``observed_error``: a lower bound W, the exact N(x) against T_lam(x) evaluated in balls at
+  points from vertices, the worst cells' centres, random points and hill climbing (floats only
+  choose the points).
+- ``closed_form``: the bound of §3, E_l = Lambda_l E_{l-1} + delta, |y~ - y| <= ||A||_inf E_D.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+from flint import arb
+
+from ..construct.bounds import bounding_box, layer_bounds
+from ..construct.transformer import CompileOptions, compile_transformer
+from ..kernel.errors import CheckFailed
+from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.polyhedron import Box, Domain
+from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.softmax import _excluded, _tokens, cell_bound, check_softmax_bound
+from ..kernel.transformer import HARDMAX, Attention, FeedForward, Transformer
+from .evaluate import evaluate_softmax, precision
+
+
+class NotConstruction(ValueError):
+    """The Transformer is not the construction of the network (message says where)."""
+
+
+class ArbArithmetic:
+    """Intervals as ``arb`` balls: ball arithmetic encloses every value (outward rounding)."""
+
+    def __init__(self):
+        self.zero = arb(0)
+        self._cache = {}
+
+    def _a(self, q):
+        v = self._cache.get(q)
+        if v is None:
+            v = self._cache[q] = arb(q)
+        return v
+
+    def box(self, lo, hi):
+        lo = lo if isinstance(lo, arb) else self._a(lo)
+        hi = hi if isinstance(hi, arb) else self._a(hi)
+        return lo.union(hi)
+
+    def dot(self, w, xs, b):
+        s = b if isinstance(b, arb) else self._a(b)
+        for c, x in zip(w, xs):
+            if c:
+                s = s + self._a(c) * x
+        return s
+
+    def add(self, a, b):
+        return a + b
+
+    def sub(self, a, b):
+        return a - b
+
+    def meet(self, a, b):
+        lo, hi = max(a.lower(), b.lower()), min(a.upper(), b.upper())
+        return lo.union(hi) if lo <= hi else a
+
+    def lo(self, a):
+        return a.lower()
+
+    def hi(self, a):
+        return a.upper()
+
+    def abs_max(self, a):
+        return a.abs_upper()
+
+    def deviation(self, gl, gh, lam):
+        n = len(gl)
+        lam = self._a(lam)
+        peak = (1 / (arb.const_e() * lam)).upper()
+        num_hi = num_lo = den_lo = den_hi = arb(0)
+        for l, h in zip(gl, gh):
+            el, eh = (-lam * l).exp(), (-lam * h).exp()
+            if lam * h <= 1:
+                num_hi += (h * eh).upper()
+            elif lam * l >= 1:
+                num_hi += (l * el).upper()
+            else:
+                num_hi += peak
+            num_lo += min((l * el).lower(), (h * eh).lower())
+            den_lo += eh.lower()
+            den_hi += el.upper()
+        d_hi = min((num_hi / max(arb(1), den_lo)).upper(), ((n - 1) * peak).upper())
+        d_lo = max(arb(0), (num_lo / den_hi).lower())
+        return d_lo, d_hi
+
+
+# ------------------------------------------------------------------------- the construction
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """What the bound is about: the network, its construction's gates, tokens, domain."""
+
+    net: MaxoutNetwork
+    tf: Transformer
+    gates: tuple[Q, ...]
+    n: int
+    domain: Domain
+    root: tuple[tuple[Q, ...], tuple[Q, ...]]
+    gate_bounds: tuple[Q, ...]      # the exact pre-activation bounds C_l was made from
+
+
+def _strip(tf: Transformer) -> Transformer:
+    subs = tuple(replace(s, kind=HARDMAX) if isinstance(s, Attention) else s
+                 for s in tf.sublayers)
+    return replace(tf, sublayers=subs, domain=None)
+
+
+def _gates_of(net, tf, merged) -> list[Q]:
+    """C_l read off the gate feed-forward layers (b2 = -C_l on the row Z_0)."""
+    gates, W = [], max(max(net.widths), net.out_dim)
+    ffs = [s for s in tf.sublayers if isinstance(s, FeedForward)]
+    order = [0] + list(range(1, len(ffs))) if merged else list(range(0, len(ffs), 2))
+    for l in range(len(net.layers)):
+        if l >= len(order):
+            break
+        gates.append(-ffs[order[l]].outer.b[W])
+    return gates
+
+
+def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None) -> Setting:
+    """The construction of ``net`` on ``domain``, or ``tf`` after checking that it *is* that
+    construction (same matrices, exactly) with its own gate constants."""
+    root = bounding_box(domain, "auto")
+    gate_bounds = tuple(b.gate for b in layer_bounds(net, domain))
+    if tf is None:
+        c = compile_transformer(net, domain)
+        return Setting(net, c.transformer, c.gates, c.transformer.n_tokens, domain, root,
+                       gate_bounds)
+    meta = tf.meta if isinstance(tf.meta, dict) else {}
+    variant = meta.get("variant") if isinstance(meta.get("variant"), dict) else {}
+    merged = bool(variant.get("merged", False))
+    if variant.get("positional", "onehot") != "onehot":
+        raise NotConstruction("scalar positions make the attention queries differ between "
+                              "tokens; softmax-bound supports the one-hot construction only")
+    try:
+        gates = [Q(g) for g in meta["gate_constants"]] if "gate_constants" in meta else \
+            _gates_of(net, tf, merged)
+        c = compile_transformer(net, domain, CompileOptions(merged=merged, gates=tuple(gates)))
+    except (IndexError, ValueError, TypeError, KeyError):
+        raise NotConstruction("it does not have the layout of exactmax compile's "
+                              "construction of this network") from None
+    if _strip(c.transformer) != _strip(tf):
+        raise NotConstruction("it is not the construction of this network (construction.md "
+                              "§2, as exactmax compile builds it) with its gate constants "
+                              + ", ".join(str(g) for g in gates))
+    return Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds)
+
+
+# ---------------------------------------------------------------------------------- search
+
+@dataclass(slots=True)
+class Search:
+    tree: tuple
+    bound: object                    # arb upper bound (max over leaves), None if gates fail
+    leaves: int
+    excluded: int
+    worst: list                      # [(bound, lo, hi)] of the worst leaves
+    gate_fail: dict | None           # {"layer", "cell", "x" (a point where it fails) or None}
+    zmax: list                       # per layer, arb upper bound of |z~| over the leaves
+    time_s: float
+    stop: str
+
+
+def _key(r) -> float:
+    return math.inf if r.bound is None else float(r.bound)
+
+
+def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
+                 progress=None, bits: int = 128) -> Search:
+    """Refine a bisection tree of the bounding box, splitting the worst cell first."""
+    A = ArbArithmetic()
+    t0 = time.monotonic()
+    net, gates, n = s.net, s.gates, s.n
+    lo0, hi0 = s.root
+    width0 = [hi - lo for lo, hi in zip(lo0, hi0)]
+    poly = None if isinstance(s.domain, Box) else s.domain.as_polyhedron()
+    heap, count = [], 0
+    root = ["leaf"]
+    history, stop, last = [], "budget", t0
+    fail_point = None
+
+    def place(node, lo, hi):
+        nonlocal count
+        if poly is not None:
+            for row in range(len(poly.b)):
+                if _excluded(poly, row, lo, hi):
+                    node[:] = ["out", row]
+                    return
+        r = cell_bound(net, gates, n, lam, lo, hi, A)
+        count += 1
+        heapq.heappush(heap, (-_key(r), count, node, lo, hi, r))
+
+    with precision(bits):
+        place(root, lo0, hi0)
+        splits = 0
+        while heap:
+            neg, _, node, lo, hi, r = heap[0]
+            now = time.monotonic()
+            if len(heap) >= max_cells:
+                stop = "cells"
+                break
+            if now - t0 > timeout_s:
+                stop = "time"
+                break
+            if r.bound is None and all(h - l <= w / 2 ** 14 for l, h, w in
+                                       zip(lo, hi, width0) if w):
+                fail_point = _gate_failure_point(s, lam, lo, hi)
+                if fail_point is not None:
+                    stop = "gates"
+                    break
+            if r.bound is not None:
+                history.append(float(r.bound))
+                k = len(history)
+                if k > 64 * max(1, net.input_dim) and history[k // 2] * (1 - 1e-3) <= history[-1]:
+                    stop = "converged"
+                    break
+            heapq.heappop(heap)
+            dims = [i for i, w in enumerate(width0) if w]
+            if not dims:  # a single point
+                heapq.heappush(heap, (neg, _, node, lo, hi, r))
+                stop = "point"
+                break
+            i = max(dims, key=lambda j: (hi[j] - lo[j]) / width0[j])
+            mid = (lo[i] + hi[i]) / 2
+            left, right = ["leaf"], ["leaf"]
+            node[:] = ["split", i, left, right]
+            place(left, lo, hi[:i] + (mid,) + hi[i + 1:])
+            place(right, lo[:i] + (mid,) + lo[i + 1:], hi)
+            splits += 1
+            if progress is not None and now - last > 2:
+                last = now
+                top = heap[0][5].bound if heap else None
+                progress(len(heap), top)
+        if not heap:
+            stop = "empty"
+    leaves = sorted(heap, key=lambda e: e[0])
+    failing = [e for e in leaves if e[5].bound is None]
+    zmax = [max((e[5].zmax[l] for e in leaves if len(e[5].zmax) > l), default=arb(0))
+            for l in range(len(net.layers))]
+    gate_fail = None
+    if failing:
+        e = failing[0]
+        gate_fail = {"layer": e[5].gate_layer, "cell": (e[3], e[4]), "x": fail_point}
+    bound = None if failing else max((e[5].bound for e in leaves), default=arb(0))
+    return Search(_freeze(root), bound, len(leaves), _count_out(root), [
+        (e[5].bound, e[3], e[4]) for e in leaves[:24] if e[5].bound is not None],
+        gate_fail, zmax, time.monotonic() - t0, stop)
+
+
+def _freeze(node):
+    if node[0] == "split":
+        return ("split", node[1], _freeze(node[2]), _freeze(node[3]))
+    return tuple(node)
+
+
+def _count_out(node) -> int:
+    if node[0] == "split":
+        return _count_out(node[2]) + _count_out(node[3])
+    return 1 if node[0] == "out" else 0
+
+
+def perturbed_preactivations(s: Setting, lam: Q, x) -> list[list[arb]]:
+    """z~^l_{i,t}(x) of the recursion, as balls, layer by layer."""
+    out, h = [], [arb(v) for v in x]
+    lam_a = arb(lam)
+    for layer in s.net.layers:
+        zs, nh = [], []
+        for unit in layer.units:
+            z = [sum((arb(c) * v for c, v in zip(p.w, h)), arb(p.b)) for p in _tokens(unit, s.n)]
+            m = max(z, key=lambda v: v.mid()).mid()
+            e = [(lam_a * (v - m)).exp() for v in z]
+            total = sum(e[1:], e[0])
+            nh.append(sum((v * w for v, w in zip(z, e)), arb(0)) / total)
+            zs.extend(z)
+        out.append(zs)
+        h = nh
+    return out
+
+
+def _gate_failure_point(s: Setting, lam, lo, hi):
+    """A corner or the centre of the cell, in the domain, where some z~ is surely beyond its
+    gate (earlier layers surely within theirs), as (x, layer, value) or None."""
+    import itertools
+    pts = [tuple((a + b) / 2 for a, b in zip(lo, hi))]
+    if len(lo) <= 10:
+        pts += [tuple(c) for c in itertools.product(*zip(lo, hi))]
+    for x in pts:
+        if not s.domain.contains(x):
+            continue
+        for l, zs in enumerate(perturbed_preactivations(s, lam, x)):
+            C = arb(s.gates[l])
+            if any(z.abs_lower() > C for z in zs):
+                worst = max(zs, key=lambda z: float(z.abs_lower()))
+                return (x, l, worst)
+            if not all(z.abs_upper() <= C for z in zs):
+                break
+    return None
+
+
+# -------------------------------------------------------------------------- observed error
+
+def _float_error(net: MaxoutNetwork, n: int, lam: float, x) -> float:
+    """|y~ - y|_inf in floating point: only to guide the search for bad points."""
+    h = hs = [float(v) for v in x]
+    for layer in net.layers:
+        nh, nhs = [], []
+        for unit in layer.units:
+            ps = _tokens(unit, n)
+            ws = [([float(c) for c in p.w], float(p.b)) for p in ps]
+            z = [sum(c * v for c, v in zip(w, h)) + b for w, b in ws]
+            zt = [sum(c * v for c, v in zip(w, hs)) + b for w, b in ws]
+            m = max(zt)
+            e = [math.exp(lam * (v - m)) for v in zt]
+            nh.append(max(z))
+            nhs.append(sum(v * w for v, w in zip(zt, e)) / sum(e))
+        h, hs = nh, nhs
+    if net.output is not None:
+        diff = [sum(float(c) * (a - b) for c, a, b in zip(row, hs, h)) for row in net.output.W]
+    else:
+        diff = [a - b for a, b in zip(hs, h)]
+    return max(abs(v) for v in diff) if diff else 0.0
+
+
+def _to_q(v: float) -> Q:
+    f = Fraction(v)
+    return Q(f.numerator, f.denominator)
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    error: arb                 # a lower bound of |T_lam(x) - N(x)|_inf at x
+    x: tuple[Q, ...]
+    points: int
+
+
+def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 128,
+                   climbs: int = 6, steps: int = 120) -> Observed:
+    """The largest error found at points of the domain: exact N(x) against T_lam(x) in balls
+    (lower end of |ball - N(x)|).  Points: box vertices, the worst cells' centres, random
+    points, then hill climbing (floats choose the points, never the value)."""
+    import itertools
+    rng = random.Random(seed)
+    lo0, hi0 = s.root
+    d = len(lo0)
+    cand = []
+    if d <= 8:
+        cand += [tuple(c) for c in itertools.product(*zip(lo0, hi0))]
+    for _, lo, hi in worst_cells:
+        cand.append(tuple((a + b) / 2 for a, b in zip(lo, hi)))
+    for _ in range(64):
+        cand.append(tuple(_to_q(rng.uniform(float(a), float(b))) for a, b in zip(lo0, hi0)))
+    cand = [x for x in cand if s.domain.contains(x)]
+    lamf = float(lam)
+    scored = sorted(((_float_error(s.net, s.n, lamf, x), x) for x in cand), reverse=True)
+    widths = [float(b - a) for a, b in zip(lo0, hi0)]
+    top = [x for _, x in scored[:climbs]]
+    finals = list(top)
+    for x in top:  # hill climbing with shrinking random steps
+        xf = [float(v) for v in x]
+        best = _float_error(s.net, s.n, lamf, xf)
+        step = 0.5 / max(lamf, 1.0)
+        for _ in range(steps):
+            y = [min(max(v + rng.gauss(0, step) * w, float(a)), float(b))
+                 for v, w, a, b in zip(xf, widths, lo0, hi0)]
+            yq = tuple(_to_q(v) for v in y)
+            if not s.domain.contains(yq):
+                step *= 0.9
+                continue
+            e = _float_error(s.net, s.n, lamf, y)
+            if e > best:
+                best, xf = e, y
+                step *= 1.5
+            else:
+                step *= 0.85
+        finals.append(tuple(_to_q(v) for v in xf))
+    ev = MaxoutEvaluator(s.net)
+    best = (arb(0), finals[0] if finals else tuple(lo0))
+    for x in finals:
+        exact = ev.evaluate(x)
+        soft = evaluate_softmax(s.tf, x, lam, bits)
+        with precision(bits):
+            err = max(((v - arb(q)).abs_lower() for v, q in zip(soft, exact)), default=arb(0))
+        if err > best[0]:
+            best = (err, x)
+    return Observed(best[0], best[1], len(cand) + len(top) * steps)
+
+
+# ----------------------------------------------------------------------------- closed form
+
+def closed_form(net: MaxoutNetwork, n: int, lam) -> arb:
+    """||A||_inf E_D with E_l = Lambda_l E_{l-1} + min(ln n, (n - 1)/e) / lam (§3)."""
+    delta = (min(arb(n).log(), arb(n - 1) / arb.const_e()) / arb(lam)) if n > 1 else arb(0)
+    E = arb(0)
+    for layer in net.layers:
+        Lam = max(sum(abs(c) for c in p.w) for u in layer.units for p in u.pieces)
+        E = arb(Lam) * E + delta
+    A = max((sum(abs(c) for c in row) for row in net.output.W), default=ZERO) \
+        if net.output is not None else ONE
+    return (arb(A) * E).upper()
+
+
+# --------------------------------------------------------------------------------- certify
+
+@dataclass(slots=True)
+class Certified:
+    lam: Q
+    verdict: str                     # "certified", "gates-fail", "unknown"
+    bound: Q | None                  # kernel-checked
+    arb_bound: object
+    search: Search
+    check_time_s: float = 0.0
+    reason: str | None = None
+    zmax: tuple = ()
+    extra: dict = field(default_factory=dict)
+
+
+def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
+            progress=None, bits: int = 128, check: bool = True) -> Certified:
+    """Search, then (if ``check``) re-check the tree in the kernel's exact arithmetic."""
+    r = search_bound(s, lam, max_cells, timeout_s, progress, bits)
+    if r.gate_fail is not None:
+        g = r.gate_fail
+        if g["x"] is not None:
+            x, l, z = g["x"]
+            why = (f"a gate of layer {l + 1} is not exact: at x = ({', '.join(map(str, x))}) "
+                   f"a perturbed pre-activation is {z.mid().str(8, radius=False)}, beyond "
+                   f"C_{l + 1} = {s.gates[l]}")
+            return Certified(lam, "gates-fail", None, None, r, reason=why)
+        why = (f"the gates of layer {g['layer'] + 1} could not be shown exact within the "
+               f"budget ({r.leaves} cells, stopped by {r.stop})")
+        return Certified(lam, "unknown", None, None, r, reason=why)
+    if not check:
+        return Certified(lam, "certified-arb", None, r.bound, r)
+    t0 = time.monotonic()
+    try:
+        claim = check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1],
+                                    r.tree)
+    except CheckFailed as e:  # the exact re-check is stricter than the balls: say so
+        return Certified(lam, "unknown", None, r.bound, r, time.monotonic() - t0,
+                         reason=f"the kernel's exact re-check rejected the cells: {e}")
+    return Certified(lam, "certified", claim.bound, r.bound, r, time.monotonic() - t0,
+                     zmax=claim.zmax)
+
+
+def slack_needed(s: Setting, zmax) -> Q | None:
+    """A slack S for ``exactmax compile --slack S`` whose gates cover the bounds ``zmax``
+    (rounded up to two significant digits), or None when a bound is infinite."""
+    need = ZERO
+    for z, b in zip(zmax, s.gate_bounds):
+        if not z.is_finite() or b == 0:
+            return None
+        ratio = _arb_q(z.upper()) / b - 1
+        need = max(need, ratio)
+    return dec_round(need, up=True, digits=2) if need > 0 else ZERO
+
+
+def _arb_q(x: arb) -> Q:
+    m, e = x.mid().man_exp()
+    return Q(int(m)) * Q(2) ** int(e) if int(e) >= 0 else Q(int(m), 2 ** (-int(e)))
+
+
+def dec_round(q: Q, up: bool, digits: int = 4) -> Q:
+    """q rounded up (or down) to ``digits`` significant decimal digits."""
+    if q == 0:
+        return q
+    sign = 1 if q > 0 else -1
+    a = q if q > 0 else -q
+    e = 0
+    while a * Q(10) ** e >= 10 ** digits:
+        e -= 1
+    while a * Q(10) ** e < 10 ** (digits - 1):
+        e += 1
+    v = a * Q(10) ** e
+    k = (v.ceil() if (up == (sign > 0)) else v.floor())
+    return sign * Q(int(k)) / Q(10) ** e
+
+
+def dec_str(q: Q) -> str:
+    """A finite decimal rational as a decimal string."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    s = format(Decimal(int(q.p)) / Decimal(int(q.q)), "f")
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def smallest_lambda(s: Setting, eps: Q, tol: Q, max_cells: int, timeout_s: float,
+                    progress=None, bits: int = 128):
+    """Bisection on a geometric grid for the smallest lam with certified U <= eps: returns
+    (lam_hi, result at lam_hi or None, lam_lo, probes), lam_hi passing and lam_lo failing (or
+    lam_lo = None when even the first probe below fails to exist), hi / lo <= 1 + tol."""
+    K = closed_form(s.net, s.n, 1)           # closed form = K / lam
+    lam_cf = _arb_q(K) / eps
+    probes = []
+
+    def ok(lam):
+        r = certify(s, lam, max_cells, timeout_s, None, bits, check=False)
+        good = r.verdict == "certified-arb" and r.arb_bound <= arb(eps)
+        probes.append((lam, r))
+        if progress is not None:
+            progress(lam, r)
+        return good, r
+
+    hi = dec_round(lam_cf, up=True, digits=3)
+    good, r = ok(hi)
+    tries = 0
+    while not good and tries < 4:
+        if r.verdict != "certified-arb":
+            return None, r, None, probes
+        hi = hi * 2
+        good, r = ok(hi)
+        tries += 1
+    if not good:
+        return None, r, None, probes
+    lo = None
+    cand = hi / 2
+    for _ in range(40):
+        g, rr = ok(dec_round(cand, up=False, digits=3))
+        if not g:
+            lo = dec_round(cand, up=False, digits=3)
+            break
+        hi, r = dec_round(cand, up=False, digits=3), rr
+        cand = hi / 2
+    if lo is None:
+        return hi, r, None, probes
+    while hi > lo * (1 + tol):
+        mid = dec_round(_arb_q((arb(lo) * arb(hi)).sqrt()), up=True, digits=4)
+        if not lo < mid < hi:
+            break
+        g, rr = ok(mid)
+        if g:
+            hi, r = mid, rr
+        else:
+            lo = mid
+    return hi, r, lo, probes
