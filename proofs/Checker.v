@@ -18,6 +18,7 @@
    Soundness (over R) is proved in Sound.v. *)
 
 From Coq Require Import QArith List Bool.
+From Coq Require Uint63.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -371,3 +372,16 @@ Definition rows_of_box (lo hi : vec) : list con :=
 
 Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
   (length (p_outs f) =? length (p_outs g))%nat && check_tree f g dom [] [] [] t.
+
+(* ------------------------------------------------------------------ *)
+(** * Literals *)
+
+(* A Farkas list written as machine integers (row, numerator, denominator, row, ...): Coq
+   reads such literals several times faster than rationals.  Only a way of writing: the
+   checker sees the list of (row, numerator # denominator) it denotes. *)
+Fixpoint farkas_ints (l : list Uint63.int) : farkas :=
+  match l with
+  | i :: p :: q :: l' =>
+      (Z.to_nat (Uint63.to_Z i), Qmake (Uint63.to_Z p) (Z.to_pos (Uint63.to_Z q))) :: farkas_ints l'
+  | _ => []
+  end.

@@ -35,6 +35,9 @@ class ExportUnsupported(ValueError):
     """The certificate speaks about something the Coq library cannot state yet."""
 
 
+_UINT63 = 1 << 63
+
+
 def _q(v) -> str:
     """A rational as Coq reads it in Q_scope: 3, -3, (-1#2)."""
     p, q = int(v.p), int(v.q)
@@ -148,7 +151,15 @@ class _TreeWriter:
     domain_rows: int
 
     def farkas(self, F) -> str:
-        return self.t.name("[" + "; ".join(f"({i}%nat, {_q(y)})" for i, y in F) + "]", "farkas")
+        """A Farkas list; as machine integers (``farkas_ints``, read several times faster
+        by Coq) when every index, numerator and denominator is in [0, 2^63)."""
+        if all(0 <= i < _UINT63 and 0 <= int(y.p) < _UINT63 and int(y.q) < _UINT63
+               for i, y in F):
+            text = ("(farkas_ints [" + "; ".join(f"{i}; {int(y.p)}; {int(y.q)}" for i, y in F)
+                    + "]%uint63)")
+        else:
+            text = "[" + "; ".join(f"({i}%nat, {_q(y)})" for i, y in F) + "]"
+        return self.t.name(text, "farkas")
 
     def proof(self, pr) -> str:
         if pr is None:
@@ -264,7 +275,7 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
    its Farkas multipliers) is checked by the library's proved checker, and the programs it
    speaks about are built from the models by the library's proved translations. *)
 
-From Coq Require Import QArith Reals List.
+From Coq Require Import QArith Reals List Uint63.
 From ExactMax Require Import Checker Sound Build Maxout Transformer Export.
 Import ListNotations.
 Open Scope Q_scope.
