@@ -169,3 +169,17 @@ def test_bad_output_names_are_refused(tent, tmp_path, capsys):
     for bad in ("1net.v", "net.txt", "my-net.v"):
         assert main(["export-coq", str(c), "-o", str(tmp_path / bad)]) == 2
     assert "expected a Coq file name" in capsys.readouterr().err
+
+
+def test_the_readme_example_uses_an_exported_theorem_in_a_users_own_file(tmp_path, library):
+    """examples/coq/UseTent.v (shown in the README) imports the export of tent.json's
+    certificate and derives a corollary; coqc must accept it."""
+    cert = tmp_path / "tent.cert.json"
+    assert main(["verify", os.path.join(EX, "tent.json"), "--strategy", "monolithic",
+                 "--cert", str(cert), "--no-search"]) == 0
+    assert main(["export-coq", str(cert), "-o", str(tmp_path / "TentEquiv.v"), "--check",
+                 "--coq-lib", PROOFS]) == 0
+    shutil.copy(os.path.join(EX, "coq", "UseTent.v"), tmp_path)
+    r = subprocess.run(["coqc", "-Q", PROOFS, "ExactMax", "-no-glob", "UseTent.v"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
