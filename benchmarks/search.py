@@ -14,7 +14,9 @@ examples/tent.json and examples/maxout_d3_w4_r3.json.  For each pair:
 - random only: the same budget with ``targeted=False`` (no vertices, no tie points, no
   snapping or targets), the ablation that shows what the targeted phases buy;
 - verify: ``verify_equal`` (certificate search, then z3; no search), the median of ``runs``
-  runs of its time to "refuted", or its verdict.
+  runs of its time to "refuted", or its verdict;
+- z3 alone: ``find_difference`` on the two programs (the query verify ends with), median time
+  to a model the kernel confirms, or z3's answer.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "qualit
 
 from exactmax.construct.transformer import compile_transformer   # noqa: E402
 from exactmax.io import load_model                                # noqa: E402
-from exactmax.prove.verify import VerifyOptions, verify_equal     # noqa: E402
+from exactmax.kernel.program import Unsupported                   # noqa: E402
+from exactmax.prove.smt import find_difference                    # noqa: E402
+from exactmax.prove.verify import VerifyOptions, program_of, refute, verify_equal  # noqa: E402
 from exactmax.search import SearchOptions, find_counterexample    # noqa: E402
 from mutants import BROKEN                                        # noqa: E402
 from planted import PLANTED                                       # noqa: E402
@@ -77,6 +81,30 @@ def verify_runs(a, b, dom, runs, cap):
     return {"verdict": verdict, "median_s": statistics.median(times)}
 
 
+def z3_runs(a, b, dom, runs, cap):
+    try:
+        pa, pb = program_of(a), program_of(b)
+    except Unsupported:
+        return {"verdict": "cannot encode (bilinear scores)", "median_s": 0.0}
+    P = dom.as_polyhedron()
+    times, verdict = [], None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        status, x = find_difference(pa, pb, P, cap)
+        confirmed = status == "sat" and refute(a, b, dom, x) is not None
+        times.append(time.perf_counter() - t0)
+        verdict = "refuted" if confirmed else {"unsat": "unsat (equal)", "sat": "sat, not "
+                                               "confirmed"}.get(status, f"unknown ({x})")
+        if not confirmed:
+            break
+    return {"verdict": verdict, "median_s": statistics.median(times)}
+
+
+def timed(v):
+    return f"{v['median_s']:.2f} s" if v["verdict"] == "refuted" else \
+        f"{v['verdict']}, {v['median_s']:.2f} s"
+
+
 def cell(s):
     t = f"{s['found']}/{s['runs']}, {s['median_s']:.2f} s"
     return t + (f", {s['median_tried']:g} tried" if s["median_tried"] is not None else "")
@@ -90,17 +118,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rows = []
     print("| pair | search: found, median time, median tried | random points only | verify "
-          "without search (certificates, then z3) |")
-    print("|---|---|---|---|")
+          "without search (certificates, then z3) | z3 alone |")
+    print("|---|---|---|---|---|")
     for name, make in pairs():
         a, b, dom = make()
         s = search_runs(a, b, dom, args.runs, True)
         r = search_runs(a, b, dom, args.runs, False)
         v = verify_runs(a, b, dom, min(args.runs, 3), args.cap)
-        vt = f"{v['median_s']:.2f} s" if v["verdict"] == "refuted" else \
-            f"{v['verdict']}, {v['median_s']:.2f} s"
-        print(f"| {name} | {cell(s)} | {cell(r)} | {vt} |", flush=True)
-        rows.append({"pair": name, "search": s, "random_only": r, "verify": v})
+        z = z3_runs(a, b, dom, min(args.runs, 3), args.cap)
+        print(f"| {name} | {cell(s)} | {cell(r)} | {timed(v)} | {timed(z)} |", flush=True)
+        rows.append({"pair": name, "search": s, "random_only": r, "verify": v, "z3": z})
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -6,7 +6,7 @@ Import ListNotations.
 Open Scope R_scope.
 
 (* On the square [-1, 1]^2 the compiled Transformer is the tent network, so anything proved
-   about the (readable, three-piece) network holds for the Transformer. *)
+   about the readable network net_a holds for the Transformer. *)
 Corollary tent_transformer : forall a b : R, -1 <= a <= 1 -> -1 <= b <= 1 ->
   transformerR net_b [a; b] = maxoutR net_a [a; b].
 Proof.
