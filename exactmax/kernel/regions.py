@@ -1,0 +1,143 @@
+"""Region certificates: a split tree whose leaves are full-dimensional cells on which a program
+is affine, each with its output map and a point strictly inside (regions.md).
+
+``check_regions`` accepts iff
+- the leaves partition the domain P (a ``Split`` sends h >= 0 and h < 0 to its two sides);
+- at every leaf the choices (inherited from the splits above, plus the leaf's own) are proved
+  by Farkas multipliers as in ``certificate.py``, so every node of the outputs' cone is affine
+  on the cell, and the leaf's stated map x -> W x + b is the outputs' map there;
+- the leaf's point satisfies every row of the cell strictly (so the cell has an interior), and
+  the program evaluated exactly there gives W x + b.
+The activation pattern of a leaf is, for every Max / Hardmax node of the cone, the set of
+arguments (keys) whose map on the cell equals the chosen one's: the argmax set at generic
+points of the cell.  The points with one pattern form a convex set, so the number of distinct
+patterns is the number of activation regions with non-empty interior.
+
+``check_region_count`` also checks merges (i, j, q): leaves i and j have the same map, and q
+lies on the hyperplane h = 0 of the split separating them with every row of both cells that
+is not a multiple of h positive at q; so both closures contain a (d-1)-ball of {h = 0} around
+q (a shared facet).  It returns (activation regions, #distinct maps, #merge components): the
+number of linear regions (components of the same-map facet-adjacency graph) lies between the
+last two.  That no *other* same-map pair shares a facet is decided by the producer, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .affine import Matrix, Vector, dot
+from .certificate import Choices, Row, Split, affine_values, cone, domain_rows
+from .errors import CheckFailed
+from .polyhedron import Polyhedron
+from .program import Hardmax, Max, Program, evaluate_program
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A leaf: choices proved on the cell, the output map x -> W x + b there, a point inside."""
+
+    choices: Choices
+    W: Matrix
+    b: Vector
+    point: Vector
+
+
+def _value(row: Row, x) -> object:
+    return dot(row.a, x) + row.c
+
+
+def check_regions(p: Program, P: Polyhedron, tree) -> list[tuple[list[Row], Region, tuple]]:
+    """(rows of the cell, leaf, activation pattern) for every leaf, depth first (ge before lt),
+    after the checks of the module docstring; raises CheckFailed naming the leaf otherwise."""
+    if p.dim != P.dim:
+        raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
+    need = cone(p, p.outputs)
+    out, stack = [], [(tree, domain_rows(P), {}, "root")]
+    while stack:
+        node, rows, inherited, where = stack.pop()
+        choices = dict(inherited)
+        for side, index, ch in getattr(node, "choices", ()):
+            if side != 0:
+                raise CheckFailed(f"{where}: a region certificate speaks of program 0 only")
+            choices[index] = ch
+        if isinstance(node, Split):
+            if len(node.a) != P.dim or not any(node.a):
+                raise CheckFailed(f"{where}: split of the wrong dimension or with a = 0")
+            neg = Row(tuple(-v for v in node.a), -node.c, True)
+            stack.append((node.lt, rows + [neg], choices, where + ".lt"))
+            stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, where + ".ge"))
+            continue
+        if not isinstance(node, Region):
+            raise CheckFailed(f"{where}: not a split or a region leaf")
+        x = node.point
+        if len(x) != P.dim or not all(_value(r, x) > 0 for r in rows):
+            raise CheckFailed(f"{where}: the point is not strictly inside the cell")
+        vals = affine_values(p, rows, choices, where, need)
+        if len(node.W) != len(p.outputs) or len(node.b) != len(p.outputs) or \
+                any(vals[o] != (tuple(w), c) for o, w, c in zip(p.outputs, node.W, node.b)):
+            raise CheckFailed(f"{where}: the stated affine map is not the program's on the cell")
+        if evaluate_program(p, x) != tuple(dot(w, x) + c for w, c in zip(node.W, node.b)):
+            raise CheckFailed(f"{where}: the program's value at the point is not W x + b")
+        pattern = []
+        for i in sorted(need):
+            nd = p.nodes[i]
+            if isinstance(nd, (Max, Hardmax)):
+                args = nd.args if isinstance(nd, Max) else tuple(s for s, _ in nd.pairs)
+                top = vals[args[choices[i].k]]
+                pattern.append((i, frozenset(j for j, a in enumerate(args) if vals[a] == top)))
+        out.append((rows, node, tuple(pattern)))
+    return out
+
+
+def _vanishes_on(r: Row, a, c) -> bool:
+    """Is r = lam (a, c) for some lam (so r is 0 on the whole hyperplane a . x + c = 0)?"""
+    i = next(t for t, v in enumerate(a) if v)
+    lam = r.a[i] / a[i]
+    return all(u == lam * v for u, v in zip(r.a, a)) and r.c == lam * c
+
+
+def check_adjacent(rows_i: list[Row], rows_j: list[Row], q) -> None:
+    """Accept iff q witnesses a shared facet of the two cells (module docstring)."""
+    m = next((t for t, (u, v) in enumerate(zip(rows_i, rows_j)) if u != v), None)
+    if m is None:
+        raise CheckFailed("merge: the cells are not separated by a split")
+    h, g = rows_i[m], rows_j[m]
+    if g.a != tuple(-v for v in h.a) or g.c != -h.c or not any(h.a):
+        raise CheckFailed("merge: the first differing rows are not the two sides of a split")
+    if len(q) != len(h.a) or dot(h.a, q) + h.c != 0:
+        raise CheckFailed("merge: the point is not on the separating hyperplane")
+    for r in rows_i + rows_j:
+        if not _vanishes_on(r, h.a, h.c) and not _value(r, q) > 0:
+            raise CheckFailed("merge: a row of a cell is not positive at the point")
+
+
+def check_merges(leaves: list, merges) -> tuple[int, int]:
+    """(distinct maps, components of the merge graph) of ``check_regions``'s leaves, after
+    checking every merge (module docstring)."""
+    parent = list(range(len(leaves)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for n, (i, j, q) in enumerate(merges):
+        if not (0 <= i < len(leaves) and 0 <= j < len(leaves)) or i == j:
+            raise CheckFailed(f"merges[{n}]: no such pair of leaves ({i}, {j})")
+        (ri, li, _), (rj, lj, _) = leaves[i], leaves[j]
+        if (li.W, li.b) != (lj.W, lj.b):
+            raise CheckFailed(f"merges[{n}]: leaves {i} and {j} have different maps")
+        try:
+            check_adjacent(ri, rj, q)
+        except CheckFailed as e:
+            raise CheckFailed(f"merges[{n}] ({i}, {j}): {e}") from None
+        parent[find(i)] = find(j)
+    maps = {(tuple(map(tuple, leaf.W)), tuple(leaf.b)) for _, leaf, _ in leaves}
+    return len(maps), sum(1 for i in range(len(leaves)) if find(i) == i)
+
+
+def check_region_count(p: Program, P: Polyhedron, tree, merges) -> tuple[int, int, int]:
+    """(activation regions, distinct maps, components of the merge graph), all checked."""
+    leaves = check_regions(p, P, tree)
+    return (len({pat for _, _, pat in leaves}),) + check_merges(leaves, merges)
