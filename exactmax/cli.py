@@ -673,6 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(run=cmd_info)
+    from .cpwl import command as cpwl_command
+    cpwl_command.add_parser(sub)
     return p
 
 
