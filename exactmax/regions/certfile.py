@@ -1,0 +1,122 @@
+"""The exactmax/region-certificate format (written by ``exactmax regions --cert``).
+
+    {"format": "exactmax/region-certificate", "version": 1, "claim": CLAIM,
+     "model": {"sha256": "...", "model": {...}}, "domain": {"sha256": "...", "domain": {...}},
+     "tree": T, "merges": [[i, j, [q...]], ...], "counts": {...}}
+
+    T = {"split": {"a": [...], "c": "p/q"}, "choices": [C...], "ge": T, "lt": T}
+      | {"region": {"choices": [C...], "W": [[...]], "b": [...], "point": [...]}}
+
+C as in exactmax/certificate (``io/certificates.py``, program 0 only).  Leaves are numbered
+depth first, ge before lt; merges name two leaves and a point of their shared facet.
+"counts" is what the producer reported; ``check-cert`` recomputes them with the kernel.
+"""
+
+from __future__ import annotations
+
+from ..io.certificates import _choice, _read_choice, content_hash
+from ..io.jsonfile import Cursor, read_json_file
+from ..io.models import (MAXOUT, TRANSFORMER, VERSION, domain_to_json, model_to_json,
+                         read_domain, read_maxout, read_transformer)
+from ..kernel.certificate import Split
+from ..kernel.regions import Region
+from ..kernel.rational import q_str
+
+FORMAT = "exactmax/region-certificate"
+CLAIM = ("the leaves partition the domain into cells with non-empty interior, on each of "
+         "which the model is affine with the stated map")
+
+
+def _vec(v) -> list[str]:
+    return [q_str(x) for x in v]
+
+
+def tree_to_json(tree) -> dict:
+    """Iterative (deep trees do not hit the recursion limit)."""
+    def node(t):
+        if isinstance(t, Region):
+            return {"region": {"choices": [_choice(*c) for c in t.choices],
+                               "W": [_vec(r) for r in t.W], "b": _vec(t.b),
+                               "point": _vec(t.point)}}
+        return {"split": {"a": _vec(t.a), "c": q_str(t.c)},
+                "choices": [_choice(*c) for c in t.choices]}
+
+    root = node(tree)
+    todo = [(tree, root)]
+    while todo:
+        t, j = todo.pop()
+        if isinstance(t, Split):
+            j["ge"], j["lt"] = node(t.ge), node(t.lt)
+            todo += [(t.ge, j["ge"]), (t.lt, j["lt"])]
+    return root
+
+
+def certificate_to_json(model, domain, cert, counts: dict) -> dict:
+    jm, jd = model_to_json(model), domain_to_json(domain)
+    return {"format": FORMAT, "version": VERSION, "claim": CLAIM,
+            "model": {"sha256": content_hash(jm), "model": jm},
+            "domain": {"sha256": content_hash(jd), "domain": jd},
+            "tree": tree_to_json(cert.tree),
+            "merges": [[i, j, _vec(q)] for i, j, q in cert.merges], "counts": counts}
+
+
+def read_tree(c: Cursor, dim: int, out_dim: int):
+    done, todo = [], [(c, False)]
+    while todo:
+        cur, children_read = todo.pop()
+        if not isinstance(cur.value, dict) or not any(k in cur.value for k in
+                                                      ("split", "region")):
+            raise cur.error('expected a tree node: an object with "split" or "region"')
+        if "region" in cur.value:
+            r = cur.fields(("region",))["region"].fields(("choices", "W", "b", "point"))
+            b = r["b"].vector(out_dim, why="the output dimension")
+            done.append(Region(tuple(_read_choice(x) for x in r["choices"].items(
+                what="choice")), r["W"].matrix(out_dim, dim, "one per output",
+                                               "the input dimension"), b,
+                r["point"].vector(dim, why="the input dimension")))
+            continue
+        f = cur.fields(("split", "choices", "ge", "lt"))
+        if not children_read:
+            todo += [(cur, True), (f["lt"], False), (f["ge"], False)]
+            continue
+        h = f["split"].fields(("a", "c"))
+        lt, ge = done.pop(), done.pop()
+        done.append(Split(h["a"].vector(dim, why="the input dimension"), h["c"].number(),
+                          ge, lt, tuple(_read_choice(x) for x in
+                                        f["choices"].items(what="choice"))))
+    return done[0]
+
+
+def load_region_certificate(path: str):
+    """(model, domain, tree, merges, {"model": hash, "domain": hash}, counts); the embedded
+    hashes are recomputed and must match."""
+    root = Cursor(path, "", read_json_file(path))
+    f = root.fields(("format", "version", "claim", "model", "domain", "tree", "merges"),
+                    ("counts", "meta"))
+    f["format"].string((FORMAT,))
+    if f["version"].integer() != VERSION:
+        raise f["version"].error(f"version {f['version'].value} is not supported")
+    if f["claim"].string() != CLAIM:
+        raise f["claim"].error(f'expected "{CLAIM}"')
+    e = f["model"].fields(("sha256", "model"))
+    m = e["model"]
+    if not isinstance(m.value, dict) or "format" not in m.value:
+        raise m.error('expected a model object with a "format"')
+    kind = m.child("format").string((MAXOUT, TRANSFORMER))
+    model = read_maxout(m) if kind == MAXOUT else read_transformer(m)
+    hashes = {"model": e["sha256"].string()}
+    if content_hash(model_to_json(model)) != hashes["model"]:
+        raise e["sha256"].error("does not match the embedded model")
+    df = f["domain"].fields(("sha256", "domain"))
+    domain = read_domain(df["domain"], model.input_dim)
+    hashes["domain"] = df["sha256"].string()
+    if content_hash(domain_to_json(domain)) != hashes["domain"]:
+        raise df["sha256"].error("does not match the embedded domain")
+    tree = read_tree(f["tree"], model.input_dim, model.out_dim)
+    merges = []
+    for mc in f["merges"].items(what="merge"):
+        i, j, q = mc.items(3, what="field", why="[leaf, leaf, point]")
+        merges.append((i.integer(0), j.integer(0), q.vector(model.input_dim,
+                                                           why="the input dimension")))
+    counts = f["counts"].value if "counts" in f else None
+    return model, domain, tree, tuple(merges), hashes, counts

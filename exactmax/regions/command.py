@@ -1,0 +1,211 @@
+"""``exactmax regions``: exact activation and linear region counts, with a certificate."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+EXIT_OK, EXIT_REJECTED, EXIT_UNKNOWN = 0, 1, 3
+
+DESCRIPTION = (
+    "Count exactly the activation regions (argmax / ReLU / attention patterns with non-empty "
+    "interior) and the linear regions (maximal connected unions of cells with one affine map, "
+    "joined across shared facets) of a Maxout network or hardmax Transformer on a bounded, "
+    "full-dimensional polyhedron. Cells come from recursive splitting with exact LP; the "
+    "kernel checks the split tree (the cells partition the domain, every argmax choice has a "
+    "Farkas proof, every cell's stated map is the model's, every cell has a point strictly "
+    "inside), the activation-pattern count, and each merge of two cells (a point of their "
+    "shared facet). That no other pair of same-map cells shares a facet is computed by the "
+    "producer (exact 2-D geometry, z3 over Q beyond). Exit 0 counted, 2 bad input, 3 unknown "
+    "(--max-cells reached); with --check-cert: 0 valid, 1 rejected.")
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser("regions", help="exact activation and linear region counts",
+                       description=DESCRIPTION)
+    r.add_argument("model", nargs="?", metavar="MODEL.json",
+                   help="an exactmax/maxout network or exactmax/transformer (hardmax)")
+    r.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    r.add_argument("--sawtooth", metavar="K,d,D",
+                   help="count the built-in sawtooth network sum_q S_K^D(x_q) on [0,1]^d "
+                   "(construction.md §5: exactly K^(d D) linear regions) instead of a file")
+    r.add_argument("--compile", action="store_true",
+                   help="count the compiled hardmax Transformer of the Maxout network "
+                   "(exactmax compile's construction) instead of the network itself")
+    r.add_argument("--save-model", metavar="OUT.json",
+                   help="write the model that was counted (e.g. the sawtooth network)")
+    r.add_argument("--max-cells", type=int, default=200000, metavar="N",
+                   help="give up (unknown, exit 3) beyond N cells (default 200000)")
+    r.add_argument("--cert", metavar="C.json",
+                   help="write the region certificate (model and domain embedded, SHA-256)")
+    r.add_argument("--check-cert", metavar="C.json",
+                   help="re-check a region certificate with the kernel alone (no z3) and "
+                   "print the counts it proves; no MODEL needed")
+    r.add_argument("--plot", metavar="regions.png",
+                   help="draw the cells coloured by linear region (2-D inputs; matplotlib)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.set_defaults(run=run)
+
+
+def _sawtooth(text: str):
+    from ..cli import UsageError
+    from .sawtooth import sawtooth_network
+    parts = text.split(",")
+    try:
+        k, d, D = (int(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"--sawtooth: expected three integers K,d,D such as 3,2,2, got "
+                         f"{text!r}") from None
+    if k < 2 or d < 1 or D < 1:
+        raise UsageError(f"--sawtooth: expected K >= 2, d >= 1, D >= 1, got {text!r}")
+    return sawtooth_network(k, d, D), f"sawtooth K={k}, d={d}, D={D}", k ** (d * D)
+
+
+def _progress():
+    start = time.monotonic()
+
+    def show(cells):
+        print(f"exactmax: {cells} cells, {time.monotonic() - start:.0f} s", file=sys.stderr,
+              flush=True)
+    return show
+
+
+def run(args) -> int:
+    from ..cli import UsageError
+    if args.check_cert:
+        if args.model or args.sawtooth:
+            raise UsageError("--check-cert: give the certificate only (it embeds the model)")
+        return _check(args)
+    if (args.model is None) == (args.sawtooth is None):
+        raise UsageError("give MODEL.json or --sawtooth K,d,D (one of them)")
+    if args.max_cells < 1:
+        raise UsageError(f"--max-cells: expected a positive integer, got {args.max_cells}")
+    from ..io import InputError, load_domain, load_model, model_to_json, write_json_atomic
+    from ..kernel.maxout import MaxoutNetwork
+    from ..kernel.polyhedron import Box
+    from .enumerate import (DomainProblem, NoCertificate, TooManyCells, Unsupported,
+                            count_regions)
+    expected = None
+    if args.sawtooth:
+        model, name, expected = _sawtooth(args.sawtooth)
+    else:
+        model, name = load_model(args.model), args.model
+    domain = load_domain(args.domain, model.input_dim) if args.domain else model.domain
+    where = args.domain or name
+    if domain is None:
+        raise UsageError(f"{name}: no domain; give one with --domain FILE (a bounded box or "
+                         "polyhedron)")
+    if domain.dim != model.input_dim:
+        raise InputError(where, "", f"the domain has dimension {domain.dim}, the model's "
+                         f"input {model.input_dim}")
+    if args.compile:
+        if not isinstance(model, MaxoutNetwork):
+            raise UsageError("--compile: expected a Maxout network, got a Transformer")
+        from ..construct.bounds import DomainError
+        from ..construct.transformer import compile_transformer
+        try:
+            model = compile_transformer(model, domain).transformer
+        except DomainError as e:
+            raise InputError(where, "domain", str(e)) from None
+        name += " (compiled Transformer)"
+    if args.plot and model.input_dim != 2:
+        raise UsageError(f"--plot: draws 2-D inputs only; the model has {model.input_dim}")
+    if args.plot:
+        from .plot import PIP_HINT
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError(f"--plot needs matplotlib, which is not installed: "
+                             f"{PIP_HINT}") from None
+    if args.save_model:
+        write_json_atomic(args.save_model, model_to_json(model))
+    try:
+        rc = count_regions(model, domain, max_cells=args.max_cells,
+                           progress=None if args.json else _progress())
+    except DomainProblem as e:
+        raise InputError(where, "domain", str(e)) from None
+    except Unsupported as e:
+        raise InputError(name, "", f"{e}: its regions are not those of a piecewise linear "
+                         "function") from None
+    except (TooManyCells, NoCertificate) as e:
+        reason = str(e)
+        if args.json:
+            print(json.dumps({"model": name, "activation_regions": None,
+                              "linear_regions": None, "reason": reason}))
+        else:
+            print(f"unknown: {name}: {reason}")
+        return EXIT_UNKNOWN
+    kind = "maxout" if isinstance(model, MaxoutNetwork) else "transformer"
+    counts = {"activation_regions": rc.activation_regions,
+              "linear_regions": rc.linear_regions, "cells": len(rc.cells),
+              "distinct_maps": rc.distinct_maps, "merge_components": rc.merge_components}
+    if args.cert:
+        from .certfile import certificate_to_json
+        write_json_atomic(args.cert, certificate_to_json(model, domain, rc.certificate, counts))
+    if args.plot:
+        from ..prove.lp import analyze_domain
+        rep = analyze_domain(domain)
+        box = domain if isinstance(domain, Box) else Box(rep.lower, rep.upper)
+        from .plot import plot_regions
+        plot_regions(rc, box, args.plot, f"{name}: {rc.linear_regions} linear regions")
+    if args.json:
+        out = {"model": name, "kind": kind, **counts,
+               "linear_certified": rc.distinct_maps == rc.merge_components,
+               "time_s": round(rc.stats["time_s"], 3),
+               "stats": {k: (round(v, 3) if isinstance(v, float) else v)
+                         for k, v in rc.stats.items() if k != "time_s"},
+               "certificate": args.cert, "plot": args.plot}
+        if expected is not None:
+            out["expected_linear_regions"] = expected
+        print(json.dumps(out))
+        return EXIT_OK
+    bound = (f"linear regions = {rc.linear_regions} distinct maps" if
+             rc.distinct_maps == rc.merge_components else
+             f"{rc.distinct_maps} distinct maps <= linear regions <= "
+             f"{rc.merge_components} merge components")
+    print(f"{name}: {rc.activation_regions} activation regions, {rc.linear_regions} linear "
+          f"regions on the domain ({len(rc.cells)} cells, {rc.stats['time_s']:.2f} s)")
+    print(f"  kernel-checked: the cell partition, every cell's map and interior point, the "
+          f"activation patterns, {len(rc.certificate.merges)} merges; {bound}")
+    if expected is not None:
+        print(f"  expected K^(d D) = {expected}: "
+              f"{'equal' if expected == rc.linear_regions else 'DIFFERENT'}")
+    if args.cert:
+        print(f"  certificate written to {args.cert}")
+    if args.plot:
+        print(f"  plot written to {args.plot}")
+    return EXIT_OK
+
+
+def _check(args) -> int:
+    """Kernel only: no z3, no producer."""
+    from ..kernel.errors import CheckFailed
+    from ..kernel.maxout import MaxoutNetwork
+    from ..kernel.program import Unsupported, program_of_maxout, program_of_transformer
+    from ..kernel.regions import check_region_count
+    from .certfile import load_region_certificate
+    model, domain, tree, merges, hashes, claimed = load_region_certificate(args.check_cert)
+    t0 = time.monotonic()
+    try:
+        prog = program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
+            program_of_transformer(model)
+        act, lower, upper = check_region_count(prog, domain.as_polyhedron(), tree, merges)
+    except (CheckFailed, Unsupported) as e:
+        if args.json:
+            print(json.dumps({"valid": False, "reason": str(e)}))
+        else:
+            print(f"rejected: {e}")
+        return EXIT_REJECTED
+    out = {"valid": True, "activation_regions": act, "distinct_maps": lower,
+           "merge_components": upper, "sha256": hashes,
+           "time_s": round(time.monotonic() - t0, 3)}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        lin = (f"exactly {lower}" if lower == upper else
+               f"between {lower} and {upper} (the producer claimed "
+               f"{(claimed or {}).get('linear_regions', '?')})")
+        print(f"valid: the kernel checked the cell partition; {act} activation regions; "
+              f"linear regions {lin} (model sha256 {hashes['model'][:16]}...)")
+    return EXIT_OK

@@ -1,0 +1,40 @@
+"""Draw the cells and linear regions of a 2-D region count (matplotlib, optional).
+
+Each cell's closure is an exact polygon (``geometry.polygon``); polygons are filled with one
+colour per linear region, cell edges inside a linear region are drawn thin and light, so the
+boundaries of linear regions stand out.  Coordinates are converted to floats for drawing only.
+"""
+
+from __future__ import annotations
+
+from ..kernel.polyhedron import Box
+from .geometry import polygon
+
+PIP_HINT = "pip install matplotlib (or pip install 'exactmax[plot]')"
+
+
+def plot_regions(count, box: Box, path: str, title: str = "") -> None:
+    """Write a picture of ``count`` (a 2-D RegionCount) to ``path`` (format from the suffix)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Polygon as Patch
+    except ImportError:
+        raise ImportError(f"--plot needs matplotlib, which is not installed: {PIP_HINT}") from None
+    cmap = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(6, 6))
+    for cell, region in zip(count.cells, count.region_of):
+        pts = [(float(x), float(y)) for x, y in polygon(cell.rows, box)]
+        if len(pts) >= 3:
+            ax.add_patch(Patch(pts, closed=True, facecolor=cmap(region % 20),
+                               edgecolor="white", linewidth=0.3))
+    ax.set_xlim(float(box.lower[0]), float(box.upper[0]))
+    ax.set_ylim(float(box.lower[1]), float(box.upper[1]))
+    ax.set_aspect("equal")
+    ax.set_xlabel("x0")
+    ax.set_ylabel("x1")
+    ax.set_title(title or f"{count.linear_regions} linear regions, "
+                 f"{count.activation_regions} activation regions")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
