@@ -1,5 +1,6 @@
-From ExactMax Require Import Checker Sound Build Maxout Transformer Export.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise.
 Print Assumptions check_cert_sound.
 Print Assumptions maxout_program_correct.
 Print Assumptions transformer_program_correct.
 Print Assumptions equiv_sound.
+Print Assumptions layerwise_sound.
