@@ -675,6 +675,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(run=cmd_info)
     from .cpwl import command as cpwl_command
     cpwl_command.add_parser(sub)
+    from .regions import theorem44 as theorem44_command
+    theorem44_command.add_parser(sub)
     from .regions import command as regions_command
     regions_command.add_parser(sub)
     return p
