@@ -154,9 +154,11 @@ def test_a_changed_transformer_weight_fails_coqc(library, tmp_path, tent_transfo
 
 
 def test_what_the_library_cannot_state_yet_is_refused_with_a_reason(tmp_path, capsys):
-    cert = tmp_path / "tf.json"
-    assert main(["verify", os.path.join(EX, "tent.json"), "--cert", str(cert), "--json",
-                 "--no-search"]) == 0
+    # a layerwise certificate between two Maxout networks (equiv compares them layer by layer)
+    cert = tmp_path / "mm.json"
+    assert main(["equiv", os.path.join(EX, "tent.json"), os.path.join(EX, "tent_reordered.json"),
+                 "--cert", str(cert), "--json", "--no-search"]) == 0
+    assert "layerwise" in json.loads(cert.read_text())
     assert main(["export-coq", str(cert), "-o", str(tmp_path / "T.v")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("exactmax: error: ") and err.count("\n") == 1
@@ -183,3 +185,85 @@ def test_the_readme_example_uses_an_exported_theorem_in_a_users_own_file(tmp_pat
     r = subprocess.run(["coqc", "-Q", PROOFS, "ExactMax", "-no-glob", "UseTent.v"],
                        cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ------------------------------------------------------------------ layerwise certificates
+
+LAYERWISE = ("tent.json", "relu_triangle.json", "maxout_d3_w4_r3.json")
+
+
+@pytest.fixture(scope="module")
+def layerwise(tmp_path_factory):
+    """verify's default certificates (layerwise) of the examples against their Transformers."""
+    d = tmp_path_factory.mktemp("lw")
+    out = {}
+    for name in LAYERWISE:
+        cert = d / name
+        assert main(["verify", os.path.join(EX, name), "--cert", str(cert), "--json",
+                     "--no-search"]) == 0
+        out[name] = json.loads(cert.read_text())
+        assert "layerwise" in out[name]
+    return out
+
+
+def test_layerwise_certificates_of_the_examples_export_and_coq_accepts_them(library, layerwise,
+                                                                           tmp_path, capsys):
+    for i, name in enumerate(LAYERWISE):
+        assert export(tmp_path, layerwise[name], f"Layerwise{i}") == 0, name
+        assert "theorem net_equiv proved in Coq" in capsys.readouterr().out
+        text = (tmp_path / f"Layerwise{i}.v").read_text()
+        assert "transformerR net_b x = maxoutR net_a x" in text
+        assert "exact (layerwise_sound net_a net_b" in text     # the composition theorem
+        assert "Definition net_b_ff0_W1 : mat :=" in text      # the Transformer, readable
+        dom = layerwise[name]["domain"]["domain"]
+        assert ("in_box lower upper x" if "box" in dom else "in_poly A b x") in text
+
+
+def _first_farkas(claims):
+    """The first non-empty Farkas list of a choice in the claims' trees."""
+    for claim in claims:
+        for n in walk(claim["tree"]):
+            for ch in n.get("leaf", n).get("choices", ()):
+                for p in ch["proofs"]:
+                    if isinstance(p, list) and p:
+                        return p
+    raise AssertionError("no Farkas proof")
+
+
+def _bump(pair):
+    pair[1] = pair[1] + "1" if "/" in pair[1] else str(int(pair[1]) + 1)
+
+
+def test_a_tampered_layerwise_certificate_fails_coqc(library, layerwise, tmp_path, capsys):
+    tent, tri = layerwise["tent.json"], layerwise["relu_triangle.json"]
+    tampered = []
+    # one box bound: B_1 no longer contains the image of B_0
+    cert = copy.deepcopy(tent)
+    cert["layerwise"]["boxes"][1]["upper"][0] = "0"
+    tampered.append(("Box", cert))
+    # one bound of B_0 over a polyhedral domain: a multiplier of its Farkas proof
+    cert = copy.deepcopy(tri)
+    _bump(cert["layerwise"]["box_proofs"][0][0][0])
+    tampered.append(("BoxProof", cert))
+    # one multiplier of a claim's tree
+    cert = copy.deepcopy(tent)
+    _bump(_first_farkas(cert["layerwise"]["layers"][1])[0])
+    tampered.append(("Multiplier", cert))
+    # one choice: another argument, with the old proofs
+    cert = copy.deepcopy(tent)
+    ch = next(ch for claim in cert["layerwise"]["layers"][0] for n in walk(claim["tree"])
+              for ch in n.get("leaf", n).get("choices", ()) if len(ch["proofs"]) > 1)
+    ch["k"] = (ch["k"] + 1) % len(ch["proofs"])
+    tampered.append(("Choice", cert))
+    # one weight of the Maxout network, its hash recomputed so that the certificate loads
+    cert = copy.deepcopy(tent)
+    net = cert["models"]["a"]["model"]
+    net["layers"][1]["units"][0]["pieces"][0]["b"] = "1/1000"
+    cert["models"]["a"]["sha256"] = content_hash(net)
+    tampered.append(("Weight", cert))
+    for name, cert in tampered:
+        assert kernel(tmp_path, cert) == 1, name
+        capsys.readouterr()
+        assert export(tmp_path, cert, f"Tampered{name}") == 1, name
+        out = capsys.readouterr().out      # rejected by the check, not by a typo of the writer
+        assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name

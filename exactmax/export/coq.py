@@ -149,6 +149,7 @@ class _TreeWriter:
 
     t: _Tables
     domain_rows: int
+    prefix: str = "t"       # names of the tree's nodes (one prefix per tree of a file)
 
     def farkas(self, F) -> str:
         """A Farkas list; as machine integers (``farkas_ints``, read several times faster
@@ -235,7 +236,7 @@ class _TreeWriter:
                 else:
                     text = (f"Split {self.aff(node.a, node.c)} {self.choices(mine)} "
                             f"{names[id(node.ge)]} {names[id(node.lt)]}")
-            n = f"t{len(names)}"
+            n = f"{self.prefix}{len(names)}"
             self.t.lines.append(f"Definition {n} : tree := {text}.")
             names[id(node)] = n
         return names[id(tree)]
@@ -246,12 +247,10 @@ class _TreeWriter:
 
 def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
     """The text of a Coq file proving b = a on the domain from the certificate ``tree``."""
-    if isinstance(tree, LayerwiseCertificate):
-        raise ExportUnsupported(
-            "this is a layerwise certificate; the Coq library has no composition lemma yet, "
-            "so export-coq needs a monolithic one (--strategy monolithic --cert C.json)")
     if a.input_dim != b.input_dim:
         raise ExportUnsupported("the two models have different input dimensions")
+    if isinstance(tree, LayerwiseCertificate):
+        return _export_layerwise(a, b, domain, tree, module)
     t = _Tables("c")
     da, ta, term_a, ca, fa = _model(a, "net_a")
     db, tb, term_b, cb, fb = _model(b, "net_b")
@@ -309,6 +308,99 @@ Proof.
   intros x Hd Hx.
   exact (equiv_sound ({ca} net_a) ({cb} net_b) _ certificate certificate_checks x Hd
            ({sound} _ _ x Hx)).
+Qed.
+"""
+
+
+def _domain_text(domain) -> tuple[str, str, str]:
+    """(definitions, the statement x in D, the Layerwise.domain term) of a domain."""
+    if isinstance(domain, Box):
+        return (f"Definition lower : list Q := {_qlist(domain.lower)}.\n"
+                f"Definition upper : list Q := {_qlist(domain.upper)}.\n",
+                "in_box lower upper x", "(DBox lower upper)")
+    P = domain.as_polyhedron()
+    return ("Definition A : list (list Q) := [" + "; ".join(_qlist(r) for r in P.A) + "].\n"
+            + f"Definition b : list Q := {_qlist(P.b)}.\n", "in_poly A b x", "(DPoly A b)")
+
+
+def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) -> str:
+    """A layerwise certificate (kernel/layerwise.py): the models, the boxes B_0 .. B_{D-1},
+    the Farkas proofs of B_0 for a polyhedral domain, and per layer the claims (outputs and a
+    split tree over the layer's box, program 0 the encoded Maxout layer, program 1 the
+    Transformer's three sub-layers); ``net_equiv`` follows from ``layerwise_sound`` of
+    ``proofs/Layerwise.v``, the composition theorem proved once."""
+    if not (isinstance(net, MaxoutNetwork) and isinstance(tf, Transformer)):
+        raise ExportUnsupported(
+            "layerwise certificates between two Maxout networks are not stated in Coq yet; "
+            "export a monolithic one (equiv --strategy monolithic --cert C.json)")
+    t = _Tables("c")
+    dt, term_tf = _transformer_defs(tf, "net_b")
+    trees = []
+    for l, claims in enumerate(cert.layers):
+        rows = 2 * cert.boxes[l].dim
+        layer = []
+        for j, claim in enumerate(claims):
+            root = _TreeWriter(t, rows, f"t{l}_{j}_").tree(claim.tree)
+            outs = "; ".join(str(o) for o in claim.outputs)
+            layer.append(f"{{| cl_outs := [{outs}]%nat; cl_tree := {root} |}}")
+        trees.append(f"Definition claims{l} : list claim :=\n  [" + ";\n   ".join(layer) + "].")
+    fw = _TreeWriter(t, 0)
+    proofs = "[]" if cert.box_proofs is None else "[" + ";\n   ".join(
+        f"({fw.farkas(up)}, {fw.farkas(low)})" for up, low in cert.box_proofs) + "]"
+    boxes = "[" + ";\n   ".join(f"({_qlist(B.lower)}, {_qlist(B.upper)})"
+                                  for B in cert.boxes) + "]"
+    dom_defs, in_dom, dom = _domain_text(domain)
+    layers = "; ".join(f"claims{l}" for l in range(len(cert.layers)))
+    return f"""(* {module}.v -- written by exactmax export-coq from a layerwise certificate.  Check it with
+     coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
+   The theorem at the end says that the Transformer below equals the Maxout network at every
+   real point of the domain.  Nothing else in this file needs to be read: the certificate
+   (boxes, per-layer claims with split trees and Farkas multipliers) is checked by the
+   library's proved checker (proofs/Layerwise.v, layerwise_ok), the per-layer programs are
+   built from the models by the library's proved translations, and the composition of the
+   layers is the library's theorem layerwise_sound. *)
+
+From Coq Require Import QArith Reals List Uint63.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise.
+Import ListNotations.
+Open Scope Q_scope.
+
+(** The models, as a user wrote them *)
+
+Definition net_a : maxout :=
+{_maxout_term(net)}.
+
+{dt}Definition net_b : transformer :=
+{term_tf}.
+
+(** The domain *)
+
+{dom_defs}
+(** The certificate: boxes, and per layer the claims; shared parts defined once *)
+
+{chr(10).join(t.lines)}
+
+{chr(10).join(trees)}
+
+Definition boxes : list (list Q * list Q) :=
+  {boxes}.
+
+Definition box_proofs : list (farkas * farkas) :=
+  {proofs}.
+
+Definition certificate : lw_cert :=
+  {{| lw_boxes := boxes; lw_box_proofs := box_proofs; lw_claims := [{layers}] |}}.
+
+Lemma certificate_checks : layerwise_ok net_a net_b {dom} certificate = true.
+Proof. vm_cast_no_check (eq_refl true). Qed.
+
+(** The theorem *)
+
+Theorem net_equiv : forall x : list R,
+  length x = {net.input_dim}%nat -> {in_dom} -> transformerR net_b x = maxoutR net_a x.
+Proof.
+  intros x Hd Hx.
+  exact (layerwise_sound net_a net_b {dom} certificate certificate_checks x Hd Hx).
 Qed.
 """
 
