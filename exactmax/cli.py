@@ -677,6 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(run=cmd_info)
     from .cpwl import command as cpwl_command
     cpwl_command.add_parser(sub)
+    cpwl_command.add_approx_parser(sub)
     from .regions import theorem44 as theorem44_command
     theorem44_command.add_parser(sub)
     from .regions import command as regions_command

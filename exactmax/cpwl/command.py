@@ -146,3 +146,113 @@ def check_chain(net: MaxoutNetwork, ref: MaxoutNetwork, timeout_s: float) -> dic
     result["transformer"]["sublayers"] = len(tf.sublayers)
     return result
 
+
+
+# ------------------------------------------------------------------------- approx-convex
+
+APPROX_DESCRIPTION = """\
+The convex Lipschitz corollary: tangent planes of a convex polynomial f at a grid of spacing
+<= h on a box (both ends of every side included) give a max-affine network g (one Maxout unit,
+rank = number of distinct tangent planes) with 0 <= f - g <= L sqrt(d) h, L = max |grad f|.
+Everything is exact: f must be a polynomial with rational coefficients (decimals read exactly;
+exp, sqrt(2), 1/x and the like are refused), its convexity on the box is checked exactly
+(quadratics in any dimension by the Hessian, 1-D polynomials by f''), L is exact, the bound
+is exact or rounded up to a rational (said which), and for d <= 2 the true maximum of f - g
+is computed exactly (at a vertex of a cell). A box side with a negative lower end is written
+with '=' and quoted: --box="-1,1;-1,1"."""
+
+
+def add_approx_parser(sub) -> None:
+    p = sub.add_parser("approx-convex", help="max-affine network of a convex polynomial "
+                       "(tangent planes on a grid), with its error bound",
+                       description=APPROX_DESCRIPTION)
+    p.add_argument("expr", metavar="EXPR", help='a polynomial in sympy syntax, ^ or ** for '
+                   'powers, e.g. "x^2 + x*y/2 + y^2"')
+    p.add_argument("--box", required=True, metavar="LO,HI;LO,HI",
+                   help="one interval per variable, separated by ';' (exact numbers)")
+    p.add_argument("--h", required=True, metavar="H", help="grid spacing (an exact number > 0)")
+    p.add_argument("--vars", metavar="X,Y",
+                   help="the variables in order (default: the expression's, sorted by name)")
+    p.add_argument("-o", "--output", required=True, metavar="NET.json",
+                   help="where to write the exactmax/maxout network (domain: the box)")
+    p.add_argument("--max-points", type=int, default=10000, metavar="N",
+                   help="refuse grids of more than N points (default 10000)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run_approx)
+
+
+def parse_box(text: str) -> "Box":
+    """"lo,hi;lo,hi" -> Box; UsageError naming the side and the problem."""
+    from ..cli import UsageError
+    from ..io.numbers import NumberSyntaxError, parse_rational
+    from ..kernel.polyhedron import Box
+    lower, upper = [], []
+    for i, side in enumerate(text.split(";")):
+        parts = [t.strip() for t in side.split(",")]
+        if len(parts) != 2:
+            raise UsageError(f"--box: side {i}: expected \"lo,hi\", got {side.strip()!r}")
+        try:
+            lo, hi = (parse_rational(t) for t in parts)
+        except NumberSyntaxError as e:
+            raise UsageError(f"--box: side {i}: {e}") from None
+        if not lo < hi:
+            raise UsageError(f"--box: side {i}: expected lo < hi, got {lo}, {hi}")
+        lower.append(lo)
+        upper.append(hi)
+    return Box(tuple(lower), tuple(upper))
+
+
+def run_approx(args) -> int:
+    from ..cli import UsageError
+    from ..io import model_to_json, write_json_atomic
+    from ..io.numbers import NumberSyntaxError, parse_rational
+    from .convex import NotExact, approximate_convex, parse_polynomial
+    box = parse_box(args.box)
+    try:
+        h = parse_rational(args.h)
+    except NumberSyntaxError as e:
+        raise UsageError(f"--h: {e}") from None
+    if not h > 0:
+        raise UsageError(f"--h: expected a positive spacing, got {h}")
+    names = None
+    if args.vars:
+        names = tuple(v.strip() for v in args.vars.split(","))
+        if not all(n.isidentifier() for n in names) or len(set(names)) != len(names):
+            raise UsageError(f"--vars: expected distinct names separated by commas, got "
+                             f"{args.vars!r}")
+    try:
+        f = parse_polynomial(args.expr, names)
+        a = approximate_convex(f, box, h, args.max_points)
+    except NotExact as e:
+        raise UsageError(f"EXPR: {e}") from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    obj = model_to_json(a.net)
+    obj["meta"] = {"approx_convex": {"expr": args.expr, "vars": list(f.names), "h": q_str(h)}}
+    write_json_atomic(args.output, obj)
+    err = a.max_error
+    out = {"expr": args.expr, "vars": list(f.names), "dim": len(f.names),
+           "box": [[q_str(lo), q_str(hi)] for lo, hi in zip(box.lower, box.upper)],
+           "h": q_str(h), "grid_points": a.grid_points, "rank": a.pieces,
+           "output": args.output, "convexity": a.convexity,
+           "lipschitz_squared": q_str(a.lipschitz_squared),
+           "bound": q_str(a.bound), "bound_is": "exact" if a.bound_exact else "upper bound",
+           "max_error": q_str(err[0]) if err else None,
+           "max_error_at": [q_str(v) for v in err[1]] if err else None}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"wrote {args.output}: one Maxout unit of rank {a.pieces} ({a.grid_points} grid "
+          f"points, spacing {q_str(h)}) on " +
+          " x ".join(f"[{lo}, {hi}]" for lo, hi in out["box"]))
+    print(f"convexity: {a.convexity}")
+    rel = "=" if a.bound_exact else "<="
+    print(f"bound: 0 <= f - g <= L sqrt(d) h {rel} {out['bound']} (L^2 = "
+          f"{out['lipschitz_squared']}, exact; " +
+          ("the bound is exact)" if a.bound_exact else "sqrt rounded up to a rational)"))
+    if err:
+        print(f"true maximum error: max (f - g) = {out['max_error']} (exact), at x = (" +
+              ", ".join(out["max_error_at"]) + ")")
+    else:
+        print("true maximum error: not computed (d > 2)")
+    return 0
