@@ -1,0 +1,103 @@
+"""exactmax regions: output, JSON keys, certificates re-checked by the kernel, bad input."""
+
+import json
+import os
+
+import pytest
+
+from exactmax.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TENT = os.path.join(ROOT, "examples", "tent.json")
+
+
+def _domain(tmp_path, body, name="d.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps({"format": "exactmax/domain", "version": 1, **body}))
+    return str(p)
+
+
+def test_json_keys_and_sawtooth(capsys):
+    assert main(["regions", "--sawtooth", "3,2,2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["activation_regions"] == out["linear_regions"] == 81
+    assert out["expected_linear_regions"] == 81 and out["kind"] == "maxout"
+    assert main(["regions", "--sawtooth", "2,1,3", "--compile", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["linear_regions"] == 8 and out["kind"] == "transformer"
+    assert out["linear_certified"] is True     # 1-D: 8 distinct maps, the kernel's bound
+
+
+def test_text_output(capsys):
+    assert main(["regions", TENT]) == 0
+    out = capsys.readouterr().out
+    assert "activation regions" in out and "linear regions on the domain" in out
+    assert "kernel-checked" in out
+
+
+def test_certificate_round_trip_and_tampering(tmp_path, capsys):
+    cert = str(tmp_path / "c.json")
+    assert main(["regions", TENT, "--cert", cert, "--json"]) == 0
+    counted = json.loads(capsys.readouterr().out)
+    assert main(["regions", "--check-cert", cert, "--json"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    assert checked["valid"] and checked["activation_regions"] == counted["activation_regions"]
+    assert checked["merge_components"] == counted["linear_regions"]
+    data = json.loads(open(cert).read())
+    node = data["tree"]
+    while "split" in node:
+        node = node["ge"]
+    node["region"]["b"][0] = "12345/7"          # a wrong affine map
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert main(["regions", "--check-cert", str(bad)]) == 1
+    assert "rejected" in capsys.readouterr().out
+    data = json.loads(open(cert).read())
+    data["model"]["model"]["layers"][0]["units"][0]["pieces"][0]["b"] = "7"
+    bad.write_text(json.dumps(data))
+    assert main(["regions", "--check-cert", str(bad)]) == 2
+    assert "sha256" in capsys.readouterr().err
+
+
+def test_unbounded_empty_and_flat_domains(tmp_path, capsys):
+    unb = _domain(tmp_path, {"polyhedron": {"A": [[1, 0]], "b": [1]}})
+    assert main(["regions", TENT, "--domain", unb]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("exactmax: error: ") and "unbounded" in err and err.count("\n") == 1
+    empty = _domain(tmp_path, {"box": {"lower": [1, 0], "upper": [0, 1]}})
+    assert main(["regions", TENT, "--domain", empty]) == 2
+    assert "empty" in capsys.readouterr().err
+    flat = _domain(tmp_path, {"polyhedron": {"A": [[1, 0], [-1, 0], [0, 1], [0, -1]],
+                                             "b": [0, 0, 1, 1]}})
+    assert main(["regions", TENT, "--domain", flat]) == 2
+    assert "interior" in capsys.readouterr().err
+
+
+def test_usage_errors(tmp_path, capsys):
+    assert main(["regions"]) == 2
+    assert "MODEL.json or --sawtooth" in capsys.readouterr().err
+    assert main(["regions", "--sawtooth", "3,2"]) == 2
+    assert "K,d,D" in capsys.readouterr().err
+    assert main(["regions", "--sawtooth", "1,2,2"]) == 2
+    capsys.readouterr()
+    assert main(["regions", "--sawtooth", "2,1,2", "--plot", str(tmp_path / "p.png")]) == 2
+    assert "2-D" in capsys.readouterr().err
+
+
+def test_max_cells_gives_unknown(capsys):
+    assert main(["regions", "--sawtooth", "3,2,2", "--max-cells", "5", "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["linear_regions"] is None and "5 cells" in out["reason"]
+
+
+def test_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "r.png"
+    assert main(["regions", "--sawtooth", "2,2,2", "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["regions", "--help"])
+    assert "linear regions" in capsys.readouterr().out
