@@ -1,8 +1,8 @@
 """Draw the cells and linear regions of a 2-D region count (matplotlib, optional).
 
-Each cell's closure is an exact polygon (``geometry.polygon``); polygons are filled with one
-colour per linear region, cell edges inside a linear region are drawn thin and light, so the
-boundaries of linear regions stand out.  Coordinates are converted to floats for drawing only.
+Each cell's closure is an exact polygon (``geometry.polygon``), filled with the colour of its
+linear region (20 colours, cycled) and outlined thinly in white.  Coordinates are converted to
+floats for drawing only.
 """
 
 from __future__ import annotations
