@@ -652,8 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "that forall x : list R, length x = d -> x in the domain -> "
                        "net_b x = net_a x. Monolithic certificates (verify --strategy monolithic) "
                        "between Maxout networks and hardmax Transformers are supported, and "
-                       "layerwise ones (verify's default) of a Transformer against its Maxout "
-                       "network, proved by the composition theorem of proofs/Layerwise.v. With --check, run coqc on it: exit 0 when Coq "
+                       "layerwise ones (verify's default; equiv's for two Maxout networks of the "
+                       "same widths), proved by the composition theorems of "
+                       "proofs/Layerwise.v. With --check, run coqc on it: exit 0 when Coq "
                        "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.")
     x.add_argument("cert", metavar="CERT.json[.gz]", help="an exactmax/certificate")
     x.add_argument("-o", "--output", required=True, metavar="NetEquiv.v",

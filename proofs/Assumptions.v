@@ -4,3 +4,4 @@ Print Assumptions maxout_program_correct.
 Print Assumptions transformer_program_correct.
 Print Assumptions equiv_sound.
 Print Assumptions layerwise_sound.
+Print Assumptions mm_layerwise_sound.

@@ -644,3 +644,118 @@ Proof.
   rewrite E. unfold maxoutR. fold (phiR (mo_out net) (layersR (mo_layers net) x)).
   exact (readout_ok_sound tf _ _ H4 L).
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * Two Maxout networks of the same widths, layer by layer *)
+
+(* layer_programs of layerwise.py for two Maxout networks: one token, no positional vector
+   (the zero vector of d_m coordinates), so encode(h) is place(h) *)
+
+Local Open Scope Q_scope.
+
+(* the length of Phi(h): the layer's units, or the output map's rows *)
+Definition out_len (L : list (list piece)) (out : option (mat * list Q)) : nat :=
+  match out with None => length L | Some (W, b) => Nat.min (length W) (length b) end.
+
+Fixpoint mm_layers_ok (dm : nat) (outa outb : option (mat * list Q))
+         (La Lb : list (list (list piece))) (boxes : list (list Q * list Q))
+         (cls : list (list claim)) : bool :=
+  let z := [repeat 0 dm] in
+  match La, Lb, boxes, cls with
+  | A :: La', B :: Lb', (lo, hi) :: boxes', C :: cls' =>
+      match La', Lb', boxes', cls' with
+      | [], [], [], [] =>
+          (out_len A outa =? out_len B outb)%nat && (out_len A outa <=? dm)%nat &&
+          layer_ok (enc_layer_program A outa (length lo) dm z)
+                   (enc_layer_program B outb (length lo) dm z) (rows_of_box lo hi) C
+      | _ :: _, _ :: _, (lo', hi') :: _, _ :: _ =>
+          (length A =? length B)%nat && (length A <=? dm)%nat && image_ok A lo hi lo' hi' &&
+          layer_ok (enc_layer_program A None (length lo) dm z)
+                   (enc_layer_program B None (length lo) dm z) (rows_of_box lo hi) C &&
+          mm_layers_ok dm outa outb La' Lb' boxes' cls'
+      | _, _, _, _ => false
+      end
+  | _, _, _, _ => false
+  end.
+
+(* d_m: the token width of the encoded layers (max of the widths and the output dimension) *)
+Definition mm_layerwise_ok (a b : maxout) (D : domain) (dm : nat) (c : lw_cert) : bool :=
+  (mo_dim a =? mo_dim b)%nat &&
+  match lw_boxes c with
+  | (lo, hi) :: _ =>
+      b0_ok D (mo_dim a) lo hi (lw_box_proofs c) &&
+      mm_layers_ok dm (mo_out a) (mo_out b) (mo_layers a) (mo_layers b) (lw_boxes c) (lw_claims c)
+  | [] => false
+  end.
+
+Local Open Scope R_scope.
+
+Lemma out_len_length : forall L out h, length (phiR out (layerR L h)) = out_len L out.
+Proof.
+  intros L [[W b]|] h; cbn.
+  - unfold affineR. rewrite map_length, combine_length. reflexivity.
+  - unfold layerR. apply map_length.
+Qed.
+
+(* place(u) = place(v) with u, v of the same length k <= d_m means u = v *)
+Lemma enc_zero_inj : forall dm (u v : list R), length u = length v -> (length u <= dm)%nat ->
+  concat (encR dm [repeat 0%Q dm] u) = concat (encR dm [repeat 0%Q dm] v) -> u = v.
+Proof.
+  intros dm u v Hl Hd H. unfold encR in H. cbn [map concat] in H. rewrite !app_nil_r in H.
+  apply (nth_ext _ _ 0 0 Hl). intros i Hi.
+  assert (Hin : In i (seq 0 dm)) by (apply in_seq; lia).
+  pose proof (map_eq_in _ _ _ i H Hin) as E. cbn beta in E. lra.
+Qed.
+
+Lemma mm_step : forall dm A B oa ob lo hi C h,
+  layer_ok (enc_layer_program A oa (length lo) dm [repeat 0%Q dm])
+           (enc_layer_program B ob (length lo) dm [repeat 0%Q dm]) (rows_of_box lo hi) C = true ->
+  in_box lo hi h ->
+  concat (encR dm [repeat 0%Q dm] (phiR oa (layerR A h))) =
+  concat (encR dm [repeat 0%Q dm] (phiR ob (layerR B h))).
+Proof.
+  intros dm A B oa ob lo hi C h Hl Hh. pose proof (in_box_length _ _ _ Hh) as Hn.
+  pose proof (layer_ok_sound _ _ _ _ h Hl (box_rows_sound lo hi h Hh)) as E.
+  rewrite !(enc_layer_correct _ _ _ dm _ h Hn) in E. exact E.
+Qed.
+
+Lemma mm_layers_ok_sound : forall dm oa ob La Lb boxes cls lo hi h,
+  mm_layers_ok dm oa ob La Lb boxes cls = true -> hd_error boxes = Some (lo, hi) -> in_box lo hi h ->
+  phiR ob (layersR Lb h) = phiR oa (layersR La h).
+Proof.
+  intros dm oa ob La. induction La as [|A La IH]; intros [|B Lb] boxes cls lo hi h H Hb Hh;
+    [discriminate | discriminate | discriminate|].
+  destruct boxes as [|[lo0 hi0] boxes]; [discriminate|]. cbn in Hb. inversion Hb; subst lo0 hi0.
+  destruct cls as [|C cls]; [discriminate|]. cbn [mm_layers_ok] in H.
+  destruct La as [|A' La'].
+  - destruct Lb; [|discriminate]. destruct boxes; [|discriminate]. destruct cls; [|discriminate].
+    apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+    apply Nat.eqb_eq in H1. apply Nat.leb_le in H2. cbn [layersR]. symmetry.
+    apply (enc_zero_inj dm); [rewrite !out_len_length; exact H1 | rewrite out_len_length; exact H2|].
+    exact (mm_step dm A B oa ob lo hi C h H3 Hh).
+  - destruct Lb as [|B' Lb']; [discriminate|].
+    destruct boxes as [|[lo' hi'] boxes]; [discriminate|]. destruct cls as [|C' cls]; [discriminate|].
+    apply andb_true_iff in H as [H H5]. apply andb_true_iff in H as [H H4].
+    apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+    apply Nat.eqb_eq in H1. apply Nat.leb_le in H2.
+    assert (E : layerR A h = layerR B h).
+    { pose proof (mm_step dm A B None None lo hi C h H4 Hh) as E. cbn [phiR] in E.
+      apply (enc_zero_inj dm) in E; [exact E | unfold layerR; rewrite !map_length; exact H1 |
+                                    unfold layerR; rewrite map_length; exact H2]. }
+    cbn [layersR]. rewrite <- E.
+    exact (IH (B' :: Lb') _ _ lo' hi' _ H5 eq_refl (image_sound A lo hi lo' hi' h H3 Hh)).
+Qed.
+
+(** A layerwise certificate between two Maxout networks that checks proves that they agree
+    at every real point of the domain. *)
+Theorem mm_layerwise_sound : forall a b D dm c, mm_layerwise_ok a b D dm c = true ->
+  forall x : list R, length x = mo_dim a -> in_domain D x -> maxoutR b x = maxoutR a x.
+Proof.
+  intros a b D dm c H x Hd Hx. unfold mm_layerwise_ok in H.
+  apply andb_true_iff in H as [_ H].
+  destruct (lw_boxes c) as [|[lo hi] boxes] eqn:Eb; [discriminate|].
+  apply andb_true_iff in H as [H1 H2].
+  pose proof (b0_sound D _ lo hi _ x H1 Hd Hx) as Hin. rewrite <- Eb in H2.
+  unfold maxoutR.
+  exact (mm_layers_ok_sound dm _ _ _ _ _ _ lo hi x H2 ltac:(rewrite Eb; reflexivity) Hin).
+Qed.

@@ -39,7 +39,7 @@ def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):
     axioms = set(re.findall(r"^(\S+)\n  :", library, re.M))
     assert axioms == {"ClassicalDedekindReals.sig_forall_dec",
                       "FunctionalExtensionality.functional_extensionality_dep"}, axioms
-    assert library.count("Axioms:") == 5     # the five theorems of Assumptions.v
+    assert library.count("Axioms:") == 6     # the six theorems of Assumptions.v
 
 
 def certify(tmp_path, a, b, *extra):
@@ -154,13 +154,19 @@ def test_a_changed_transformer_weight_fails_coqc(library, tmp_path, tent_transfo
 
 
 def test_what_the_library_cannot_state_yet_is_refused_with_a_reason(tmp_path, capsys):
-    # a layerwise certificate between two Maxout networks (equiv compares them layer by layer)
-    cert = tmp_path / "mm.json"
-    assert main(["equiv", os.path.join(EX, "tent.json"), os.path.join(EX, "tent_reordered.json"),
-                 "--cert", str(cert), "--json", "--no-search"]) == 0
-    assert "layerwise" in json.loads(cert.read_text())
+    # softmax attention has no exact value: a certificate's Transformer made softmax
+    cert = tmp_path / "tf.json"
+    assert main(["verify", os.path.join(EX, "tent.json"), "--cert", str(cert), "--json",
+                 "--no-search"]) == 0
+    c = json.loads(cert.read_text())
+    tf = c["models"]["b"]["model"]
+    next(s for s in tf["sublayers"] if "attention" in s)["attention"]["kind"] = "softmax"
+    c["models"]["b"]["sha256"] = content_hash(tf)
+    cert.write_text(json.dumps(c))
+    capsys.readouterr()
     assert main(["export-coq", str(cert), "-o", str(tmp_path / "T.v")]) == 2
     err = capsys.readouterr().err
+    assert "softmax" in err
     assert err.startswith("exactmax: error: ") and err.count("\n") == 1
     assert not (tmp_path / "T.v").exists()
 
@@ -267,3 +273,23 @@ def test_a_tampered_layerwise_certificate_fails_coqc(library, layerwise, tmp_pat
         assert export(tmp_path, cert, f"Tampered{name}") == 1, name
         out = capsys.readouterr().out      # rejected by the check, not by a typo of the writer
         assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name
+
+
+def test_a_layerwise_certificate_between_two_maxout_networks_exports(library, tmp_path, capsys):
+    """equiv compares two Maxout networks of the same widths layer by layer; Coq proves
+    maxoutR net_b = maxoutR net_a by mm_layerwise_sound, and rejects a changed weight."""
+    cert = tmp_path / "mm.json"
+    assert main(["equiv", os.path.join(EX, "tent.json"), os.path.join(EX, "tent_reordered.json"),
+                 "--cert", str(cert), "--json", "--no-search"]) == 0
+    c = json.loads(cert.read_text())
+    assert "layerwise" in c
+    assert export(tmp_path, c, "TwoMaxout") == 0
+    text = (tmp_path / "TwoMaxout.v").read_text()
+    assert "maxoutR net_b x = maxoutR net_a x" in text and "mm_layerwise_sound" in text
+    net = c["models"]["b"]["model"]
+    net["layers"][0]["units"][0]["pieces"][0]["b"] = "1/1000"
+    c["models"]["b"]["sha256"] = content_hash(net)
+    assert kernel(tmp_path, c) == 1
+    capsys.readouterr()
+    assert export(tmp_path, c, "TwoMaxoutWeight") == 1
+    assert "mm_layerwise_ok net_a net_b" in capsys.readouterr().out

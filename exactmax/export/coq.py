@@ -12,6 +12,11 @@ library's translations build from the models; the translations are proved correc
 refer to program nodes by index: the library's translation builds the kernel's programs node
 for node.
 
+A layerwise certificate (``kernel/layerwise.py``) is written as its boxes and per-layer claims,
+and ``net_equiv`` follows from the composition theorem of ``proofs/Layerwise.v``
+(``layerwise_sound`` for a Transformer against its Maxout network, ``mm_layerwise_sound`` for
+two Maxout networks of the same widths), proved once for all certificates.
+
 The exporter writes what it is given; rejecting a bad certificate is Coq's job.  Repeated
 rationals, hyperplanes and Farkas lists are shared through numbered definitions, and the file
 is meant to be compiled with ``-no-glob``.
@@ -327,14 +332,26 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     """A layerwise certificate (kernel/layerwise.py): the models, the boxes B_0 .. B_{D-1},
     the Farkas proofs of B_0 for a polyhedral domain, and per layer the claims (outputs and a
     split tree over the layer's box, program 0 the encoded Maxout layer, program 1 the
-    Transformer's three sub-layers); ``net_equiv`` follows from ``layerwise_sound`` of
-    ``proofs/Layerwise.v``, the composition theorem proved once."""
-    if not (isinstance(net, MaxoutNetwork) and isinstance(tf, Transformer)):
-        raise ExportUnsupported(
-            "layerwise certificates between two Maxout networks are not stated in Coq yet; "
-            "export a monolithic one (equiv --strategy monolithic --cert C.json)")
+    Transformer's three sub-layers or the other network's encoded layer); ``net_equiv``
+    follows from ``layerwise_sound`` (or ``mm_layerwise_sound`` for two Maxout networks) of
+    ``proofs/Layerwise.v``, the composition theorems proved once."""
+    if not isinstance(net, MaxoutNetwork):
+        raise ExportUnsupported("a layerwise certificate's first model must be the Maxout "
+                                "network")
     t = _Tables("c")
-    dt, term_tf = _transformer_defs(tf, "net_b")
+    if isinstance(tf, Transformer):
+        dt, term_tf = _transformer_defs(tf, "net_b")
+        typ, sem = "transformer", "transformerR"
+        check, sound = "layerwise_ok net_a net_b {dom}", "layerwise_sound net_a net_b {dom}"
+        what = "the Transformer below equals the Maxout network"
+    else:
+        # both encoded with one token of width d_m and no positional vector (layer_programs)
+        dm = max(net.widths + (net.out_dim,))
+        dt, term_tf = "", _maxout_term(tf)
+        typ, sem = "maxout", "maxoutR"
+        check = f"mm_layerwise_ok net_a net_b {{dom}} {dm}%nat"
+        sound = f"mm_layerwise_sound net_a net_b {{dom}} {dm}%nat"
+        what = "the two Maxout networks below agree"
     trees = []
     for l, claims in enumerate(cert.layers):
         rows = 2 * cert.boxes[l].dim
@@ -351,12 +368,13 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
                                   for B in cert.boxes) + "]"
     dom_defs, in_dom, dom = _domain_text(domain)
     layers = "; ".join(f"claims{l}" for l in range(len(cert.layers)))
+    check, sound = check.format(dom=dom), sound.format(dom=dom)
     return f"""(* {module}.v -- written by exactmax export-coq from a layerwise certificate.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
-   The theorem at the end says that the Transformer below equals the Maxout network at every
+   The theorem at the end says that {what} at every
    real point of the domain.  Nothing else in this file needs to be read: the certificate
    (boxes, per-layer claims with split trees and Farkas multipliers) is checked by the
-   library's proved checker (proofs/Layerwise.v, layerwise_ok), the per-layer programs are
+   library's proved checker (proofs/Layerwise.v), the per-layer programs are
    built from the models by the library's proved translations, and the composition of the
    layers is the library's theorem layerwise_sound. *)
 
@@ -370,7 +388,7 @@ Open Scope Q_scope.
 Definition net_a : maxout :=
 {_maxout_term(net)}.
 
-{dt}Definition net_b : transformer :=
+{dt}Definition net_b : {typ} :=
 {term_tf}.
 
 (** The domain *)
@@ -391,16 +409,16 @@ Definition box_proofs : list (farkas * farkas) :=
 Definition certificate : lw_cert :=
   {{| lw_boxes := boxes; lw_box_proofs := box_proofs; lw_claims := [{layers}] |}}.
 
-Lemma certificate_checks : layerwise_ok net_a net_b {dom} certificate = true.
+Lemma certificate_checks : {check} certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
 (** The theorem *)
 
 Theorem net_equiv : forall x : list R,
-  length x = {net.input_dim}%nat -> {in_dom} -> transformerR net_b x = maxoutR net_a x.
+  length x = {net.input_dim}%nat -> {in_dom} -> {sem} net_b x = maxoutR net_a x.
 Proof.
   intros x Hd Hx.
-  exact (layerwise_sound net_a net_b {dom} certificate certificate_checks x Hd Hx).
+  exact ({sound} certificate certificate_checks x Hd Hx).
 Qed.
 """
 
