@@ -13,7 +13,8 @@ over the n tokens t (a unit with fewer pieces repeats its last one).  The hardma
 
 (the pairwise form).  Over a box of gaps [gl_t, gh_t]: numerator <= sum_t max phi on
 [gl_t, gh_t] with phi(g) = g e^{-lam g} (unimodal, max 1/(e lam) at 1/lam), denominator >=
-max(1, sum_t e^{-lam gh_t}) (some g_t is 0), and D <= (n - 1)/(e lam) always; also, since
+max(1, sum_t e^{-lam gh_t}) (some g_t is 0), and D <= (n - 1)/(e lam) and D <= W((n - 1)/e)
+/ lam always (``deviation_peak``); also, since
 sum_s e^{-lam g_s} >= 1 + e^{-lam g_t} for every t with g_t > 0, D <= sum_t psi(lam g_t) / lam
 with psi(x) = x / (e^x + 1) <= 0.2785 (tight where two pieces tie).  The lower bound is the
 pairwise one with the ends exchanged.  Then, per unit, with e = h~ - h and d_t = w_t . e,
@@ -22,7 +23,8 @@ pairwise one with the ends exchanged.  Then, per unit, with e = h~ - h and d_t =
                                               - [D_lo, D_hi],
 
 where cand z is the set of tokens that may be an argmax of z on the cell (no pairwise
-difference z_s - z_a is surely positive).  Pairwise differences (w_s - w_t) . h + (b_s - b_t)
+difference z_s - z_a is surely positive); also max z~ - max z = max_a (d_a - g_a) exactly, with
+the hardmax gaps g_a = max z - z_a >= 0, and the shift is the meet of both enclosures.  Pairwise differences (w_s - w_t) . h + (b_s - b_t)
 are bounded directly, not as differences of two bounds.
 
 The same function ``cell_bound`` runs on two arithmetics: ``EXACT`` here (rational intervals
@@ -155,7 +157,8 @@ class ExactArithmetic:
             den_lo += eh[0]
             den_hi += el[1]
         psi = sum((psi_upper(lam, l, h) for l, h in zip(gl, gh)), ZERO)
-        d_hi = min(_ceil_grid(num_hi / max(ONE, den_lo)), (n - 1) * peak, _ceil_grid(psi))
+        d_hi = min(_ceil_grid(num_hi / max(ONE, den_lo)), (n - 1) * peak, _ceil_grid(psi),
+                   _ceil_grid(deviation_peak(n - 1) / lam))
         d_lo = _floor_grid(num_lo / den_hi)
         return d_lo, d_hi
 
@@ -191,6 +194,28 @@ def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
     if xl >= Q(8, 5):
         return _psi_bound(xl, xl) / lam
     return _psi_peak() / lam
+
+
+def deviation_peak(m: int) -> Q:
+    """A rational c >= W(m/e) (Lambert W), so that D(v) <= c / lam for every v with m + 1
+    entries: with x_t = lam g_t, lam D <= c iff sum_{t != argmax} (x_t - c) e^{-x_t} <= c, and
+    each term is at most e^{-(c+1)} (at x = c + 1), so c e^{c+1} >= m suffices.  Found by
+    bisection, each candidate checked with the exp bounds (c e^{c+1} >= c / hi(e^{-(c+1)}))."""
+    c = _DEV_PEAK.get(m)
+    if c is None:
+        def ok(c):
+            return c > 0 and c >= m * exp_neg_bounds(c + 1)[1]
+        lo, hi = ZERO, Q(max(m, 1))
+        while not ok(hi):
+            hi *= 2
+        for _ in range(24):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        c = _DEV_PEAK[m] = hi
+    return c
+
+
+_DEV_PEAK: dict = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +270,13 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT,
             d_lo, d_hi = A.deviation(gl, gh, lam)
             D = A.box(d_lo, d_hi)
             d = [A.dot(p.w, E, A.zero) for p in ps]
-            shift = A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t))
+            # max z~ - max z = max_a (d_a - g_a) exactly, with hardmax gaps g_a = max z - z_a
+            g = [A.box(max([A.zero] + [A.lo(dz[s, t]) for s in range(n) if (s, t) in dz]),
+                       max([A.zero] + [A.hi(dz[s, t]) for s in range(n) if (s, t) in dz]))
+                 for t in range(n)]
+            dg = [A.sub(d[a], g[a]) for a in range(n)]
+            shift = A.meet(A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t)),
+                           A.box(max(A.lo(v) for v in dg), max(A.hi(v) for v in dg)))
             e = A.sub(shift, D)
             h = A.box(max(A.lo(v) for v in z), max(A.hi(v) for v in z))
             ht = A.meet(A.add(h, e), A.sub(A.box(max(A.lo(v) for v in zt),

@@ -34,7 +34,8 @@ from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.rational import ONE, Q, ZERO
-from ..kernel.softmax import _excluded, _tokens, cell_bound, check_softmax_bound
+from ..kernel.softmax import (_excluded, _tokens, cell_bound, check_first_layer,
+                              check_softmax_bound, deviation_peak)
 from ..kernel.transformer import HARDMAX, Attention, FeedForward, Transformer
 from .evaluate import evaluate_softmax, precision
 
@@ -103,9 +104,22 @@ class ArbArithmetic:
             num_lo += min((l * el).lower(), (h * eh).lower())
             den_lo += eh.lower()
             den_hi += el.upper()
-        d_hi = min((num_hi / max(arb(1), den_lo)).upper(), ((n - 1) * peak).upper())
+        psi = arb(0)
+        for l, h in zip(gl, gh):
+            psi += self._psi_upper(lam * l, lam * h)
+        d_hi = min((num_hi / max(arb(1), den_lo)).upper(), ((n - 1) * peak).upper(),
+                   (psi / lam).upper(), (self._a(deviation_peak(n - 1)) / lam).upper())
         d_lo = max(arb(0), (num_lo / den_hi).lower())
         return d_lo, d_hi
+
+    def _psi_upper(self, xl, xh):
+        """An upper bound of psi(x) = x / (e^x + 1) on [xl, xh] (the kernel's ``psi_upper``
+        times lam): increasing up to 1, decreasing from 8/5, below 0.2785 in between."""
+        if xh <= 1:
+            return (xh / (xh.exp() + 1)).upper()
+        if xl >= self._a(Q(8, 5)):
+            return (xl / (xl.exp() + 1)).upper()
+        return self._a(Q(2785, 10000))
 
 
 # ------------------------------------------------------------------------- the construction
@@ -121,6 +135,8 @@ class Setting:
     domain: Domain
     root: tuple[tuple[Q, ...], tuple[Q, ...]]
     gate_bounds: tuple[Q, ...]      # the exact pre-activation bounds C_l was made from
+    first_multipliers: tuple | None = None   # polyhedron: Farkas multipliers for layer 1
+    first_ranges: tuple | None = None        # ... and the ranges they give (kernel-checked)
 
 
 def _strip(tf: Transformer) -> Transformer:
@@ -141,6 +157,39 @@ def _gates_of(net, tf, merged) -> list[Q]:
     return gates
 
 
+def first_layer_multipliers(net: MaxoutNetwork, domain: Domain):
+    """For a polyhedron (not a box): per unit of layer 1 and piece j, Farkas multipliers
+    (y_max, y_min) with y^T A = +-w_j (LP optima from z3, checked later by the kernel), so
+    that the layer-1 ranges are bounded over the polyhedron itself, not its bounding box."""
+    if isinstance(domain, Box):
+        return None
+    from ..prove.lp import bound_multipliers
+    P = domain.as_polyhedron()
+    out = []
+    for unit in net.layers[0].units:
+        ys = []
+        for p in unit.pieces:
+            y_max = bound_multipliers(P, tuple(p.w))
+            y_min = bound_multipliers(P, tuple(-c for c in p.w))
+            if y_max is None or y_min is None:
+                return None
+            ys.append((y_max, y_min))
+        out.append(tuple(ys))
+    return tuple(out)
+
+
+def _with_first(s: Setting) -> Setting:
+    ys = first_layer_multipliers(s.net, s.domain)
+    if ys is None:
+        return s
+    try:
+        ranges = check_first_layer(s.net, s.gates, s.domain, ys)
+    except CheckFailed:
+        return s  # the gates of layer 1 fail on the polyhedron: the cells will say where
+    return replace(s, first_multipliers=ys,
+                   first_ranges=tuple(tuple(r) for r in ranges))
+
+
 def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None) -> Setting:
     """The construction of ``net`` on ``domain``, or ``tf`` after checking that it *is* that
     construction (same matrices, exactly) with its own gate constants."""
@@ -148,8 +197,8 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
     gate_bounds = tuple(b.gate for b in layer_bounds(net, domain))
     if tf is None:
         c = compile_transformer(net, domain)
-        return Setting(net, c.transformer, c.gates, c.transformer.n_tokens, domain, root,
-                       gate_bounds)
+        return _with_first(Setting(net, c.transformer, c.gates, c.transformer.n_tokens,
+                                   domain, root, gate_bounds))
     meta = tf.meta if isinstance(tf.meta, dict) else {}
     variant = meta.get("variant") if isinstance(meta.get("variant"), dict) else {}
     merged = bool(variant.get("merged", False))
@@ -167,7 +216,7 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
         raise NotConstruction("it is not the construction of this network (construction.md "
                               "§2, as exactmax compile builds it) with its gate constants "
                               + ", ".join(str(g) for g in gates))
-    return Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds)
+    return _with_first(Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds))
 
 
 # ---------------------------------------------------------------------------------- search
@@ -190,7 +239,7 @@ def _key(r) -> float:
 
 
 def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
-                 progress=None, bits: int = 128) -> Search:
+                 progress=None, bits: int = 128, converge: bool = True) -> Search:
     """Refine a bisection tree of the bounding box, splitting the worst cell first."""
     A = ArbArithmetic()
     t0 = time.monotonic()
@@ -203,6 +252,14 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
     history, stop, last = [], "budget", t0
     fail_point = None
 
+    slopes = [max(abs(c) for u in net.layers[0].units for p in u.pieces for c in (p.w[i],))
+              for i in range(net.input_dim)]
+
+    def resolved(lo, hi):
+        # a plateau of the worst bound means convergence only once the cell is small on the
+        # scale 1/lam of the softmax in layer 1 (before that, bounds plateau at their peaks)
+        return lam * sum((h - l) * a for l, h, a in zip(lo, hi, slopes)) <= Q(1, 2)
+
     def place(node, lo, hi):
         nonlocal count
         if poly is not None:
@@ -210,7 +267,7 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
                 if _excluded(poly, row, lo, hi):
                     node[:] = ["out", row]
                     return
-        r = cell_bound(net, gates, n, lam, lo, hi, A)
+        r = cell_bound(net, gates, n, lam, lo, hi, A, s.first_ranges)
         count += 1
         heapq.heappush(heap, (-_key(r), count, node, lo, hi, r))
 
@@ -235,7 +292,8 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
             if r.bound is not None:
                 history.append(float(r.bound))
                 k = len(history)
-                if k > 64 * max(1, net.input_dim) and history[k // 2] * (1 - 1e-3) <= history[-1]:
+                if converge and k > 64 * max(1, net.input_dim) and \
+                        history[k // 2] * (1 - 1e-3) <= history[-1] and resolved(lo, hi):
                     stop = "converged"
                     break
             heapq.heappop(heap)
@@ -458,7 +516,7 @@ def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
     t0 = time.monotonic()
     try:
         claim = check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1],
-                                    r.tree)
+                                    r.tree, s.first_multipliers)
     except CheckFailed as e:  # the exact re-check is stricter than the balls: say so
         return Certified(lam, "unknown", None, r.bound, r, time.monotonic() - t0,
                          reason=f"the kernel's exact re-check rejected the cells: {e}")
