@@ -73,6 +73,7 @@ def relu_network(widths, seed):
 
 
 def relucent_table(widths_list, seeds) -> None:
+    import numpy as np
     import relucent
     print("| network | seed | exactmax activation / linear | cells | exactmax time (s) | "
           "relucent cells | relucent time (s) | agree |")
@@ -86,10 +87,13 @@ def relucent_table(widths_list, seeds) -> None:
             cplx = relucent.Complex(rnet)
             t0 = time.perf_counter()
             try:
-                cplx.bfs(cube_radius=1.0, cube_mode="intersect", verbose=0)
+                # relucent starts at the origin by default, which lies on a hyperplane
+                # when a rounded bias is 0: start at a point off every hyperplane instead
+                cplx.bfs(start=np.array([[0.1234567, 0.0765432]]), cube_radius=1.0,
+                         cube_mode="intersect", verbose=0)
                 n_rel = len(cplx)
             except Exception as e:  # a float LP failure is reported, not hidden
-                n_rel = f"error: {type(e).__name__}"
+                n_rel = f"error: {type(e).__name__}: {e}"
             tr = time.perf_counter() - t0
             print(f"| {widths} | {seed} | {rc.activation_regions} / {rc.linear_regions} | "
                   f"{len(rc.cells)} | {te:.2f} | {n_rel} | {tr:.2f} | "
