@@ -141,7 +141,18 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
             rec["skipped"] = (f"designed for {f.expected} regions, more than --max-regions "
                               f"{options.max_regions}")
         out["networks"].append(rec)
-    counts = [r["maxout"]["linear_regions"] for r in out["networks"] if r["maxout"]]
+    # a network's count is its Maxout count, and its Transformer's when that was counted too
+    # (the two must agree; a disagreement is reported and the smaller one is used)
+    counts = []
+    for r in out["networks"]:
+        if r["maxout"]:
+            c = r["maxout"]["linear_regions"]
+            if r["transformer"] and r["transformer"]["linear_regions"] != c:
+                notes.append(f"{r['construction']}: the Transformer has "
+                             f"{r['transformer']['linear_regions']} linear regions, the Maxout "
+                             f"network {c} (they should agree)")
+                c = min(c, r["transformer"]["linear_regions"])
+            counts.append(c)
     if counts:
         out["count"] = max(counts)
         out["reached"] = out["count"] >= B
