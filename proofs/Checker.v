@@ -73,10 +73,10 @@ Definition sparse_aff (xs : list (nat * Q)) (c : Q) : aff :=
 (* (h, strict): h(x) >= 0, or h(x) > 0 when strict *)
 Definition con := (aff * bool)%type.
 
-(* sparse multipliers: (absolute row index, y) *)
-Definition farkas := list (nat * Q).
+(* a scale D > 0 and sparse multipliers (absolute row index, y): D g = sum y_i h_i + r *)
+Definition farkas := (Q * list (nat * Q))%type.
 
-Fixpoint comb (H : list con) (w : farkas) : option (aff * bool) :=
+Fixpoint comb (H : list con) (w : list (nat * Q)) : option (aff * bool) :=
   match w with
   | [] => Some (azero, false)
   | (i, y) :: w' =>
@@ -89,13 +89,16 @@ Fixpoint comb (H : list con) (w : farkas) : option (aff * bool) :=
       end
   end.
 
-(* H entails g >= 0 (g > 0 when strict): g - sum y_i h_i is a constant r >= 0, with r > 0 or
-   a strict row of positive weight when strictness is asked for *)
-Definition entails (H : list con) (g : aff) (strict : bool) (w : farkas) : bool :=
+(* H entails g >= 0 (g > 0 when strict): D g - sum y_i h_i is a constant r >= 0 (D > 0), with
+   r > 0 or a strict row of positive weight when strictness is asked for.  The scale D lets
+   the multipliers be integers (with integral rows, the sums stay integral and small). *)
+Definition entails (H : list con) (g : aff) (strict : bool) (f : farkas) : bool :=
+  let '(D, w) := f in
+  negb (Qle_bool D 0) &&
   match comb H w with
   | None => false
   | Some (c, st) =>
-      let r := aadd_raw g (ascale_raw (-1) c) in
+      let r := aadd_raw (ascale_raw D g) (ascale_raw (-1) c) in
       vzero (fst r) &&
       (if strict
        then (st && Qle_bool 0 (snd r)) || negb (Qle_bool (snd r) 0)
@@ -376,12 +379,28 @@ Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
 (* ------------------------------------------------------------------ *)
 (** * Literals *)
 
-(* A Farkas list written as machine integers (row, numerator, denominator, row, ...): Coq
-   reads such literals several times faster than rationals.  Only a way of writing: the
-   checker sees the list of (row, numerator # denominator) it denotes. *)
-Fixpoint farkas_ints (l : list Uint63.int) : farkas :=
-  match l with
-  | i :: p :: q :: l' =>
-      (Z.to_nat (Uint63.to_Z i), Qmake (Uint63.to_Z p) (Z.to_pos (Uint63.to_Z q))) :: farkas_ints l'
-  | _ => []
+(* A Farkas list written as machine integers: D, then row, multiplier, row, multiplier, ...,
+   each number n >= 0 as its count of 62-bit limbs k, then the k limbs, least significant
+   first.  Coq reads such literals many times faster than rationals.  Only a way of writing:
+   the checker sees the pair (D, [(row, multiplier)]) it denotes. *)
+Fixpoint limbs (k : nat) (l : list Uint63.int) : Z * list Uint63.int :=
+  match k, l with
+  | S k', a :: l' => let '(z, r) := limbs k' l' in (Uint63.to_Z a + z * 4611686018427387904, r)%Z
+  | _, _ => (0%Z, l)
   end.
+
+Definition read_int (l : list Uint63.int) : Z * list Uint63.int :=
+  match l with
+  | k :: l' => limbs (Z.to_nat (Uint63.to_Z k)) l'
+  | [] => (0%Z, [])
+  end.
+
+Fixpoint read_pairs (fuel : nat) (l : list Uint63.int) : list (nat * Q) :=
+  match fuel, l with
+  | S f, i :: l' => let '(n, r) := read_int l' in
+                    (Z.to_nat (Uint63.to_Z i), inject_Z n) :: read_pairs f r
+  | _, _ => []
+  end.
+
+Definition farkas_ints (l : list Uint63.int) : farkas :=
+  let '(d, r) := read_int l in (inject_Z d, read_pairs (length r) r).

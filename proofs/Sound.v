@@ -173,19 +173,29 @@ Qed.
 Lemma entails_soundR : forall H g strict w x, satR H x -> entails H g strict w = true ->
   0 <= evalR g x /\ (strict = true -> 0 < evalR g x).
 Proof.
-  intros H g strict w x HS He. unfold entails in He.
+  intros H g strict [D w] x HS He. unfold entails in He.
+  apply andb_true_iff in He as [HD He]. apply negb_true_iff, Qnle_bool_R in HD.
+  rewrite RMicromega.Q2R_0 in HD.
   destruct (comb H w) as [[c st]|] eqn:Ec; [|discriminate].
   destruct (comb_soundR H x HS w c st Ec) as [Hc0 Hcs].
   apply andb_true_iff in He as [Hz Hr].
-  pose proof (evalR_const (aadd_raw g (ascale_raw (-1) c)) x Hz) as Er.
-  rewrite evalR_aadd_raw, evalR_ascale_raw, Q2R_m1 in Er.
+  pose proof (evalR_const (aadd_raw (ascale_raw D g) (ascale_raw (-1) c)) x Hz) as Er.
+  rewrite evalR_aadd_raw, evalR_ascale_raw, evalR_ascale_raw, Q2R_m1 in Er.
+  set (r := snd (aadd_raw (ascale_raw D g) (ascale_raw (-1) c))) in *.
+  assert (Hpos : forall v, 0 <= Q2R D * v -> 0 <= v).
+  { intros v Hv. destruct (Rle_or_lt 0 v) as [Hl|Hl]; [exact Hl|].
+    pose proof (Rmult_lt_compat_l (Q2R D) v 0 HD Hl). lra. }
+  assert (Hspos : forall v, 0 < Q2R D * v -> 0 < v).
+  { intros v Hv. destruct (Rlt_or_le 0 v) as [Hl|Hl]; [exact Hl|].
+    pose proof (Rmult_le_compat_l (Q2R D) v 0 (Rlt_le _ _ HD) Hl). lra. }
   destruct strict.
   - apply orb_true_iff in Hr as [Hr|Hr].
     + apply andb_true_iff in Hr as [Hst Hr]. apply Qle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
-      specialize (Hcs Hst). split; intros; lra.
+      specialize (Hcs Hst). split; intros; [apply Hpos | apply Hspos]; lra.
     + apply negb_true_iff, Qnle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
-      split; intros; lra.
-  - apply Qle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr. split; [lra | discriminate].
+      split; intros; [apply Hpos | apply Hspos]; lra.
+  - apply Qle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
+    split; [apply Hpos; lra | discriminate].
 Qed.
 
 Lemma entails_ge : forall H g w x, satR H x -> entails H g false w = true -> 0 <= evalR g x.

@@ -24,6 +24,7 @@ is meant to be compiled with ``-no-glob``.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from ..kernel.certificate import Empty, Leaf, Split, TieProof
 from ..kernel.layerwise import LayerwiseCertificate
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
+from ..kernel.rational import Q
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer
 
 
@@ -40,7 +42,25 @@ class ExportUnsupported(ValueError):
     """The certificate speaks about something the Coq library cannot state yet."""
 
 
-_UINT63 = 1 << 63
+def _limbs(n: int) -> str:
+    """n >= 0 as ``farkas_ints`` reads it: the number of 62-bit limbs, then the limbs, least
+    significant first."""
+    limbs = []
+    while True:
+        limbs.append(n & ((1 << 62) - 1))
+        n >>= 62
+        if not n:
+            break
+    return "; ".join(map(str, [len(limbs)] + limbs))
+
+
+def _integral_scale(a, c):
+    """The k > 0 that makes k (a, c) integers with no common factor (1 for a zero row)."""
+    vs = [v for v in (*a, c) if v]
+    if not vs:
+        return 1
+    den = math.lcm(*(int(v.q) for v in vs))
+    return Q(den, math.gcd(*(int(v.p) for v in vs)))
 
 
 def _q(v) -> str:
@@ -156,36 +176,47 @@ class _TreeWriter:
     domain_rows: int
     prefix: str = "t"       # names of the tree's nodes (one prefix per tree of a file)
 
-    def farkas(self, F) -> str:
-        """A Farkas list; as machine integers (``farkas_ints``, read several times faster
-        by Coq) when every index, numerator and denominator is in [0, 2^63)."""
-        if all(0 <= i < _UINT63 and 0 <= int(y.p) < _UINT63 and int(y.q) < _UINT63
-               for i, y in F):
-            text = ("(farkas_ints [" + "; ".join(f"{i}; {int(y.p)}; {int(y.q)}" for i, y in F)
+    def farkas(self, F, lam=()) -> str:
+        """A Farkas list as the pair (D, integer multipliers) of ``Checker.entails``: the
+        kernel's y_i read row i scaled by lam[i - domain_rows] (split rows are written
+        with integer coefficients), so the multiplier of the written row is y_i / lam, and
+        D is the least common denominator of these.  Written as machine integers
+        (``farkas_ints``: numbers as 62-bit limbs), which Coq reads many times faster than
+        rational literals."""
+        ys = []
+        for i, y in F:
+            j = i - self.domain_rows
+            ys.append((i, y / lam[j] if 0 <= j < len(lam) else y))
+        D = 1
+        for _, y in ys:
+            D = math.lcm(D, int(y.q))
+        ns = [(i, int(y * D)) for i, y in ys]
+        if all(n >= 0 for _, n in ns):
+            text = ("(farkas_ints [" + "; ".join([_limbs(D)] + [f"{i}; {_limbs(n)}" for i, n in ns])
                     + "]%uint63)")
-        else:
-            text = "[" + "; ".join(f"({i}%nat, {_q(y)})" for i, y in F) + "]"
+        else:       # a negative multiplier: the checker must see it (and reject it)
+            text = f"({D}, [" + "; ".join(f"({i}%nat, {n})" for i, n in ns) + "])"
         return self.t.name(text, "farkas")
 
-    def proof(self, pr) -> str:
+    def proof(self, pr, lam) -> str:
         if pr is None:
             return "PNone"
         if isinstance(pr, TieProof):
-            return (f"(PTie {self.farkas(pr.dominance)} {self.farkas(pr.upper)} "
-                    f"{self.farkas(pr.lower)})")
-        return f"(PFar {self.farkas(pr)})"
+            return (f"(PTie {self.farkas(pr.dominance, lam)} {self.farkas(pr.upper, lam)} "
+                    f"{self.farkas(pr.lower, lam)})")
+        return f"(PFar {self.farkas(pr, lam)})"
 
-    def entry(self, side, index, ch) -> tuple[str, int]:
+    def entry(self, side, index, ch, lam) -> tuple[str, int]:
         """(the entry's name, the largest row its proofs read)."""
         text = (f"({side}%nat, {index}%nat, {{| ch_k := {ch.k}; ch_proofs := ["
-                + "; ".join(self.proof(p) for p in ch.proofs) + "] |})")
+                + "; ".join(self.proof(p, lam) for p in ch.proofs) + "] |})")
         return (self.t.name(text, "(nat * nat * choice)"),
                 max((_max_row(p) for p in ch.proofs), default=-1))
 
-    def own(self, chs) -> dict:
+    def own(self, chs, lam) -> dict:
         out = {}
         for side, index, ch in chs:       # within one list the kernel keeps the last choice
-            out[side, index] = self.entry(side, index, ch)
+            out[side, index] = self.entry(side, index, ch, lam)
         return out
 
     def choices(self, entries: dict) -> str:
@@ -195,20 +226,24 @@ class _TreeWriter:
         """The tree as nested definitions, children first (no deep recursion in Python,
         and no huge single term for Coq to elaborate)."""
         # 1. every leaf's effective choices (own first, then the splits' above, nearest first)
+        #    (lams[n]: the scales of the split rows above n, see ``farkas``)
         eff: dict[int, dict] = {}
         depth: dict[int, int] = {id(tree): 0}
+        lams: dict[int, tuple] = {id(tree): ()}
         stack = [(tree, {})]
         order = []
         while stack:
             node, inh = stack.pop()
             order.append(node)
+            lam = lams[id(node)]
             if isinstance(node, Split):
-                here = {**inh, **self.own(node.choices)}
+                here = {**inh, **self.own(node.choices, lam)}
                 for child in (node.lt, node.ge):
                     depth[id(child)] = depth[id(node)] + 1
+                    lams[id(child)] = lam + (_integral_scale(node.a, node.c),)
                     stack.append((child, here))
             elif isinstance(node, Leaf):
-                eff[id(node)] = {**inh, **self.own(node.choices)}
+                eff[id(node)] = {**inh, **self.own(node.choices, lam)}
         # 2. common[n]: the choices every leaf below n has, stateable at n (None: no leaf)
         common: dict[int, dict | None] = {}
         for node in reversed(order):                       # children before parents
@@ -232,14 +267,16 @@ class _TreeWriter:
                     above[id(child)] = common[id(node)] or {}
         for node in reversed(order):
             if isinstance(node, Empty):
-                text = f"Empty {self.farkas(node.proof)}"
+                text = f"Empty {self.farkas(node.proof, lams[id(node)])}"
             else:
                 up = above[id(node)]
                 mine = {k: v for k, v in (common[id(node)] or {}).items() if up.get(k) != v}
                 if isinstance(node, Leaf):
                     text = f"Leaf {self.choices(mine)}"
                 else:
-                    text = (f"Split {self.aff(node.a, node.c)} {self.choices(mine)} "
+                    k = _integral_scale(node.a, node.c)
+                    text = (f"Split {self.aff([k * v for v in node.a], k * node.c)} "
+                            f"{self.choices(mine)} "
                             f"{names[id(node.ge)]} {names[id(node.lt)]}")
             n = f"{self.prefix}{len(names)}"
             self.t.lines.append(f"Definition {n} : tree := {text}.")
