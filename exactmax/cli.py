@@ -683,6 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
     theorem44_command.add_parser(sub)
     from .regions import command as regions_command
     regions_command.add_parser(sub)
+    from .softmax import command as softmax_command
+    softmax_command.add_parser(sub)
     return p
 
 

@@ -173,19 +173,6 @@ def _psi_bound(xl: Q, xh: Q) -> Q:
     return xh * el / (1 + eh)
 
 
-def _psi_peak() -> Q:
-    """A bound of max_x psi(x) (= 0.27846..., at x = 1.27846...): psi' has the sign of
-    1 + e^x (1 - x), positive for x <= 1 and negative for x >= 8/5 (1 - 3 e^{8/5} / 5 < 0 and
-    decreasing), so the maximum lies in [1, 8/5], covered by 154 intervals of width 1/256."""
-    global _PEAK
-    if _PEAK is None:
-        _PEAK = max(_psi_bound(ONE + Q(j, 256), ONE + Q(j + 1, 256)) for j in range(154))
-    return _PEAK
-
-
-_PEAK = None
-
-
 def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
     """An upper bound of g e^{-lam g} / (1 + e^{-lam g}) for g in [gl, gh]."""
     xl, xh = lam * gl, lam * gh
@@ -193,7 +180,7 @@ def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
         return _psi_bound(xh, xh) / lam
     if xl >= Q(8, 5):
         return _psi_bound(xl, xl) / lam
-    return _psi_peak() / lam
+    return deviation_peak(1) / lam    # max psi = W(1/e): the case m = 1 of deviation_peak
 
 
 def deviation_peak(m: int) -> Q:

@@ -250,7 +250,7 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
     heap, count = [], 0
     root = ["leaf"]
     history, stop, last = [], "budget", t0
-    fail_point = None
+    fail_point, tries = None, 0
 
     slopes = [max(abs(c) for u in net.layers[0].units for p in u.pieces for c in (p.w[i],))
               for i in range(net.input_dim)]
@@ -283,8 +283,9 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
             if now - t0 > timeout_s:
                 stop = "time"
                 break
-            if r.bound is None and all(h - l <= w / 2 ** 14 for l, h, w in
-                                       zip(lo, hi, width0) if w):
+            if r.bound is None and (tries < 200 or all(h - l <= w / 2 ** 14 for l, h, w in
+                                                      zip(lo, hi, width0) if w)):
+                tries += 1  # a failing cell: is the failure real at its centre or a corner?
                 fail_point = _gate_failure_point(s, lam, lo, hi)
                 if fail_point is not None:
                     stop = "gates"
@@ -364,7 +365,7 @@ def _gate_failure_point(s: Setting, lam, lo, hi):
     gate (earlier layers surely within theirs), as (x, layer, value) or None."""
     import itertools
     pts = [tuple((a + b) / 2 for a, b in zip(lo, hi))]
-    if len(lo) <= 10:
+    if len(lo) <= 4:
         pts += [tuple(c) for c in itertools.product(*zip(lo, hi))]
     for x in pts:
         if not s.domain.contains(x):
@@ -416,34 +417,48 @@ class Observed:
 
 
 def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 128,
-                   climbs: int = 6, steps: int = 120) -> Observed:
+                   climbs: int = 12, steps: int = 2000, samples: int = 1000,
+                   budget_s: float = 2.0) -> Observed:
     """The largest error found at points of the domain: exact N(x) against T_lam(x) in balls
-    (lower end of |ball - N(x)|).  Points: box vertices, the worst cells' centres, random
-    points, then hill climbing (floats choose the points, never the value)."""
+    (lower end of |ball - N(x)|).  Points: box vertices, the worst cells' centres, ``samples``
+    random points, then hill climbing from the best ``climbs`` of them with shrinking random
+    steps, each started at the scale of its cell (floats choose the points, never the value).
+    Stops after about ``budget_s`` seconds of float evaluations."""
     import itertools
     rng = random.Random(seed)
+    t0 = time.monotonic()
     lo0, hi0 = s.root
     d = len(lo0)
-    cand = []
-    if d <= 8:
-        cand += [tuple(c) for c in itertools.product(*zip(lo0, hi0))]
-    for _, lo, hi in worst_cells:
-        cand.append(tuple((a + b) / 2 for a, b in zip(lo, hi)))
-    for _ in range(64):
-        cand.append(tuple(_to_q(rng.uniform(float(a), float(b))) for a, b in zip(lo0, hi0)))
-    cand = [x for x in cand if s.domain.contains(x)]
-    lamf = float(lam)
-    scored = sorted(((_float_error(s.net, s.n, lamf, x), x) for x in cand), reverse=True)
     widths = [float(b - a) for a, b in zip(lo0, hi0)]
-    top = [x for _, x in scored[:climbs]]
-    finals = list(top)
-    for x in top:  # hill climbing with shrinking random steps
+    lamf = float(lam)
+    cand = []  # (x, starting step relative to the domain's widths)
+    if d <= 8:
+        cand += [(tuple(c), 0.5 / max(lamf, 1.0)) for c in itertools.product(*zip(lo0, hi0))]
+    for _, lo, hi in worst_cells:
+        rel = max((float(b - a) / w for a, b, w in zip(lo, hi, widths) if w), default=0.0)
+        cand.append((tuple((a + b) / 2 for a, b in zip(lo, hi)), max(rel, 1e-9)))
+    for _ in range(samples):
+        cand.append((tuple(_to_q(rng.uniform(float(a), float(b))) for a, b in zip(lo0, hi0)),
+                     0.05))
+        if time.monotonic() - t0 > budget_s / 4:
+            break
+    cand = [c for c in cand if s.domain.contains(c[0])]
+    scored = sorted(((_float_error(s.net, s.n, lamf, x), k, x, st)
+                     for k, (x, st) in enumerate(cand)), reverse=True)
+    top = [(x, st) for _, _, x, st in scored[:climbs]]
+    finals = [x for x, _ in top]
+    tried = len(cand)
+    t1 = time.monotonic()
+    for k, (x, step) in enumerate(top):  # hill climbing, each with its share of the time
+        end = t1 + max(0.0, t0 + budget_s - t1) * (k + 1) / max(1, len(top))
         xf = [float(v) for v in x]
         best = _float_error(s.net, s.n, lamf, xf)
-        step = 0.5 / max(lamf, 1.0)
         for _ in range(steps):
+            if time.monotonic() > end:
+                break
             y = [min(max(v + rng.gauss(0, step) * w, float(a)), float(b))
                  for v, w, a, b in zip(xf, widths, lo0, hi0)]
+            tried += 1
             yq = tuple(_to_q(v) for v in y)
             if not s.domain.contains(yq):
                 step *= 0.9
@@ -453,7 +468,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
                 best, xf = e, y
                 step *= 1.5
             else:
-                step *= 0.85
+                step = max(step * 0.9, 1e-12)
         finals.append(tuple(_to_q(v) for v in xf))
     ev = MaxoutEvaluator(s.net)
     best = (arb(0), finals[0] if finals else tuple(lo0))
@@ -464,7 +479,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
             err = max(((v - arb(q)).abs_lower() for v, q in zip(soft, exact)), default=arb(0))
         if err > best[0]:
             best = (err, x)
-    return Observed(best[0], best[1], len(cand) + len(top) * steps)
+    return Observed(best[0], best[1], tried)
 
 
 # ----------------------------------------------------------------------------- closed form
@@ -497,8 +512,10 @@ class Certified:
 
 
 def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
-            progress=None, bits: int = 128, check: bool = True) -> Certified:
-    """Search, then (if ``check``) re-check the tree in the kernel's exact arithmetic."""
+            progress=None, bits: int = 128, check: bool = True,
+            on_check=None) -> Certified:
+    """Search, then (if ``check``) re-check the tree in the kernel's exact arithmetic
+    (``on_check(leaves)`` is called before the re-check)."""
     r = search_bound(s, lam, max_cells, timeout_s, progress, bits)
     if r.gate_fail is not None:
         g = r.gate_fail
@@ -514,6 +531,8 @@ def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
     if not check:
         return Certified(lam, "certified-arb", None, r.bound, r)
     t0 = time.monotonic()
+    if on_check is not None:
+        on_check(r.leaves)
     try:
         claim = check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1],
                                     r.tree, s.first_multipliers)
@@ -524,15 +543,19 @@ def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
                      zmax=claim.zmax)
 
 
-def slack_needed(s: Setting, zmax) -> Q | None:
-    """A slack S for ``exactmax compile --slack S`` whose gates cover the bounds ``zmax``
-    (rounded up to two significant digits), or None when a bound is infinite."""
-    need = ZERO
-    for z, b in zip(zmax, s.gate_bounds):
-        if not z.is_finite() or b == 0:
-            return None
-        ratio = _arb_q(z.upper()) / b - 1
-        need = max(need, ratio)
+def closed_form_slack(s: Setting, lam: Q) -> Q:
+    """A slack S for ``exactmax compile --slack S`` under which every gate is exact at scale
+    lam by the closed form of §3: |z~^l - z^l| <= Lambda_l E_{l-1}, so C_l >= R_l (1 + S)
+    with S >= Lambda_l E_{l-1} / R_l covers the perturbed pre-activations (rounded up to two
+    significant digits)."""
+    n = s.n
+    delta = (min(arb(n).log(), arb(n - 1) / arb.const_e()) / arb(lam)) if n > 1 else arb(0)
+    E, need = arb(0), ZERO
+    for layer, R in zip(s.net.layers, s.gate_bounds):
+        Lam = max(sum(abs(c) for c in p.w) for u in layer.units for p in u.pieces)
+        if R > 0:
+            need = max(need, _arb_q((arb(Lam) * E / arb(R)).upper()))
+        E = arb(Lam) * E + delta
     return dec_round(need, up=True, digits=2) if need > 0 else ZERO
 
 

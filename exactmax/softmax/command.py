@@ -1,0 +1,293 @@
+"""``exactmax softmax-bound``: the certified error of the softmax Transformer (construction.md §3).
+
+What is checked where: the cell search runs in python-flint ``arb`` balls (untrusted, it only
+chooses the bisection tree); the final tree is re-checked cell by cell by
+``kernel.softmax.check_softmax_bound`` in exact rational arithmetic (e^{-a} by Taylor sums with
+remainder, e > 2718281828/10^9, W((n-1)/e) checked by c e^{c+1} >= n - 1), including the gate
+condition |z~^l| <= C_l on every cell (and, over a polyhedron, Farkas multipliers for layer 1).
+Only that value is printed as certified.  The observed error W is a lower bound found by search
+(exact N(x) against T_lam(x) in balls); the closed form is §3's formula in balls.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from ..kernel.rational import Q, q_str
+
+EXIT_OK, EXIT_INPUT, EXIT_UNKNOWN = 0, 2, 3
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "softmax-bound", help="certified error of the softmax Transformer at a scale lambda",
+        description="Bound sup over the domain of |T_lambda(x) - N(x)|_inf, where N is the "
+        "Maxout network and T_lambda its construction (exactmax compile) with softmax "
+        "attention at scale lambda. A bisection of the domain is searched in ball arithmetic "
+        "(untrusted); the final cells are re-checked by the kernel in exact rationals, "
+        "including that every gate stays exact under the perturbation. Printed side by side: "
+        "the closed-form bound of construction.md section 3, the certified bound U, the "
+        "worst error W found at points of the domain (a lower bound) and U / W. Exit 0 when "
+        "certified, 3 when unknown (budget, or gates not exact: then a compile with --slack "
+        "is suggested), 2 on bad input.")
+    p.add_argument("model", metavar="NET.json", help="an exactmax/maxout network")
+    p.add_argument("--lambda", dest="lam", metavar="L",
+                   help="softmax scale (an exact positive number); needed unless --epsilon")
+    p.add_argument("--transformer", metavar="TF.json",
+                   help="the Transformer (default: compile NET); it must be exactmax "
+                   "compile's construction of NET, e.g. compiled with --slack")
+    p.add_argument("--domain", metavar="D.json", help="domain file (default: the network's)")
+    p.add_argument("--epsilon", metavar="E",
+                   help="also find the smallest lambda (within --tolerance) whose certified "
+                   "U <= E, next to the closed-form lambda")
+    p.add_argument("--tolerance", default="0.05", metavar="T",
+                   help="relative tolerance of the lambda search: the reported lambda is at "
+                   "most (1 + T) times one whose ball bound exceeds E (default 0.05)")
+    p.add_argument("--max-cells", type=int, default=4000, metavar="N",
+                   help="largest bisection tree (default 4000 cells)")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                   help="seconds for the cell search of one lambda (default 30); the kernel "
+                   "re-check comes on top")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+def _number(text: str, option: str, positive: bool = True) -> Q:
+    from ..cli import UsageError
+    from ..io.numbers import NumberSyntaxError, parse_rational
+    try:
+        v = parse_rational(text)
+    except NumberSyntaxError as e:
+        raise UsageError(f"{option}: {e}") from None
+    if positive and not v > 0:
+        raise UsageError(f"{option}: expected a positive number, got {q_str(v)}")
+    return v
+
+
+def _up(q: Q, digits: int = 6) -> str:
+    from .bound import dec_round, dec_str
+    return dec_str(dec_round(q, up=True, digits=digits))
+
+
+def _down(q: Q, digits: int = 6) -> str:
+    from .bound import dec_round, dec_str
+    return dec_str(dec_round(q, up=False, digits=digits))
+
+
+def _arb_up(x) -> Q:
+    from .bound import _arb_q
+    return _arb_q(x.upper())
+
+
+def _arb_down(x) -> Q:
+    from .bound import _arb_q
+    return _arb_q(x.lower())
+
+
+class _Progress:
+    """Progress lines on stderr for runs longer than about two seconds."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.t0 = quiet, time.monotonic()
+
+    def cells(self, n, top):
+        if not self.quiet:
+            top_s = "gates unresolved" if top is None else f"worst cell <= {float(top):.6g}"
+            print(f"softmax-bound: {n} cells, {top_s}, {time.monotonic() - self.t0:.0f} s",
+                  file=sys.stderr)
+
+    def check(self, leaves):
+        if not self.quiet and (leaves > 300 or time.monotonic() - self.t0 > 2):
+            print(f"softmax-bound: the kernel re-checks {leaves} cells in exact arithmetic",
+                  file=sys.stderr)
+
+    def probe(self, lam, r):
+        if not self.quiet:
+            b = "none" if r.arb_bound is None else f"{float(r.arb_bound):.6g}"
+            print(f"softmax-bound: lambda = {q_str(lam)}: ball bound {b} ({r.search.leaves} "
+                  f"cells), {time.monotonic() - self.t0:.0f} s", file=sys.stderr)
+
+
+def _setting(args):
+    from ..construct.bounds import DomainError
+    from ..io import InputError, load_domain, load_model
+    from ..kernel.maxout import MaxoutNetwork
+    from ..kernel.transformer import Transformer
+    from .bound import NotConstruction, setting_of
+    net = load_model(args.model)
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network, got a '
+                         "Transformer (give it with --transformer)")
+    dom = load_domain(args.domain, net.input_dim) if args.domain else net.domain
+    if dom is None:
+        raise InputError(args.model, "", "the bound needs a bounded, non-empty domain and the "
+                         'network has none; add a "domain" entry or pass --domain FILE')
+    tf = None
+    if args.transformer:
+        tf = load_model(args.transformer)
+        if not isinstance(tf, Transformer):
+            raise InputError(args.transformer, "format", 'expected an "exactmax/transformer" '
+                             "file, got a Maxout network")
+        if tf.input_dim != net.input_dim:
+            raise InputError(args.transformer, "input_dim", f"expected {net.input_dim} (the "
+                             f"network's input dimension), got {tf.input_dim}")
+    try:
+        return setting_of(net, dom, tf)
+    except NotConstruction as e:
+        raise InputError(args.transformer, "", f"not the construction of {args.model}: {e}; "
+                         f"compile it with exactmax compile {args.model} -o TF.json") from None
+    except DomainError as e:
+        where, path = (args.domain, "") if args.domain else (args.model, "domain")
+        raise InputError(where, path, f"the bound needs a bounded, non-empty domain, but "
+                         f"{e}") from None
+
+
+def _slack_advice(args, s, r, lam) -> tuple[str, Q | None]:
+    from .bound import closed_form_slack
+    slack = closed_form_slack(s, lam)  # enough by §3's closed form (the cells then check it)
+    if slack == 0:
+        slack = Q(1, 2)
+    from .bound import dec_str
+    cmd = (f"exactmax compile {args.model} --slack {dec_str(slack)} -o TF.json, then "
+           f"exactmax softmax-bound {args.model} --transformer TF.json ...")
+    return cmd, slack
+
+
+def _not_certified(args, s, r, lam, out) -> int:
+    cmd, slack = _slack_advice(args, s, r, lam)
+    gates = r.verdict == "gates-fail" or r.search.gate_fail is not None
+    out.update(verdict="unknown", reason=r.reason, certified_bound=None,
+               suggested_slack=_up(slack) if gates else None)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"unknown: no bound for lambda = {q_str(lam)}: {r.reason}")
+        if gates:
+            print("  the softmax perturbation may push a pre-activation past its gate C_l, "
+                  "where the gates stop being exact and the recursion bounded here no longer "
+                  "describes the Transformer; so no bound is printed.")
+            print(f"  try a compile with room in the gates: {cmd}")
+    return EXIT_UNKNOWN
+
+
+# ----------------------------------------------------------------------------------- run
+
+def run(args) -> int:
+    from ..cli import UsageError
+    from ..kernel.errors import CheckFailed
+    from ..kernel.softmax import check_softmax_bound
+    from .bound import certify, closed_form, observed_error, smallest_lambda
+    if args.lam is None and args.epsilon is None:
+        raise UsageError("softmax-bound: give --lambda L, --epsilon E, or both")
+    lam = _number(args.lam, "--lambda") if args.lam is not None else None
+    eps = _number(args.epsilon, "--epsilon") if args.epsilon is not None else None
+    tol = _number(args.tolerance, "--tolerance")
+    if args.max_cells < 1:
+        raise UsageError(f"--max-cells: expected a positive integer, got {args.max_cells}")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    s = _setting(args)
+    prog = _Progress(quiet=False)
+    out: dict = {"model": args.model, "transformer": args.transformer, "tokens": s.n,
+                 "gate_constants": [q_str(g) for g in s.gates]}
+    code = EXIT_OK
+    lines: list[str] = []
+    if lam is not None:
+        t0 = time.monotonic()
+        r = certify(s, lam, args.max_cells, args.timeout, prog.cells, on_check=prog.check)
+        out.update({"lambda": q_str(lam), "cells": r.search.leaves,
+                    "cells_outside": r.search.excluded, "search_stop": r.search.stop,
+                    "closed_form_bound": _up(_arb_up(closed_form(s.net, s.n, lam)))})
+        if r.verdict != "certified":
+            return _not_certified(args, s, r, lam, out)
+        t_check = r.check_time_s
+        obs = observed_error(s, lam, r.search.worst)
+        W = _arb_down(obs.error)
+        total = time.monotonic() - t0
+        cf = _arb_up(closed_form(s.net, s.n, lam))
+        ratio = None if W == 0 else r.bound / W
+        out.update(verdict="certified", trust="kernel-checked",
+                   certified_bound=_up(r.bound), certified_bound_exact=q_str(r.bound),
+                   observed_error=_down(W), observed_x=[q_str(v) for v in obs.x],
+                   observed_points=obs.points,
+                   ratio_U_W=None if ratio is None else _up(ratio, 4),
+                   ratio_closed_form_U=_up(cf / r.bound, 4) if r.bound > 0 else None,
+                   search_time_s=round(r.search.time_s, 3), check_time_s=round(t_check, 3),
+                   time_s=round(total, 3))
+        lines += [
+            f"certified (bound re-checked by the kernel in exact rationals): "
+            f"|T_lambda(x) - N(x)|_inf <= {out['certified_bound']} for every x in the domain, "
+            f"lambda = {q_str(lam)}",
+            f"  closed-form bound (construction.md §3)  {out['closed_form_bound']}",
+            f"  certified bound U                       {out['certified_bound']}   "
+            f"({r.search.leaves} cells; ball search {r.search.time_s:.2f} s, untrusted; "
+            f"kernel re-check {t_check:.2f} s)",
+            f"  observed worst error W (lower bound)    {out['observed_error']}   at x = ("
+            + ", ".join(_down(v, 6) for v in obs.x) + ")",
+            f"  U / W                                   "
+            + ("-" if ratio is None else out["ratio_U_W"])
+            + f"   (closed form / U = {out['ratio_closed_form_U']}); {total:.2f} s in all",
+            "  gates: |z~^l| <= C_l on every cell, C = ("
+            + ", ".join(out["gate_constants"]) + ") (checked by the kernel)"]
+    if eps is not None:
+        eo = _epsilon(s, eps, tol, args, prog, check_softmax_bound, CheckFailed,
+                      certify, smallest_lambda)
+        out["epsilon"] = eo
+        if eo["certified_lambda"] is None:
+            code = EXIT_UNKNOWN
+        lines += [f"epsilon = {eo['epsilon']}: smallest certified lambda "
+                  + (f"{eo['certified_lambda']} (certified U = {eo['certified_bound']}; "
+                     f"lambda = {eo['lambda_fails']} fails in balls, tolerance "
+                     f"{eo['tolerance']})" if eo["certified_lambda"] is not None
+                     else f"not found ({eo['reason']})")
+                  + f"; closed-form lambda {eo['closed_form_lambda']}"
+                  + ("" if eo["ratio"] is None else
+                     f" ({eo['ratio']} x the certified one)")]
+    if lam is None:
+        out["verdict"] = "certified" if code == EXIT_OK else "unknown"
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print("\n".join(lines))
+    return code
+
+
+def _epsilon(s, eps, tol, args, prog, check_softmax_bound, CheckFailed, certify,
+             smallest_lambda) -> dict:
+    """The inverse problem: bisection in balls (untrusted), then the kernel re-checks the tree
+    of the lambda found (stepping lambda up by 1 + tol while the exact bound is above eps)."""
+    from .bound import _arb_q, closed_form, dec_round, dec_str
+    lam_cf = dec_round(_arb_q(closed_form(s.net, s.n, 1).upper()) / eps, up=True, digits=4)
+    res = {"epsilon": q_str(eps), "tolerance": q_str(tol), "closed_form_lambda": _up(lam_cf, 4),
+           "certified_lambda": None, "certified_bound": None, "lambda_fails": None,
+           "ratio": None, "reason": None, "probes": 0}
+    hi, r, lo, probes = smallest_lambda(s, eps, tol, args.max_cells, args.timeout,
+                                        prog.probe)
+    res["probes"] = len(probes)
+    if hi is None:
+        res["reason"] = ("no lambda up to 16 x the closed-form one was certified in the "
+                         "budget" if r is None or r.verdict == "certified-arb"
+                         else r.reason)
+        return res
+    for _ in range(4):
+        try:
+            claim = check_softmax_bound(s.net, s.gates, s.n, hi, s.domain, s.root[0],
+                                        s.root[1], r.search.tree, s.first_multipliers)
+        except CheckFailed as e:
+            res["reason"] = f"the kernel's exact re-check rejected the cells: {e}"
+            return res
+        if claim.bound <= eps:
+            res.update(certified_lambda=dec_str(hi), certified_bound=_up(claim.bound),
+                       lambda_fails=None if lo is None else dec_str(lo),
+                       ratio=_up(lam_cf / hi, 3), reason=None)
+            return res
+        hi = dec_round(hi * (1 + tol), up=True, digits=4)  # exact bound a hair above: step up
+        r = certify(s, hi, args.max_cells, args.timeout, None, check=False)
+        if r.verdict != "certified-arb":
+            break
+    res["reason"] = "the kernel's exact bound stayed above epsilon near the ball bisection's lambda"
+    return res
