@@ -64,3 +64,122 @@ def test_a_tight_gate_is_detected():
     assert c.verdict in ("gates-fail", "unknown") and c.bound is None
     if c.verdict == "gates-fail":
         assert "not exact" in c.reason
+
+
+# ------------------------------------------------------------------ properties (hypothesis)
+
+from decimal import Decimal, getcontext  # noqa: E402
+
+from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
+
+from exactmax.construct.transformer import CompileOptions, compile_transformer  # noqa: E402
+from exactmax.kernel.maxout import MaxoutEvaluator  # noqa: E402
+from exactmax.kernel.softmax import deviation_peak  # noqa: E402
+from exactmax.softmax.bound import closed_form_slack  # noqa: E402
+from exactmax.softmax.evaluate import evaluate_softmax  # noqa: E402
+from exactmax.strategies import domain_points, maxout_networks  # noqa: E402
+
+SMALL = settings(max_examples=8, deadline=None,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _slack_setting(net):
+    """The construction compiled with the closed-form slack at lambda = 10 (enough for every
+    lambda >= 10), so that the gates are exact and a bound exists."""
+    s0 = setting_of(net, net.domain)
+    slack = closed_form_slack(s0, Q(10))
+    c = compile_transformer(net, net.domain, CompileOptions(slack=slack))
+    return setting_of(net, net.domain, c.transformer)
+
+
+def _error_lower(s, lam, x):
+    """A lower bound of |T_lam(x) - N(x)|_inf: the Transformer itself in 200-bit balls
+    (evaluate_softmax, not the kernel's recursion) against the exact network."""
+    exact = MaxoutEvaluator(s.net).evaluate(x)
+    soft = evaluate_softmax(s.tf, x, lam, 200)
+    return max(((v - arb(q)).abs_lower() for v, q in zip(soft, exact)), default=arb(0))
+
+
+NETS = maxout_networks(max_depth=2, max_width=2, max_rank=3, dims=(1, 2), domain=True)
+
+
+@SMALL
+@given(NETS, st.sampled_from([Q(10), Q(40)]), st.data())
+def test_certified_bound_is_above_observed_and_sampled_errors(net, lam, data):
+    s = _slack_setting(net)
+    c = certify(s, lam, max_cells=60, timeout_s=3)
+    assume(c.verdict == "certified")
+    o = observed_error(s, lam, c.search.worst, samples=50, climbs=3, budget_s=0.2)
+    assert arb(c.bound) >= o.error.lower()
+    for _ in range(4):
+        x = data.draw(domain_points(net.domain))
+        assert arb(c.bound) >= _error_lower(s, lam, x).lower()
+
+
+@SMALL
+@given(NETS)
+def test_certified_bound_at_ten_times_lambda_is_smaller(net):
+    # not guaranteed by the producer (each lambda has its own bisection tree); observed on
+    # every run so far, since the cell bounds scale like 1/lambda once lambda is large
+    s = _slack_setting(net)
+    a = certify(s, Q(10), max_cells=60, timeout_s=3)
+    b = certify(s, Q(100), max_cells=60, timeout_s=3)
+    assume(a.verdict == "certified" and b.verdict == "certified")
+    assert b.bound <= a.bound
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.fractions(min_value=0, max_value=400, max_denominator=10 ** 6))
+def test_exp_bounds_against_decimal(f):
+    a = Q(f.numerator, f.denominator)
+    lo, hi = exp_neg_bounds(a)
+    getcontext().prec = 80
+    v = (-Decimal(f.numerator) / Decimal(f.denominator)).exp()
+    assert Decimal(int(lo.p)) / Decimal(int(lo.q)) <= v <= Decimal(int(hi.p)) / Decimal(int(hi.q))
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 7])
+def test_deviation_peak_is_just_above_lambert_w(m):
+    c = deviation_peak(m)
+    getcontext().prec = 50
+    e = Decimal(1).exp()
+    cd = Decimal(int(c.p)) / Decimal(int(c.q))
+    assert cd * (cd + 1).exp() >= m                      # c >= W(m/e)
+    below = cd - Decimal(1) / 10 ** 5
+    assert below * (below + 1).exp() < m                 # and within 10^-5 of it
+    assert e > 0
+
+
+def test_the_checker_rejects_tampered_trees_gates_and_multipliers():
+    net = load_model(TENT)
+    s = setting_of(net, net.domain)
+    good = certify(s, Q(100), max_cells=40, timeout_s=5)
+    assert good.verdict == "certified"
+    tree = good.search.tree
+    ok = check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, tree)
+    assert ok.bound == good.bound
+    for bad in [("split", 7, ("leaf",), ("leaf",)), ("split", 0, ("leaf",)), ("cut",),
+                ("split", 0, ("out", 1), ("leaf",))]:
+        with pytest.raises(CheckFailed):
+            check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, bad)
+    with pytest.raises(CheckFailed):  # a gate constant too small for the pre-activations
+        check_softmax_bound(net, (Q(2),) + s.gates[1:], s.n, Q(100), s.domain, *s.root, tree)
+    with pytest.raises(CheckFailed):  # fewer tokens than a unit's pieces
+        check_softmax_bound(net, s.gates, 1, Q(100), s.domain, *s.root, tree)
+
+
+def test_polyhedron_multipliers_are_checked():
+    net = load_model(os.path.join(ROOT, "examples", "relu_triangle.json"))
+    s = setting_of(net, net.domain)
+    assert s.first_multipliers is not None
+    c = certify(s, Q(100), max_cells=100, timeout_s=5)
+    assert c.verdict == "certified"
+    ys = [list(map(list, u)) for u in s.first_multipliers]
+    y_max = list(ys[0][0][0])
+    y_max[0] += 1  # y^T A no longer equals the piece's weights
+    ys[0][0][0] = tuple(y_max)
+    with pytest.raises(CheckFailed):
+        check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, c.search.tree,
+                            [[tuple(p) for p in u] for u in ys])
+    with pytest.raises(CheckFailed):  # without the multipliers layer 1 exceeds C_1 = 1
+        check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, c.search.tree)

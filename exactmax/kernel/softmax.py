@@ -346,6 +346,8 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
     while stack:
         node, lo, hi = stack.pop()
         if node[0] == "split":
+            if len(node) != 4 or not (isinstance(node[1], int) and 0 <= node[1] < len(lo)):
+                raise CheckFailed(f"softmax: a split node names no coordinate: {node[:2]!r}")
             _, i, left, right = node
             mid = (lo[i] + hi[i]) / 2
             stack.append((left, lo, hi[:i] + (mid,) + hi[i + 1:]))
