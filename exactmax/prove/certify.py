@@ -389,8 +389,11 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             vf, cf = _walk(f, 0, rows, p, oracle, known, need_f)
             vg, cg = _walk(g, 1, rows, p, oracle, known, need_g)
         except _SplitOn as s:
-            # choices proved on this cell hold on both halves: state them once, here
-            proved = tuple((cf if s.proved is not cf else []) + s.proved)
+            # choices proved on this cell hold on both halves: state them once, here; but
+            # not those with a tie proof, whose extra row is numbered after this cell's
+            # rows (the leaves below have more rows): they are proved again below
+            proved = tuple(c for c in (cf if s.proved is not cf else []) + s.proved
+                           if not any(isinstance(pr, TieProof) for pr in c[2].proofs))
             below = dict(known)
             below.update({(side, i): ch for side, i, ch in proved})
             stats["splits"] += 1
