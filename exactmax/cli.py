@@ -688,7 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-NUMBER_OPTIONS = ("--input", "--slack", "--softmax-lambda")
+NUMBER_OPTIONS = ("--input", "--slack", "--softmax-lambda", "--box")
 
 
 def _join_negative_values(argv: list[str]) -> list[str]:

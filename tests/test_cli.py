@@ -77,3 +77,9 @@ def test_domain_file_overrides_the_model_domain(tmp_path, capsys):
                              "box": {"lower": [0, 0], "upper": [3, 3]}}))
     assert main(["eval", EXAMPLE, "--input", "2,0", "--domain", str(p)]) == 0
     assert "outside" not in capsys.readouterr().err
+
+
+def test_a_box_whose_first_end_is_negative_needs_no_equals_sign(tmp_path):
+    out = tmp_path / "g.json"
+    assert main(["approx-convex", "x^2", "--box", "-1,1", "--h", "1/2", "-o", str(out)]) == 0
+    assert out.exists()
