@@ -133,6 +133,10 @@ Record choice := { ch_k : nat; ch_proofs : list proof }.
 (* (program 0 or 1, node index, choice) *)
 Definition choices := list (nat * nat * choice).
 
+(* how exported files write an entry *)
+Definition entry (side node k : nat) (ps : list proof) : nat * nat * choice :=
+  (side, node, {| ch_k := k; ch_proofs := ps |}).
+
 Fixpoint find_choice (side i : nat) (cs : choices) : option choice :=
   match cs with
   | [] => None

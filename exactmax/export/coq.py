@@ -208,8 +208,8 @@ class _TreeWriter:
 
     def entry(self, side, index, ch, lam) -> tuple[str, int]:
         """(the entry's name, the largest row its proofs read)."""
-        text = (f"({side}%nat, {index}%nat, {{| ch_k := {ch.k}; ch_proofs := ["
-                + "; ".join(self.proof(p, lam) for p in ch.proofs) + "] |})")
+        text = (f"(entry {side} {index} {ch.k} ["
+                + "; ".join(self.proof(p, lam) for p in ch.proofs) + "])")
         return (self.t.name(text, "(nat * nat * choice)"),
                 max((_max_row(p) for p in ch.proofs), default=-1))
 
