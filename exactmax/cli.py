@@ -688,7 +688,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-NUMBER_OPTIONS = ("--input", "--slack", "--softmax-lambda", "--box")
+NUMBER_OPTIONS = ("--input", "--slack", "--softmax-lambda", "--box", "--lambda", "--epsilon",
+                  "--tolerance", "--h")
 
 
 def _join_negative_values(argv: list[str]) -> list[str]:

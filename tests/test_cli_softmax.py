@@ -51,6 +51,8 @@ def test_json_keys_and_order_of_the_numbers(capsys):
     (["--lambda", "ten"], "--lambda:"),
     ([], "give --lambda L, --epsilon E, or both"),
     (["--lambda", "10", "--epsilon=-1/2"], "--epsilon"),
+    (["--lambda", "-1"], "--lambda: expected a positive number"),
+    (["--lambda", "10", "--epsilon", "-0.5"], "--epsilon: expected a positive number"),
     (["--lambda", "10", "--max-cells", "0"], "--max-cells"),
 ])
 def test_bad_options_give_one_line_and_exit_2(capsys, argv, needle):
