@@ -2,13 +2,19 @@
 
     python benchmarks/coq.py [--json results.json] [--quick]
 
-Random Maxout networks (as in ``benchmarks/eval.py``: rank 3, box [-1, 1]^d) of 10 units in one
-layer, and smaller ones, against their compiled hardmax Transformers; each is proved with the
-monolithic strategy (one split tree over the whole domain), exported with ``export-coq`` and
-compiled with ``coqc -no-glob`` against the library in proofs/ (which must be built:
-``make -C proofs``).  Reported: leaves, certificate JSON size, .v size, exactmax's time to
-produce the certificate, coqc's wall time and peak memory (maximum resident set size of the
-coqc process, from getrusage in a fresh parent process).
+Three tables, each certificate exported with ``export-coq`` and compiled with
+``coqc -no-glob`` against the library in proofs/ (which must be built: ``make -C proofs``):
+
+1. the examples, layerwise (verify's default) and monolithic certificates;
+2. monolithic certificates (one split tree over the whole domain) of random Maxout networks
+   (as in ``benchmarks/eval.py``: rank 3, box [-1, 1]^d) of 10 units in one layer, and smaller
+   ones, against their compiled hardmax Transformers: the curve against the number of leaves;
+3. layerwise certificates of random networks of input dimension 4 and growing width and depth
+   (the generator of ``benchmarks/verify.py``).
+
+Reported: leaves, certificate JSON size, .v size, exactmax's time to produce the certificate,
+coqc's wall time and peak memory (maximum resident set size of the coqc process, from
+getrusage in a fresh parent process).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 from eval import random_network
 from exactmax.construct.transformer import compile_transformer
 from exactmax.export.coq import export_coq
+from exactmax.io import load_model
 from exactmax.io.certificates import certificate_to_json
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
@@ -46,28 +53,43 @@ def coqc(path: str) -> tuple[bool, float, float]:
     return out[0] == "0", float(out[1]), int(out[2]) / 1024
 
 
-def run(d: int, N: int, D: int, seed: int, folder: str) -> dict:
-    rng = random.Random(seed)
-    net = random_network(rng, d, N, 3, D)
-    box = Box((Q(-1),) * d, (Q(1),) * d)
-    tf = compile_transformer(net, box).transformer
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def measure(net, domain, strategy: str, name: str, folder: str) -> dict:
+    tf = compile_transformer(net, domain).transformer
     t0 = time.perf_counter()
-    v = verify_equal(net, tf, box, VerifyOptions(timeout_s=600, strategy="monolithic",
-                                                 max_leaves=10 ** 6))
-    produce = time.perf_counter() - t0
-    row = {"d": d, "N": N, "D": D, "verdict": v.verdict, "leaves": v.stats.get("leaves_checked"),
-           "produce_s": round(produce, 1)}
+    v = verify_equal(net, tf, domain, VerifyOptions(timeout_s=600, strategy=strategy,
+                                                    max_leaves=10 ** 6))
+    row = {"verdict": v.verdict, "leaves": v.stats.get("leaves_checked"),
+           "produce_s": round(time.perf_counter() - t0, 2)}
     if v.trust != "kernel-checked":
         return row
-    cert = json.dumps(certificate_to_json(net, tf, box, v.certificate, {}))
-    path = os.path.join(folder, f"Bench_{d}_{N}_{D}.v")
-    text = export_coq(net, tf, box, v.certificate, os.path.basename(path)[:-2])
+    cert = json.dumps(certificate_to_json(net, tf, domain, v.certificate, {}))
+    path = os.path.join(folder, f"{name}.v")
+    text = export_coq(net, tf, domain, v.certificate, name)
     with open(path, "w") as f:
         f.write(text)
     ok, secs, mb = coqc(path)
     row.update(json_kb=round(len(cert) / 1024), v_kb=round(len(text) / 1024), coq_ok=ok,
                coqc_s=round(secs, 1), coqc_mb=round(mb))
     return row
+
+
+def run(d: int, N: int, D: int, seed: int, folder: str, strategy: str = "monolithic") -> dict:
+    rng = random.Random(seed)
+    net = random_network(rng, d, N, 3, D)
+    box = Box((Q(-1),) * d, (Q(1),) * d)
+    row = {"d": d, "N": N, "D": D, "strategy": strategy}
+    row.update(measure(net, box, strategy, f"Bench_{strategy}_{d}_{N}_{D}", folder))
+    return row
+
+
+def cells(r: dict) -> str:
+    if "coqc_s" not in r:
+        return f"{r['verdict']} | | | {r['produce_s']} s | | "
+    return (f"{r['leaves']} | {r['json_kb']} KB | {r['v_kb']} KB | {r['produce_s']} s | "
+            f"{r['coqc_s']} s{'' if r['coq_ok'] else ' (REJECTED)'} | {r['coqc_mb']} MB")
 
 
 def main(argv=None) -> int:
@@ -78,21 +100,35 @@ def main(argv=None) -> int:
     if not os.path.isfile(os.path.join(PROOFS, "Export.vo")):
         sys.exit("build the Coq library first: make -C proofs")
     sizes = [(2, 2, 1), (2, 5, 2), (2, 10, 1), (3, 10, 1), (4, 10, 1)]
+    layerwise = [(4, 2), (8, 4), (16, 4), (16, 8), (32, 4)]
+    examples = ["tent.json", "relu_triangle.json", "maxout_d3_w4_r3.json"]
     if args.quick:
-        sizes = sizes[:2]
+        sizes, layerwise, examples = sizes[:2], layerwise[:2], examples[:1]
     rows = []
-    print("| d | units | depth | leaves | certificate JSON | .v file | produce | coqc | coqc peak memory |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    head = "| leaves | certificate JSON | .v file | produce | coqc | coqc peak memory |"
+    rule = "|---:|---:|---:|---:|---:|---:|"
     with tempfile.TemporaryDirectory() as folder:
+        print("| example | certificate " + head + "\n|---|---" + rule)
+        for name in examples:
+            net = load_model(os.path.join(EXAMPLES, name))
+            for strategy in ("layerwise", "monolithic"):
+                r = {"example": name, "strategy": strategy}
+                r.update(measure(net, net.domain, strategy,
+                                 f"Ex_{strategy}_{name.split('.')[0]}", folder))
+                rows.append(r)
+                print(f"| {name} | {strategy} | {cells(r)} |", flush=True)
+        print("\nmonolithic, random networks\n\n| d | units | depth " + head
+              + "\n|---:|---:|---:" + rule)
         for d, N, D in sizes:
             r = run(d, N, D, 7 + N + D, folder)
             rows.append(r)
-            if "coqc_s" in r:
-                print(f"| {d} | {N} | {D} | {r['leaves']} | {r['json_kb']} KB | {r['v_kb']} KB | "
-                      f"{r['produce_s']} s | {r['coqc_s']} s{'' if r['coq_ok'] else ' (REJECTED)'} | "
-                      f"{r['coqc_mb']} MB |", flush=True)
-            else:
-                print(f"| {d} | {N} | {D} | {r['verdict']} | | | {r['produce_s']} s | | |", flush=True)
+            print(f"| {d} | {N} | {D} | {cells(r)} |", flush=True)
+        print("\nlayerwise, random networks (d = 4)\n\n| width N | depth D " + head
+              + "\n|---:|---:" + rule)
+        for N, D in layerwise:
+            r = run(4, N, D, 1000 * N + D, folder, "layerwise")
+            rows.append(r)
+            print(f"| {N} | {D} | {cells(r)} |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
