@@ -121,34 +121,44 @@ def _read_choice(c: Cursor):
             Choice(f["k"].integer(0), tuple(proofs)))
 
 
-def read_tree(c: Cursor, dim: int) -> Tree:
-    """The tree, read without recursion (deep trees do not hit Python's recursion limit)."""
+def _read_empty(cur: Cursor) -> Tree:
+    return Empty(_read_farkas(cur.fields(("empty",))["empty"]))
+
+
+def _read_leaf(cur: Cursor) -> Tree:
+    leaf = cur.fields(("leaf",))["leaf"].fields(("choices",), ("same_max",))
+    same = "same_max" in leaf and leaf["same_max"].value is True
+    if "same_max" in leaf and leaf["same_max"].value not in (True, False):
+        raise leaf["same_max"].error("expected true or false")
+    return Leaf(tuple(_read_choice(x) for x in leaf["choices"].items(what="choice")), same)
+
+
+def read_tree(c: Cursor, dim: int, leaves=None) -> Tree:
+    """The tree, read without recursion (deep trees do not hit Python's recursion limit).
+    ``leaves`` maps the key of each kind of leaf to its reader (default: "empty" and "leaf",
+    the leaves of exactmax/certificate); every other node is a split."""
+    leaves = leaves or {"empty": _read_empty, "leaf": _read_leaf}
+    kinds = ", ".join(f'"{k}"' for k in ("split", *leaves))
     done: list[Tree] = []
     todo = [(c, False)]
     while todo:
         cur, children_read = todo.pop()
         if not isinstance(cur.value, dict) or not any(k in cur.value for k in
-                                                      ("split", "leaf", "empty")):
-            raise cur.error('expected a tree node: an object with "split", "leaf" or "empty"')
-        if "empty" in cur.value:
-            done.append(Empty(_read_farkas(cur.fields(("empty",))["empty"])))
-        elif "leaf" in cur.value:
-            leaf = cur.fields(("leaf",))["leaf"].fields(("choices",), ("same_max",))
-            same = "same_max" in leaf and leaf["same_max"].value is True
-            if "same_max" in leaf and leaf["same_max"].value not in (True, False):
-                raise leaf["same_max"].error("expected true or false")
-            done.append(Leaf(tuple(_read_choice(x) for x in
-                                   leaf["choices"].items(what="choice")), same))
-        else:
-            f = cur.fields(("split", "choices", "ge", "lt"))
-            if not children_read:
-                todo += [(cur, True), (f["lt"], False), (f["ge"], False)]
-                continue
-            h = f["split"].fields(("a", "c"))
-            lt, ge = done.pop(), done.pop()
-            done.append(Split(h["a"].vector(dim, why="the input dimension"), h["c"].number(),
-                              ge, lt, tuple(_read_choice(x) for x in
-                                            f["choices"].items(what="choice"))))
+                                                      ("split", *leaves)):
+            raise cur.error(f"expected a tree node: an object with one of {kinds}")
+        kind = next((k for k in leaves if k in cur.value), None)
+        if kind is not None:
+            done.append(leaves[kind](cur))
+            continue
+        f = cur.fields(("split", "choices", "ge", "lt"))
+        if not children_read:
+            todo += [(cur, True), (f["lt"], False), (f["ge"], False)]
+            continue
+        h = f["split"].fields(("a", "c"))
+        lt, ge = done.pop(), done.pop()
+        done.append(Split(h["a"].vector(dim, why="the input dimension"), h["c"].number(),
+                          ge, lt, tuple(_read_choice(x) for x in
+                                        f["choices"].items(what="choice"))))
     return done[0]
 
 

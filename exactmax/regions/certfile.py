@@ -15,6 +15,7 @@ depth first, ge before lt; merges name two leaves and a point of their shared fa
 from __future__ import annotations
 
 from ..io.certificates import _choice, _read_choice, content_hash
+from ..io.certificates import read_tree as read_certificate_tree
 from ..io.jsonfile import Cursor, read_json_file
 from ..io.models import (MAXOUT, TRANSFORMER, VERSION, domain_to_json, model_to_json,
                          read_domain, read_maxout, read_transformer)
@@ -61,30 +62,14 @@ def certificate_to_json(model, domain, cert, counts: dict) -> dict:
 
 
 def read_tree(c: Cursor, dim: int, out_dim: int):
-    done, todo = [], [(c, False)]
-    while todo:
-        cur, children_read = todo.pop()
-        if not isinstance(cur.value, dict) or not any(k in cur.value for k in
-                                                      ("split", "region")):
-            raise cur.error('expected a tree node: an object with "split" or "region"')
-        if "region" in cur.value:
-            r = cur.fields(("region",))["region"].fields(("choices", "W", "b", "point"))
-            b = r["b"].vector(out_dim, why="the output dimension")
-            done.append(Region(tuple(_read_choice(x) for x in r["choices"].items(
-                what="choice")), r["W"].matrix(out_dim, dim, "one per output",
-                                               "the input dimension"), b,
-                r["point"].vector(dim, why="the input dimension")))
-            continue
-        f = cur.fields(("split", "choices", "ge", "lt"))
-        if not children_read:
-            todo += [(cur, True), (f["lt"], False), (f["ge"], False)]
-            continue
-        h = f["split"].fields(("a", "c"))
-        lt, ge = done.pop(), done.pop()
-        done.append(Split(h["a"].vector(dim, why="the input dimension"), h["c"].number(),
-                          ge, lt, tuple(_read_choice(x) for x in
-                                        f["choices"].items(what="choice"))))
-    return done[0]
+    def region(cur: Cursor) -> Region:
+        r = cur.fields(("region",))["region"].fields(("choices", "W", "b", "point"))
+        return Region(tuple(_read_choice(x) for x in r["choices"].items(what="choice")),
+                      r["W"].matrix(out_dim, dim, "one per output", "the input dimension"),
+                      r["b"].vector(out_dim, why="the output dimension"),
+                      r["point"].vector(dim, why="the input dimension"))
+
+    return read_certificate_tree(c, dim, {"region": region})
 
 
 def load_region_certificate(path: str):
