@@ -12,8 +12,9 @@ value = key), so sup_x |T_lam(x) - N(x)|_inf is bounded cell by cell there.
 - the final tree is re-checked by ``kernel.softmax.check_softmax_bound`` in exact rational
   arithmetic (e^{-a} by Taylor sums with remainder); only that value is reported as certified.
 - ``observed_error``: a lower bound W, the exact N(x) against T_lam(x) evaluated in balls at
-  points from vertices, the worst cells' centres, random points and hill climbing (floats only
-  choose the points).
+  points chosen in float64 (numpy): vertices, the worst cells, random points, points next to
+  tie sets, then a batched climb continued from lam/64 up to lam (floats only choose the
+  points).
 - ``closed_form``: the bound of §3, E_l = Lambda_l E_{l-1} + delta, |y~ - y| <= ||A||_inf E_D.
 """
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import random
 import time
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -382,30 +382,50 @@ def _gate_failure_point(s: Setting, lam, lo, hi):
 
 # -------------------------------------------------------------------------- observed error
 
-def _float_error(net: MaxoutNetwork, n: int, lam: float, x) -> float:
-    """|y~ - y|_inf in floating point: only to guide the search for bad points."""
-    h = hs = [float(v) for v in x]
+def _float_net(net: MaxoutNetwork, n: int):
+    """The network's pieces as float arrays (per layer: W (units, n, in), b (units, n)),
+    tokens padded as the Transformer pads them, and the output matrix (or None)."""
+    import numpy as np
+    layers = []
     for layer in net.layers:
-        nh, nhs = [], []
-        for unit in layer.units:
-            ps = _tokens(unit, n)
-            ws = [([float(c) for c in p.w], float(p.b)) for p in ps]
-            z = [sum(c * v for c, v in zip(w, h)) + b for w, b in ws]
-            zt = [sum(c * v for c, v in zip(w, hs)) + b for w, b in ws]
-            m = max(zt)
-            e = [math.exp(lam * (v - m)) for v in zt]
-            nh.append(max(z))
-            nhs.append(sum(v * w for v, w in zip(zt, e)) / sum(e))
-        h, hs = nh, nhs
-    if net.output is not None:
-        diff = [sum(float(c) * (a - b) for c, a, b in zip(row, hs, h)) for row in net.output.W]
-    else:
-        diff = [a - b for a, b in zip(hs, h)]
-    return max(abs(v) for v in diff) if diff else 0.0
+        ps = [_tokens(unit, n) for unit in layer.units]
+        W = np.array([[[float(c) for c in p.w] for p in row] for row in ps], dtype=float)
+        b = np.array([[float(p.b) for p in row] for row in ps], dtype=float)
+        layers.append((W, b))
+    out = None if net.output is None else \
+        np.array([[float(c) for c in row] for row in net.output.W], dtype=float)
+    return layers, out
+
+
+def _float_errors(fnet, lam: float, X, patterns: bool = False):
+    """|y~ - y|_inf for every row of X (m x d) in floating point: only to guide the search
+    for bad points (y exact hardmax, y~ softmax at scale lam, both run in float64).  With
+    ``patterns``, also the hardmax argmax of every unit (m x units), the activation pattern."""
+    import numpy as np
+    layers, out = fnet
+    H = Hs = X
+    pat = []
+    for W, b in layers:
+        Z = np.einsum("unj,mj->mun", W, H) + b
+        Zt = np.einsum("unj,mj->mun", W, Hs) + b
+        E = np.exp(lam * (Zt - Zt.max(axis=2, keepdims=True)))
+        if patterns:
+            pat.append(Z.argmax(axis=2))
+        H, Hs = Z.max(axis=2), (Zt * E).sum(axis=2) / E.sum(axis=2)
+    diff = Hs - H if out is None else (Hs - H) @ out.T
+    err = np.abs(diff).max(axis=1) if diff.shape[1] else np.zeros(len(X))
+    return (err, np.concatenate(pat, axis=1)) if patterns else err
+
+
+def _float_error(net: MaxoutNetwork, n: int, lam: float, x) -> float:
+    """|y~ - y|_inf at one point, in floating point (see ``_float_errors``)."""
+    import numpy as np
+    return float(_float_errors(_float_net(net, n), lam,
+                               np.array([[float(v) for v in x]], dtype=float))[0])
 
 
 def _to_q(v: float) -> Q:
-    f = Fraction(v)
+    f = Fraction(float(v))
     return Q(f.numerator, f.denominator)
 
 
@@ -417,69 +437,138 @@ class Observed:
 
 
 def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 128,
-                   climbs: int = 12, steps: int = 2000, samples: int = 1000,
-                   budget_s: float = 2.0) -> Observed:
+                   climbs: int = 16, steps: int = 400, samples: int = 200_000,
+                   budget_s: float = 3.0) -> Observed:
     """The largest error found at points of the domain: exact N(x) against T_lam(x) in balls
-    (lower end of |ball - N(x)|).  Points: box vertices, the worst cells' centres, ``samples``
-    random points, then hill climbing from the best ``climbs`` of them with shrinking random
-    steps, each started at the scale of its cell (floats choose the points, never the value).
-    Stops after about ``budget_s`` seconds of float evaluations."""
+    (lower end of |ball - N(x)|).  Floats choose the points, never the value.
+
+    Candidates, screened in float64 (numpy, in batches): box vertices, the worst cells'
+    centres, up to ``samples`` uniform points of the bounding box, and points next to tie
+    sets (segments between points of different activation patterns bisected to the switch,
+    then probed at distances 0.3/lam .. 30/lam, where the per-unit deviation
+    sum g e^{-lam g} / sum e^{-lam g} peaks).  Then a continuation in lambda: at
+    lam/64, lam/16, lam/4 and lam, the best ``climbs`` points (those carried from the
+    previous scale and the best of the candidates at this scale) climb the float error by a
+    batched evolution strategy (32 Gaussian steps per point and round; a step grows by 1.5 on
+    success and shrinks by 0.7 otherwise); the smoother error at a smaller scale leads to the
+    ridges that are too thin to find at lam itself.  The ends, converted exactly to rationals
+    and inside the domain, are evaluated exactly.  About ``budget_s`` seconds of float work
+    (``steps`` rounds per scale at most)."""
     import itertools
-    rng = random.Random(seed)
+    import numpy as np
+    rng = np.random.default_rng(seed)
     t0 = time.monotonic()
     lo0, hi0 = s.root
     d = len(lo0)
-    widths = [float(b - a) for a, b in zip(lo0, hi0)]
-    lamf = float(lam)
-    cand = []  # (x, starting step relative to the domain's widths)
+    lo_f = np.array([float(v) for v in lo0])
+    hi_f = np.array([float(v) for v in hi0])
+    widths = np.where(hi_f > lo_f, hi_f - lo_f, 1.0)
+    P = s.domain.as_polyhedron()
+    Af = np.array([[float(c) for c in row] for row in P.A], dtype=float).reshape(-1, d)
+    bf = np.array([float(c) for c in P.b], dtype=float)
+    fnet = _float_net(s.net, s.n)
+    lamf = max(float(lam), 1e-300)
+
+    def inside(X):  # float screen of the domain (the exact check comes at the end)
+        return (X @ Af.T <= bf + 1e-12 * (1 + np.abs(bf))).all(axis=1)
+
+    def errors(X, lf):
+        e = _float_errors(fnet, lf, X)
+        return np.where(inside(X) & np.isfinite(e), e, -1.0)
+
+    def box_points(m):
+        return lo_f + rng.random((m, d)) * (hi_f - lo_f)
+
+    def diverse(X, E, m, sep=0.02):
+        """Indices of up to m best rows of X, pairwise at least sep apart (box-relative)."""
+        chosen = []
+        for i in np.argsort(-E, kind="stable")[:50 * m]:
+            y = X[i] / widths
+            if all(np.abs(y - X[j] / widths).max() >= sep for j in chosen):
+                chosen.append(i)
+                if len(chosen) == m:
+                    break
+        return np.array(chosen, dtype=int)
+
+    pts, st = [], []   # candidates and their starting steps (relative to the box widths)
     if d <= 8:
-        cand += [(tuple(c), 0.5 / max(lamf, 1.0)) for c in itertools.product(*zip(lo0, hi0))]
+        pts += [c for c in itertools.product(*zip(lo_f, hi_f))]
+        st += [0.5 / max(lamf, 1.0)] * (len(pts))
     for _, lo, hi in worst_cells:
-        rel = max((float(b - a) / w for a, b, w in zip(lo, hi, widths) if w), default=0.0)
-        cand.append((tuple((a + b) / 2 for a, b in zip(lo, hi)), max(rel, 1e-9)))
-    for _ in range(samples):
-        cand.append((tuple(_to_q(rng.uniform(float(a), float(b))) for a, b in zip(lo0, hi0)),
-                     0.05))
-        if time.monotonic() - t0 > budget_s / 4:
-            break
-    cand = [c for c in cand if s.domain.contains(c[0])]
-    scored = sorted(((_float_error(s.net, s.n, lamf, x), k, x, st)
-                     for k, (x, st) in enumerate(cand)), reverse=True)
-    top = [(x, st) for _, _, x, st in scored[:climbs]]
-    finals = [x for x, _ in top]
-    tried = len(cand)
+        pts.append([float((a + b) / 2) for a, b in zip(lo, hi)])
+        st.append(max(max((float(b - a) / w for a, b, w in zip(lo, hi, widths)), default=0.0),
+                      1e-9))
+    pool = [(np.array(pts, dtype=float).reshape(-1, d), np.array(st, dtype=float))]
+    tried = len(pts)
+    batch = max(1, min(samples, 20_000))
+    while tried < samples + len(pts) and time.monotonic() - t0 < budget_s / 6:
+        pool.append((box_points(batch), np.full(batch, 0.05)))
+        tried += batch
+    for _, lo, hi in worst_cells:  # where the certified bound is largest, densely
+        cl = np.array([float(v) for v in lo])
+        ch = np.array([float(v) for v in hi])
+        m = max(1, samples // (8 * max(1, len(worst_cells))))
+        pool.append((cl + rng.random((m, d)) * (ch - cl),
+                     np.full(m, max(float(((ch - cl) / widths).max()) / 4, 1e-9))))
+        tried += m
+    pairs = max(1, min(2000, samples // 50))
+    A, B = box_points(pairs), box_points(pairs)
+    pa = _float_errors(fnet, lamf, A, patterns=True)[1]
+    keep = (pa != _float_errors(fnet, lamf, B, patterns=True)[1]).any(axis=1)
+    A, B, pa = A[keep], B[keep], pa[keep]
+    for _ in range(45 if len(A) else 0):  # bisect to a change of activation: a tie set
+        M = (A + B) / 2
+        same = (_float_errors(fnet, lamf, M, patterns=True)[1] == pa).all(axis=1)
+        A, B = np.where(same[:, None], M, A), np.where(same[:, None], B, M)
+        tried += len(M)
+    if len(A):
+        r = np.repeat(np.array([0.3, 1.0, 3.0, 10.0, 30.0]) / lamf, 3)
+        U = rng.standard_normal((len(A), len(r), d))
+        U /= np.maximum(np.linalg.norm(U, axis=2, keepdims=True), 1e-300)
+        T = np.clip(A[:, None, :] + U * r[None, :, None] * widths, lo_f, hi_f)
+        pool.append((T.reshape(-1, d), np.tile(r, len(A))))
+        tried += T.shape[0] * T.shape[1]
+    X = np.concatenate([p[0] for p in pool])
+    S = np.concatenate([p[1] for p in pool])
+    scales = [lamf / 64, lamf / 16, lamf / 4, lamf]
+    share = [1 / 6, 2 / 6, 3 / 6, 1.0]   # of the climbing time, cumulative: half at lam
     t1 = time.monotonic()
-    for k, (x, step) in enumerate(top):  # hill climbing, each with its share of the time
-        end = t1 + max(0.0, t0 + budget_s - t1) * (k + 1) / max(1, len(top))
-        xf = [float(v) for v in x]
-        best = _float_error(s.net, s.n, lamf, xf)
-        for _ in range(steps):
-            if time.monotonic() > end:
+    cur, step = X[:0], S[:0]
+    tries = 32
+    for k, lf in enumerate(scales):
+        E = errors(X, lf)
+        top = diverse(X, E, climbs)
+        cur, step = np.concatenate([cur, X[top]]), np.concatenate([step, S[top]])
+        best = errors(cur, lf)
+        end = t1 + max(0.0, t0 + budget_s - t1) * share[k]
+        for r in range(steps):
+            if r >= 10 and time.monotonic() > end:
                 break
-            y = [min(max(v + rng.gauss(0, step) * w, float(a)), float(b))
-                 for v, w, a, b in zip(xf, widths, lo0, hi0)]
-            tried += 1
-            yq = tuple(_to_q(v) for v in y)
-            if not s.domain.contains(yq):
-                step *= 0.9
-                continue
-            e = _float_error(s.net, s.n, lamf, y)
-            if e > best:
-                best, xf = e, y
-                step *= 1.5
-            else:
-                step = max(step * 0.9, 1e-12)
-        finals.append(tuple(_to_q(v) for v in xf))
+            Y = cur[:, None, :] + rng.standard_normal((len(cur), tries, d)) * \
+                (step[:, None, None] * widths)
+            Y = np.clip(Y, lo_f, hi_f)
+            e = errors(Y.reshape(-1, d), lf).reshape(len(cur), tries)
+            tried += len(cur) * tries
+            j = e.argmax(axis=1)
+            ej = e[np.arange(len(cur)), j]
+            better = ej > best
+            cur[better], best[better] = Y[better, j[better]], ej[better]
+            step = np.where(better, step * 1.5, np.maximum(step * 0.7, 1e-15))
+        keep = np.argsort(-best, kind="stable")[:climbs]
+        if k < len(scales) - 1:  # carried to the next scale, with room to move there
+            cur, step = cur[keep], np.clip(step[keep], 0.3 / scales[k + 1], 0.5)
+    finals = [tuple(_to_q(v) for v in x) for x in cur]
+    finals = [x for x in finals if s.domain.contains(x)] or [tuple(lo0)]
     ev = MaxoutEvaluator(s.net)
-    best = (arb(0), finals[0] if finals else tuple(lo0))
+    best_x = (arb(0), finals[0])
     for x in finals:
         exact = ev.evaluate(x)
         soft = evaluate_softmax(s.tf, x, lam, bits)
         with precision(bits):
             err = max(((v - arb(q)).abs_lower() for v, q in zip(soft, exact)), default=arb(0))
-        if err > best[0]:
-            best = (err, x)
-    return Observed(best[0], best[1], tried)
+        if err > best_x[0]:
+            best_x = (err, x)
+    return Observed(best_x[0], best_x[1], tried)
 
 
 # ----------------------------------------------------------------------------- closed form
