@@ -18,7 +18,8 @@
    Soundness (over R) is proved in Sound.v. *)
 
 From Coq Require Import QArith List Bool.
-From Coq Require Uint63.
+From Coq Require Uint63 PArray.
+Import (notations) Uint63.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -132,10 +133,6 @@ Record choice := { ch_k : nat; ch_proofs : list proof }.
 
 (* (program 0 or 1, node index, choice) *)
 Definition choices := list (nat * nat * choice).
-
-(* how exported files write an entry *)
-Definition entry (side node k : nat) (ps : list proof) : nat * nat * choice :=
-  (side, node, {| ch_k := k; ch_proofs := ps |}).
 
 Fixpoint find_choice (side i : nat) (cs : choices) : option choice :=
   match cs with
@@ -381,30 +378,154 @@ Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
   (length (p_outs f) =? length (p_outs g))%nat && check_tree f g dom [] [] [] t.
 
 (* ------------------------------------------------------------------ *)
-(** * Literals *)
+(** * Packed certificates *)
 
-(* A Farkas list written as machine integers: D, then row, multiplier, row, multiplier, ...,
-   each number n >= 0 as its count of 62-bit limbs k, then the k limbs, least significant
-   first.  Coq reads such literals many times faster than rationals.  Only a way of writing:
-   the checker sees the pair (D, [(row, multiplier)]) it denotes. *)
-Fixpoint limbs (k : nat) (l : list Uint63.int) : Z * list Uint63.int :=
-  match k, l with
-  | S k', a :: l' => let '(z, r) := limbs k' l' in (Uint63.to_Z a + z * 4611686018427387904, r)%Z
-  | _, _ => (0%Z, l)
+(* Exported files write the split tree as one array of machine integers, which Coq reads many
+   times faster than the same tree written as terms.  This is only a way of writing: the
+   checker sees the tree [unpack_tree] builds, and check_cert is sound for every tree, so
+   nothing here needs a proof (a malformed array unpacks to some tree, which is checked like
+   any other).
+
+   The array holds bytes, 7 per word (least significant first); the bytes hold a stream of
+   numbers n >= 0, each as groups of 7 bits, least significant first, all but a number's last
+   byte with the high bit set.  Signed numbers are zigzagged (2 n, or -2 n - 1 when n < 0).
+   The stream holds five tables, each its length then its items, the later ones referring to
+   the earlier ones by index (0-based):
+   - Farkas lists: D (signed), the number of pairs, and each pair's row and multiplier (signed);
+   - affine maps: the number of coefficients, the coefficients, the constant, each a rational
+     as its numerator (signed) and denominator;
+   - choice entries: program, node, k, the number of proofs, and each proof: 0 (PNone),
+     1 f (PFar), 2 f f f (PTie), f a Farkas list's index;
+   - choice lists: their length and their entries' indices;
+   - tree nodes, children before parents: 0 c (Leaf), 1 f (Empty), 2 a c ge lt (Split). *)
+
+Definition stream := list Z.
+
+(* a small machine integer (< 2^n) as Z *)
+Fixpoint small_Z (n : nat) (i : Uint63.int) : Z :=
+  match n with
+  | O => 0%Z
+  | S n' =>
+      if Uint63.eqb i 0%uint63 then 0%Z else
+      let r := small_Z n' (Uint63.lsr i 1%uint63) in
+      if Uint63.eqb (Uint63.land i 1%uint63) 0%uint63 then Z.double r else Z.succ_double r
   end.
 
-Definition read_int (l : list Uint63.int) : Z * list Uint63.int :=
-  match l with
-  | k :: l' => limbs (Z.to_nat (Uint63.to_Z k)) l'
-  | [] => (0%Z, [])
+(* bytes are read from the last one backwards: a byte without the high bit is a number's last
+   byte, so it starts a number here; the others shift the number in progress *)
+Definition byte_step (b : Uint63.int) (st : option Z * stream) : option Z * stream :=
+  let '(acc, out) := st in
+  if Uint63.ltb b 128%uint63
+  then (Some (small_Z 7 b), match acc with Some z => z :: out | None => out end)
+  else (Some (Z.shiftl (match acc with Some z => z | None => 0 end) 7 + small_Z 7 (Uint63.sub b 128%uint63))%Z,
+        out).
+
+Definition word_step (w : Uint63.int) (st : option Z * stream) : option Z * stream :=
+  let b k := Uint63.land (Uint63.lsr w k) 255%uint63 in
+  byte_step (b 0%uint63) (byte_step (b 8%uint63) (byte_step (b 16%uint63) (byte_step (b 24%uint63)
+    (byte_step (b 32%uint63) (byte_step (b 40%uint63) (byte_step (b 48%uint63) st)))))).
+
+Fixpoint words_step (n : nat) (i : Uint63.int) (a : PArray.array Uint63.int)
+                    (st : option Z * stream) : option Z * stream :=
+  match n with
+  | O => st
+  | S n' => let i' := Uint63.sub i 1%uint63 in words_step n' i' a (word_step (PArray.get a i') st)
   end.
 
-Fixpoint read_pairs (fuel : nat) (l : list Uint63.int) : list (nat * Q) :=
-  match fuel, l with
-  | S f, i :: l' => let '(n, r) := read_int l' in
-                    (Z.to_nat (Uint63.to_Z i), inject_Z n) :: read_pairs f r
-  | _, _ => []
+Definition unpack (a : PArray.array Uint63.int) : stream :=
+  let n := PArray.length a in
+  let '(acc, out) := words_step (Z.to_nat (Uint63.to_Z n)) n a (None, []) in
+  match acc with Some z => z :: out | None => out end.
+
+Definition reader (A : Type) := stream -> A * stream.
+
+Definition rd : reader Z := fun l => match l with z :: l' => (z, l') | [] => (0%Z, []) end.
+Definition rd_nat : reader nat := fun l => let '(z, l') := rd l in (Z.to_nat z, l').
+Definition rd_idx : reader Uint63.int := fun l => let '(z, l') := rd l in (Uint63.of_Z z, l').
+Definition unzig (z : Z) : Z := if Z.even z then Z.div2 z else (- Z.div2 (z + 1))%Z.
+Definition rd_sZ : reader Z := fun l => let '(z, l') := rd l in (unzig z, l').
+Definition rd_Q : reader Q :=
+  fun l => let '(n, l1) := rd_sZ l in let '(d, l2) := rd l1 in (Qmake n (Z.to_pos d), l2).
+
+Fixpoint rd_rep {A} (n : nat) (r : reader A) : reader (list A) :=
+  fun l => match n with
+           | O => ([], l)
+           | S n' => let '(x, l1) := r l in let '(xs, l2) := rd_rep n' r l1 in (x :: xs, l2)
+           end.
+
+Definition rd_list {A} (r : reader A) : reader (list A) :=
+  fun l => let '(n, l1) := rd_nat l in rd_rep n r l1.
+
+(* a table: its items, each read knowing the items before it *)
+Fixpoint fill {A} (n : nat) (i : Uint63.int) (r : PArray.array A -> reader A)
+              (t : PArray.array A) (l : stream) : PArray.array A * stream :=
+  match n with
+  | O => (t, l)
+  | S n' => let '(x, l1) := r t l in fill n' (Uint63.add i 1%uint63) r (PArray.set t i x) l1
   end.
 
-Definition farkas_ints (l : list Uint63.int) : farkas :=
-  let '(d, r) := read_int l in (inject_Z d, read_pairs (length r) r).
+Definition rd_table {A} (default : A) (r : PArray.array A -> reader A) : reader (PArray.array A) :=
+  fun l => let '(n, l1) := rd_nat l in
+           fill n 0%uint63 r (PArray.make (Uint63.of_Z (Z.of_nat n)) default) l1.
+
+Definition no_farkas : farkas := (0, []).
+
+Definition rd_farkas : reader farkas :=
+  fun l => let '(D, l1) := rd_sZ l in
+           let '(w, l2) := rd_list (fun l => let '(i, l1) := rd_nat l in
+                                             let '(y, l2) := rd_sZ l1 in ((i, inject_Z y), l2)) l1 in
+           ((inject_Z D, w), l2).
+
+Definition rd_aff : reader aff :=
+  fun l => let '(a, l1) := rd_list rd_Q l in let '(c, l2) := rd_Q l1 in ((a, c), l2).
+
+Definition rd_proof (F : PArray.array farkas) : reader proof :=
+  fun l => let '(k, l1) := rd l in
+           match k with
+           | 1%Z => let '(f, l2) := rd_idx l1 in (PFar (PArray.get F f), l2)
+           | 2%Z => let '(d, l2) := rd_idx l1 in let '(u, l3) := rd_idx l2 in
+                    let '(o, l4) := rd_idx l3 in
+                    (PTie (PArray.get F d) (PArray.get F u) (PArray.get F o), l4)
+           | _ => (PNone, l1)
+           end.
+
+Definition rd_entry (F : PArray.array farkas) : reader (nat * nat * choice) :=
+  fun l => let '(s, l1) := rd_nat l in let '(j, l2) := rd_nat l1 in let '(k, l3) := rd_nat l2 in
+           let '(ps, l4) := rd_list (rd_proof F) l3 in
+           ((s, j, {| ch_k := k; ch_proofs := ps |}), l4).
+
+Definition rd_choices (E : PArray.array (nat * nat * choice)) : reader choices :=
+  rd_list (fun l => let '(i, l1) := rd_idx l in (PArray.get E i, l1)).
+
+Definition no_tree : tree := Empty no_farkas.
+
+Definition rd_tree (F : PArray.array farkas) (A : PArray.array aff)
+                   (C : PArray.array choices) (T : PArray.array tree) : reader tree :=
+  fun l => let '(k, l1) := rd l in
+           match k with
+           | 0%Z => let '(c, l2) := rd_idx l1 in (Leaf (PArray.get C c), l2)
+           | 1%Z => let '(f, l2) := rd_idx l1 in (Empty (PArray.get F f), l2)
+           | 2%Z => let '(a, l2) := rd_idx l1 in let '(c, l3) := rd_idx l2 in
+                    let '(g, l4) := rd_idx l3 in let '(t, l5) := rd_idx l4 in
+                    (Split (PArray.get A a) (PArray.get C c) (PArray.get T g) (PArray.get T t), l5)
+           | _ => (no_tree, l1)
+           end.
+
+Record tables := {
+  tb_farkas : PArray.array farkas;
+  tb_trees : PArray.array tree
+}.
+
+Definition rd_tables : reader tables :=
+  fun l => let '(F, l1) := rd_table no_farkas (fun _ => rd_farkas) l in
+           let '(A, l2) := rd_table azero (fun _ => rd_aff) l1 in
+           let '(E, l3) := rd_table (0%nat, 0%nat, {| ch_k := 0; ch_proofs := [] |})
+                                    (fun _ => rd_entry F) l2 in
+           let '(C, l4) := rd_table [] (fun _ => rd_choices E) l3 in
+           let '(T, l5) := rd_table no_tree (rd_tree F A C) l4 in
+           ({| tb_farkas := F; tb_trees := T |}, l5).
+
+(* a monolithic certificate: the tables, then the root's index *)
+Definition unpack_tree (a : PArray.array Uint63.int) : tree :=
+  let '(tb, l) := rd_tables (unpack a) in
+  let '(r, _) := rd_idx l in PArray.get (tb_trees tb) r.

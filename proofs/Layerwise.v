@@ -190,6 +190,26 @@ Record lw_cert := {
   lw_claims : list (list claim)               (* per layer *)
 }.
 
+(* how exported files write a layerwise certificate: after the tables of Checker.rd_tables,
+   the boxes (their number, and each its lower and upper bounds as lists of rationals), the
+   Farkas proofs of B_0 (their number, and each its upper and lower proofs' indices), and the
+   claims (the number of layers, and each layer's claims: outputs, then the tree's index) *)
+Definition rd_box : reader (list Q * list Q) :=
+  fun l => let '(lo, l1) := rd_list rd_Q l in let '(hi, l2) := rd_list rd_Q l1 in ((lo, hi), l2).
+
+Definition rd_claim (T : PArray.array tree) : reader claim :=
+  fun l => let '(os, l1) := rd_list rd_nat l in let '(t, l2) := rd_idx l1 in
+           ({| cl_outs := os; cl_tree := PArray.get T t |}, l2).
+
+Definition unpack_lw (a : PArray.array Uint63.int) : lw_cert :=
+  let '(tb, l) := rd_tables (unpack a) in
+  let F := tb_farkas tb in
+  let '(bs, l1) := rd_list rd_box l in
+  let '(ps, l2) := rd_list (fun l => let '(u, l1) := rd_idx l in let '(o, l2) := rd_idx l1 in
+                                     ((PArray.get F u, PArray.get F o), l2)) l1 in
+  let '(cs, _) := rd_list (rd_list (rd_claim (tb_trees tb))) l2 in
+  {| lw_boxes := bs; lw_box_proofs := ps; lw_claims := cs |}.
+
 Definition layerwise_ok (net : maxout) (tf : transformer) (D : domain) (c : lw_cert) : bool :=
   let dm := tf_dm tf in
   let pos := tf_pos tf in

@@ -17,9 +17,12 @@ and ``net_equiv`` follows from the composition theorem of ``proofs/Layerwise.v``
 (``layerwise_sound`` for a Transformer against its Maxout network, ``mm_layerwise_sound`` for
 two Maxout networks of the same widths), proved once for all certificates.
 
-The exporter writes what it is given; rejecting a bad certificate is Coq's job.  Repeated
-rationals, hyperplanes and Farkas lists are shared through numbered definitions, and the file
-is meant to be compiled with ``-no-glob``.
+The exporter writes what it is given; rejecting a bad certificate is Coq's job.  The
+certificate itself (the split tree with its hyperplanes, choices and Farkas lists, hash-consed
+into tables) is written as one array of machine integers that the library unpacks
+(``Checker.unpack_tree``, ``Layerwise.unpack_lw``): Coq reads such an array many times faster
+than the same tree written as terms, and since the checker is sound for every tree, the
+unpacking needs no proof.  The file is meant to be compiled with ``-no-glob``.
 """
 
 from __future__ import annotations
@@ -42,18 +45,6 @@ class ExportUnsupported(ValueError):
     """The certificate speaks about something the Coq library cannot state yet."""
 
 
-def _limbs(n: int) -> str:
-    """n >= 0 as ``farkas_ints`` reads it: the number of 62-bit limbs, then the limbs, least
-    significant first."""
-    limbs = []
-    while True:
-        limbs.append(n & ((1 << 62) - 1))
-        n >>= 62
-        if not n:
-            break
-    return "; ".join(map(str, [len(limbs)] + limbs))
-
-
 def _integral_scale(a, c):
     """The k > 0 that makes k (a, c) integers with no common factor (1 for a zero row)."""
     vs = [v for v in (*a, c) if v]
@@ -69,21 +60,57 @@ def _q(v) -> str:
     return str(p) if q == 1 else f"({p}#{q})"
 
 
+_KINDS = ("farkas", "aff", "entry", "choices", "tree")
+
+
+def _zig(n: int) -> int:
+    """A signed number as the packed stream holds it: 2 n, or -2 n - 1 when n < 0."""
+    return 2 * n if n >= 0 else -2 * n - 1
+
+
+def _qnums(v) -> tuple[int, int]:
+    return _zig(int(v.p)), int(v.q)
+
+
 class _Tables:
-    """Hash-consed definitions: a value written once, referred to by name everywhere."""
+    """The five hash-consed tables of a packed certificate (``Checker.unpack_tree``): Farkas
+    lists, affine maps, choice entries, choice lists and tree nodes, each item written once
+    as its numbers and referred to by index everywhere."""
 
-    def __init__(self, prefix: str):
-        self.prefix, self.index, self.lines = prefix, {}, []
+    def __init__(self):
+        self.items = {k: [] for k in _KINDS}
+        self.index = {k: {} for k in _KINDS}
 
-    def name(self, text: str, typ: str) -> str:
-        if len(text) < 12:
-            return text
-        key = (typ, text)
-        if key not in self.index:
-            n = f"{self.prefix}{len(self.index)}"
-            self.index[key] = n
-            self.lines.append(f"Definition {n} : {typ} := {text}.")
-        return self.index[key]
+    def add(self, kind: str, nums: tuple) -> int:
+        index = self.index[kind]
+        if nums not in index:
+            index[nums] = len(self.items[kind])
+            self.items[kind].append(nums)
+        return index[nums]
+
+    def stream(self, tail) -> list[int]:
+        out = []
+        for k in _KINDS:
+            out.append(len(self.items[k]))
+            for nums in self.items[k]:
+                out.extend(nums)
+        out.extend(tail)
+        return out
+
+
+def _pack(nums, per_line: int = 6) -> str:
+    """The Coq array literal of a stream of numbers >= 0 (``Checker.unpack``): each number as
+    groups of 7 bits, least significant first, the high bit set on all but the last; the
+    bytes 7 to a machine word, least significant first."""
+    bs = bytearray()
+    for n in nums:
+        while n > 127:
+            bs.append((n & 127) | 128)
+            n >>= 7
+        bs.append(n)
+    words = [str(int.from_bytes(bs[i:i + 7], "little")) for i in range(0, len(bs), 7)]
+    lines = ["; ".join(words[i:i + per_line]) for i in range(0, len(words), per_line)]
+    return "[|\n  " + ";\n  ".join(lines) + "\n  | 0 |]%uint63"
 
 
 def _qlist(vs) -> str:
@@ -170,19 +197,17 @@ class _TreeWriter:
     whose cell already has every row its Farkas proofs read (rows are numbered absolutely:
     the domain's, then one per split on the way down, so such a proof means the same in every
     leaf below).  Each leaf's effective choices are unchanged; the file just states them
-    once instead of once per leaf.  Entries and lists are shared through definitions."""
+    once instead of once per leaf.  Entries, lists and nodes are shared through the tables."""
 
     t: _Tables
     domain_rows: int
-    prefix: str = "t"       # names of the tree's nodes (one prefix per tree of a file)
 
-    def farkas(self, F, lam=()) -> str:
+    def farkas(self, F, lam=()) -> int:
         """A Farkas list as the pair (D, integer multipliers) of ``Checker.entails``: the
         kernel's y_i read row i scaled by lam[i - domain_rows] (split rows are written
         with integer coefficients), so the multiplier of the written row is y_i / lam, and
-        D is the least common denominator of these.  Written as machine integers
-        (``farkas_ints``: numbers as 62-bit limbs), which Coq reads many times faster than
-        rational literals."""
+        D is the least common denominator of these.  (A negative multiplier is written as
+        it is: the checker must see it, and reject it.)"""
         ys = []
         for i, y in F:
             j = i - self.domain_rows
@@ -190,28 +215,24 @@ class _TreeWriter:
         D = 1
         for _, y in ys:
             D = math.lcm(D, int(y.q))
-        ns = [(i, int(y * D)) for i, y in ys]
-        if all(n >= 0 for _, n in ns):
-            text = ("(farkas_ints [" + "; ".join([_limbs(D)] + [f"{i}; {_limbs(n)}" for i, n in ns])
-                    + "]%uint63)")
-        else:       # a negative multiplier: the checker must see it (and reject it)
-            text = f"({D}, [" + "; ".join(f"({i}%nat, {n})" for i, n in ns) + "])"
-        return self.t.name(text, "farkas")
+        nums = [_zig(D), len(ys)]
+        for i, y in ys:
+            nums += [i, _zig(int(y * D))]
+        return self.t.add("farkas", tuple(nums))
 
-    def proof(self, pr, lam) -> str:
+    def proof(self, pr, lam) -> tuple:
         if pr is None:
-            return "PNone"
+            return (0,)
         if isinstance(pr, TieProof):
-            return (f"(PTie {self.farkas(pr.dominance, lam)} {self.farkas(pr.upper, lam)} "
-                    f"{self.farkas(pr.lower, lam)})")
-        return f"(PFar {self.farkas(pr, lam)})"
+            return (2, self.farkas(pr.dominance, lam), self.farkas(pr.upper, lam),
+                    self.farkas(pr.lower, lam))
+        return (1, self.farkas(pr, lam))
 
-    def entry(self, side, index, ch, lam) -> tuple[str, int]:
-        """(the entry's name, the largest row its proofs read)."""
-        text = (f"(entry {side} {index} {ch.k} ["
-                + "; ".join(self.proof(p, lam) for p in ch.proofs) + "])")
-        return (self.t.name(text, "(nat * nat * choice)"),
-                max((_max_row(p) for p in ch.proofs), default=-1))
+    def entry(self, side, index, ch, lam) -> tuple[int, int]:
+        """(the entry's index, the largest row its proofs read)."""
+        nums = (side, index, ch.k, len(ch.proofs)) + sum((self.proof(p, lam) for p in ch.proofs),
+                                                         ())
+        return (self.t.add("entry", nums), max((_max_row(p) for p in ch.proofs), default=-1))
 
     def own(self, chs, lam) -> dict:
         out = {}
@@ -219,12 +240,12 @@ class _TreeWriter:
             out[side, index] = self.entry(side, index, ch, lam)
         return out
 
-    def choices(self, entries: dict) -> str:
-        return self.t.name("[" + "; ".join(n for n, _ in entries.values()) + "]", "choices")
+    def choices(self, entries: dict) -> int:
+        return self.t.add("choices", (len(entries),) + tuple(n for n, _ in entries.values()))
 
-    def tree(self, tree) -> str:
-        """The tree as nested definitions, children first (no deep recursion in Python,
-        and no huge single term for Coq to elaborate)."""
+    def tree(self, tree) -> int:
+        """The tree's index in the table of tree nodes (children first, no deep recursion in
+        Python)."""
         # 1. every leaf's effective choices (own first, then the splits' above, nearest first)
         #    (lams[n]: the scales of the split rows above n, see ``farkas``)
         eff: dict[int, dict] = {}
@@ -259,32 +280,29 @@ class _TreeWriter:
                 common[id(node)] = None if both is None else \
                     {k: v for k, v in both.items() if v[1] < rows}
         # 3. write: each node states what it holds and its parent does not
-        names: dict[int, str] = {}
+        names: dict[int, int] = {}
         above: dict[int, dict] = {id(tree): {}}
         for node in order:                                 # parents before children
             if isinstance(node, Split):
                 for child in (node.ge, node.lt):
                     above[id(child)] = common[id(node)] or {}
-        for node in reversed(order):
+        for node in reversed(order):                       # children before parents
             if isinstance(node, Empty):
-                text = f"Empty {self.farkas(node.proof, lams[id(node)])}"
+                nums = (1, self.farkas(node.proof, lams[id(node)]))
             else:
                 up = above[id(node)]
                 mine = {k: v for k, v in (common[id(node)] or {}).items() if up.get(k) != v}
                 if isinstance(node, Leaf):
-                    text = f"Leaf {self.choices(mine)}"
+                    nums = (0, self.choices(mine))
                 else:
                     k = _integral_scale(node.a, node.c)
-                    text = (f"Split {self.aff([k * v for v in node.a], k * node.c)} "
-                            f"{self.choices(mine)} "
-                            f"{names[id(node.ge)]} {names[id(node.lt)]}")
-            n = f"{self.prefix}{len(names)}"
-            self.t.lines.append(f"Definition {n} : tree := {text}.")
-            names[id(node)] = n
+                    nums = (2, self.aff([k * v for v in node.a], k * node.c), self.choices(mine),
+                            names[id(node.ge)], names[id(node.lt)])
+            names[id(node)] = self.t.add("tree", nums)
         return names[id(tree)]
 
-    def aff(self, a, c) -> str:
-        return self.t.name(f"({_qlist(a)}, {_q(c)})", "aff")
+    def aff(self, a, c) -> int:
+        return self.t.add("aff", (len(a),) + sum((_qnums(v) for v in (*a, c)), ()))
 
 
 def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
@@ -293,22 +311,16 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
         raise ExportUnsupported("the two models have different input dimensions")
     if isinstance(tree, LayerwiseCertificate):
         return _export_layerwise(a, b, domain, tree, module)
-    t = _Tables("c")
+    t = _Tables()
     da, ta, term_a, ca, fa = _model(a, "net_a")
     db, tb, term_b, cb, fb = _model(b, "net_b")
     w = _TreeWriter(t, 2 * domain.dim if isinstance(domain, Box)
                     else len(domain.as_polyhedron().b))
     root = w.tree(tree)
     d = a.input_dim
-    if isinstance(domain, Box):
-        dom_defs = (f"Definition lower : list Q := {_qlist(domain.lower)}.\n"
-                    f"Definition upper : list Q := {_qlist(domain.upper)}.\n")
-        in_dom, rows, sound = "in_box lower upper x", "rows_of_box lower upper", "box_rows_sound"
-    else:
-        P = domain.as_polyhedron()
-        dom_defs = ("Definition A : list (list Q) := [" + "; ".join(_qlist(r) for r in P.A)
-                    + "].\n" + f"Definition b : list Q := {_qlist(P.b)}.\n")
-        in_dom, rows, sound = "in_poly A b x", "rows_of_poly A b", "poly_rows_sound"
+    dom_defs, in_dom, _ = _domain_text(domain)
+    rows, sound = (("rows_of_box lower upper", "box_rows_sound") if isinstance(domain, Box)
+                   else ("rows_of_poly A b", "poly_rows_sound"))
     return f"""(* {module}.v -- written by exactmax export-coq.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that the two models below agree at every real point of the
@@ -318,8 +330,10 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
 
 From Coq Require Import QArith Reals List Uint63.
 From ExactMax Require Import Checker Sound Build Maxout Transformer Export.
-Import ListNotations.
 Open Scope Q_scope.
+
+Section Models.
+Import ListNotations.     (* for the models; the array below is written [| .. |] *)
 
 (** The models, as a user wrote them *)
 
@@ -332,11 +346,15 @@ Open Scope Q_scope.
 (** The domain *)
 
 {dom_defs}
-(** The certificate: a split tree, its shared parts defined once *)
+End Models.
 
-{chr(10).join(t.lines)}
+(** The certificate: the split tree with its choices and Farkas multipliers, packed as
+    machine integers (Checker.unpack_tree reads it; Checker.v describes the layout) *)
 
-Definition certificate : tree := {root}.
+Definition packed : PArray.array int :=
+  {_pack(t.stream([root]))}.
+
+Definition certificate : tree := unpack_tree packed.
 
 Lemma certificate_checks :
   certificate_ok ({ca} net_a) ({cb} net_b) ({rows}) certificate = true.
@@ -375,7 +393,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     if not isinstance(net, MaxoutNetwork):
         raise ExportUnsupported("a layerwise certificate's first model must be the Maxout "
                                 "network")
-    t = _Tables("c")
+    t = _Tables()
     if isinstance(tf, Transformer):
         dt, term_tf = _transformer_defs(tf, "net_b")
         typ, sem = "transformer", "transformerR"
@@ -389,22 +407,22 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
         check = f"mm_layerwise_ok net_a net_b {{dom}} {dm}%nat"
         sound = f"mm_layerwise_sound net_a net_b {{dom}} {dm}%nat"
         what = "the two Maxout networks below agree"
-    trees = []
-    for l, claims in enumerate(cert.layers):
+    claims = []
+    for l, layer in enumerate(cert.layers):
         rows = 2 * cert.boxes[l].dim
-        layer = []
-        for j, claim in enumerate(claims):
-            root = _TreeWriter(t, rows, f"t{l}_{j}_").tree(claim.tree)
-            outs = "; ".join(str(o) for o in claim.outputs)
-            layer.append(f"{{| cl_outs := [{outs}]%nat; cl_tree := {root} |}}")
-        trees.append(f"Definition claims{l} : list claim :=\n  [" + ";\n   ".join(layer) + "].")
+        claims.append(len(layer))
+        for claim in layer:
+            root = _TreeWriter(t, rows).tree(claim.tree)
+            claims += [len(claim.outputs), *claim.outputs, root]
     fw = _TreeWriter(t, 0)
-    proofs = "[]" if cert.box_proofs is None else "[" + ";\n   ".join(
-        f"({fw.farkas(up)}, {fw.farkas(low)})" for up, low in cert.box_proofs) + "]"
-    boxes = "[" + ";\n   ".join(f"({_qlist(B.lower)}, {_qlist(B.upper)})"
-                                  for B in cert.boxes) + "]"
+    boxes = [len(cert.boxes)]
+    for B in cert.boxes:
+        for v in (B.lower, B.upper):
+            boxes += [len(v), *(n for q in v for n in _qnums(q))]
+    proofs = [0] if cert.box_proofs is None else [len(cert.box_proofs)] + [
+        fw.farkas(F) for pair in cert.box_proofs for F in pair]
+    packed = _pack(t.stream(boxes + proofs + [len(cert.layers)] + claims))
     dom_defs, in_dom, dom = _domain_text(domain)
-    layers = "; ".join(f"claims{l}" for l in range(len(cert.layers)))
     check, sound = check.format(dom=dom), sound.format(dom=dom)
     return f"""(* {module}.v -- written by exactmax export-coq from a layerwise certificate.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
@@ -417,8 +435,10 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
 
 From Coq Require Import QArith Reals List Uint63.
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise.
-Import ListNotations.
 Open Scope Q_scope.
+
+Section Models.
+Import ListNotations.     (* for the models; the array below is written [| .. |] *)
 
 (** The models, as a user wrote them *)
 
@@ -431,20 +451,17 @@ Definition net_a : maxout :=
 (** The domain *)
 
 {dom_defs}
-(** The certificate: boxes, and per layer the claims; shared parts defined once *)
+End Models.
 
-{chr(10).join(t.lines)}
+(** The certificate: the boxes B_0 .. B_(D-1), the Farkas proofs of B_0 (over a polyhedral
+    domain), and per layer the claims, their split trees with choices and Farkas multipliers;
+    packed as machine integers (Layerwise.unpack_lw reads it; Checker.v and Layerwise.v
+    describe the layout) *)
 
-{chr(10).join(trees)}
+Definition packed : PArray.array int :=
+  {packed}.
 
-Definition boxes : list (list Q * list Q) :=
-  {boxes}.
-
-Definition box_proofs : list (farkas * farkas) :=
-  {proofs}.
-
-Definition certificate : lw_cert :=
-  {{| lw_boxes := boxes; lw_box_proofs := box_proofs; lw_claims := [{layers}] |}}.
+Definition certificate : lw_cert := unpack_lw packed.
 
 Lemma certificate_checks : {check} certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
