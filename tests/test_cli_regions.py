@@ -59,6 +59,34 @@ def test_certificate_round_trip_and_tampering(tmp_path, capsys):
     assert "sha256" in capsys.readouterr().err
 
 
+def test_stated_counts_must_be_the_kernels(tmp_path, capsys):
+    """A certificate whose counts block says anything but what the kernel finds is rejected;
+    so is a dropped merge (the merge components then differ from the stated ones)."""
+    cert = str(tmp_path / "c.json")
+    assert main(["regions", TENT, "--cert", cert]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "bad.json"
+    for key, delta in [("activation_regions", 1), ("linear_regions", -1),
+                       ("linear_regions", 1), ("cells", 1), ("distinct_maps", 1),
+                       ("merge_components", -1)]:
+        data = json.loads(open(cert).read())
+        data["counts"][key] += delta
+        bad.write_text(json.dumps(data))
+        assert main(["regions", "--check-cert", str(bad)]) == 1, key
+        assert f"counts.{key}" in capsys.readouterr().out
+    data = json.loads(open(cert).read())
+    assert data["merges"]
+    data["merges"] = data["merges"][1:]
+    bad.write_text(json.dumps(data))
+    assert main(["regions", "--check-cert", str(bad)]) == 1
+    assert "merge_components" in capsys.readouterr().out
+    data = json.loads(open(cert).read())
+    data["counts"]["regions"] = 3                       # an unknown key
+    bad.write_text(json.dumps(data))
+    assert main(["regions", "--check-cert", str(bad)]) == 2
+    assert 'counts' in capsys.readouterr().err
+
+
 def test_unbounded_empty_and_flat_domains(tmp_path, capsys):
     unb = _domain(tmp_path, {"polyhedron": {"A": [[1, 0]], "b": [1]}})
     assert main(["regions", TENT, "--domain", unb]) == 2
@@ -97,7 +125,27 @@ def test_plot(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_plot_path_that_cannot_be_written_is_refused_before_the_count(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    for path, words in [(tmp_path / "no" / "such" / "dir" / "r.png", "does not exist"),
+                        (tmp_path / "r.xyz", "must end in one of"),
+                        (tmp_path / "r", "no suffix")]:
+        assert main(["regions", "--sawtooth", "2,2,2", "--plot", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1 and "Traceback" not in err
+        assert not path.exists()
+
+
 def test_help(capsys):
     with pytest.raises(SystemExit):
         main(["regions", "--help"])
     assert "linear regions" in capsys.readouterr().out
+
+
+def test_check_cert_points_a_region_certificate_to_regions(tmp_path, capsys):
+    cert = str(tmp_path / "c.json")
+    assert main(["regions", TENT, "--cert", cert]) == 0
+    capsys.readouterr()
+    assert main(["check-cert", cert]) == 2
+    err = capsys.readouterr().err
+    assert "regions --check-cert" in err and err.count("\n") == 1

@@ -20,7 +20,8 @@ from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q, ZERO, ONE, to_fraction
-from exactmax.kernel.regions import Region, check_region_count, check_regions
+from exactmax.kernel.certificate import Row
+from exactmax.kernel.regions import Region, check_adjacent, check_region_count, check_regions
 from exactmax.regions.enumerate import (DomainProblem, TooManyCells, count_regions,
                                         program_of)
 from exactmax.regions.sawtooth import sawtooth_network, sawtooth_value
@@ -453,3 +454,60 @@ def test_kernel_rejects_bad_merges():
         with pytest.raises(CheckFailed):
             check_region_count(program_of(net), net.domain.as_polyhedron(),
                                rc2.certificate.tree, ((i, j, leaves2[i][1].point),))
+
+
+def _row(a, c, strict=False):
+    return Row(tuple(Q(v) for v in a), Q(c), strict)
+
+
+# The square [-1, 1]^2 (rows x + 1 >= 0, 1 - x >= 0, y + 1 >= 0, 1 - y >= 0), split at x = 0.
+_SQUARE = [_row((1, 0), 1), _row((-1, 0), 1), _row((0, 1), 1), _row((0, -1), 1)]
+_RIGHT, _LEFT = _row((1, 0), 0), _row((-1, 0), 0, True)
+
+
+def test_a_shared_facet_is_accepted_at_any_point_inside_it():
+    """x >= 0, y >= 0 and x < 0, y >= 0 share the facet {0} x (0, 1)."""
+    up, up_lt = _row((0, 1), 0), _row((0, 1), 0)
+    for y in (Q(1, 2), Q(1, 10 ** 6), Q(999, 1000)):
+        check_adjacent(_SQUARE + [_RIGHT, up], _SQUARE + [_LEFT, up_lt], (Q(0), y))
+
+
+def test_cells_touching_at_a_corner_or_across_the_split_are_not_merged():
+    """x >= 0, y >= 0 and x < 0, y < 0 meet only at the origin: a point on x = 0 is either
+    the corner (a row of both cells is 0 there, not positive) or outside one of the cells."""
+    cell_i = _SQUARE + [_RIGHT, _row((0, 1), 0)]
+    cell_j = _SQUARE + [_LEFT, _row((0, -1), 0, True)]
+    for q in [(Q(0), Q(0)), (Q(0), Q(1, 2)), (Q(0), Q(-1, 2)), (Q(0), Q(1, 10 ** 9))]:
+        with pytest.raises(CheckFailed, match="not positive"):
+            check_adjacent(cell_i, cell_j, q)
+    # the end of a facet, where the cells' other rows vanish, is no witness either
+    with pytest.raises(CheckFailed, match="not positive"):
+        check_adjacent(_SQUARE + [_RIGHT], _SQUARE + [_LEFT], (Q(0), Q(1)))
+
+
+
+def test_an_activation_pattern_is_the_argmax_set_not_the_chosen_piece():
+    """max(x, x, 0) on [-1, 1]: the tied pieces 0 and 1 both win on x > 0.  Cutting that cell
+    at x = 1/2 and choosing piece 0 on one side and piece 1 on the other still gives two
+    activation regions ({0, 1} and {2}), not three."""
+    net = MaxoutNetwork(1, (Layer((Unit((Piece((ONE,), ZERO), Piece((ONE,), ZERO),
+                                         Piece((ZERO,), ZERO))),)),),
+                        domain=Box((Q(-1),), (ONE,)))
+    prog, P = program_of(net), net.domain.as_polyhedron()
+    rc = count_regions(net, net.domain)
+    assert rc.activation_regions == 2
+    tree = rc.certificate.tree
+    pos = next(leaf for leaf in _leaves(tree) if leaf.point[0] > 0)
+    (side, node, ch), = [c for c in pos.choices if c[2].k in (0, 1)]
+    other = 1 - ch.k
+    proofs = list(ch.proofs)
+    proofs[ch.k], proofs[other] = (), None          # the tied piece: 0 >= 0, no rows needed
+    swapped = dataclasses.replace(ch, k=other, proofs=tuple(proofs))
+    rest = tuple(c for c in pos.choices if c[1] != node)
+    hi = dataclasses.replace(pos, point=(Q(3, 4),))
+    lo = dataclasses.replace(pos, point=(Q(1, 4),), choices=rest + ((side, node, swapped),))
+    cut = _replace(tree, pos, Split((ONE,), Q(-1, 2), hi, lo))
+    leaves = check_regions(prog, P, cut)
+    assert len(leaves) == len(_leaves(tree)) + 1
+    act, low, up = check_region_count(prog, P, cut, ())
+    assert act == 2

@@ -166,6 +166,11 @@ def load_certificate(path: str):
     """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}); the embedded
     hashes are recomputed and must match."""
     root = Cursor(path, "", read_json_file(path))
+    if isinstance(root.value, dict) and \
+            root.value.get("format") == "exactmax/region-certificate":
+        raise root.child("format").error("a region certificate (of exactmax regions --cert), "
+                                         "not an equivalence certificate; check it with "
+                                         f"exactmax regions --check-cert {path}")
     f = root.fields(("format", "version", "claim", "models", "domain"),
                     ("tree", "layerwise", "stats", "meta"))
     if ("tree" in f) == ("layerwise" in f):

@@ -9,7 +9,9 @@
 
 C as in exactmax/certificate (``io/certificates.py``, program 0 only).  Leaves are numbered
 depth first, ge before lt; merges name two leaves and a point of their shared facet.
-"counts" is what the producer reported; ``check-cert`` recomputes them with the kernel.
+"counts" is what the producer reported (all five keys of ``COUNTS``, integers);
+``regions --check-cert`` recomputes them with the kernel and rejects a certificate whose
+counts differ from what the kernel finds.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..kernel.regions import Region
 from ..kernel.rational import q_str
 
 FORMAT = "exactmax/region-certificate"
+COUNTS = ("activation_regions", "linear_regions", "cells", "distinct_maps", "merge_components")
 CLAIM = ("the leaves partition the domain into cells with non-empty interior, on each of "
          "which the model is affine with the stated map")
 
@@ -103,5 +106,8 @@ def load_region_certificate(path: str):
         i, j, q = mc.items(3, what="field", why="[leaf, leaf, point]")
         merges.append((i.integer(0), j.integer(0), q.vector(model.input_dim,
                                                            why="the input dimension")))
-    counts = f["counts"].value if "counts" in f else None
+    counts = None
+    if "counts" in f:
+        cf = f["counts"].fields(COUNTS)
+        counts = {k: cf[k].integer(0) for k in COUNTS}
     return model, domain, tree, tuple(merges), hashes, counts

@@ -112,12 +112,10 @@ def run(args) -> int:
     if args.plot and model.input_dim != 2:
         raise UsageError(f"--plot: draws 2-D inputs only; the model has {model.input_dim}")
     if args.plot:
-        from .plot import PIP_HINT
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise UsageError(f"--plot needs matplotlib, which is not installed: "
-                             f"{PIP_HINT}") from None
+        from .plot import plot_problem
+        problem = plot_problem(args.plot)
+        if problem:
+            raise UsageError(f"--plot: {problem}")
     if args.save_model:
         write_json_atomic(args.save_model, model_to_json(model))
     try:
@@ -148,7 +146,10 @@ def run(args) -> int:
         rep = analyze_domain(domain)
         box = domain if isinstance(domain, Box) else Box(rep.lower, rep.upper)
         from .plot import plot_regions
-        plot_regions(rc, box, args.plot, f"{name}: {rc.linear_regions} linear regions")
+        try:
+            plot_regions(rc, box, args.plot, f"{name}: {rc.linear_regions} linear regions")
+        except OSError as e:
+            raise UsageError(f"--plot: cannot write {args.plot}: {e.strerror or e}") from None
     if args.json:
         out = {"model": name, "kind": kind, **counts,
                "linear_certified": rc.distinct_maps == rc.merge_components,
@@ -191,6 +192,8 @@ def _check(args) -> int:
         prog = program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
             program_of_transformer(model)
         act, lower, upper = check_region_count(prog, domain.as_polyhedron(), tree, merges)
+        if claimed is not None:
+            _check_claimed(claimed, act, lower, upper, _leaf_count(tree))
     except (CheckFailed, Unsupported) as e:
         if args.json:
             print(json.dumps({"valid": False, "reason": str(e)}))
@@ -204,8 +207,36 @@ def _check(args) -> int:
         print(json.dumps(out))
     else:
         lin = (f"exactly {lower}" if lower == upper else
-               f"between {lower} and {upper} (the producer claimed "
+               f"between {lower} and {upper}, not certified (the producer claimed "
                f"{(claimed or {}).get('linear_regions', '?')})")
         print(f"valid: the kernel checked the cell partition; {act} activation regions; "
               f"linear regions {lin} (model sha256 {hashes['model'][:16]}...)")
     return EXIT_OK
+
+
+def _leaf_count(tree) -> int:
+    from ..kernel.certificate import Split
+    n, todo = 0, [tree]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Split):
+            todo += [t.ge, t.lt]
+        else:
+            n += 1
+    return n
+
+
+def _check_claimed(claimed: dict, act: int, lower: int, upper: int, cells: int) -> None:
+    """The certificate's stated counts must be what the kernel found (linear regions: within
+    the certified range [distinct maps, merge components])."""
+    from ..kernel.errors import CheckFailed
+    found = {"activation_regions": act, "distinct_maps": lower, "merge_components": upper,
+             "cells": cells}
+    for key, value in found.items():
+        if claimed[key] != value:
+            raise CheckFailed(f"counts.{key}: the certificate states {claimed[key]}, the "
+                              f"kernel finds {value}")
+    if not lower <= claimed["linear_regions"] <= upper:
+        raise CheckFailed(f"counts.linear_regions: the certificate states "
+                          f"{claimed['linear_regions']}, the kernel proves between {lower} "
+                          f"and {upper}")

@@ -13,6 +13,28 @@ from .geometry import polygon
 PIP_HINT = "pip install matplotlib (or pip install 'exactmax[plot]')"
 
 
+def plot_problem(path: str) -> str | None:
+    """Why ``path`` cannot take a plot (no matplotlib, an unknown suffix, no such directory),
+    or None: checked before the count so that a long run does not end in an error."""
+    import os
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+    except ImportError:
+        return f"needs matplotlib, which is not installed: {PIP_HINT}"
+    kinds = Figure().canvas.get_supported_filetypes()
+    suffix = os.path.splitext(path)[1].lstrip(".").lower()
+    if suffix not in kinds:
+        return (f"{path}: the file name must end in one of "
+                + ", ".join("." + k for k in sorted(kinds))
+                + (f", not .{suffix}" if suffix else "; it has no suffix"))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        return f"{path}: the directory {folder} does not exist or is not writable"
+    return None
+
+
 def plot_regions(count, box: Box, path: str, title: str = "") -> None:
     """Write a picture of ``count`` (a 2-D RegionCount) to ``path`` (format from the suffix)."""
     try:
