@@ -28,6 +28,18 @@ Open Scope Q_scope.
 
 Definition vec := list Q.
 
+(* comparisons and raw operations that skip the denominators when they are 1 (as they are in
+   most Farkas combinations): the same values as Qeq_bool, Qle_bool, Qplus and Qmult *)
+Definition qeqb (a b : Q) : bool :=
+  match Qden a, Qden b with xH, xH => Z.eqb (Qnum a) (Qnum b) | _, _ => Qeq_bool a b end.
+Definition qleb (a b : Q) : bool :=
+  match Qden a, Qden b with xH, xH => Z.leb (Qnum a) (Qnum b) | _, _ => Qle_bool a b end.
+Definition qadd (a b : Q) : Q :=
+  match Qden a, Qden b with xH, xH => Qmake (Qnum a + Qnum b) 1 | _, _ => a + b end.
+(* c * a with the recursion of Pos.mul on a's numerator and c's denominator: a row's small
+   coefficients, a multiplier's denominator 1 *)
+Definition qmul (c a : Q) : Q := Qmake (Qnum a * Qnum c) (Qden c * Qden a).
+
 Fixpoint vadd (u v : vec) : vec :=
   match u, v with
   | [], _ => v
@@ -37,16 +49,24 @@ Fixpoint vadd (u v : vec) : vec :=
 
 Definition vscale (c : Q) (u : vec) : vec := map (fun a => Qred (c * a)) u.
 
-Definition vzero (u : vec) : bool := forallb (fun a => Qeq_bool a 0) u.
+Definition vzero (u : vec) : bool := forallb (fun a => qeqb a 0) u.
+
+(* u = v, coordinate by coordinate (missing coordinates are 0) *)
+Fixpoint veqb (u v : vec) : bool :=
+  match u, v with
+  | [], _ => vzero v
+  | _, [] => vzero u
+  | a :: u', b :: v' => if qeqb a b then veqb u' v' else false
+  end.
 
 (* an affine map x |-> lin . x + cst *)
 Definition aff := (vec * Q)%type.
 Definition azero : aff := ([], 0).
 Definition aadd (a b : aff) : aff := (vadd (fst a) (fst b), Qred (snd a + snd b)).
 Definition ascale (c : Q) (a : aff) : aff := (vscale c (fst a), Qred (c * snd a)).
-Definition asub (a b : aff) : aff := aadd a (ascale (-1) b).
-Definition aeqb (a b : aff) : bool :=
-  let d := asub a b in vzero (fst d) && Qeq_bool (snd d) 0.
+Definition aneg (a : aff) : aff := (map Qopp (fst a), Qopp (snd a)).
+Definition asub (a b : aff) : aff := aadd a (aneg b).
+Definition aeqb (a b : aff) : bool := if qeqb (snd a) (snd b) then veqb (fst a) (fst b) else false.
 
 (* the same operations without reducing fractions: cheaper where a result is only tested
    (Farkas combinations), never kept *)
@@ -54,12 +74,12 @@ Fixpoint vadd_raw (u v : vec) : vec :=
   match u, v with
   | [], _ => v
   | _, [] => u
-  | a :: u', b :: v' => (a + b) :: vadd_raw u' v'
+  | a :: u', b :: v' => qadd a b :: vadd_raw u' v'
   end.
 
-Definition vscale_raw (c : Q) (u : vec) : vec := map (fun a => c * a) u.
-Definition aadd_raw (a b : aff) : aff := (vadd_raw (fst a) (fst b), snd a + snd b).
-Definition ascale_raw (c : Q) (a : aff) : aff := (vscale_raw c (fst a), c * snd a).
+Definition vscale_raw (c : Q) (u : vec) : vec := map (qmul c) u.
+Definition aadd_raw (a b : aff) : aff := (vadd_raw (fst a) (fst b), qadd (snd a) (snd b)).
+Definition ascale_raw (c : Q) (a : aff) : aff := (vscale_raw c (fst a), qmul c (snd a)).
 
 (* the dense vector of a sparse one: (i, v) puts v at coordinate i *)
 Fixpoint unit_vec (i : nat) (v : Q) : vec :=
@@ -83,7 +103,7 @@ Fixpoint comb (H : list con) (w : list (nat * Q)) : option (aff * bool) :=
   | (i, y) :: w' =>
       match nth_error H i, comb H w' with
       | Some (h, s), Some (c, st) =>
-          if Qle_bool 0 y
+          if qleb 0 y
           then Some (aadd_raw (ascale_raw y h) c, st || (s && negb (Qle_bool y 0)))
           else None
       | _, _ => None
@@ -92,18 +112,20 @@ Fixpoint comb (H : list con) (w : list (nat * Q)) : option (aff * bool) :=
 
 (* H entails g >= 0 (g > 0 when strict): D g - sum y_i h_i is a constant r >= 0 (D > 0), with
    r > 0 or a strict row of positive weight when strictness is asked for.  The scale D lets
-   the multipliers be integers (with integral rows, the sums stay integral and small). *)
+   the multipliers be integers (with integral rows, the sums stay integral and small).  With
+   c = sum y_i h_i: the linear parts of D g and c are equal, and r = D g_0 - c_0. *)
 Definition entails (H : list con) (g : aff) (strict : bool) (f : farkas) : bool :=
   let '(D, w) := f in
-  negb (Qle_bool D 0) &&
+  if qleb D 0 then false else
   match comb H w with
   | None => false
   | Some (c, st) =>
-      let r := aadd_raw (ascale_raw D g) (ascale_raw (-1) c) in
-      vzero (fst r) &&
-      (if strict
-       then (st && Qle_bool 0 (snd r)) || negb (Qle_bool (snd r) 0)
-       else Qle_bool 0 (snd r))
+      let Dg := ascale_raw D g in
+      if veqb (fst Dg) (fst c) then
+        if strict
+        then (if st then qleb (snd c) (snd Dg) else false) || negb (qleb (snd Dg) (snd c))
+        else qleb (snd c) (snd Dg)
+      else false
   end.
 
 (* ------------------------------------------------------------------ *)
@@ -196,25 +218,33 @@ Definition snode (C : list con) (n : node) (oc : option choice) (senv : list (op
             | None => None
             end)
   | NMax args =>
-      match oc, all_some (map (get senv) args) with
-      | Some ch, Some A =>
-          match nth_error A (ch_k ch) with
-          | Some ak => if forall2b (max_ok C ak) A (ch_proofs ch) then Some (Some ak) else None
-          | None => None
+      match oc with
+      | None => Some None
+      | Some ch =>
+          match all_some (map (get senv) args) with
+          | None => Some None
+          | Some A =>
+              match nth_error A (ch_k ch) with
+              | Some ak => if forall2b (max_ok C ak) A (ch_proofs ch) then Some (Some ak) else None
+              | None => None
+              end
           end
-      | _, _ => Some None
       end
   | NSel prs =>
-      match oc, all_some (map (fun p => get senv (fst p)) prs),
-            all_some (map (fun p => get senv (snd p)) prs) with
-      | Some ch, Some Sc, Some Vc =>
-          match nth_error Sc (ch_k ch), nth_error Vc (ch_k ch) with
-          | Some sk, Some vk =>
-              if forall2b (sel_ok C sk vk) (combine Sc Vc) (ch_proofs ch)
-              then Some (Some vk) else None
-          | _, _ => None
+      match oc with
+      | None => Some None
+      | Some ch =>
+          match all_some (map (fun p => get senv (fst p)) prs),
+                all_some (map (fun p => get senv (snd p)) prs) with
+          | Some Sc, Some Vc =>
+              match nth_error Sc (ch_k ch), nth_error Vc (ch_k ch) with
+              | Some sk, Some vk =>
+                  if forall2b (sel_ok C sk vk) (combine Sc Vc) (ch_proofs ch)
+                  then Some (Some vk) else None
+              | _, _ => None
+              end
+          | _, _ => Some None
           end
-      | _, _, _ => Some None
       end
   end.
 
@@ -255,17 +285,21 @@ Definition max_args (n : node) : option (list nat) :=
 
 Definition node_at (p : prog) (i : nat) : node := nth i (p_nodes p) (NMax []).
 
-Definition memb (a : aff) (l : list aff) : bool := existsb (aeqb a) l.
+(* (the VM evaluates both arguments of || and &&: the tests that can stop early are written
+   with if) *)
+Fixpoint memb (a : aff) (l : list aff) : bool :=
+  match l with [] => false | b :: l' => if aeqb a b then true else memb a l' end.
 
 Definition same_set (A B : list aff) : bool :=
   forallb (fun a => memb a B) A && forallb (fun b => memb b A) B.
 
 (* node i of f and node j of g have the same value on the cell *)
 Definition agree1 (f g : prog) (vf vg : list (option aff)) (i j : nat) : bool :=
-  match get vf i, get vg j with
-  | Some a, Some b => aeqb a b
-  | _, _ => false
-  end ||
+  if match get vf i, get vg j with
+     | Some a, Some b => aeqb a b
+     | _, _ => false
+     end
+  then true else
   match max_args (node_at f i), max_args (node_at g j) with
   | Some ai, Some aj =>
       (* the nodes must be programs' nodes that read only nodes before them *)
@@ -303,7 +337,7 @@ Fixpoint sparse_eqb (u v : list (nat * Q)) : bool :=
   end.
 
 Definition agree_out (f g : prog) (vf vg : list (option aff)) (i j : nat) : bool :=
-  agree1 f g vf vg i j ||
+  if agree1 f g vf vg i j then true else
   match node_at f i, node_at g j with
   | NLin xf cf tf, NLin xg cg tg =>
       (i <? length (p_nodes f)) && (j <? length (p_nodes g)) &&
@@ -344,6 +378,10 @@ Fixpoint check_tree (f g : prog) (C : list con) (inh : choices) (pf pg : list (o
   match t with
   | Empty w => entails C azero true w
   | Leaf cs => check_leaf f g C (cs ++ inh) pf pg
+  | Split h [] l r =>
+      (* no new choice: the run would find what the cell above knows *)
+      check_tree f g (C ++ [(h, false)]) inh pf pg l &&
+      check_tree f g (C ++ [(ascale (-1) h, true)]) inh pf pg r
   | Split h cs l r =>
       match srun C 0 (cs ++ inh) (p_nodes f) pf [], srun C 1 (cs ++ inh) (p_nodes g) pg [] with
       | Some vf, Some vg =>

@@ -34,6 +34,34 @@ Proof. intros. apply Qeq_eqR. apply Qred_correct. Qed.
 Lemma Q2R_m1 : Q2R (-1) = -1.
 Proof. unfold Q2R; simpl; lra. Qed.
 
+Lemma qeqb_Qeq_bool : forall a b, qeqb a b = Qeq_bool a b.
+Proof.
+  intros [m [p|p|]] [n [q|q|]]; unfold qeqb; cbn [Qnum Qden]; try reflexivity.
+  unfold Qeq_bool, Zeq_bool; cbn [Qnum Qden]. rewrite !Z.mul_1_r, Z.eqb_compare. reflexivity.
+Qed.
+
+Lemma qleb_Qle_bool : forall a b, qleb a b = Qle_bool a b.
+Proof.
+  intros [m [p|p|]] [n [q|q|]]; unfold qleb; cbn [Qnum Qden]; try reflexivity.
+  unfold Qle_bool; cbn [Qnum Qden]. rewrite !Z.mul_1_r. reflexivity.
+Qed.
+
+Lemma qeqb_R : forall a b, qeqb a b = true -> Q2R a = Q2R b.
+Proof. intros a b H. rewrite qeqb_Qeq_bool in H. apply Qeq_eqR, Qeq_bool_eq, H. Qed.
+
+Lemma Q2R_qadd : forall a b, Q2R (qadd a b) = Q2R a + Q2R b.
+Proof.
+  intros a b. rewrite <- Q2R_plus. apply Qeq_eqR.
+  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd; cbn [Qnum Qden]; try reflexivity.
+  unfold Qeq, Qplus; cbn [Qnum Qden]. cbn. lia.
+Qed.
+
+Lemma Q2R_qmul : forall c a, Q2R (qmul c a) = Q2R c * Q2R a.
+Proof.
+  intros c a. rewrite <- Q2R_mult. apply Qeq_eqR.
+  unfold qmul, Qeq, Qmult; cbn [Qnum Qden]. rewrite (Z.mul_comm (Qnum a)). reflexivity.
+Qed.
+
 Lemma dotR_vadd : forall u v x, dotR (vadd u v) x = dotR u x + dotR v x.
 Proof.
   induction u as [|a u IH]; intros v x.
@@ -59,7 +87,7 @@ Proof.
   - destruct v as [|b v].
     + cbn [vadd_raw dotR]. destruct x; cbn [dotR]; lra.
     + destruct x as [|c x]; cbn [vadd_raw dotR]; [lra|].
-      rewrite Q2R_plus, IH. lra.
+      rewrite Q2R_qadd, IH. lra.
 Qed.
 
 Lemma dotR_vscale_raw : forall c u x, dotR (vscale_raw c u) x = Q2R c * dotR u x.
@@ -67,7 +95,7 @@ Proof.
   unfold vscale_raw. induction u as [|a u IH]; intros x; cbn [map dotR].
   - lra.
   - destruct x as [|b x]; cbn [dotR]; [lra|].
-    rewrite Q2R_mult, IH. lra.
+    rewrite Q2R_qmul, IH. lra.
 Qed.
 
 Lemma vzero_dotR : forall u x, vzero u = true -> dotR u x = 0.
@@ -76,7 +104,18 @@ Proof.
   - reflexivity.
   - destruct x as [|b x]; [reflexivity|].
     cbn [forallb] in H. apply andb_true_iff in H as [H1 H2].
-    apply Qeq_bool_eq, Qeq_eqR in H1. rewrite H1, RMicromega.Q2R_0, IH by exact H2. lra.
+    apply qeqb_R in H1. rewrite H1, RMicromega.Q2R_0, IH by exact H2. lra.
+Qed.
+
+Lemma veqb_dotR : forall u v x, veqb u v = true -> dotR u x = dotR v x.
+Proof.
+  induction u as [|a u IH]; intros v x H.
+  - cbn [veqb] in H. rewrite (vzero_dotR v x H). reflexivity.
+  - destruct v as [|b v].
+    + cbn [veqb] in H. rewrite (vzero_dotR (a :: u) x H). destruct x; reflexivity.
+    + cbn [veqb] in H. destruct (qeqb a b) eqn:E; [|discriminate].
+      destruct x as [|c x]; [reflexivity|]. cbn [dotR].
+      rewrite (qeqb_R a b E), (IH v x H). reflexivity.
 Qed.
 
 Lemma evalR_aadd : forall a b x, evalR (aadd a b) x = evalR a x + evalR b x.
@@ -86,13 +125,21 @@ Lemma evalR_ascale : forall k a x, evalR (ascale k a) x = Q2R k * evalR a x.
 Proof. intros k [u c] x. unfold evalR, ascale; cbn [fst snd]. rewrite dotR_vscale, Q2R_red, Q2R_mult. lra. Qed.
 
 Lemma evalR_aadd_raw : forall a b x, evalR (aadd_raw a b) x = evalR a x + evalR b x.
-Proof. intros [u c] [v d] x. unfold evalR, aadd_raw; cbn [fst snd]. rewrite dotR_vadd_raw, Q2R_plus. lra. Qed.
+Proof. intros [u c] [v d] x. unfold evalR, aadd_raw; cbn [fst snd]. rewrite dotR_vadd_raw, Q2R_qadd. lra. Qed.
 
 Lemma evalR_ascale_raw : forall k a x, evalR (ascale_raw k a) x = Q2R k * evalR a x.
-Proof. intros k [u c] x. unfold evalR, ascale_raw; cbn [fst snd]. rewrite dotR_vscale_raw, Q2R_mult. lra. Qed.
+Proof. intros k [u c] x. unfold evalR, ascale_raw; cbn [fst snd]. rewrite dotR_vscale_raw, Q2R_qmul. lra. Qed.
+
+Lemma evalR_aneg : forall a x, evalR (aneg a) x = - evalR a x.
+Proof.
+  intros [u c] x. unfold evalR, aneg; cbn [fst snd]. rewrite Q2R_opp.
+  enough (E : dotR (map Qopp u) x = - dotR u x) by lra.
+  revert x. induction u as [|a u IH]; intros [|b x]; cbn [map dotR]; try lra.
+  rewrite Q2R_opp, IH. lra.
+Qed.
 
 Lemma evalR_asub : forall a b x, evalR (asub a b) x = evalR a x - evalR b x.
-Proof. intros. unfold asub. rewrite evalR_aadd, evalR_ascale, Q2R_m1. lra. Qed.
+Proof. intros. unfold asub. rewrite evalR_aadd, evalR_aneg. lra. Qed.
 
 Lemma evalR_azero : forall x, evalR azero x = 0.
 Proof. intros. unfold evalR, azero. cbn [fst snd dotR]. rewrite RMicromega.Q2R_0. lra. Qed.
@@ -102,10 +149,9 @@ Proof. intros [u c] x H. unfold evalR; cbn [fst snd] in *. rewrite vzero_dotR by
 
 Lemma aeqb_soundR : forall a b x, aeqb a b = true -> evalR a x = evalR b x.
 Proof.
-  intros a b x H. unfold aeqb in H. apply andb_true_iff in H as [H1 H2].
-  apply Qeq_bool_eq, Qeq_eqR in H2. rewrite RMicromega.Q2R_0 in H2.
-  assert (E : evalR (asub a b) x = 0) by (rewrite evalR_const by exact H1; exact H2).
-  rewrite evalR_asub in E. lra.
+  intros [u c] [v d] x H. unfold aeqb in H; cbn [fst snd] in H.
+  destruct (qeqb c d) eqn:E; [|discriminate].
+  unfold evalR; cbn [fst snd]. rewrite (veqb_dotR u v x H), (qeqb_R c d E). reflexivity.
 Qed.
 
 Lemma dotR_unit_vec : forall i v x, dotR (unit_vec i v) x = Q2R v * nth i x 0.
@@ -154,9 +200,9 @@ Proof.
   - inversion Hc; subst. rewrite evalR_azero. split; [lra | discriminate].
   - destruct (nth_error H i) as [[h s]|] eqn:Ei; [|discriminate].
     destruct (comb H w) as [[c' st']|] eqn:Ec; [|discriminate].
-    destruct (Qle_bool 0 y) eqn:Ey; [|discriminate].
+    destruct (qleb 0 y) eqn:Ey; [|discriminate].
     inversion Hc; subst; clear Hc.
-    apply Qle_bool_R in Ey. rewrite RMicromega.Q2R_0 in Ey.
+    rewrite qleb_Qle_bool in Ey. apply Qle_bool_R in Ey. rewrite RMicromega.Q2R_0 in Ey.
     pose proof (Forall_nth_error _ _ _ _ HS Ei) as Hh. unfold sat_conR in Hh; simpl in Hh.
     assert (Hh0 : 0 <= evalR h x) by (destruct s; lra).
     destruct (IH _ _ eq_refl) as [Hc0 Hcs].
@@ -174,27 +220,29 @@ Lemma entails_soundR : forall H g strict w x, satR H x -> entails H g strict w =
   0 <= evalR g x /\ (strict = true -> 0 < evalR g x).
 Proof.
   intros H g strict [D w] x HS He. unfold entails in He.
-  apply andb_true_iff in He as [HD He]. apply negb_true_iff, Qnle_bool_R in HD.
-  rewrite RMicromega.Q2R_0 in HD.
+  destruct (qleb D 0) eqn:HD; [discriminate|].
+  rewrite qleb_Qle_bool in HD. apply Qnle_bool_R in HD. rewrite RMicromega.Q2R_0 in HD.
   destruct (comb H w) as [[c st]|] eqn:Ec; [|discriminate].
   destruct (comb_soundR H x HS w c st Ec) as [Hc0 Hcs].
-  apply andb_true_iff in He as [Hz Hr].
-  pose proof (evalR_const (aadd_raw (ascale_raw D g) (ascale_raw (-1) c)) x Hz) as Er.
-  rewrite evalR_aadd_raw, evalR_ascale_raw, evalR_ascale_raw, Q2R_m1 in Er.
-  set (r := snd (aadd_raw (ascale_raw D g) (ascale_raw (-1) c))) in *.
+  destruct (veqb (fst (ascale_raw D g)) (fst c)) eqn:Hz; [|discriminate].
+  (* D g(x) - c(x) = D g_0 - c_0 *)
+  assert (Er : Q2R D * evalR g x - evalR c x = Q2R (snd (ascale_raw D g)) - Q2R (snd c)).
+  { rewrite <- evalR_ascale_raw. destruct (ascale_raw D g) as [u a], c as [v b].
+    unfold evalR; cbn [fst snd] in *. rewrite (veqb_dotR u v x Hz). lra. }
   assert (Hpos : forall v, 0 <= Q2R D * v -> 0 <= v).
   { intros v Hv. destruct (Rle_or_lt 0 v) as [Hl|Hl]; [exact Hl|].
     pose proof (Rmult_lt_compat_l (Q2R D) v 0 HD Hl). lra. }
   assert (Hspos : forall v, 0 < Q2R D * v -> 0 < v).
   { intros v Hv. destruct (Rlt_or_le 0 v) as [Hl|Hl]; [exact Hl|].
     pose proof (Rmult_le_compat_l (Q2R D) v 0 (Rlt_le _ _ HD) Hl). lra. }
+  set (r0 := snd (ascale_raw D g)) in *. set (c0 := snd c) in *.
   destruct strict.
-  - apply orb_true_iff in Hr as [Hr|Hr].
-    + apply andb_true_iff in Hr as [Hst Hr]. apply Qle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
-      specialize (Hcs Hst). split; intros; [apply Hpos | apply Hspos]; lra.
-    + apply negb_true_iff, Qnle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
+  - apply orb_true_iff in He as [Hr|Hr].
+    + destruct st; [|discriminate]. rewrite qleb_Qle_bool in Hr. apply Qle_bool_R in Hr.
+      specialize (Hcs eq_refl). split; intros; [apply Hpos | apply Hspos]; lra.
+    + apply negb_true_iff in Hr. rewrite qleb_Qle_bool in Hr. apply Qnle_bool_R in Hr.
       split; intros; [apply Hpos | apply Hspos]; lra.
-  - apply Qle_bool_R in Hr. rewrite RMicromega.Q2R_0 in Hr.
+  - rewrite qleb_Qle_bool in He. apply Qle_bool_R in He.
     split; [apply Hpos; lra | discriminate].
 Qed.
 
@@ -615,6 +663,14 @@ Proof.
       rewrite (proj1 (Nat.eqb_eq _ _) (Hd q Hq)). reflexivity.
 Qed.
 
+Lemma memb_In : forall a l, memb a l = true -> exists b, In b l /\ aeqb a b = true.
+Proof.
+  intros a l. induction l as [|b l IH]; intros H; cbn [memb] in H; [discriminate|].
+  destruct (aeqb a b) eqn:E.
+  - exists b. split; [left; reflexivity | exact E].
+  - destruct (IH H) as [c [Hc Ec]]. exists c. split; [right; exact Hc | exact Ec].
+Qed.
+
 Lemma agree1_sound : forall f g x vf vg i j,
   agreeR x (runR (p_nodes f) x []) vf -> agreeR x (runR (p_nodes g) x []) vg ->
   agree1 f g vf vg i j = true ->
@@ -636,9 +692,9 @@ Proof.
     unfold same_set in HS. apply andb_true_iff in HS as [HAB HBA].
     rewrite forallb_forall in HAB, HBA.
     apply maxlR_same; intros w Hw; apply in_map_iff in Hw as [a [<- Ha]].
-    + specialize (HAB a Ha). unfold memb in HAB. apply existsb_exists in HAB as [b [Hb E]].
+    + specialize (HAB a Ha). apply memb_In in HAB as [b [Hb E]].
       rewrite (aeqb_soundR _ _ x E). apply (in_map (fun a => evalR a x)). exact Hb.
-    + specialize (HBA a Ha). unfold memb in HBA. apply existsb_exists in HBA as [b [Hb E]].
+    + specialize (HBA a Ha). apply memb_In in HBA as [b [Hb E]].
       rewrite (aeqb_soundR _ _ x E). apply (in_map (fun a => evalR a x)). exact Hb.
 Qed.
 
@@ -737,20 +793,27 @@ Proof.
              (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] pg vg (Forall2_nil _) eq_refl Kg Eg))).
     exact Ht.
   - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
-  - destruct (srun C 0 (cs ++ inh) (p_nodes f) pf []) as [vf|] eqn:Ef; [|discriminate].
-    destruct (srun C 1 (cs ++ inh) (p_nodes g) pg []) as [vg|] eqn:Eg; [|discriminate].
-    apply andb_true_iff in Ht as [Hl Hr].
-    pose proof (agreeR_knownR _ _ _ (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] pf vf
-                  (Forall2_nil _) eq_refl Kf Ef)) as Kf'.
-    pose proof (agreeR_knownR _ _ _ (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] pg vg
-                  (Forall2_nil _) eq_refl Kg Eg)) as Kg'.
-    destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
-    + apply (IHr _ _ _ _ x Hr); [|exact Kf'|exact Kg']. apply satR_app; [exact HC|].
-      constructor; [|constructor].
-      unfold sat_conR. cbn [fst snd]. rewrite evalR_ascale, Q2R_m1. lra.
-    + apply (IHl _ _ _ _ x Hl); [|exact Kf'|exact Kg']. apply satR_app; [exact HC|].
-      constructor; [|constructor].
-      unfold sat_conR. cbn [fst snd]. exact Hpos.
+  - assert (Hgo : forall inh' pf' pg', knownR x (runR (p_nodes f) x []) pf' ->
+              knownR x (runR (p_nodes g) x []) pg' ->
+              check_tree f g (C ++ [(h, false)]) inh' pf' pg' l &&
+              check_tree f g (C ++ [(ascale (-1) h, true)]) inh' pf' pg' r = true ->
+              outsR f x = outsR g x).
+    { intros inh' pf' pg' Kf' Kg' H. apply andb_true_iff in H as [Hl Hr].
+      destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
+      + apply (IHr _ _ _ _ x Hr); [|exact Kf'|exact Kg']. apply satR_app; [exact HC|].
+        constructor; [|constructor].
+        unfold sat_conR. cbn [fst snd]. rewrite evalR_ascale, Q2R_m1. lra.
+      + apply (IHl _ _ _ _ x Hl); [|exact Kf'|exact Kg']. apply satR_app; [exact HC|].
+        constructor; [|constructor].
+        unfold sat_conR. cbn [fst snd]. exact Hpos. }
+    destruct cs as [|e cs]; [exact (Hgo inh pf pg Kf Kg Ht)|].
+    destruct (srun C 0 ((e :: cs) ++ inh) (p_nodes f) pf []) as [vf|] eqn:Ef; [|discriminate].
+    destruct (srun C 1 ((e :: cs) ++ inh) (p_nodes g) pg []) as [vg|] eqn:Eg; [|discriminate].
+    apply (Hgo (unresolved vf vg ((e :: cs) ++ inh)) vf vg); [| |exact Ht].
+    + exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes f) [] [] pf vf
+               (Forall2_nil _) eq_refl Kf Ef)).
+    + exact (agreeR_knownR _ _ _ (srun_sound C x 1 ((e :: cs) ++ inh) HC (p_nodes g) [] [] pg vg
+               (Forall2_nil _) eq_refl Kg Eg)).
 Qed.
 
 (** A certificate that checks proves f = g, output by output, at every real point of the
