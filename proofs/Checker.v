@@ -248,21 +248,55 @@ Definition snode (C : list con) (n : node) (oc : option choice) (senv : list (op
       end
   end.
 
+(* the nodes a node reads *)
+Definition reads (n : node) : list nat :=
+  match n with
+  | NLin _ _ ts => map fst ts
+  | NMax args => args
+  | NSel prs => map fst prs ++ map snd prs
+  end.
+
+(* The nodes the outputs depend on, as a mask: node i is needed when it is an output or a
+   needed node after it reads it.  Runs compute only the needed nodes (the others stay
+   unknown, None, which is always sound): a claim about a few outputs of a layer (Layerwise.v)
+   evaluates only their cone. *)
+Fixpoint mark (i : nat) (l : list bool) : list bool :=
+  match i, l with
+  | O, _ :: l' => true :: l'
+  | S i', b :: l' => b :: mark i' l'
+  | _, [] => []
+  end.
+
+Fixpoint need_back (rn : list (nat * node)) (need : list bool) : list bool :=
+  match rn with
+  | [] => need
+  | (i, n) :: rn' => need_back rn' (if nth i need false then fold_right mark need (reads n) else need)
+  end.
+
+Definition needed (p : prog) : list bool :=
+  let k := length (p_nodes p) in
+  need_back (rev (combine (seq 0 k) (p_nodes p))) (fold_right mark (repeat false k) (p_outs p)).
+
 (* symbolic run: node i gets its affine map on the cell, or None; the run fails on a wrong
-   choice.  [prev] holds what the cell above already knows (node by node, from the same
+   choice.  [need] masks the nodes to compute (see [needed]; a missing entry counts as
+   needed).  [prev] holds what the cell above already knows (node by node, from the same
    program): a node known there keeps its map, unchecked again, since the cell lies inside
    the cell above. *)
-Fixpoint srun (C : list con) (side : nat) (cs : choices) (ns : list node)
+Fixpoint srun (C : list con) (side : nat) (cs : choices) (ns : list node) (need : list bool)
               (prev : list (option aff)) (senv : list (option aff)) : option (list (option aff)) :=
   match ns with
   | [] => Some senv
   | n :: ns' =>
-      match prev with
-      | Some a :: prev' => srun C side cs ns' prev' (senv ++ [Some a])
+      match need with
+      | false :: need' => srun C side cs ns' need' (tl prev) (senv ++ [None])
       | _ =>
-          match snode C n (find_choice side (length senv) cs) senv with
-          | Some v => srun C side cs ns' (tl prev) (senv ++ [v])
-          | None => None
+          match prev with
+          | Some a :: prev' => srun C side cs ns' (tl need) prev' (senv ++ [Some a])
+          | _ =>
+              match snode C n (find_choice side (length senv) cs) senv with
+              | Some v => srun C side cs ns' (tl need) (tl prev) (senv ++ [v])
+              | None => None
+              end
           end
       end
   end.
@@ -355,9 +389,9 @@ Inductive tree :=
 | Split (h : aff) (cs : choices) (ge lt : tree).
     (* ge: h >= 0 appended; lt: -h > 0 appended *)
 
-Definition check_leaf (f g : prog) (C : list con) (cs : choices) (pf pg : list (option aff))
-  : bool :=
-  match srun C 0 cs (p_nodes f) pf [], srun C 1 cs (p_nodes g) pg [] with
+Definition check_leaf (f g : prog) (nf ng : list bool) (C : list con) (cs : choices)
+                      (pf pg : list (option aff)) : bool :=
+  match srun C 0 cs (p_nodes f) nf pf [], srun C 1 cs (p_nodes g) ng pg [] with
   | Some vf, Some vg => forall2b (agree_out f g vf vg) (p_outs f) (p_outs g)
   | _, _ => false
   end.
@@ -373,21 +407,21 @@ Definition unresolved (vf vg : list (option aff)) (cs : choices) : choices :=
 (* A split's choices are checked on the split's own cell, once: its symbolic run is passed
    down, and both halves start from what it knows.  Choices are inherited too, for nodes whose
    arguments become known only further down. *)
-Fixpoint check_tree (f g : prog) (C : list con) (inh : choices) (pf pg : list (option aff))
-                    (t : tree) : bool :=
+Fixpoint check_tree (f g : prog) (nf ng : list bool) (C : list con) (inh : choices)
+                    (pf pg : list (option aff)) (t : tree) : bool :=
   match t with
   | Empty w => entails C azero true w
-  | Leaf cs => check_leaf f g C (cs ++ inh) pf pg
+  | Leaf cs => check_leaf f g nf ng C (cs ++ inh) pf pg
   | Split h [] l r =>
       (* no new choice: the run would find what the cell above knows *)
-      check_tree f g (C ++ [(h, false)]) inh pf pg l &&
-      check_tree f g (C ++ [(ascale (-1) h, true)]) inh pf pg r
+      check_tree f g nf ng (C ++ [(h, false)]) inh pf pg l &&
+      check_tree f g nf ng (C ++ [(ascale (-1) h, true)]) inh pf pg r
   | Split h cs l r =>
-      match srun C 0 (cs ++ inh) (p_nodes f) pf [], srun C 1 (cs ++ inh) (p_nodes g) pg [] with
+      match srun C 0 (cs ++ inh) (p_nodes f) nf pf [], srun C 1 (cs ++ inh) (p_nodes g) ng pg [] with
       | Some vf, Some vg =>
           let inh' := unresolved vf vg (cs ++ inh) in
-          check_tree f g (C ++ [(h, false)]) inh' vf vg l &&
-          check_tree f g (C ++ [(ascale (-1) h, true)]) inh' vf vg r
+          check_tree f g nf ng (C ++ [(h, false)]) inh' vf vg l &&
+          check_tree f g nf ng (C ++ [(ascale (-1) h, true)]) inh' vf vg r
       | _, _ => false
       end
   end.
@@ -413,7 +447,8 @@ Definition rows_of_box (lo hi : vec) : list con :=
   map (fun p => ((basis d (fst p) 1, - snd p), false)) (combine (seq 0 d) lo).
 
 Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
-  (length (p_outs f) =? length (p_outs g))%nat && check_tree f g dom [] [] [] t.
+  (length (p_outs f) =? length (p_outs g))%nat &&
+  check_tree f g (needed f) (needed g) dom [] [] [] t.
 
 (* ------------------------------------------------------------------ *)
 (** * Packed certificates *)

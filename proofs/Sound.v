@@ -398,13 +398,6 @@ Proof.
     replace (length env + S i)%nat with (length env + 1 + i)%nat by lia. exact IH.
 Qed.
 
-Definition reads (n : node) : list nat :=
-  match n with
-  | NLin _ _ ts => map fst ts
-  | NMax args => args
-  | NSel prs => map fst prs ++ map snd prs
-  end.
-
 Lemma sumsp_ext : forall ts (v w : list R), (forall i, In i (map fst ts) -> nth i v 0 = nth i w 0) ->
   sumsp ts v = sumsp ts w.
 Proof.
@@ -590,19 +583,19 @@ Proof.
   rewrite <- app_assoc, app_nth2 by lia. rewrite Nat.sub_diag. reflexivity.
 Qed.
 
-Lemma srun_sound : forall C x side cs, satR C x -> forall ns env senv prev vs,
+Lemma srun_sound : forall C x side cs, satR C x -> forall ns need env senv prev vs,
   agreeR x env senv -> length env = length senv ->
   knownR x (skipn (length env) (runR ns x env)) prev ->
-  srun C side cs ns prev senv = Some vs -> agreeR x (runR ns x env) vs.
+  srun C side cs ns need prev senv = Some vs -> agreeR x (runR ns x env) vs.
 Proof.
-  intros C x side cs HC ns. induction ns as [|n ns IH]; intros env senv prev vs Hag Hlen Hk Hs;
+  intros C x side cs HC ns. induction ns as [|n ns IH]; intros need env senv prev vs Hag Hlen Hk Hs;
     cbn [runR srun] in *.
   - inversion Hs; subst. exact Hag.
-  - assert (Hnext : forall v o prev', prev = o :: prev' \/ (prev = [] /\ prev' = []) ->
+  - assert (Hnext : forall v o prev' nd, prev = o :: prev' \/ (prev = [] /\ prev' = []) ->
               agreeR x (env ++ [eval_nodeR n x env]) (senv ++ [v]) ->
-              srun C side cs ns prev' (senv ++ [v]) = Some vs ->
+              srun C side cs ns nd prev' (senv ++ [v]) = Some vs ->
               agreeR x (runR ns x (env ++ [eval_nodeR n x env])) vs).
-    { intros v o prev' Hp Hag' Hs'. apply (IH _ (senv ++ [v]) prev'); [exact Hag'| |  |exact Hs'].
+    { intros v o prev' nd Hp Hag' Hs'. apply (IH nd _ (senv ++ [v]) prev'); [exact Hag'| |  |exact Hs'].
       - rewrite !app_length, Hlen. reflexivity.
       - intros i a Hi. destruct Hp as [Hp|[_ Hp]]; [|subst prev'; destruct i; discriminate].
         subst prev. specialize (Hk (S i) a Hi).
@@ -612,22 +605,39 @@ Proof.
         rewrite app_length, Nat.sub_diag in *. cbn [app length skipn nth] in *.
         replace (length env + 1 - length env)%nat with 1%nat in * by lia.
         cbn [skipn] in *. exact Hk. }
+    assert (Hold : forall nd,
+      match prev with
+      | Some a :: prev' => srun C side cs ns nd prev' (senv ++ [Some a])
+      | _ =>
+          match snode C n (find_choice side (length senv) cs) senv with
+          | Some v => srun C side cs ns nd (tl prev) (senv ++ [v])
+          | None => None
+          end
+      end = Some vs -> agreeR x (runR ns x (env ++ [eval_nodeR n x env])) vs).
+    { intros nd Hs'. clear Hs. rename Hs' into Hs.
     destruct prev as [|o prev'].
     + destruct (snode C n _ senv) as [v|] eqn:En; [|discriminate].
-      apply (Hnext v None []); [right; auto| |exact Hs].
+      apply (Hnext v None [] nd); [right; auto| |exact Hs].
       unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [|constructor].
       destruct v as [a|]; [|exact I]. exact (snode_sound C x n _ env senv a HC Hag En).
     + destruct o as [a|].
-      * apply (Hnext (Some a) (Some a) prev'); [left; reflexivity| |exact Hs].
+      * apply (Hnext (Some a) (Some a) prev' nd); [left; reflexivity| |exact Hs].
         unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [|constructor].
         specialize (Hk 0%nat a eq_refl). rewrite <- (nth_runR_here ns x env (eval_nodeR n x env)).
         rewrite <- Hk. destruct (runR_app ns x (env ++ [eval_nodeR n x env])) as [rest [E _]].
         rewrite E. rewrite <- app_assoc, skipn_app, skipn_all, Nat.sub_diag, app_nth2 by lia.
         rewrite Nat.sub_diag. reflexivity.
       * destruct (snode C n _ senv) as [v|] eqn:En; [|discriminate].
-        apply (Hnext v None prev'); [left; reflexivity| |exact Hs].
+        apply (Hnext v None prev' nd); [left; reflexivity| |exact Hs].
         unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [|constructor].
-        destruct v as [b|]; [|exact I]. exact (snode_sound C x n _ env senv b HC Hag En).
+        destruct v as [b|]; [|exact I]. exact (snode_sound C x n _ env senv b HC Hag En). }
+    destruct need as [|[|] need']; [exact (Hold [] Hs) | exact (Hold need' Hs) |].
+    (* a node outside the mask: unknown *)
+    assert (HN : agreeR x (env ++ [eval_nodeR n x env]) (senv ++ [None])).
+    { unfold agreeR. apply Forall2_app; [exact Hag|]. constructor; [exact I | constructor]. }
+    destruct prev as [|o prev'].
+    + exact (Hnext None None [] need' (or_intror (conj eq_refl eq_refl)) HN Hs).
+    + exact (Hnext None o prev' need' (or_introl eq_refl) HN Hs).
 Qed.
 
 (* ------------------------------------------------------------------ *)
@@ -778,25 +788,25 @@ Qed.
 (* ------------------------------------------------------------------ *)
 (** * The tree, and the main theorem *)
 
-Lemma check_tree_sound : forall f g t C inh pf pg x,
-  check_tree f g C inh pf pg t = true -> satR C x ->
+Lemma check_tree_sound : forall f g nf ng t C inh pf pg x,
+  check_tree f g nf ng C inh pf pg t = true -> satR C x ->
   knownR x (runR (p_nodes f) x []) pf -> knownR x (runR (p_nodes g) x []) pg ->
   outsR f x = outsR g x.
 Proof.
-  intros f g t. induction t as [cs | w | h cs l IHl r IHr]; intros C inh pf pg x Ht HC Kf Kg;
+  intros f g nf ng t. induction t as [cs | w | h cs l IHl r IHr]; intros C inh pf pg x Ht HC Kf Kg;
     cbn [check_tree] in Ht.
   - unfold check_leaf in Ht. unfold outsR.
-    destruct (srun C 0 (cs ++ inh) (p_nodes f) pf []) as [vf|] eqn:Ef; [|discriminate].
-    destruct (srun C 1 (cs ++ inh) (p_nodes g) pg []) as [vg|] eqn:Eg; [|discriminate].
+    destruct (srun C 0 (cs ++ inh) (p_nodes f) nf pf []) as [vf|] eqn:Ef; [|discriminate].
+    destruct (srun C 1 (cs ++ inh) (p_nodes g) ng pg []) as [vg|] eqn:Eg; [|discriminate].
     apply (forall2b_map _ _ _ _ _ (fun i j => agree_out_sound f g x _ _ i j
-             (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) [] [] pf vf (Forall2_nil _) eq_refl Kf Ef)
-             (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) [] [] pg vg (Forall2_nil _) eq_refl Kg Eg))).
+             (srun_sound C x 0 (cs ++ inh) HC (p_nodes f) nf [] [] pf vf (Forall2_nil _) eq_refl Kf Ef)
+             (srun_sound C x 1 (cs ++ inh) HC (p_nodes g) ng [] [] pg vg (Forall2_nil _) eq_refl Kg Eg))).
     exact Ht.
   - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
   - assert (Hgo : forall inh' pf' pg', knownR x (runR (p_nodes f) x []) pf' ->
               knownR x (runR (p_nodes g) x []) pg' ->
-              check_tree f g (C ++ [(h, false)]) inh' pf' pg' l &&
-              check_tree f g (C ++ [(ascale (-1) h, true)]) inh' pf' pg' r = true ->
+              check_tree f g nf ng (C ++ [(h, false)]) inh' pf' pg' l &&
+              check_tree f g nf ng (C ++ [(ascale (-1) h, true)]) inh' pf' pg' r = true ->
               outsR f x = outsR g x).
     { intros inh' pf' pg' Kf' Kg' H. apply andb_true_iff in H as [Hl Hr].
       destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
@@ -807,12 +817,12 @@ Proof.
         constructor; [|constructor].
         unfold sat_conR. cbn [fst snd]. exact Hpos. }
     destruct cs as [|e cs]; [exact (Hgo inh pf pg Kf Kg Ht)|].
-    destruct (srun C 0 ((e :: cs) ++ inh) (p_nodes f) pf []) as [vf|] eqn:Ef; [|discriminate].
-    destruct (srun C 1 ((e :: cs) ++ inh) (p_nodes g) pg []) as [vg|] eqn:Eg; [|discriminate].
+    destruct (srun C 0 ((e :: cs) ++ inh) (p_nodes f) nf pf []) as [vf|] eqn:Ef; [|discriminate].
+    destruct (srun C 1 ((e :: cs) ++ inh) (p_nodes g) ng pg []) as [vg|] eqn:Eg; [|discriminate].
     apply (Hgo (unresolved vf vg ((e :: cs) ++ inh)) vf vg); [| |exact Ht].
-    + exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes f) [] [] pf vf
+    + exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes f) nf [] [] pf vf
                (Forall2_nil _) eq_refl Kf Ef)).
-    + exact (agreeR_knownR _ _ _ (srun_sound C x 1 ((e :: cs) ++ inh) HC (p_nodes g) [] [] pg vg
+    + exact (agreeR_knownR _ _ _ (srun_sound C x 1 ((e :: cs) ++ inh) HC (p_nodes g) ng [] [] pg vg
                (Forall2_nil _) eq_refl Kg Eg)).
 Qed.
 
@@ -822,7 +832,7 @@ Theorem check_cert_sound : forall f g dom t, check_cert f g dom t = true ->
   forall x : list R, satR dom x -> outsR f x = outsR g x.
 Proof.
   intros f g dom t H x Hx. unfold check_cert in H. apply andb_true_iff in H as [_ H].
-  exact (check_tree_sound f g t dom [] [] [] x H Hx (knownR_nil _ _) (knownR_nil _ _)).
+  exact (check_tree_sound f g _ _ t dom [] [] [] x H Hx (knownR_nil _ _) (knownR_nil _ _)).
 Qed.
 
 (* ------------------------------------------------------------------ *)
