@@ -158,25 +158,30 @@ Proof. intros n m [[xs c] ts] H1 H2. exact (below_mono n m ts H1 H2). Qed.
 (* ------------------------------------------------------------------ *)
 (** * The builder *)
 
+(* (written with if, not &&: the VM evaluates both arguments of &&, and most comparisons of
+   the lookup below fail at their first entry) *)
 Fixpoint sp_eqb (u v : sparse) : bool :=
   match u, v with
   | [], [] => true
-  | (i, a) :: u', (j, b) :: v' => Nat.eqb i j && Qeq_bool a b && sp_eqb u' v'
+  | (i, a) :: u', (j, b) :: v' =>
+      if Nat.eqb i j then if qeqb a b then sp_eqb u' v' else false else false
   | _, _ => false
   end.
 
 Fixpoint nat_list_eqb (u v : list nat) : bool :=
   match u, v with
   | [], [] => true
-  | i :: u', j :: v' => Nat.eqb i j && nat_list_eqb u' v'
+  | i :: u', j :: v' => if Nat.eqb i j then nat_list_eqb u' v' else false
   | _, _ => false
   end.
 
 Definition node_eqb (n m : node) : bool :=
   match n, m with
-  | NLin xs c ts, NLin xs' c' ts' => sp_eqb xs xs' && Qeq_bool c c' && sp_eqb ts ts'
+  | NLin xs c ts, NLin xs' c' ts' =>
+      if sp_eqb ts ts' then if qeqb c c' then sp_eqb xs xs' else false else false
   | NMax a, NMax a' => nat_list_eqb a a'
-  | NSel p, NSel p' => nat_list_eqb (map fst p) (map fst p') && nat_list_eqb (map snd p) (map snd p')
+  | NSel p, NSel p' =>
+      if nat_list_eqb (map fst p) (map fst p') then nat_list_eqb (map snd p) (map snd p') else false
   | _, _ => false
   end.
 
@@ -244,15 +249,17 @@ Lemma sp_eqb_sound : forall u v w, sp_eqb u v = true -> map fst u = map fst v /\
 Proof.
   induction u as [|[i a] u IH]; intros [|[j b] v] w H; cbn [sp_eqb] in H; try discriminate.
   - split; reflexivity.
-  - apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
-    apply Nat.eqb_eq in H1. subst j. apply Qeq_bool_eq, Qeq_eqR in H2.
+  - destruct (Nat.eqb i j) eqn:H1; [|discriminate].
+    destruct (qeqb a b) eqn:H2; [|discriminate]. rename H into H3.
+    apply Nat.eqb_eq in H1. subst j. apply qeqb_R in H2.
     destruct (IH v w H3) as [E1 E2]. cbn [map fst]. rewrite E1, !sumsp_cons, E2, H2. split; reflexivity.
 Qed.
 
 Lemma nat_list_eqb_eq : forall u v, nat_list_eqb u v = true -> u = v.
 Proof.
   induction u as [|i u IH]; intros [|j v] H; cbn in H; try discriminate; [reflexivity|].
-  apply andb_true_iff in H as [H1 H2]. apply Nat.eqb_eq in H1. subst. f_equal. apply IH. exact H2.
+  destruct (Nat.eqb i j) eqn:H1; [|discriminate].
+  apply Nat.eqb_eq in H1. subst. f_equal. apply IH. exact H.
 Qed.
 
 Lemma map_fst_snd_eq : forall (p q : list (nat * nat)), map fst p = map fst q -> map snd p = map snd q -> p = q.
@@ -265,13 +272,15 @@ Lemma node_eqb_sound : forall n m, node_eqb n m = true ->
   reads n = reads m /\ forall x env, eval_nodeR n x env = eval_nodeR m x env.
 Proof.
   intros [xs c ts | a | p] [xs' c' ts' | a' | p'] H; cbn [node_eqb] in H; try discriminate.
-  - apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
-    apply Qeq_bool_eq, Qeq_eqR in H2. cbn [reads eval_nodeR].
+  - destruct (sp_eqb ts ts') eqn:H3; [|discriminate].
+    destruct (qeqb c c') eqn:H2; [|discriminate]. rename H into H1.
+    apply qeqb_R in H2. cbn [reads eval_nodeR].
     split; [exact (proj1 (sp_eqb_sound ts ts' [] H3))|].
     intros x env. rewrite (proj2 (sp_eqb_sound xs xs' x H1)), (proj2 (sp_eqb_sound ts ts' env H3)), H2.
     reflexivity.
   - apply nat_list_eqb_eq in H. subst. split; reflexivity.
-  - apply andb_true_iff in H as [H1 H2]. apply nat_list_eqb_eq in H1. apply nat_list_eqb_eq in H2.
+  - destruct (nat_list_eqb (map fst p) (map fst p')) eqn:H1; [|discriminate]. rename H into H2.
+    apply nat_list_eqb_eq in H1. apply nat_list_eqb_eq in H2.
     rewrite (map_fst_snd_eq p p' H1 H2). split; reflexivity.
 Qed.
 
