@@ -10,12 +10,30 @@
 
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
 From ExactMax Require Import Checker Sound Build Maxout.
+From Coq Require Uint63.
+Import (notations) Uint63.
 Import ListNotations.
 
 (* ------------------------------------------------------------------ *)
 (** * Transformers *)
 
 Definition mat := list (list Q).
+
+(* A matrix of [cols] columns written by its nonzero entries, row by row: j ~> v is v in
+   column j (the first one given for a column counts), every other entry is 0.  Exported files
+   write sparse matrices so (column numbers are machine integers, which Coq reads faster than
+   nat literals). *)
+Notation "j ~> v" := (@pair Uint63.int Q j%uint63 v%Q) (at level 60, no associativity).
+
+Fixpoint sp_get (r : list (Uint63.int * Q)) (j : Uint63.int) : Q :=
+  match r with [] => 0 | (k, v) :: r' => if Uint63.eqb k j then v else sp_get r' j end.
+
+(* the columns 0 .. n - 1, from j on *)
+Fixpoint columns (n : nat) (j : Uint63.int) : list Uint63.int :=
+  match n with O => [] | S n' => j :: columns n' (Uint63.add j 1%uint63) end.
+
+Definition spmat (cols : nat) (rows : list (list (Uint63.int * Q))) : mat :=
+  let js := columns cols 0%uint63 in map (fun r => map (sp_get r) js) rows.
 
 (* W_Q, W_K, W_V (s x d_m), W_O (d_m x s), scale lambda > 0 *)
 Record head := { h_query : mat; h_key : mat; h_value : mat; h_out : mat; h_scale : Q }.

@@ -134,7 +134,16 @@ def _maxout_term(net: MaxoutNetwork) -> str:
 
 
 def _mat(M) -> str:
-    return "[" + ";\n   ".join(_qlist(r) for r in M) + "]"
+    """A matrix as rows of rationals, or, when at most a third of its entries are not 0, as
+    ``Transformer.spmat``: the number of columns and each row's nonzero entries ``j ~> v``
+    (Coq reads every literal, so the zeros of the compiled Transformers' wide matrices cost
+    most of the file's reading time)."""
+    cols = len(M[0]) if len(M) else 0
+    nonzero = sum(1 for r in M for v in r if v)
+    if cols == 0 or 3 * nonzero > len(M) * cols or any(len(r) != cols for r in M):
+        return "[" + ";\n   ".join(_qlist(r) for r in M) + "]"
+    rows = ("[" + "; ".join(f"{j} ~> {_q(v)}" for j, v in enumerate(r) if v) + "]" for r in M)
+    return f"spmat {cols}\n  [" + ";\n   ".join(rows) + "]"
 
 
 def _transformer_defs(tf: Transformer, name: str) -> tuple[str, str]:
