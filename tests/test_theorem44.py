@@ -178,3 +178,28 @@ def test_cli_bad_input_and_write(tmp_path, capsys):
     assert "NOT COUNTED" in capsys.readouterr().out
     assert main(["regions", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["linear_regions"] == 16
+
+
+@pytest.mark.parametrize("n, k", [(6, 3), (8, 4)])
+def test_a_triple_point_of_the_recipe_is_shifted_away(n, k):
+    """regions.md's q = 2 offsets put three lines through one point for n = 6, 8; the built
+    last layer is in general position anyway, and one layer of it cuts [0, 1]^2 into exactly
+    S(n, 2, k) regions."""
+    from exactmax.regions.fold import binomial_sum, check_general_position, last_layer_lines
+    with pytest.raises(ValueError, match="three lines meet"):
+        check_general_position(last_layer_lines(n, 2, k))
+    f = build_fold_network(2, n, k, 1)
+    assert "shifted" in f.net.meta["description"]
+    rc = count_regions(f.net, f.domain)
+    assert rc.linear_regions == rc.activation_regions == binomial_sum(n, 2, k) == f.expected
+
+
+def test_an_odd_share_per_coordinate_is_explained_when_b_is_not_reached():
+    """q = 2, m = 2, T = 3: mT/q = 3 is odd, so the fold design gives the corrected bound
+    3285 < B = 3577; the report says why instead of a bare "not reached"."""
+    from dataclasses import replace
+    from exactmax.regions.theorem44 import Theorem44Options, evaluate_theorem44
+    r = evaluate_theorem44(2, 3, 2, 6, replace(Theorem44Options(), count=False))
+    assert (r["bound"], r["corrected_bound"]) == (3577, 3285)
+    assert "mT/q = 3 is odd" in r["why"] and "[4, 2]" in r["why"] and "9 * 5" in r["why"]
+    assert r["networks"] and r["networks"][0]["designed_count"] == 3285

@@ -20,7 +20,8 @@ v_j = max_{t=0..k-1} [ (t+1) s_j - (t_{j,1} + ... + t_{j,t}) ], s_j = w_j . z, w
 the folded input.  Offsets and directions are those of regions.md (q = 1 and q = 2), and the
 general position of the last layer's lines (q = 2: no two units parallel, no three lines
 through a point, every crossing inside (0, 1)^2) is checked exactly before the network is
-returned.
+returned; where regions.md's offsets put three lines through a point (q = 2, n >= 6), each
+unit's offsets are shifted by a small amount of its own until the check passes.
 """
 
 from __future__ import annotations
@@ -112,8 +113,13 @@ DIRECTIONS_Q2 = (1, -1, 3, -3, Q(1, 3), Q(-1, 3), 2, -2, Q(1, 2), Q(-1, 2), Q(3,
 eight; the rest continue the pattern, and general position is checked exactly)."""
 
 
-def last_layer_lines(n: int, q: int, k: int) -> list[tuple[tuple[Q, ...], list[Q]]]:
-    """[(w_j, [t_{j,1}, ..., t_{j,k-1}])] for the last layer (regions.md)."""
+def last_layer_lines(n: int, q: int, k: int,
+                     attempt: int = 0) -> list[tuple[tuple[Q, ...], list[Q]]]:
+    """[(w_j, [t_{j,1}, ..., t_{j,k-1}])] for the last layer (regions.md).  For q = 2 and
+    ``attempt`` > 0, unit j's offsets are all shifted by the same small amount
+    attempt * (r_j - 50) / (101 * 64 (N + 1)^2 (1 + |s_j|)), r_j = 37 j mod 101 (below the
+    offsets' spacing 1 / (8 (N + 1)(1 + |s_j|))), to leave a triple point of regions.md's
+    recipe."""
     N = n * (k - 1)
     out = []
     for j in range(1, n + 1):
@@ -126,8 +132,9 @@ def last_layer_lines(n: int, q: int, k: int) -> list[tuple[tuple[Q, ...], list[Q
                 raise ValueError(f"no direction for unit {j} (at most {len(DIRECTIONS_Q2)})")
             s = Q(DIRECTIONS_Q2[j - 1])
             w = (ONE, s)
+            shift = Q(attempt * ((37 * j) % 101 - 50), 101 * 64 * (N + 1) ** 2) / (1 + abs(s))
             ts = [(1 + s) / 2 + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) /
-                  (8 * (N + 1) * (1 + abs(s))) for i in range(1, k)]
+                  (8 * (N + 1) * (1 + abs(s))) + shift for i in range(1, k)]
         else:
             raise ValueError("the last layer's arrangement is given for q = 1 and q = 2 only")
         out.append((w, ts))
@@ -177,8 +184,15 @@ def build_fold_network(q: int, n: int, k: int, L: int,
     arrangement), identity read-out, domain [0, 1]^q."""
     if L < 1 or k < 2 or n < 1 or q < 1:
         raise ValueError("need L >= 1, k >= 2, n >= 1, q >= 1")
-    lines = last_layer_lines(n, q, k)
-    check_general_position(lines)
+    for attempt in range(16 if q == 2 else 1):   # regions.md's offsets, then shifted ones
+        lines = last_layer_lines(n, q, k, attempt)
+        try:
+            check_general_position(lines)
+            break
+        except ValueError as e:
+            failure = e
+    else:
+        raise failure
     if L >= 2:
         split = split or best_split(n, q, k)
         if len(split) != q or sum(split) != n or min(split) < 1:
@@ -216,7 +230,9 @@ def build_fold_network(q: int, n: int, k: int, L: int,
         expected *= Pi ** (L - 1)
     net = MaxoutNetwork(q, tuple(layers), None, box,
                         {"description": f"fold network of regions.md: q = {q}, n = {n}, "
-                                        f"k = {k}, L = {L}, split {list(split)}"})
+                                        f"k = {k}, L = {L}, split {list(split)}"
+                                        + (f"; last-layer offsets shifted (attempt {attempt})"
+                                           if attempt else "")})
     return FoldNetwork(net, box, tuple(split), P, expected, "fold")
 
 

@@ -160,6 +160,16 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
             out["corrected_reached"] = out["count"] >= out["corrected_bound"]
     if not builds:
         notes.append(f"no network built: {why_not}")
+    if n % q == 0 and (n // q) % 2 and k >= 3 and L >= 2 and builds and not unreachable:
+        f = builds[0]
+        notes.append(f"mT/q = {n // q} is odd and T = {k} >= 3: a fold of p units gives "
+                     f"P(p, T) = (p-1)(T-1)+2 pieces for odd p, not p(T-1)+1; the best "
+                     f"split {list(f.split)} gives {' * '.join(map(str, f.pieces))} pieces "
+                     f"per fold layer, below ((mT/q)(T-1)+1)^q = "
+                     f"{(n // q * (k - 1) + 1) ** q}, so the fold network is designed for "
+                     f"the corrected bound {out['corrected_bound']}, not B. Whether any "
+                     "network of this shape reaches B is not decided here (regions.md "
+                     "proves it impossible for q = 1 only)")
     if out["reached"]:
         out["status"] = "reached"
     elif unreachable:
