@@ -149,3 +149,15 @@ def test_check_cert_points_a_region_certificate_to_regions(tmp_path, capsys):
     assert main(["check-cert", cert]) == 2
     err = capsys.readouterr().err
     assert "regions --check-cert" in err and err.count("\n") == 1
+
+
+def test_check_cert_with_a_model_checks_it_is_about_that_model(tmp_path, capsys):
+    cert = str(tmp_path / "c.json")
+    assert main(["regions", TENT, "--cert", cert]) == 0
+    capsys.readouterr()
+    assert main(["regions", TENT, "--check-cert", cert]) == 0
+    assert "valid" in capsys.readouterr().out
+    other = os.path.join(ROOT, "examples", "relu_triangle.json")
+    assert main(["regions", other, "--check-cert", cert]) == 1
+    assert "another model" in capsys.readouterr().out
+    assert main(["regions", "--sawtooth", "2,1,1", "--check-cert", cert]) == 2

@@ -41,7 +41,8 @@ def add_parser(sub) -> None:
                    help="write the region certificate (model and domain embedded, SHA-256)")
     r.add_argument("--check-cert", metavar="C.json",
                    help="re-check a region certificate with the kernel alone (no z3) and "
-                   "print the counts it proves; no MODEL needed")
+                   "print the counts it proves; with MODEL.json, also check that the "
+                   "certificate is about that model")
     r.add_argument("--plot", metavar="regions.png",
                    help="draw the cells coloured by linear region (2-D inputs; matplotlib)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
@@ -74,8 +75,10 @@ def _progress():
 def run(args) -> int:
     from ..cli import UsageError
     if args.check_cert:
-        if args.model or args.sawtooth:
-            raise UsageError("--check-cert: give the certificate only (it embeds the model)")
+        if args.sawtooth or args.domain or args.compile:
+            raise UsageError("--check-cert: give the certificate, and optionally MODEL.json "
+                             "to check that it is about that model (it embeds model and "
+                             "domain)")
         return _check(args)
     if (args.model is None) == (args.sawtooth is None):
         raise UsageError("give MODEL.json or --sawtooth K,d,D (one of them)")
@@ -189,6 +192,12 @@ def _check(args) -> int:
     model, domain, tree, merges, hashes, claimed = load_region_certificate(args.check_cert)
     t0 = time.monotonic()
     try:
+        if args.model:
+            from ..io import load_model, model_to_json
+            from ..io.certificates import content_hash
+            if content_hash(model_to_json(load_model(args.model))) != hashes["model"]:
+                raise CheckFailed(f"the certificate is about another model than {args.model} "
+                                  "(content hashes differ)")
         prog = program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
             program_of_transformer(model)
         act, lower, upper = check_region_count(prog, domain.as_polyhedron(), tree, merges)
