@@ -203,3 +203,32 @@ def test_an_odd_share_per_coordinate_is_explained_when_b_is_not_reached():
     assert (r["bound"], r["corrected_bound"]) == (3577, 3285)
     assert "mT/q = 3 is odd" in r["why"] and "[4, 2]" in r["why"] and "9 * 5" in r["why"]
     assert r["networks"] and r["networks"][0]["designed_count"] == 3285
+
+
+def test_parity_matters_for_unreachability():
+    """q = 1, T = 3, L = 2: mT = 6 even reaches B = 169 with no 'cannot be reached' note;
+    mT = 3 odd is unreachable."""
+    from exactmax.regions.theorem44 import evaluate_theorem44
+    even = evaluate_theorem44(2, 3, 1, 6)
+    assert even["status"] == "reached" and even["count"] == 169
+    assert not even["why"] or "cannot be reached" not in even["why"]
+    odd = evaluate_theorem44(1, 3, 1, 6)
+    assert odd["status"] == "formula unreachable" and "cannot be reached" in odd["why"]
+
+
+def test_a_transformer_that_disagrees_is_reported_and_the_smaller_count_used(monkeypatch):
+    """The Maxout network and its Transformer must have the same count; if a (broken)
+    count said otherwise, the report says so and never claims the larger count."""
+    from exactmax.kernel.maxout import MaxoutNetwork
+    from exactmax.regions import theorem44 as t44
+    real = t44.count_of
+
+    def fake(model, domain):
+        r = real(model, domain)
+        if not isinstance(model, MaxoutNetwork):
+            r["linear_regions"] -= 1
+        return r
+    monkeypatch.setattr(t44, "count_of", fake)
+    r = t44.evaluate_theorem44(1, 2, 1, 6)
+    assert r["count"] == 8 and r["status"] == "not reached"
+    assert "should agree" in r["why"]
