@@ -714,6 +714,8 @@ EXIT_BUG = 70
 
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    from .cpwl.command import protect_expr
+    argv = protect_expr(argv)
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)

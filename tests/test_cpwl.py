@@ -207,8 +207,12 @@ BAD = [
       "layers": [{"W": [[1, 0]], "b": [0]}], "output": {"W": [[1, 2]], "b": [0]}},
      "output.W[0]: expected 1 number"),
     ({"format": "exactmax/cpwl", "version": 1, "kind": "spline"}, 'kind: expected one of'),
-    ({"format": "exactmax/maxout", "version": 1, "kind": "dc"}, 'format: expected one of '
-                                                                 '"exactmax/cpwl"'),
+    ({"format": "exactmax/maxout", "version": 1, "kind": "dc"}, 'format: "exactmax/maxout" is a '
+     'Maxout network file (what cpwl writes), not a CPWL spec; a spec has "format": '
+     '"exactmax/cpwl", "version": 1 and a "kind"'),
+    ({"format": "exactmax/maxout", "version": 1, "layers": []}, "is a Maxout network file"),
+    ({"format": "exactmax/whatever", "version": 1, "kind": "dc"}, 'format: expected one of '
+                                                                   '"exactmax/cpwl"'),
     ({"format": "exactmax/cpwl", "version": 2, "kind": "dc"}, "version 2 is not supported"),
 ]
 
@@ -292,15 +296,17 @@ def test_sqrt_upper_is_exact_for_squares_and_never_below():
 
 
 @pytest.mark.parametrize("expr,box,message", [
-    ("exp(x)", "0,1", "is not a polynomial"),
+    ("exp(x)", "0,1", "column 1: the function 'exp' is not allowed"),
     ("1/x", "1,2", "is not a polynomial"),
-    ("sqrt(2)*x^2", "0,1", "not rationals"),
+    ("sqrt(2)*x^2", "0,1", "sqrt(2) is not rational"),
+    ("pi*x^2", "0,1", "pi is irrational"),
     ("x^2 - y^2", "0,1;0,1", "not positive semidefinite"),
     ("x^3", "-1,1", "not convex on the interval"),
     ("x^4 + x^3 + x", "-1,1", "not convex on the interval"),   # f'' < 0 on (-1/2, 0)
     ("x^4 - x^2", "1/4,1", "not convex on the interval"),      # f'' = 12x^2 - 2 < 0 below 0.41
     ("x^4 + y^4", "0,1;0,1", "cannot be checked exactly"),
-    ("x^2", "0,1;0,1", "the box has 2 sides, the expression 1 variables"),
+    ("x^2", "0,1;0,1", "--box: expected 1 side(s) \"lo,hi\" separated by ';', one per variable "
+                       "(x, from EXPR), got 2"),
     ("x^2 +", "0,1", "cannot read the expression"),
 ])
 def test_approx_convex_refuses_with_one_line(expr, box, message, tmp_path, capsys):
@@ -328,3 +334,163 @@ def test_convexity_is_decided_by_the_interval_not_the_polynomial():
     f = parse_polynomial("x^4 - x^2")
     a = approximate_convex(f, Box((Q(1, 2),), (Q(1),)), Q(1, 8))
     assert a.max_error[0] >= 0
+
+
+# ------------------------------------------------------------- review: safe, bounded parsing
+
+@pytest.mark.parametrize("expr,message", [
+    ("__import__('os').system('echo PWNED')", "EXPR: column 12: \"'\" is not allowed"),
+    ("__import__(\"pathlib\").Path(\"PWNED\").touch() or x^2",
+     "EXPR: column 12: '\"' is not allowed"),
+    ("0*__import__(pathlib) + x^2", "EXPR: column 3: the function '__import__' is not allowed"),
+    ("0*__import__(pathlib).Path", "EXPR: column 22: '.' is not allowed"),   # whitelist first
+    ("x.real", "EXPR: column 2: "),
+    ("x[0]^2", "EXPR: column 2: '[' is not allowed"),
+    ("lambda: x", "EXPR: column 7: ':' is not allowed"),
+    ("x; y", "EXPR: column 2: ';' is not allowed"),
+    ("2x^2", "cannot read the expression at column 2: expected an operator"),
+    ("x^y", "EXPR: column 2: an exponent with variables"),
+    ("x^(1/2)", "is not a polynomial in x"),
+])
+def test_approx_convex_expr_is_never_evaluated(expr, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "n.json"
+    assert main(["approx-convex", expr, "--box=0,1;0,1", "--h", "1/2", "-o", str(out)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and message in err, err
+    assert not out.exists() and not (tmp_path / "PWNED").exists()
+    assert "PWNED" not in captured.out
+
+
+def test_pwned_in_a_subprocess_prints_nothing_but_the_error(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "exactmax", "approx-convex",
+                        "__import__('os').system('echo PWNED')", "--box", "0,1;0,1", "--h",
+                        "1/2", "-o", str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""   # `echo PWNED` would print to stdout
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("exactmax: error: EXPR: column 12")
+
+
+def test_approx_convex_unknown_name_with_vars(tmp_path, capsys):
+    out = tmp_path / "n.json"
+    assert main(["approx-convex", "x^2 + z", "--vars", "x,y", "--box=0,1;0,1", "--h", "1/2",
+                 "-o", str(out)]) == 2
+    assert "EXPR: column 7: 'z' is not among the variables x, y (--vars)" in \
+        capsys.readouterr().err
+    assert main(["approx-convex", "x^2", "--vars", "x,y", "--box=0,1", "--h", "1/2",
+                 "-o", str(out)]) == 2
+    assert "--box: expected 2 side(s)" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("text,names,terms", [
+    ("x^2 + x*y/2 + y^2", None, {(2, 0): Q(1), (1, 1): Q(1, 2), (0, 2): Q(1)}),
+    ("-x^2", None, {(2,): Q(-1)}),                    # -(x^2), as in Python
+    ("2^-1*x^2^2", None, {(4,): Q(1, 2)}),            # right-associative powers
+    ("x**3 - 0.25*x", None, {(3,): Q(1), (1,): Q(-1, 4)}),
+    ("1e2*(x + 1)^2", None, {(2,): Q(100), (1,): Q(200), (0,): Q(100)}),
+    ("sqrt(9/4)*x + 4^(1/2)", None, {(1,): Q(3, 2), (0,): Q(2)}),
+    ("(x - y)^2 - x^2 + 2*x*y", None, {(0, 2): Q(1)}),
+    ("pi^2", ("pi",), {(2,): Q(1)}),                  # a declared name is a variable
+    ("y^2", ("x", "y"), {(0, 2): Q(1)}),
+])
+def test_polynomial_parser_reads_what_sympy_syntax_meant(text, names, terms):
+    f = parse_polynomial(text, names)
+    assert dict(f.terms) == terms
+
+
+@pytest.mark.parametrize("expr,message", [
+    ("x^1000000", "EXPR: column 2: degree 1000000, above the limit 64"),
+    ("x^65", "degree 65, above the limit 64"),
+    ("x^40*x^40", "EXPR: column 5: degree 80, above the limit 64"),
+    ("(x^8)^9", "degree 72, above the limit 64"),
+    ("(x+y+z+w+v)^64", "terms, more than the limit 10000"),
+    ("2^(10^6)*x^2", "bits, more than the limit 100000"),
+    ("x^2 + " + "1+" * 5000 + "1", "characters, more than the limit 10000"),
+    ("(" * 150 + "x^2" + ")" * 150, "nested deeper than 100"),
+])
+def test_approx_convex_size_limits_are_one_line_and_fast(expr, message, tmp_path, capsys):
+    import time
+    out = tmp_path / "n.json"
+    t0 = time.monotonic()
+    assert main(["approx-convex", expr, "--box=0,1", "--h", "1/2", "-o", str(out)]) == 2
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err, err
+    assert not out.exists()
+
+
+def test_approx_convex_degree_64_is_accepted():
+    f = parse_polynomial("x^64 + (x + 1)^32")
+    assert f.degree == 64 and dict(f.terms)[(0,)] == 1
+    a = approximate_convex(f, Box((Q(0),), (Q(1),)), Q(1, 2))
+    assert a.pieces == 3
+
+
+def test_approx_convex_expr_starting_with_minus(tmp_path, capsys):
+    out = tmp_path / "n.json"
+    # as is (argparse alone would read "-x+x^2" as an unknown option)
+    assert main(["approx-convex", "-x+x^2", "--box=-1,1", "--h", "1/2", "-o", str(out),
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["expr"] == "-x+x^2" and rep["max_error"] == "1/16"
+    # last, after "--" (the documented form that works for every EXPR)
+    assert main(["approx-convex", "--box=-1,1", "--h", "1/2", "-o", str(out), "--json", "--",
+                 "-x+x^2"]) == 0
+    assert json.loads(capsys.readouterr().out)["expr"] == "-x+x^2"
+    # options after the value of an option are still options; "-x^2" itself is concave
+    assert main(["approx-convex", "--vars", "x", "-x^2", "--box", "0,1", "--h", "1/2",
+                 "-o", str(out)]) == 2
+    assert "EXPR: not convex" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- review: cpwl --check, -o
+
+DC_1D = {"format": "exactmax/cpwl", "version": 1, "kind": "dc", "input_dim": 2,
+         "plus": [{"w": [1, 0], "b": 0}], "minus": [{"w": [0, 1], "b": 0}]}
+
+
+@pytest.mark.parametrize("domain,message", [
+    ({"polyhedron": {"A": [["1", "0"]], "b": ["1"]}}, "the domain polyhedron is unbounded"),
+    ({"polyhedron": {"A": [["1", "0"], ["-1", "0"], ["0", "1"], ["0", "-1"]],
+                     "b": ["-1", "0", "1", "1"]}}, "the domain polyhedron is empty"),
+])
+def test_check_on_an_unbounded_or_empty_domain_is_an_input_error(domain, message, tmp_path,
+                                                                 capsys):
+    spec = write(tmp_path, "s.json", dict(DC_1D, domain=domain))
+    net, ref = tmp_path / "n.json", tmp_path / "r.json"
+    assert main(["cpwl", spec, "-o", str(net), "--reference", str(ref), "--check"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith(
+        f"exactmax: error: {spec}: domain: --check needs a bounded, non-empty domain: "), err
+    assert message in err
+    assert not net.exists() and not ref.exists()
+    # without --check the network is still written (the domain is the network's)
+    assert main(["cpwl", spec, "-o", str(net)]) == 0 and net.exists()
+
+
+def test_check_preconditions_are_refused_before_writing(tmp_path, capsys):
+    spec = write(tmp_path, "s.json", DC_1D)
+    net = tmp_path / "n.json"
+    assert main(["cpwl", spec, "-o", str(net), "--check"]) == 2
+    assert "has no domain" in capsys.readouterr().err and not net.exists()
+    assert main(["cpwl", f"{EXAMPLES}/cpwl_dc.json", "-o", str(net), "--check", "--timeout",
+                 "0"]) == 2
+    assert "--timeout: expected a positive number" in capsys.readouterr().err
+    assert not net.exists()
+
+
+def test_output_equal_to_the_spec_is_refused(tmp_path, capsys, monkeypatch):
+    spec = write(tmp_path, "s.json", DC_1D)
+    before = open(spec).read()
+    monkeypatch.chdir(tmp_path)
+    for argv in (["-o", spec], ["-o", "s.json"], ["-o", "./s.json"],
+                 ["-o", str(tmp_path / "n.json"), "--reference", "s.json"]):
+        assert main(["cpwl", spec] + argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "the same file as SPEC.json" in err, err
+        assert "would overwrite the spec" in err
+    assert main(["cpwl", spec, "-o", "n.json", "--reference", "n.json"]) == 2
+    assert "--reference n.json: the same file as -o" in capsys.readouterr().err
+    assert open(spec).read() == before and not (tmp_path / "n.json").exists()

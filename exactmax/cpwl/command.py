@@ -57,6 +57,13 @@ def run(args) -> int:
     from ..io import load_model, model_to_json, write_json_atomic
     from .convert import ROUTES, TooLarge, compile_cpwl, kind_of, reference_json
     from .spec import load_spec
+    for opt, path in (("-o", args.output), ("--reference", args.reference)):
+        if path is not None and _same_file(path, args.spec):
+            raise UsageError(f"{opt} {path}: the same file as SPEC.json ({args.spec}); writing "
+                             "it would overwrite the spec: expected another file")
+    if args.reference is not None and _same_file(args.reference, args.output):
+        raise UsageError(f"--reference {args.reference}: the same file as -o; expected "
+                         "another file")
     spec = load_spec(args.spec)
     kind = kind_of(spec)
     route = args.route or ROUTES[kind][0]
@@ -70,6 +77,8 @@ def run(args) -> int:
     except TooLarge as e:
         raise UsageError(f"{args.spec}: {e}; use --route lattice or raise --max-pieces") \
             from None
+    if args.check:   # before anything is written
+        _check_preconditions(args, net)
     obj = model_to_json(net)
     obj["meta"] = {"cpwl": {"spec": args.spec, "kind": kind, "route": route}}
     write_json_atomic(args.output, obj)
@@ -81,13 +90,6 @@ def run(args) -> int:
         write_json_atomic(args.reference, ref)
         out["reference"] = args.reference
     if args.check:
-        if args.timeout <= 0:
-            raise UsageError(f"--timeout: expected a positive number of seconds, got "
-                             f"{args.timeout}")
-        if net.domain is None:
-            raise UsageError(f"--check: {args.spec} has no domain; add a \"domain\" entry "
-                             "(kinds relu, lattice, dc) or check later with exactmax equiv "
-                             "--domain")
         ref_net = load_model(args.reference) if args.reference else _reference_model(spec)
         out["check"] = check_chain(net, ref_net, args.timeout)
     code = 0
@@ -118,6 +120,34 @@ def run(args) -> int:
         if c["verdict"] == "refuted":
             print("  x = (" + ", ".join(c["x"]) + ")")
     return code
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+    try:
+        return os.path.samefile(a, b)
+    except OSError:   # a missing file is not the other one, unless they name the same place
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_preconditions(args, net: MaxoutNetwork) -> None:
+    """What --check needs, refused as input errors before NET is written: a positive
+    --timeout and a bounded, non-empty domain."""
+    from ..cli import UsageError
+    from ..construct.bounds import DomainError, bounding_box
+    from ..io import InputError
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got "
+                         f"{args.timeout}")
+    if net.domain is None:
+        raise UsageError(f"--check: {args.spec} has no domain; add a \"domain\" entry "
+                         "(kinds relu, lattice, dc) or check later with exactmax equiv "
+                         "--domain")
+    try:
+        bounding_box(net.domain, "auto")
+    except DomainError as e:
+        raise InputError(args.spec, "domain", "--check needs a bounded, non-empty domain: "
+                         f"{e}") from None
 
 
 def _reference_model(spec) -> MaxoutNetwork:
@@ -159,15 +189,19 @@ exp, sqrt(2), 1/x and the like are refused), its convexity on the box is checked
 (quadratics in any dimension by the Hessian, 1-D polynomials by f''), L is exact, the bound
 is exact or rounded up to a rational (said which), and for d <= 2 the true maximum of f - g
 is computed exactly (at a vertex of a cell). A box side with a negative lower end is written
-with '=' and quoted: --box="-1,1;-1,1"."""
+with '=' and quoted: --box="-1,1;-1,1". EXPR is read by a whitelist parser (numbers, the
+variables, + - * / ^ ** ( ), sqrt of a constant; total degree <= 64, <= 10000 characters);
+an EXPR starting with '-' may be given as is ("-x + x^2") unless it starts with -o or -h;
+in every case it can go last, after '--': approx-convex --box 0,1 --h 1/4 -o g.json -- -x+x^2."""
 
 
 def add_approx_parser(sub) -> None:
     p = sub.add_parser("approx-convex", help="max-affine network of a convex polynomial "
                        "(tangent planes on a grid), with its error bound",
                        description=APPROX_DESCRIPTION)
-    p.add_argument("expr", metavar="EXPR", help='a polynomial in sympy syntax, ^ or ** for '
-                   'powers, e.g. "x^2 + x*y/2 + y^2"')
+    p.add_argument("expr", metavar="EXPR", help='a polynomial: numbers, the variables, + - * / '
+                   '^ ** ( ) and sqrt of a constant, e.g. "x^2 + x*y/2 + y^2" (total degree '
+                   '<= 64, at most 10000 characters)')
     p.add_argument("--box", required=True, metavar="LO,HI;LO,HI",
                    help="one interval per variable, separated by ';' (exact numbers)")
     p.add_argument("--h", required=True, metavar="H", help="grid spacing (an exact number > 0)")
@@ -179,6 +213,27 @@ def add_approx_parser(sub) -> None:
                    help="refuse grids of more than N points (default 10000)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run_approx)
+
+
+APPROX_VALUE_OPTIONS = ("--box", "--h", "--vars", "-o", "--output", "--max-points")
+
+
+def protect_expr(argv: list[str]) -> list[str]:
+    """``exactmax approx-convex "-x + x^2" ...``: argparse would read an EXPR that starts
+    with '-' (and has no space) as an unknown option.  Such an argument (not an option's
+    value, not -o... or -h..., before any "--") gets a leading space, which argparse reads as
+    a positional and the parser ignores.  Otherwise put EXPR last, after "--"."""
+    if not argv or argv[0] != "approx-convex":
+        return argv
+    out, skip = [argv[0]], False
+    for i, a in enumerate(argv[1:], 1):
+        if a == "--":
+            return out + argv[i:]
+        if not skip and a[:1] == "-" and a[1:2] not in ("-", "o", "h", ""):
+            a = " " + a
+        skip = a in APPROX_VALUE_OPTIONS
+        out.append(a)
+    return out
 
 
 def parse_box(text: str) -> "Box":
@@ -220,18 +275,26 @@ def run_approx(args) -> int:
         if not all(n.isidentifier() for n in names) or len(set(names)) != len(names):
             raise UsageError(f"--vars: expected distinct names separated by commas, got "
                              f"{args.vars!r}")
+    expr = args.expr.strip()
     try:
-        f = parse_polynomial(args.expr, names)
+        f = parse_polynomial(expr, names)
+    except NotExact as e:
+        raise UsageError(f"EXPR: {e}") from None
+    if box.dim != len(f.names):
+        src = "--vars" if names else "EXPR"
+        raise UsageError(f"--box: expected {len(f.names)} side(s) \"lo,hi\" separated by ';', "
+                         f"one per variable ({', '.join(f.names)}, from {src}), got {box.dim}")
+    try:
         a = approximate_convex(f, box, h, args.max_points)
     except NotExact as e:
         raise UsageError(f"EXPR: {e}") from None
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(f"--h: {e}; raise --h or --max-points") from None
     obj = model_to_json(a.net)
-    obj["meta"] = {"approx_convex": {"expr": args.expr, "vars": list(f.names), "h": q_str(h)}}
+    obj["meta"] = {"approx_convex": {"expr": expr, "vars": list(f.names), "h": q_str(h)}}
     write_json_atomic(args.output, obj)
     err = a.max_error
-    out = {"expr": args.expr, "vars": list(f.names), "dim": len(f.names),
+    out = {"expr": expr, "vars": list(f.names), "dim": len(f.names),
            "box": [[q_str(lo), q_str(hi)] for lo, hi in zip(box.lower, box.upper)],
            "h": q_str(h), "grid_points": a.grid_points, "rank": a.pieces,
            "output": args.output, "convexity": a.convexity,

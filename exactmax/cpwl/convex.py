@@ -24,6 +24,7 @@ vertex value over all cells is max_B (f - g), exactly.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import product
 from math import isqrt
@@ -31,7 +32,7 @@ from math import isqrt
 from ..kernel.affine import Vector
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box
-from ..kernel.rational import Q, ZERO
+from ..kernel.rational import ONE, Q, ZERO
 
 
 class NotExact(ValueError):
@@ -75,44 +76,289 @@ class Polynomial:
         return tuple(self.derivative(i) for i in range(len(self.names)))
 
 
+MAX_TEXT = 10_000
+"""Longest EXPR accepted, in characters."""
+
+MAX_DEGREE = 64
+"""Largest total degree of EXPR and of every part of it (x^100 / x^50 is refused too)."""
+
+MAX_TERMS = 10_000
+"""Most monomials EXPR or a part of it may expand to."""
+
+MAX_WORK = 1_000_000
+"""Most monomial products one multiplication of the expansion may take."""
+
+MAX_BITS = 100_000
+"""Largest size in bits of a constant made by a power (2^100000 is fine, 2^100001 is not)."""
+
+MAX_NESTING = 100
+"""Deepest nesting of parentheses, signs and powers."""
+
+FUNCTIONS = ("sqrt",)
+"""The only function EXPR may call, and only on a constant (sqrt(9/4) = 3/2)."""
+
+CONSTANTS = {"pi": "pi is irrational", "E": "E (Euler's number) is irrational",
+             "I": "I (the imaginary unit) is not real", "oo": "oo (infinity) is not a number",
+             "zoo": "zoo (complex infinity) is not a number", "nan": "nan is not a number"}
+"""Names sympy gives a special value: refused (unless declared with --vars)."""
+
+_TOKEN = re.compile(r"(?P<space>[ \t\r\n]+)"
+                    r"|(?P<number>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+                    r"|(?P<name>[^\W\d]\w*)"
+                    r"|(?P<op>\*\*|[-+*/^()])")
+
+ALLOWED = "numbers, the variables, + - * / ^ ** ( ) and sqrt of a constant"
+
+Poly = dict  # {exponents: coefficient}, no zero coefficients
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """(kind, text, column) for every token; NotExact naming the first character outside
+    the whitelist.  Columns count from 1."""
+    out, i = [], 0
+    while i < len(text):
+        m = _TOKEN.match(text, i)
+        if m is None:
+            raise NotExact(f"column {i + 1}: {text[i]!r} is not allowed (EXPR is a polynomial "
+                           f"written with {ALLOWED})")
+        if m.lastgroup != "space":
+            out.append((m.lastgroup, m.group(), i + 1))
+        i = m.end()
+    out.append(("end", "", len(text) + 1))
+    return out
+
+
+class _Parser:
+    """Recursive descent over the tokens, with Python's precedence (-x^2 = -(x^2), powers
+    right-associative, 2^-1 = 1/2); values are exact polynomials, so nothing is evaluated
+    but arithmetic on rationals, every step within the limits above."""
+
+    def __init__(self, toks, names: tuple[str, ...]):
+        self.toks, self.i, self.depth = toks, 0, 0
+        self.names, self.index = names, {n: k for k, n in enumerate(names)}
+        self.zero = (0,) * len(names)
+
+    # --- tokens -------------------------------------------------------------------------
+    def peek(self):
+        return self.toks[self.i]
+
+    def take(self):
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def fail(self, tok, expected: str):
+        got = "the end" if tok[0] == "end" else repr(tok[1])
+        hint = f" (write *, e.g. 2*x, for a product)" if tok[0] in ("name", "number") or \
+            tok[1] == "(" else ""
+        return NotExact(f"cannot read the expression at column {tok[2]}: expected {expected}, "
+                        f"got {got}{hint}")
+
+    # --- polynomials ----------------------------------------------------------------------
+    def const(self, c: Q) -> Poly:
+        return {self.zero: c} if c else {}
+
+    @staticmethod
+    def degree(a: Poly) -> int:
+        return max((sum(e) for e in a), default=0)
+
+    def constant_value(self, a: Poly):
+        if any(e != self.zero for e in a):
+            return None
+        return a.get(self.zero, ZERO)
+
+    def add(self, a: Poly, b: Poly, sign: int) -> Poly:
+        out = dict(a)
+        for e, c in b.items():
+            v = out.get(e, ZERO) + (c if sign > 0 else -c)
+            if v:
+                out[e] = v
+            else:
+                out.pop(e, None)
+        return out
+
+    def mul(self, a: Poly, b: Poly, col: int) -> Poly:
+        d = self.degree(a) + self.degree(b) if a and b else 0
+        if d > MAX_DEGREE:
+            raise NotExact(f"column {col}: degree {d}, above the limit {MAX_DEGREE} (the total "
+                           "degree of EXPR and of every part of it)")
+        if len(a) * len(b) > MAX_WORK:
+            raise NotExact(f"column {col}: the expansion needs {len(a) * len(b)} products of "
+                           f"monomials, more than the limit {MAX_WORK}")
+        out = {}
+        for ea, ca in a.items():
+            for eb, cb in b.items():
+                e = tuple(x + y for x, y in zip(ea, eb))
+                out[e] = out.get(e, ZERO) + ca * cb
+        out = {e: c for e, c in out.items() if c}
+        if len(out) > MAX_TERMS:
+            raise NotExact(f"column {col}: the expansion has {len(out)} terms, more than the "
+                           f"limit {MAX_TERMS}")
+        return out
+
+    def power(self, a: Poly, r: Q, col: int, what: str) -> Poly:
+        c = self.constant_value(a)
+        if c is None:   # a has variables: r must be a small non-negative integer
+            if r.q != 1 or r < 0:
+                what = "sqrt of an expression with variables" if what == "sqrt" else \
+                    f"a power with the exponent {r}"
+                raise NotExact(f"column {col}: {what} is not a polynomial in "
+                               f"{', '.join(self.names)} (a part with variables can only be "
+                               "raised to a non-negative integer)")
+            n = int(r.p)
+            if self.degree(a) * n > MAX_DEGREE:
+                raise NotExact(f"column {col}: degree {self.degree(a) * n}, above the limit "
+                               f"{MAX_DEGREE} (the total degree of EXPR and of every part of it)")
+            out = self.const(ONE)
+            for _ in range(n):
+                out = self.mul(out, a, col)
+            return out
+        return self.const(_rational_power(c, r, col,
+                                          f"sqrt({c})" if what == "sqrt" else f"({c})^({r})"))
+
+    # --- grammar --------------------------------------------------------------------------
+    def expr(self) -> Poly:
+        acc = self.term()
+        while self.peek()[1] in ("+", "-"):
+            sign = 1 if self.take()[1] == "+" else -1
+            acc = self.add(acc, self.term(), sign)
+            if len(acc) > MAX_TERMS:
+                raise NotExact(f"column {self.peek()[2]}: more than {MAX_TERMS} terms")
+        return acc
+
+    def term(self) -> Poly:
+        acc = self.unary()
+        while self.peek()[1] in ("*", "/"):
+            op = self.take()
+            rhs = self.unary()
+            if op[1] == "*":
+                acc = self.mul(acc, rhs, op[2])
+                continue
+            c = self.constant_value(rhs)
+            if c is None:
+                raise NotExact(f"column {op[2]}: a division by an expression with variables: "
+                               f"EXPR is not a polynomial in {', '.join(self.names)} "
+                               "(rational functions such as 1/x are refused)")
+            if c == 0:
+                raise NotExact(f"column {op[2]}: division by zero")
+            acc = {e: v / c for e, v in acc.items()}
+        return acc
+
+    def unary(self) -> Poly:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise NotExact(f"column {self.peek()[2]}: nested deeper than {MAX_NESTING} "
+                           "(parentheses, signs and powers)")
+        if self.peek()[1] in ("+", "-"):
+            sign = self.take()[1]
+            v = self.unary()
+            v = v if sign == "+" else {e: -c for e, c in v.items()}
+        else:
+            v = self.atom()
+            if self.peek()[1] in ("^", "**"):
+                op = self.take()
+                ex = self.unary()
+                r = self.constant_value(ex)
+                if r is None:
+                    raise NotExact(f"column {op[2]}: an exponent with variables: EXPR is not "
+                                   f"a polynomial in {', '.join(self.names)}")
+                v = self.power(v, r, op[2], "a power")
+        self.depth -= 1
+        return v
+
+    def atom(self) -> Poly:
+        from ..io.numbers import NumberSyntaxError, parse_rational
+        tok = self.take()
+        kind, text, col = tok
+        if kind == "number":
+            try:
+                return self.const(parse_rational(text))
+            except NumberSyntaxError as e:
+                raise NotExact(f"column {col}: {e}") from None
+        if text == "(":
+            v = self.expr()
+            if self.peek()[1] != ")":
+                raise self.fail(self.peek(), "')' (closing the '(' at column "
+                                f"{col})")
+            self.take()
+            return v
+        if kind == "name":
+            if self.peek()[1] == "(":
+                if text in FUNCTIONS:
+                    self.take()
+                    v = self.expr()
+                    if self.peek()[1] != ")":
+                        raise self.fail(self.peek(), f"')' (closing {text}( at column {col})")
+                    self.take()
+                    return self.power(v, Q(1, 2), col, "sqrt")
+                if text in self.index:
+                    raise self.fail(self.peek(), f"an operator after the variable {text!r}")
+                raise NotExact(f"column {col}: the function {text!r} is not allowed: EXPR must "
+                               "be a polynomial with rational coefficients (exp, log, sin and "
+                               f"the like have no exact rational values; allowed: {ALLOWED})")
+            if text in self.index:
+                e = [0] * len(self.names)
+                e[self.index[text]] = 1
+                return {tuple(e): ONE}
+            if text in CONSTANTS:
+                raise NotExact(f"column {col}: {CONSTANTS[text]}: the coefficients of EXPR must "
+                               "be rationals (there is no exact value to compute with)")
+            raise NotExact(f"column {col}: {text!r} is not among the variables "
+                           f"{', '.join(self.names)} (--vars)")
+        raise self.fail(tok, "a number, a variable or '('")
+
+
+def _rational_power(c: Q, r: Q, col: int, what: str) -> Q:
+    """c^r exactly, or NotExact (not rational, division by zero, too large)."""
+    if c == 0:
+        if r < 0:
+            raise NotExact(f"column {col}: division by zero (0 to a negative power)")
+        return ZERO if r > 0 else ONE
+    p, q = int(r.p), int(r.q)
+    if q != 1:   # c^(p/q) = (c^(1/q))^p: rational iff c > 0 and both ends are q-th powers
+        from sympy import integer_nthroot
+        num, den = int(c.p), int(c.q)
+        roots = None
+        if c > 0 and q <= MAX_BITS:
+            (a, ea), (b, eb) = integer_nthroot(num, q), integer_nthroot(den, q)
+            roots = Q(a, b) if ea and eb else None
+        if roots is None:
+            raise NotExact(f"column {col}: {what} is not rational: "
+                           "the coefficients of EXPR must be rationals (an irrational such as "
+                           "sqrt(2) has no exact value here)")
+        c = roots
+    if c not in (ONE, -ONE):
+        bits = max(int(c.p).bit_length(), int(c.q).bit_length()) * abs(p)
+        if bits > MAX_BITS:
+            raise NotExact(f"column {col}: {what} gives a number of about {bits} bits, more "
+                           f"than the limit {MAX_BITS}")
+    return c ** p
+
+
 def parse_polynomial(text: str, names: tuple[str, ...] | None = None) -> Polynomial:
-    """The polynomial written by ``text`` (sympy syntax, ^ as power, decimals read exactly:
-    0.1 is 1/10).  Variables: ``names``, else the expression's symbols sorted by name.
-    Raises NotExact for anything that is not a polynomial with rational coefficients."""
-    import sympy
-    from sympy.parsing.sympy_parser import (convert_xor, parse_expr, rationalize,
-                                            standard_transformations)
-    try:
-        local = {n: sympy.Symbol(n) for n in (names or ())}
-        expr = parse_expr(text, local_dict=local,
-                          transformations=standard_transformations + (rationalize, convert_xor))
-    except Exception as e:  # sympy raises many kinds on bad text
-        raise NotExact(f"cannot read the expression {text!r}: {type(e).__name__}: {e}") \
-            from None
-    if not isinstance(expr, sympy.Expr):
-        raise NotExact(f"{text!r} is not an expression of real numbers")
-    syms = sorted(expr.free_symbols, key=lambda s: s.name)
+    """The polynomial written by ``text``: numbers (integers, decimals read exactly, 0.1 is
+    1/10), the variables, + - * / ^ ** ( ) and sqrt of a constant, nothing else.  Variables:
+    ``names``, else the expression's names sorted.  Nothing is evaluated by Python or sympy:
+    a whitelist tokenizer and an exact recursive-descent parser, every step bounded (MAX_*).
+    Raises NotExact naming the column for anything that is not a polynomial with rational
+    coefficients or exceeds a limit."""
+    if len(text) > MAX_TEXT:
+        raise NotExact(f"{len(text)} characters, more than the limit {MAX_TEXT}")
+    toks = _tokens(text)
     if names is None:
-        names = tuple(s.name for s in syms)
-    else:
-        extra = [s.name for s in syms if s.name not in names]
-        if extra:
-            raise NotExact(f"the expression uses {', '.join(extra)}, not among the variables "
-                           f"{', '.join(names)}")
+        found = {t for i, (k, t, _) in enumerate(toks) if k == "name" and t not in CONSTANTS
+                 and toks[i + 1][1] != "("}   # a name before '(' is a function
+        names = tuple(sorted(found))
+    parser = _Parser(toks, tuple(names))
+    try:
+        poly = parser.expr()
+    except RecursionError:
+        raise NotExact(f"nested too deeply (limit {MAX_NESTING})") from None
+    if parser.peek()[0] != "end":
+        raise parser.fail(parser.peek(), "an operator (+ - * / ^ **) or the end")
     if not names:
         raise NotExact(f"{text!r} has no variables; give --vars")
-    gens = [sympy.Symbol(n) for n in names]
-    if not expr.is_polynomial(*gens):
-        raise NotExact(f"{text!r} is not a polynomial in {', '.join(names)}: exactmax needs "
-                       "exact rational values and gradients at rational grid points, and a "
-                       "checkable convexity (transcendental or rational functions are refused)")
-    poly = sympy.Poly(expr, *gens)
-    if poly.domain not in (sympy.ZZ, sympy.QQ):
-        raise NotExact(f"{text!r} has coefficients in {poly.domain}, not rationals (an "
-                       "irrational coefficient such as sqrt(2) or pi has no exact value here)")
-    terms = tuple((tuple(int(k) for k in e), Q(int(sympy.fraction(c)[0]),
-                                               int(sympy.fraction(c)[1])))
-                  for e, c in poly.terms() if c != 0)
+    terms = tuple(sorted(poly.items(), reverse=True))
     return Polynomial(tuple(names), terms)
 
 

@@ -31,6 +31,11 @@ from ..kernel.rational import Q
 CPWL = "exactmax/cpwl"
 VERSION = 1
 KINDS = ("relu", "breakpoints", "lattice", "dc")
+OTHER_FORMATS = {"exactmax/maxout": "a Maxout network file (what cpwl writes)",
+                 "exactmax/transformer": "a Transformer file",
+                 "exactmax/domain": "a domain file",
+                 "exactmax/certificate": "a certificate file",
+                 "exactmax/region-certificate": "a region certificate file"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,11 @@ def load_spec(path: str) -> Spec:
     root = Cursor(path, "", read_json_file(path))
     if not isinstance(root.value, dict):
         raise root.error(f"expected a JSON object, got {describe(root.value)}")
+    fmt = root.value.get("format")
+    if isinstance(fmt, str) and fmt != CPWL and fmt in OTHER_FORMATS:
+        raise root.child("format").error(
+            f'"{fmt}" is {OTHER_FORMATS[fmt]}, not a CPWL spec; a spec has "format": "{CPWL}", '
+            f'"version": {VERSION} and a "kind" ({", ".join(KINDS)})')
     for key in ("format", "version", "kind"):
         if key not in root.value:
             raise root.error(f'missing key "{key}"' +
