@@ -18,9 +18,8 @@ import time
 
 from exactmax.io import load_model
 from exactmax.kernel.rational import Q
-from exactmax.kernel.softmax import check_softmax_bound
 from exactmax.softmax.bound import (_arb_q, certify, closed_form, dec_round, dec_str,
-                                    observed_error, setting_of, smallest_lambda)
+                                    kernel_check, observed_error, setting_of, smallest_lambda)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = [("tent.json", Q(1, 100)), ("relu_triangle.json", Q(1, 100)),
@@ -79,8 +78,7 @@ def main() -> int:
             print(f"| {name} | {eps} | not found | | | {fmt(lam_cf, True)} | | {len(probes)} | "
                   f"{time.monotonic() - t:.0f} |")
             continue
-        claim = check_softmax_bound(s.net, s.gates, s.n, hi, s.domain, *s.root, r.search.tree,
-                                    s.first_multipliers)
+        claim = kernel_check(s, hi, r.search.tree)
         ok = "" if claim.bound <= eps else " (exact bound above epsilon!)"
         print(f"| {name} | {dec_str(eps)} | {dec_str(hi)} | {fmt(claim.bound, True)}{ok} | "
               f"{'-' if lo is None else dec_str(lo)} | {fmt(lam_cf, True)} | "

@@ -105,3 +105,67 @@ def test_epsilon_finds_a_certified_lambda_below_the_closed_form_one(capsys):
     assert parse_rational(eo["certified_bound"]) <= Q(1, 100)
     assert lam < cf
     assert eo["lambda_fails"] is None or parse_rational(eo["lambda_fails"]) * Q(6, 5) >= lam
+
+
+def _file(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(p)
+
+
+def test_gates_made_for_a_smaller_domain_are_named_and_no_closed_form_is_printed(
+        capsys, tmp_path):
+    """Layer 1 is not perturbed by softmax: a gate C_1 too small means the Transformer was
+    compiled for a smaller domain; the advice is a compile on this domain (with --domain),
+    and the JSON carries no bound, not even the closed form (it assumes exact gates too)."""
+    tf = str(tmp_path / "tf.json")
+    assert main(["compile", TENT, "-o", tf]) == 0
+    big = _file(tmp_path, "big.json", {"format": "exactmax/domain", "version": 1,
+                                       "box": {"lower": [-3, -3], "upper": [3, 3]}})
+    capsys.readouterr()
+    argv = ["softmax-bound", TENT, "--transformer", tf, "--domain", big, "--lambda", "100",
+            "--max-cells", "100"]
+    code, out, _ = _run(capsys, argv)
+    assert code == 3 and "layer 1 is not perturbed" in out
+    assert f"exactmax compile {TENT} --domain {big} -o TF.json" in out
+    code, out, _ = _run(capsys, argv + ["--json"])
+    rep = json.loads(out)
+    assert code == 3 and rep["certified_bound"] is None and rep["closed_form_bound"] is None
+
+
+def test_epsilon_mode_offers_the_slack_when_the_gates_fail(capsys, tmp_path):
+    net = _file(tmp_path, "tight.json", TIGHT)
+    code, out, _ = _run(capsys, ["softmax-bound", net, "--epsilon", "0.01", "--max-cells",
+                                 "100", "--json"])
+    rep = json.loads(out)
+    assert code == 3 and rep["epsilon"]["certified_lambda"] is None
+    assert rep["epsilon"]["suggested_slack"] is not None
+    assert any("--slack" in a for a in rep["epsilon"]["advice"])
+
+
+def test_a_huge_lambda_and_a_point_domain_coordinate_still_give_a_report(capsys, tmp_path):
+    code, out, err = _run(capsys, ["softmax-bound", TENT, "--lambda", "1e400", "--max-cells",
+                                   "30", "--json"])
+    assert code == 0 and "Traceback" not in err
+    assert json.loads(out)["verdict"] == "certified"
+    seg = _file(tmp_path, "seg.json", {"format": "exactmax/domain", "version": 1,
+                                       "box": {"lower": ["1/3", -1], "upper": ["1/3", 1]}})
+    code, out, _ = _run(capsys, ["softmax-bound", TENT, "--domain", seg, "--lambda", "100",
+                                 "--max-cells", "200", "--json"])
+    rep = json.loads(out)
+    assert code == 0 and parse_rational(rep["observed_x"][0]) == Q(1, 3)
+    U, W = parse_rational(rep["certified_bound"]), parse_rational(rep["observed_error"])
+    assert 0 < W <= U <= 2 * W          # W found on the segment x0 = 1/3, not at a fallback
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda t: _file(t, "bad.json", '{"format": "exactmax/maxout", "version": 1,'), "JSON"),
+    (lambda t: _file(t, "nodom.json", {k: v for k, v in TIGHT.items() if k != "domain"}),
+     "domain"),
+    (lambda t: _file(t, "unb.json", {**TIGHT, "domain": {"polyhedron": {"A": [[1]],
+                                                                        "b": [1]}}}),
+     "unbounded"),
+])
+def test_bad_network_files_give_one_line_and_exit_2(capsys, tmp_path, make, needle):
+    code, out, err = _run(capsys, ["softmax-bound", make(tmp_path), "--lambda", "10"])
+    assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err

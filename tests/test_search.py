@@ -93,14 +93,23 @@ def test_seed_makes_runs_reproducible(tmp_path, capsys):
                      "--seed", seed]) == 3
         again = json.loads(capsys.readouterr().out)
         assert (again["tried"], again["found"]) == (first["tried"], first["found"])
-    # a difference met in the random phase: the same seed, the same point and count
-    a, b = load_model(TENT), load_model(pb)
-    runs = [find_counterexample(a, b, a.domain, SearchOptions(max_examples=200, seed=s,
-                                                              targeted=False))
-            for s in (5, 5, None, None)]
-    assert all(r.found and r.phase == "random" for r in runs)
+    # a difference met in the random phase, away from the simplest point 0 that hypothesis
+    # tries first: max(x, 0) and max(x, 0, 3x - 1) differ only for x > 1/2.  The same seed
+    # gives the same point and count; different seeds give different runs.
+    from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+    from exactmax.kernel.polyhedron import Box
+    from exactmax.kernel.rational import Q
+    box = Box((Q(-1),), (Q(1),))
+    relu = (Piece((Q(1),), Q(0)), Piece((Q(0),), Q(0)))
+    a = MaxoutNetwork(1, (Layer((Unit(relu),)),), domain=box)
+    b = MaxoutNetwork(1, (Layer((Unit(relu + (Piece((Q(3),), Q(-1)),)),)),), domain=box)
+    runs = [find_counterexample(a, b, box, SearchOptions(max_examples=200, seed=s,
+                                                         targeted=False))
+            for s in (5, 5, None, None, 6, 7, 8)]
+    assert all(r.found and r.phase == "random" and r.x[0] > Q(1, 2) for r in runs)
     assert (runs[0].x, runs[0].tried) == (runs[1].x, runs[1].tried)
     assert (runs[2].x, runs[2].tried) == (runs[3].x, runs[3].tried)
+    assert len({(r.x, r.tried) for r in runs[:1] + runs[4:]}) > 1
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -180,6 +180,28 @@ def test_polyhedron_multipliers_are_checked():
     ys[0][0][0] = tuple(y_max)
     with pytest.raises(CheckFailed):
         check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, c.search.tree,
-                            [[tuple(p) for p in u] for u in ys])
-    with pytest.raises(CheckFailed):  # without the multipliers layer 1 exceeds C_1 = 1
-        check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, c.search.tree)
+                            [[tuple(p) for p in u] for u in ys], s.root_multipliers)
+    with pytest.raises(CheckFailed, match="gate"):  # without them layer 1 exceeds C_1 = 1
+        check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, c.search.tree,
+                            None, s.root_multipliers)
+
+
+def test_over_a_polyhedron_the_root_box_must_be_shown_to_contain_it():
+    """relu_triangle's domain is the triangle x, y >= 0, x + y <= 1: a root box that leaves
+    part of it out (or misses it) would bound the error on less than the domain."""
+    net = load_model(os.path.join(ROOT, "examples", "relu_triangle.json"))
+    s = setting_of(net, net.domain)
+    c = certify(s, Q(100), max_cells=100, timeout_s=5)
+    assert c.verdict == "certified"
+    args = (net, s.gates, s.n, Q(100), s.domain)
+    ok = check_softmax_bound(*args, *s.root, c.search.tree, s.first_multipliers,
+                             s.root_multipliers)
+    assert ok.bound == c.bound
+    with pytest.raises(CheckFailed, match="Farkas bounds"):   # no proof of the root box
+        check_softmax_bound(*args, *s.root, c.search.tree, s.first_multipliers)
+    small = (Q(0), Q(0)), (Q(1, 100), Q(1, 100))            # a corner of the triangle only
+    with pytest.raises(CheckFailed, match="does not contain"):
+        check_softmax_bound(*args, *small, ("leaf",), s.first_multipliers, s.root_multipliers)
+    away = (Q(2), Q(2)), (Q(3), Q(3))                       # outside the triangle: all "out"
+    with pytest.raises(CheckFailed, match="does not contain"):
+        check_softmax_bound(*args, *away, ("out", 2), s.first_multipliers, s.root_multipliers)

@@ -321,16 +321,18 @@ def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
 
 
 def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domain,
-                        root_lo, root_hi, tree, first_multipliers=None) -> SoftmaxClaim:
+                        root_lo, root_hi, tree, first_multipliers=None,
+                        root_multipliers=None) -> SoftmaxClaim:
     """Check, in exact arithmetic, every cell of the bisection ``tree`` of the box
     [root_lo, root_hi] and return the largest cell bound.  A tree is ("leaf",),
     ("out", row) (the cell violates domain constraint ``row`` everywhere: dropped) or
     ("split", dim, left, right) (bisection of coordinate ``dim`` at its midpoint).
 
     The box must contain the domain: for a Box domain it must be the domain; for a
-    polyhedron it is the caller's box (its Farkas bounds are checked in ``polyhedron.py``),
-    and ``first_multipliers`` (see ``check_first_layer``) may bound layer 1 over the
-    polyhedron itself, which also checks its gates there."""
+    polyhedron, ``root_multipliers[i] = (y_up, y_low)`` are Farkas multipliers (checked here)
+    showing x_i <= root_hi[i] and -x_i <= -root_lo[i] on it.  ``first_multipliers`` (see
+    ``check_first_layer``) may bound layer 1 over the polyhedron itself, which also checks
+    its gates there.  A tree none of whose cells meets the domain is refused."""
     if not lam > 0:
         raise CheckFailed("softmax: lambda must be positive")
     if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
@@ -338,6 +340,18 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
     if isinstance(domain, Box) and (tuple(domain.lower) != tuple(root_lo)
                                     or tuple(domain.upper) != tuple(root_hi)):
         raise CheckFailed("softmax: the root cell is not the domain box")
+    if not isinstance(domain, Box):
+        P = domain.as_polyhedron()
+        if root_multipliers is None or len(root_multipliers) != P.dim or \
+                len(root_lo) != P.dim or len(root_hi) != P.dim:
+            raise CheckFailed("softmax: the root box of a polyhedron needs one pair of "
+                              "Farkas bounds per coordinate")
+        for i, (y_up, y_low) in enumerate(root_multipliers):
+            e = tuple(ONE if j == i else ZERO for j in range(P.dim))
+            if check_upper_bound(P, e, y_up) > root_hi[i] or \
+                    check_upper_bound(P, tuple(-v for v in e), y_low) > -root_lo[i]:
+                raise CheckFailed(f"softmax: the root box does not contain the domain "
+                                  f"(coordinate {i})")
     first = None if first_multipliers is None else \
         check_first_layer(net, gates, domain, first_multipliers)
     best, leaves, excluded = ZERO, 0, 0
@@ -359,11 +373,13 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
         elif node[0] == "leaf":
             r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
             if r.bound is None:
-                raise CheckFailed(f"softmax: a gate of layer {r.gate_layer} is not shown exact "
+                raise CheckFailed(f"softmax: a gate of layer {r.gate_layer + 1} is not shown exact "
                                   f"on the cell {lo}..{hi}")
             best = max(best, r.bound)
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
             leaves += 1
         else:
             raise CheckFailed(f"softmax: unknown tree node {node[0]!r}")
+    if leaves == 0:
+        raise CheckFailed("softmax: no cell of the tree meets the domain")
     return SoftmaxClaim(best, leaves, excluded, tuple(zmax))

@@ -137,6 +137,28 @@ class Setting:
     gate_bounds: tuple[Q, ...]      # the exact pre-activation bounds C_l was made from
     first_multipliers: tuple | None = None   # polyhedron: Farkas multipliers for layer 1
     first_ranges: tuple | None = None        # ... and the ranges they give (kernel-checked)
+    root_multipliers: tuple | None = None    # polyhedron: Farkas bounds of the root box
+
+
+def root_multipliers(domain: Domain, root) -> tuple | None:
+    """For a polyhedron, per coordinate i Farkas multipliers (y_up, y_low) with
+    y_up^T A = e_i, y_up^T b <= hi_i and y_low^T A = -e_i, y_low^T b <= -lo_i (z3's LP;
+    the kernel checks them); None for a box."""
+    if isinstance(domain, Box):
+        return None
+    from ..prove.lp import bound_multipliers
+    P = domain.as_polyhedron()
+    out = []
+    for i in range(P.dim):
+        e = tuple(ONE if j == i else ZERO for j in range(P.dim))
+        out.append((bound_multipliers(P, e), bound_multipliers(P, tuple(-v for v in e))))
+    return tuple(out)
+
+
+def kernel_check(s: "Setting", lam: Q, tree):
+    """The kernel's exact re-check (``check_softmax_bound``) of a search tree for ``s``."""
+    return check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1], tree,
+                               s.first_multipliers, s.root_multipliers)
 
 
 def _strip(tf: Transformer) -> Transformer:
@@ -198,7 +220,8 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
     if tf is None:
         c = compile_transformer(net, domain)
         return _with_first(Setting(net, c.transformer, c.gates, c.transformer.n_tokens,
-                                   domain, root, gate_bounds))
+                                   domain, root, gate_bounds,
+                                   root_multipliers=root_multipliers(domain, root)))
     meta = tf.meta if isinstance(tf.meta, dict) else {}
     variant = meta.get("variant") if isinstance(meta.get("variant"), dict) else {}
     merged = bool(variant.get("merged", False))
@@ -216,7 +239,8 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
         raise NotConstruction("it is not the construction of this network (construction.md "
                               "§2, as exactmax compile builds it) with its gate constants "
                               + ", ".join(str(g) for g in gates))
-    return _with_first(Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds))
+    return _with_first(Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds,
+                               root_multipliers=root_multipliers(domain, root)))
 
 
 # ---------------------------------------------------------------------------------- search
@@ -467,7 +491,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     Af = np.array([[float(c) for c in row] for row in P.A], dtype=float).reshape(-1, d)
     bf = np.array([float(c) for c in P.b], dtype=float)
     fnet = _float_net(s.net, s.n)
-    lamf = max(float(lam), 1e-300)
+    lamf = max(float(min(lam, Q(10) ** 300)), 1e-300)   # floats only guide: capped scale
 
     def inside(X):  # float screen of the domain (the exact check comes at the end)
         return (X @ Af.T <= bf + 1e-12 * (1 + np.abs(bf))).all(axis=1)
@@ -557,8 +581,14 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
         keep = np.argsort(-best, kind="stable")[:climbs]
         if k < len(scales) - 1:  # carried to the next scale, with room to move there
             cur, step = cur[keep], np.clip(step[keep], 0.3 / scales[k + 1], 0.5)
-    finals = [tuple(_to_q(v) for v in x) for x in cur]
-    finals = [x for x in finals if s.domain.contains(x)] or [tuple(lo0)]
+    def exact(x):  # the float point as rationals, inside the root box, fixed coordinates kept
+        return tuple(a if a == b else min(max(_to_q(v), a), b)
+                     for v, a, b in zip(x, lo0, hi0))
+
+    finals = [exact(x) for x in cur]
+    finals += [tuple((a + b) / 2 for a, b in zip(lo, hi)) for _, lo, hi in worst_cells[:8]]
+    finals.append(tuple((a + b) / 2 for a, b in zip(lo0, hi0)))
+    finals = [x for x in dict.fromkeys(finals) if s.domain.contains(x)] or [tuple(lo0)]
     ev = MaxoutEvaluator(s.net)
     best_x = (arb(0), finals[0])
     for x in finals:
@@ -610,9 +640,12 @@ def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
         g = r.gate_fail
         if g["x"] is not None:
             x, l, z = g["x"]
+            over = (abs(z) - arb(s.gates[l])).mid()
             why = (f"a gate of layer {l + 1} is not exact: at x = ({', '.join(map(str, x))}) "
                    f"a perturbed pre-activation is {z.mid().str(8, radius=False)}, beyond "
-                   f"C_{l + 1} = {s.gates[l]}")
+                   f"C_{l + 1} = {s.gates[l]} "
+                   + (f"(by about {over.str(3, radius=False)})" if over > 0 else
+                      "(by less than the balls resolve)"))
             return Certified(lam, "gates-fail", None, None, r, reason=why)
         why = (f"the gates of layer {g['layer'] + 1} could not be shown exact within the "
                f"budget ({r.leaves} cells, stopped by {r.stop})")
@@ -623,8 +656,7 @@ def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
     if on_check is not None:
         on_check(r.leaves)
     try:
-        claim = check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1],
-                                    r.tree, s.first_multipliers)
+        claim = kernel_check(s, lam, r.tree)
     except CheckFailed as e:  # the exact re-check is stricter than the balls: say so
         return Certified(lam, "unknown", None, r.bound, r, time.monotonic() - t0,
                          reason=f"the kernel's exact re-check rejected the cells: {e}")

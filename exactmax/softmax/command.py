@@ -152,25 +152,44 @@ def _slack_advice(args, s, r, lam) -> tuple[str, Q | None]:
     if slack == 0:
         slack = Q(1, 2)
     from .bound import dec_str
-    cmd = (f"exactmax compile {args.model} --slack {dec_str(slack)} -o TF.json, then "
-           f"exactmax softmax-bound {args.model} --transformer TF.json ...")
+    dom = f" --domain {args.domain}" if args.domain else ""
+    cmd = (f"exactmax compile {args.model}{dom} --slack {dec_str(slack)} -o TF.json, then "
+           f"exactmax softmax-bound {args.model}{dom} --transformer TF.json ...")
     return cmd, slack
 
 
-def _not_certified(args, s, r, lam, out) -> int:
+def _gate_advice(args, s, r, lam) -> tuple[list[str], Q | None]:
+    """What to say when a gate fails, and the suggested slack (None if no slack helps)."""
+    g = r.search.gate_fail if r.search is not None else None
+    layer = None if g is None else (g["x"][1] if g["x"] is not None else g["layer"])
+    if layer == 0:
+        # layer 1 is not perturbed by softmax: its gates are simply too small for this domain
+        dom = f" --domain {args.domain}" if args.domain else ""
+        return ["  layer 1 is not perturbed by softmax: the Transformer's gate C_1 is too "
+                "small for this domain (compiled for a smaller one?); no bound is printed.",
+                f"  compile it on this domain: exactmax compile {args.model}{dom} -o TF.json"
+                + (" (with --slack for the later layers if needed)" if len(s.gates) > 1
+                   else "")], None
     cmd, slack = _slack_advice(args, s, r, lam)
+    return ["  the softmax perturbation may push a pre-activation past its gate C_l, where "
+            "the gates stop being exact and the recursion bounded here no longer describes "
+            "the Transformer; so no bound is printed.",
+            f"  try a compile with room in the gates: {cmd}"], slack
+
+
+def _not_certified(args, s, r, lam, out) -> int:
     gates = r.verdict == "gates-fail" or r.search.gate_fail is not None
+    advice, slack = _gate_advice(args, s, r, lam) if gates else ([], None)
+    # the closed form of §3 assumes exact gates too: no bound is printed when they fail
     out.update(verdict="unknown", reason=r.reason, certified_bound=None,
-               suggested_slack=_up(slack) if gates else None)
+               closed_form_bound=None if gates else out.get("closed_form_bound"),
+               suggested_slack=_up(slack) if slack is not None else None)
     if args.json:
         print(json.dumps(out))
     else:
         print(f"unknown: no bound for lambda = {q_str(lam)}: {r.reason}")
-        if gates:
-            print("  the softmax perturbation may push a pre-activation past its gate C_l, "
-                  "where the gates stop being exact and the recursion bounded here no longer "
-                  "describes the Transformer; so no bound is printed.")
-            print(f"  try a compile with room in the gates: {cmd}")
+        for line in advice:
+            print(line)
     return EXIT_UNKNOWN
 
 
@@ -179,7 +198,7 @@ def _not_certified(args, s, r, lam, out) -> int:
 def run(args) -> int:
     from ..cli import UsageError
     from ..kernel.errors import CheckFailed
-    from ..kernel.softmax import check_softmax_bound
+    from .bound import kernel_check
     from .bound import certify, closed_form, observed_error, smallest_lambda
     if args.lam is None and args.epsilon is None:
         raise UsageError("softmax-bound: give --lambda L, --epsilon E, or both")
@@ -234,19 +253,20 @@ def run(args) -> int:
             "  gates: |z~^l| <= C_l on every cell, C = ("
             + ", ".join(out["gate_constants"]) + ") (checked by the kernel)"]
     if eps is not None:
-        eo = _epsilon(s, eps, tol, args, prog, check_softmax_bound, CheckFailed,
+        eo = _epsilon(s, eps, tol, args, prog, kernel_check, CheckFailed,
                       certify, smallest_lambda)
         out["epsilon"] = eo
         if eo["certified_lambda"] is None:
             code = EXIT_UNKNOWN
         lines += [f"epsilon = {eo['epsilon']}: smallest certified lambda "
                   + (f"{eo['certified_lambda']} (certified U = {eo['certified_bound']}; "
-                     f"lambda = {eo['lambda_fails']} fails in balls, tolerance "
-                     f"{eo['tolerance']})" if eo["certified_lambda"] is not None
+                     f"lambda = {eo['lambda_fails']} not certified in balls within the "
+                     f"budget, tolerance {eo['tolerance']})" if eo["certified_lambda"] is not None
                      else f"not found ({eo['reason']})")
                   + f"; closed-form lambda {eo['closed_form_lambda']}"
                   + ("" if eo["ratio"] is None else
                      f" ({eo['ratio']} x the certified one)")]
+        lines += ["  " + a for a in eo.get("advice", [])]
     if lam is None:
         out["verdict"] = "certified" if code == EXIT_OK else "unknown"
     if args.json:
@@ -256,7 +276,7 @@ def run(args) -> int:
     return code
 
 
-def _epsilon(s, eps, tol, args, prog, check_softmax_bound, CheckFailed, certify,
+def _epsilon(s, eps, tol, args, prog, kernel_check, CheckFailed, certify,
              smallest_lambda) -> dict:
     """The inverse problem: bisection in balls (untrusted), then the kernel re-checks the tree
     of the lambda found (stepping lambda up by 1 + tol while the exact bound is above eps)."""
@@ -272,11 +292,15 @@ def _epsilon(s, eps, tol, args, prog, check_softmax_bound, CheckFailed, certify,
         res["reason"] = ("no lambda up to 16 x the closed-form one was certified in the "
                          "budget" if r is None or r.verdict == "certified-arb"
                          else r.reason)
+        if r is not None and (r.verdict == "gates-fail" or
+                              (r.search is not None and r.search.gate_fail is not None)):
+            advice, slack = _gate_advice(args, s, r, r.lam)
+            res["advice"] = [a.strip() for a in advice]
+            res["suggested_slack"] = _up(slack) if slack is not None else None
         return res
     for _ in range(4):
         try:
-            claim = check_softmax_bound(s.net, s.gates, s.n, hi, s.domain, s.root[0],
-                                        s.root[1], r.search.tree, s.first_multipliers)
+            claim = kernel_check(s, hi, r.search.tree)
         except CheckFailed as e:
             res["reason"] = f"the kernel's exact re-check rejected the cells: {e}"
             return res
