@@ -29,13 +29,14 @@ Open Scope Q_scope.
 Definition vec := list Q.
 
 (* comparisons and raw operations that skip the denominators when they are 1 (as they are in
-   most Farkas combinations): the same values as Qeq_bool, Qle_bool, Qplus and Qmult *)
+   most Farkas combinations): the same values as Qeq_bool, Qle_bool, Qplus and Qmult (sums
+   with other denominators are reduced, lest they grow along a combination) *)
 Definition qeqb (a b : Q) : bool :=
   match Qden a, Qden b with xH, xH => Z.eqb (Qnum a) (Qnum b) | _, _ => Qeq_bool a b end.
 Definition qleb (a b : Q) : bool :=
   match Qden a, Qden b with xH, xH => Z.leb (Qnum a) (Qnum b) | _, _ => Qle_bool a b end.
 Definition qadd (a b : Q) : Q :=
-  match Qden a, Qden b with xH, xH => Qmake (Qnum a + Qnum b) 1 | _, _ => a + b end.
+  match Qden a, Qden b with xH, xH => Qmake (Qnum a + Qnum b) 1 | _, _ => Qred (a + b) end.
 (* c * a with the recursion of Pos.mul on a's numerator and c's denominator: a row's small
    coefficients, a multiplier's denominator 1 *)
 Definition qmul (c a : Q) : Q := Qmake (Qnum a * Qnum c) (Qden c * Qden a).
@@ -81,12 +82,29 @@ Definition vscale_raw (c : Q) (u : vec) : vec := map (qmul c) u.
 Definition aadd_raw (a b : aff) : aff := (vadd_raw (fst a) (fst b), qadd (snd a) (snd b)).
 Definition ascale_raw (c : Q) (a : aff) : aff := (vscale_raw c (fst a), qmul c (snd a)).
 
-(* the dense vector of a sparse one: (i, v) puts v at coordinate i *)
-Fixpoint unit_vec (i : nat) (v : Q) : vec :=
-  match i with O => [v] | S i' => 0 :: unit_vec i' v end.
+(* y h + acc, skipping the zero coordinates of h (rows of a box have one nonzero) *)
+Fixpoint vaxpy_raw (y : Q) (h acc : vec) : vec :=
+  match h, acc with
+  | [], _ => acc
+  | a :: h', [] => qmul y a :: vaxpy_raw y h' []
+  | a :: h', b :: acc' =>
+      match Qnum a with Z0 => b | _ => qadd (qmul y a) b end :: vaxpy_raw y h' acc'
+  end.
+Definition aaxpy_raw (y : Q) (h acc : aff) : aff :=
+  (vaxpy_raw y (fst h) (fst acc), qadd (qmul y (snd h)) (snd acc)).
 
+(* u with v added at coordinate i (a zero coordinate just takes v) *)
+Fixpoint add_at (i : nat) (v : Q) (u : vec) : vec :=
+  match i, u with
+  | O, [] => [v]
+  | O, a :: u' => match Qnum a with Z0 => v | _ => Qred (a + v) end :: u'
+  | S i', [] => 0 :: add_at i' v []
+  | S i', a :: u' => a :: add_at i' v u'
+  end.
+
+(* the dense vector of a sparse one: (i, v) puts v at coordinate i *)
 Definition sparse_aff (xs : list (nat * Q)) (c : Q) : aff :=
-  fold_right (fun t acc => aadd (unit_vec (fst t) (snd t), 0) acc) ([], c) xs.
+  (fold_right (fun t acc => add_at (fst t) (snd t) acc) [] xs, c).
 
 (* ------------------------------------------------------------------ *)
 (** * Constraints and Farkas entailment *)
@@ -104,7 +122,7 @@ Fixpoint comb (H : list con) (w : list (nat * Q)) : option (aff * bool) :=
       match nth_error H i, comb H w' with
       | Some (h, s), Some (c, st) =>
           if qleb 0 y
-          then Some (aadd_raw (ascale_raw y h) c, st || (s && negb (Qle_bool y 0)))
+          then Some (aaxpy_raw y h c, st || (s && negb (Qle_bool y 0)))
           else None
       | _, _ => None
       end
@@ -267,15 +285,21 @@ Fixpoint mark (i : nat) (l : list bool) : list bool :=
   | _, [] => []
   end.
 
-Fixpoint need_back (rn : list (nat * node)) (need : list bool) : list bool :=
-  match rn with
-  | [] => need
-  | (i, n) :: rn' => need_back rn' (if nth i need false then fold_right mark need (reads n) else need)
+(* from the last node back: [rneed] says which of the nodes from the current one back are
+   needed (so a read of node j by node i is at i - 1 - j in the rest), the mask is built in
+   [acc] *)
+Fixpoint need_back (rn : list (nat * node)) (rneed acc : list bool) : list bool :=
+  match rn, rneed with
+  | (i, n) :: rn', b :: rneed' =>
+      need_back rn' (if b then fold_right (fun j l => mark (i - S j) l) rneed' (reads n) else rneed')
+                (b :: acc)
+  | _, _ => acc
   end.
 
 Definition needed (p : prog) : list bool :=
   let k := length (p_nodes p) in
-  need_back (rev (combine (seq 0 k) (p_nodes p))) (fold_right mark (repeat false k) (p_outs p)).
+  need_back (rev_append (combine (seq 0 k) (p_nodes p)) [])
+            (rev_append (fold_right mark (repeat false k) (p_outs p)) []) [].
 
 (* symbolic run: node i gets its affine map on the cell, or None; the run fails on a wrong
    choice.  [need] masks the nodes to compute (see [needed]; a missing entry counts as

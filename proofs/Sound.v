@@ -52,7 +52,7 @@ Proof. intros a b H. rewrite qeqb_Qeq_bool in H. apply Qeq_eqR, Qeq_bool_eq, H. 
 Lemma Q2R_qadd : forall a b, Q2R (qadd a b) = Q2R a + Q2R b.
 Proof.
   intros a b. rewrite <- Q2R_plus. apply Qeq_eqR.
-  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd; cbn [Qnum Qden]; try reflexivity.
+  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd; cbn [Qnum Qden]; try apply Qred_correct.
   unfold Qeq, Qplus; cbn [Qnum Qden]. cbn. lia.
 Qed.
 
@@ -98,6 +98,18 @@ Proof.
     rewrite Q2R_qmul, IH. lra.
 Qed.
 
+Lemma dotR_vaxpy_raw : forall y h acc x,
+  dotR (vaxpy_raw y h acc) x = Q2R y * dotR h x + dotR acc x.
+Proof.
+  induction h as [|a h IH]; intros acc x; cbn [vaxpy_raw dotR].
+  - lra.
+  - destruct acc as [|b acc]; destruct x as [|c x]; cbn [dotR]; try lra.
+    + rewrite Q2R_qmul, IH. cbn [dotR]. lra.
+    + rewrite IH. destruct a as [[|n|n] d]; cbn [Qnum];
+        rewrite ?Q2R_qadd, ?Q2R_qmul; try lra.
+      replace (Q2R (0 # d)) with 0 by (unfold Q2R; cbn [Qnum]; lra). lra.
+Qed.
+
 Lemma vzero_dotR : forall u x, vzero u = true -> dotR u x = 0.
 Proof.
   unfold vzero. induction u as [|a u IH]; intros x H; cbn [dotR].
@@ -138,6 +150,13 @@ Proof.
   rewrite Q2R_opp, IH. lra.
 Qed.
 
+Lemma evalR_aaxpy_raw : forall y h acc x,
+  evalR (aaxpy_raw y h acc) x = Q2R y * evalR h x + evalR acc x.
+Proof.
+  intros y [u c] [v d] x. unfold evalR, aaxpy_raw; cbn [fst snd].
+  rewrite dotR_vaxpy_raw, Q2R_qadd, Q2R_qmul. lra.
+Qed.
+
 Lemma evalR_asub : forall a b x, evalR (asub a b) x = evalR a x - evalR b x.
 Proof. intros. unfold asub. rewrite evalR_aadd, evalR_aneg. lra. Qed.
 
@@ -154,18 +173,22 @@ Proof.
   unfold evalR; cbn [fst snd]. rewrite (veqb_dotR u v x H), (qeqb_R c d E). reflexivity.
 Qed.
 
-Lemma dotR_unit_vec : forall i v x, dotR (unit_vec i v) x = Q2R v * nth i x 0.
+Lemma dotR_add_at : forall i v u x, dotR (add_at i v u) x = dotR u x + Q2R v * nth i x 0.
 Proof.
-  induction i as [|i IH]; intros v [|b x]; cbn [unit_vec dotR nth]; try lra.
-  rewrite IH, RMicromega.Q2R_0. lra.
+  induction i as [|i IH]; intros v [|a u] [|b x]; cbn [add_at dotR nth]; try lra.
+  - destruct a as [[|n|n] d]; cbn [Qnum]; cbn [dotR].
+    + unfold Q2R at 2. cbn [Qnum]. rewrite Rmult_0_l, Rmult_0_l. lra.
+    + rewrite Q2R_red, Q2R_plus. lra.
+    + rewrite Q2R_red, Q2R_plus. lra.
+  - rewrite IH. cbn [dotR]. rewrite RMicromega.Q2R_0. destruct x; cbn [dotR nth]; lra.
+  - rewrite IH. lra.
 Qed.
 
 Lemma evalR_sparse_aff : forall xs c x, evalR (sparse_aff xs c) x = sumsp xs x + Q2R c.
 Proof.
-  induction xs as [|[i v] xs IH]; intros c x; cbn [sparse_aff fold_right sumsp].
-  - unfold evalR; cbn [fst snd dotR]. lra.
-  - fold (sparse_aff xs c). rewrite evalR_aadd, IH. unfold evalR at 1; cbn [fst snd].
-    rewrite dotR_unit_vec, RMicromega.Q2R_0. fold (sumsp xs x). lra.
+  intros xs c x. unfold evalR, sparse_aff; cbn [fst snd]. f_equal.
+  induction xs as [|[i v] xs IH]; cbn [fold_right sumsp dotR fst snd]; [reflexivity|].
+  rewrite dotR_add_at, IH. fold (sumsp xs x). lra.
 Qed.
 
 (* ------------------------------------------------------------------ *)
@@ -206,7 +229,7 @@ Proof.
     pose proof (Forall_nth_error _ _ _ _ HS Ei) as Hh. unfold sat_conR in Hh; simpl in Hh.
     assert (Hh0 : 0 <= evalR h x) by (destruct s; lra).
     destruct (IH _ _ eq_refl) as [Hc0 Hcs].
-    rewrite evalR_aadd_raw, evalR_ascale_raw.
+    rewrite evalR_aaxpy_raw.
     assert (Hyh : 0 <= Q2R y * evalR h x) by (apply Rmult_le_pos; assumption).
     split; [lra|].
     intros Hst. apply orb_true_iff in Hst as [Hst|Hst].
