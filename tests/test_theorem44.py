@@ -232,3 +232,23 @@ def test_a_transformer_that_disagrees_is_reported_and_the_smaller_count_used(mon
     r = t44.evaluate_theorem44(1, 2, 1, 6)
     assert r["count"] == 8 and r["status"] == "not reached"
     assert "should agree" in r["why"]
+
+
+def test_small_networks_are_recounted_on_an_enlarged_box(monkeypatch):
+    """Up to ENLARGED_UP_TO designed regions the Maxout network is counted on [-1, 2]^q as
+    well; the same count is reported, a different one is a note saying the unit box does not
+    hold every region."""
+    from exactmax.regions import theorem44 as t44
+    r = t44.evaluate_theorem44(2, 2, 2, 6)
+    e = r["networks"][0]["maxout_enlarged"]
+    assert e["domain"] == "[-1, 2]^2" and e["linear_regions"] == 99 and r["status"] == "reached"
+    real = t44.count_of
+
+    def fake(model, domain):
+        c = real(model, domain)
+        if domain.lower[0] < 0:
+            c["linear_regions"] += 1
+        return c
+    monkeypatch.setattr(t44, "count_of", fake)
+    r = t44.evaluate_theorem44(1, 2, 1, 6, t44.Theorem44Options(transformer=False))
+    assert "does not hold every region" in r["why"]

@@ -15,6 +15,7 @@ import json
 import time
 from dataclasses import dataclass
 
+from ..kernel.polyhedron import Box
 from ..kernel.rational import Q, q_str
 from .fold import FoldNetwork, best_split, binomial_sum, build_fold_network, build_zigzag_43, \
     fold_pieces
@@ -66,6 +67,10 @@ KNOWN_MAXIMA = {(3, 3, 2): "the maximum of any Maxout network of this shape is 4
                            "(regions.md, a finer count)",
                 (3, 3, 3): "the maximum is at most 43 * 7 = 301 < 343 (regions.md)"}
 """What regions.md knows about the maximum, by (n, k, L), for q = 1."""
+
+
+ENLARGED_UP_TO = 200
+"""Networks designed for at most this many regions are also counted on [-1, 2]^q."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +137,16 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
                "domain": "[0, 1]^%d" % q, "maxout": None, "transformer": None}
         if options.count and f.expected <= options.max_regions:
             rec["maxout"] = count_of(f.net, f.domain)
+            if f.expected <= ENLARGED_UP_TO:
+                # evidence that [0, 1]^q holds every region of R^q (regions.md's argument):
+                # the same count on the box three times as wide
+                big = Box(tuple(Q(-1) for _ in range(q)), tuple(Q(2) for _ in range(q)))
+                rec["maxout_enlarged"] = dict(count_of(f.net, big), domain="[-1, 2]^%d" % q)
+                if rec["maxout_enlarged"]["linear_regions"] != rec["maxout"]["linear_regions"]:
+                    notes.append(f"{f.construction}: {rec['maxout_enlarged']['linear_regions']}"
+                                 f" linear regions on [-1, 2]^{q}, "
+                                 f"{rec['maxout']['linear_regions']} on [0, 1]^{q}: the unit "
+                                 "box does not hold every region")
             if options.transformer:
                 from ..construct.transformer import compile_transformer
                 tf = compile_transformer(f.net, f.domain).transformer
@@ -275,6 +290,12 @@ def run(args) -> int:
                 print(f"  {kind}{extra}: {c['linear_regions']} linear regions, "
                       f"{c['activation_regions']} activation regions on {net['domain']} "
                       f"(kernel-checked, {c['time_s']:.2f} s)")
+        e = net.get("maxout_enlarged")
+        if e:
+            same = net["maxout"] and e["linear_regions"] == net["maxout"]["linear_regions"]
+            print(f"  maxout on {e['domain']}: {e['linear_regions']} linear regions "
+                  f"({'the same: evidence' if same else 'DIFFERENT: evidence against'} that "
+                  f"the unit box holds every region; {e['time_s']:.2f} s)")
         if net.get("skipped"):
             print(f"  not counted: {net['skipped']}")
     verdict = {"reached": f"REACHED: count {rep['count']} >= B = {rep['bound']}",
