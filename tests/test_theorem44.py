@@ -252,3 +252,30 @@ def test_small_networks_are_recounted_on_an_enlarged_box(monkeypatch):
     monkeypatch.setattr(t44, "count_of", fake)
     r = t44.evaluate_theorem44(1, 2, 1, 6, t44.Theorem44Options(transformer=False))
     assert "does not hold every region" in r["why"]
+
+
+@pytest.mark.parametrize("n, k", [(3, 2), (4, 2), (3, 3), (6, 2)])
+def test_q3_last_layers_are_in_general_position_and_cut_s_regions(n, k):
+    """Beyond regions.md: one generic layer on [0, 1]^3 has exactly S(n, 3, k) regions."""
+    from exactmax.regions.fold import binomial_sum, check_general_position, last_layer_lines
+    check_general_position(last_layer_lines(n, 3, k))
+    f = build_fold_network(3, n, k, 1)
+    rc = count_regions(f.net, f.domain)
+    assert rc.linear_regions == rc.activation_regions == binomial_sum(n, 3, k) == f.expected
+
+
+def test_q3_general_position_check_rejects_a_degenerate_arrangement():
+    from exactmax.regions.fold import check_general_position
+    half, one = Q(1, 2), Q(1)
+    lines = [((one, Q(0), Q(0)), [half]), ((Q(0), one, Q(0)), [half]),
+             ((Q(0), Q(0), one), [half]), ((one, one, one), [Q(3, 2)])]  # 4 through the centre
+    with pytest.raises(ValueError, match="4 hyperplanes meet"):
+        check_general_position(lines)
+    with pytest.raises(ValueError, match="parallel"):
+        check_general_position([((one, one, Q(0)), [half]), ((Q(2), Q(2), Q(0)), [one])])
+
+
+def test_theorem44_for_q3_reaches_b():
+    from exactmax.regions.theorem44 import Theorem44Options, evaluate_theorem44
+    r = evaluate_theorem44(3, 2, 3, 6, Theorem44Options(transformer=False))
+    assert (r["bound"], r["count"], r["status"]) == (1134, 1134, "reached")

@@ -21,7 +21,11 @@ the folded input.  Offsets and directions are those of regions.md (q = 1 and q =
 general position of the last layer's lines (q = 2: no two units parallel, no three lines
 through a point, every crossing inside (0, 1)^2) is checked exactly before the network is
 returned; where regions.md's offsets put three lines through a point (q = 2, n >= 6), each
-unit's offsets are shifted by a small amount of its own until the check passes.
+unit's offsets are shifted by a small amount of its own until the check passes.  For q >= 3
+(not in regions.md) the directions come from a fixed sequence of small rationals and the
+offsets lie around the cube's centre (``_generic_line``); general position (every q
+hyperplanes of distinct units meet in one point inside (0, 1)^q, no point on q + 1) is checked
+the same way.
 """
 
 from __future__ import annotations
@@ -136,9 +140,26 @@ def last_layer_lines(n: int, q: int, k: int,
             ts = [(1 + s) / 2 + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) /
                   (8 * (N + 1) * (1 + abs(s))) + shift for i in range(1, k)]
         else:
-            raise ValueError("the last layer's arrangement is given for q = 1 and q = 2 only")
+            w, ts = _generic_line(j, q, k, N, attempt)
         out.append((w, ts))
     return out
+
+
+def _generic_line(j: int, q: int, k: int, N: int, attempt: int):
+    """q >= 3 (not in regions.md): w_j = (1, a_2, ..., a_q) with small rationals a_i from a
+    fixed sequence (changed with ``attempt``), offsets t_{j,i} spread by
+    (2 idx - N - 1) / (8 (N + 1) |w_j|_1) around w_j . (1/2, ..., 1/2), so that every
+    hyperplane passes close to the centre of the unit cube; general position is checked."""
+    w = [ONE]
+    for i in range(2, q + 1):
+        r = (7 * j * i + 3 * i * i + 11 * attempt * i + j * j) % 17 - 8
+        w.append(Q(r if r else 9, 1 + (j + i + attempt) % 3))
+    w = tuple(w)
+    norm = sum(abs(v) for v in w)
+    centre = sum(w, ZERO) / 2
+    ts = [centre + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) / (8 * (N + 1) * norm)
+          for i in range(1, k)]
+    return w, ts
 
 
 def check_general_position(lines) -> None:
@@ -146,6 +167,8 @@ def check_general_position(lines) -> None:
     are not parallel, no point of (q = 2) lies on three of them, and every crossing (and, for
     q = 1, every point) lies in the open unit box.  Exact."""
     q = len(lines[0][0])
+    if q >= 3:
+        return _check_general_position_q(lines, q)
     if q == 1:
         pts = [t / w[0] for w, ts in lines for t in ts]
         if len(set(pts)) != len(pts) or not all(0 < x < 1 for x in pts):
@@ -170,6 +193,33 @@ def check_general_position(lines) -> None:
             raise ValueError(f"three lines meet at {x}")
 
 
+def _check_general_position_q(lines, q: int) -> None:
+    """q >= 3: no two hyperplanes of different units parallel, every q of them from distinct
+    units meeting in one point inside the open unit cube, and no point on q + 1 of them."""
+    from itertools import combinations
+    from ..kernel.rational import RatMatrix
+    flat = [(j, w, t) for j, (w, ts) in enumerate(lines) for t in ts]
+    for (ja, wa, _), (jb, wb, _) in combinations(flat, 2):
+        if ja != jb and all(wa[i] * wb[m] == wa[m] * wb[i]
+                            for i in range(q) for m in range(i + 1, q)):
+            raise ValueError(f"units {ja} and {jb} have parallel hyperplanes")
+    points: dict = {}
+    for group in combinations(range(len(flat)), q):
+        if len({flat[g][0] for g in group}) < q:
+            continue  # two of one unit are parallel: no point
+        A = RatMatrix([list(flat[g][1]) for g in group])
+        if A.det() == 0:
+            raise ValueError(f"hyperplanes of units {sorted(flat[g][0] for g in group)} "
+                             "meet in more than a point")
+        x = tuple(A.solve(RatMatrix([[flat[g][2]] for g in group])).entries())
+        if not all(0 < v < 1 for v in x):
+            raise ValueError(f"hyperplanes meet at {x}, outside (0,1)^{q}")
+        points.setdefault(x, set()).update(group)
+    for x, hs in points.items():
+        if len(hs) > q:
+            raise ValueError(f"{len(hs)} hyperplanes meet at {x}")
+
+
 def binomial_sum(n: int, d: int, k: int) -> int:
     """S(n, d, k) = sum_{j=0..d} C(n, j) (k-1)^j: the most regions one Maxout layer of width n
     and rank k cuts R^d into."""
@@ -184,7 +234,7 @@ def build_fold_network(q: int, n: int, k: int, L: int,
     arrangement), identity read-out, domain [0, 1]^q."""
     if L < 1 or k < 2 or n < 1 or q < 1:
         raise ValueError("need L >= 1, k >= 2, n >= 1, q >= 1")
-    for attempt in range(16 if q == 2 else 1):   # regions.md's offsets, then shifted ones
+    for attempt in range(1 if q == 1 else 16):   # regions.md's offsets, then shifted ones
         lines = last_layer_lines(n, q, k, attempt)
         try:
             check_general_position(lines)
