@@ -53,11 +53,18 @@ def _affine_range(w, b, lo, hi) -> tuple[Q, Q]:
 
 def bounding_box(domain: Domain, method: str) -> tuple[tuple[Q, ...], tuple[Q, ...]]:
     """The domain's bounding box; DomainError if the domain is empty or unbounded."""
+    return certified_bounding_box(domain)[:2]
+
+
+def certified_bounding_box(domain: Domain):
+    """(lower, upper, multipliers): the bounding box and, for a polyhedron, per coordinate
+    the Farkas multipliers (y_upper, y_lower) of its two bounds (None for a box);
+    DomainError if the domain is empty or unbounded."""
     if isinstance(domain, Box):
         if domain.is_empty():
             raise DomainError("the domain box is empty (some lower bound exceeds its upper "
                               "bound)")
-        return domain.lower, domain.upper
+        return domain.lower, domain.upper, None
     from ..prove.lp import analyze_domain
     r = analyze_domain(domain)
     if r.empty:
@@ -66,7 +73,7 @@ def bounding_box(domain: Domain, method: str) -> tuple[tuple[Q, ...], tuple[Q, .
     if not r.bounded:
         ray = ", ".join(str(v) for v in r.unbounded_direction)
         raise DomainError(f"the domain polyhedron is unbounded along ({ray})")
-    return r.lower, r.upper
+    return r.lower, r.upper, r.multipliers
 
 
 GRID = 2 ** 16

@@ -373,8 +373,8 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
         elif node[0] == "leaf":
             r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
             if r.bound is None:
-                raise CheckFailed(f"softmax: a gate of layer {r.gate_layer + 1} is not shown exact "
-                                  f"on the cell {lo}..{hi}")
+                raise CheckFailed(f"softmax: a gate of layer {r.gate_layer + 1} is not shown "
+                                  f"exact on the cell {lo}..{hi}")
             best = max(best, r.bound)
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
             leaves += 1

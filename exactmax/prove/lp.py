@@ -87,6 +87,7 @@ class DomainReport:
     lower: tuple[Q, ...] | None          # the tightest box around it (when bounded)
     upper: tuple[Q, ...] | None
     unbounded_direction: tuple[Q, ...] | None = None
+    multipliers: tuple | None = None     # per coordinate (y_upper, y_lower) of the box bounds
 
 
 def analyze_domain(dom: Domain) -> DomainReport:
@@ -100,8 +101,9 @@ def analyze_domain(dom: Domain) -> DomainReport:
         if y is None:  # pragma: no cover - z3 contradicting itself
             raise RuntimeError("z3 found neither a point nor a proof of emptiness")
         return DomainReport(True, True, None, None, None)
-    lower, upper = [], []
+    lower, upper, ys = [], [], []
     for i in range(P.dim):
+        pair = []
         for sign, out in ((1, upper), (-1, lower)):
             c = tuple(Q(sign) if j == i else ZERO for j in range(P.dim))
             y = bound_multipliers(P, c)
@@ -110,7 +112,9 @@ def analyze_domain(dom: Domain) -> DomainReport:
                 check_unbounded(P, x, r)
                 return DomainReport(False, False, x, None, None, r)
             out.append(sign * check_upper_bound(P, c, y))
-    return DomainReport(False, True, x, tuple(lower), tuple(upper))
+            pair.append(y)
+        ys.append(tuple(pair))
+    return DomainReport(False, True, x, tuple(lower), tuple(upper), None, tuple(ys))
 
 
 def _ray(P: Polyhedron, c: tuple[Q, ...]) -> tuple[Q, ...]:

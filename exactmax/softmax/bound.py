@@ -28,7 +28,7 @@ from fractions import Fraction
 
 from flint import arb
 
-from ..construct.bounds import bounding_box, layer_bounds
+from ..construct.bounds import certified_bounding_box, layer_bounds
 from ..construct.transformer import CompileOptions, compile_transformer
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
@@ -140,21 +140,6 @@ class Setting:
     root_multipliers: tuple | None = None    # polyhedron: Farkas bounds of the root box
 
 
-def root_multipliers(domain: Domain, root) -> tuple | None:
-    """For a polyhedron, per coordinate i Farkas multipliers (y_up, y_low) with
-    y_up^T A = e_i, y_up^T b <= hi_i and y_low^T A = -e_i, y_low^T b <= -lo_i (z3's LP;
-    the kernel checks them); None for a box."""
-    if isinstance(domain, Box):
-        return None
-    from ..prove.lp import bound_multipliers
-    P = domain.as_polyhedron()
-    out = []
-    for i in range(P.dim):
-        e = tuple(ONE if j == i else ZERO for j in range(P.dim))
-        out.append((bound_multipliers(P, e), bound_multipliers(P, tuple(-v for v in e))))
-    return tuple(out)
-
-
 def kernel_check(s: "Setting", lam: Q, tree):
     """The kernel's exact re-check (``check_softmax_bound``) of a search tree for ``s``."""
     return check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1], tree,
@@ -215,13 +200,14 @@ def _with_first(s: Setting) -> Setting:
 def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None) -> Setting:
     """The construction of ``net`` on ``domain``, or ``tf`` after checking that it *is* that
     construction (same matrices, exactly) with its own gate constants."""
-    root = bounding_box(domain, "auto")
+    lo, hi, mults = certified_bounding_box(domain)
+    root = (lo, hi)
     gate_bounds = tuple(b.gate for b in layer_bounds(net, domain))
     if tf is None:
         c = compile_transformer(net, domain)
         return _with_first(Setting(net, c.transformer, c.gates, c.transformer.n_tokens,
                                    domain, root, gate_bounds,
-                                   root_multipliers=root_multipliers(domain, root)))
+                                   root_multipliers=mults))
     meta = tf.meta if isinstance(tf.meta, dict) else {}
     variant = meta.get("variant") if isinstance(meta.get("variant"), dict) else {}
     merged = bool(variant.get("merged", False))
@@ -240,7 +226,7 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
                               "§2, as exactmax compile builds it) with its gate constants "
                               + ", ".join(str(g) for g in gates))
     return _with_first(Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds,
-                               root_multipliers=root_multipliers(domain, root)))
+                               root_multipliers=mults))
 
 
 # ---------------------------------------------------------------------------------- search
@@ -441,6 +427,21 @@ def _float_errors(fnet, lam: float, X, patterns: bool = False):
     return (err, np.concatenate(pat, axis=1)) if patterns else err
 
 
+def _tie_points(fnet, A, B, rounds: int = 45):
+    """For the rows of A and B (m x d) whose hardmax activation patterns differ, a point of
+    the segment between them within 2^-rounds of its length of a change of pattern, i.e. of
+    a tie set (bisection in float64)."""
+    import numpy as np
+    pa = _float_errors(fnet, 1.0, A, patterns=True)[1]
+    keep = (pa != _float_errors(fnet, 1.0, B, patterns=True)[1]).any(axis=1)
+    A, B, pa = A[keep], B[keep], pa[keep]
+    for _ in range(rounds if len(A) else 0):
+        M = (A + B) / 2
+        same = (_float_errors(fnet, 1.0, M, patterns=True)[1] == pa).all(axis=1)
+        A, B = np.where(same[:, None], M, A), np.where(same[:, None], B, M)
+    return A
+
+
 def _float_error(net: MaxoutNetwork, n: int, lam: float, x) -> float:
     """|y~ - y|_inf at one point, in floating point (see ``_float_errors``)."""
     import numpy as np
@@ -517,7 +518,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     pts, st = [], []   # candidates and their starting steps (relative to the box widths)
     if d <= 8:
         pts += [c for c in itertools.product(*zip(lo_f, hi_f))]
-        st += [0.5 / max(lamf, 1.0)] * (len(pts))
+        st += [0.5 / max(lamf, 1.0)] * len(pts)
     for _, lo, hi in worst_cells:
         pts.append([float((a + b) / 2) for a, b in zip(lo, hi)])
         st.append(max(max((float(b - a) / w for a, b, w in zip(lo, hi, widths)), default=0.0),
@@ -536,15 +537,8 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
                      np.full(m, max(float(((ch - cl) / widths).max()) / 4, 1e-9))))
         tried += m
     pairs = max(1, min(2000, samples // 50))
-    A, B = box_points(pairs), box_points(pairs)
-    pa = _float_errors(fnet, lamf, A, patterns=True)[1]
-    keep = (pa != _float_errors(fnet, lamf, B, patterns=True)[1]).any(axis=1)
-    A, B, pa = A[keep], B[keep], pa[keep]
-    for _ in range(45 if len(A) else 0):  # bisect to a change of activation: a tie set
-        M = (A + B) / 2
-        same = (_float_errors(fnet, lamf, M, patterns=True)[1] == pa).all(axis=1)
-        A, B = np.where(same[:, None], M, A), np.where(same[:, None], B, M)
-        tried += len(M)
+    A = _tie_points(fnet, box_points(pairs), box_points(pairs))
+    tried += 47 * pairs
     if len(A):
         r = np.repeat(np.array([0.3, 1.0, 3.0, 10.0, 30.0]) / lamf, 3)
         U = rng.standard_normal((len(A), len(r), d))

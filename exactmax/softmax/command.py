@@ -198,8 +198,7 @@ def _not_certified(args, s, r, lam, out) -> int:
 def run(args) -> int:
     from ..cli import UsageError
     from ..kernel.errors import CheckFailed
-    from .bound import kernel_check
-    from .bound import certify, closed_form, observed_error, smallest_lambda
+    from .bound import certify, closed_form, kernel_check, observed_error, smallest_lambda
     if args.lam is None and args.epsilon is None:
         raise UsageError("softmax-bound: give --lambda L, --epsilon E, or both")
     lam = _number(args.lam, "--lambda") if args.lam is not None else None
