@@ -123,7 +123,7 @@ def last_layer_lines(n: int, q: int, k: int,
     ``attempt`` > 0, unit j's offsets are all shifted by the same small amount
     attempt * (r_j - 50) / (101 * 64 (N + 1)^2 (1 + |s_j|)), r_j = 37 j mod 101 (below the
     offsets' spacing 1 / (8 (N + 1)(1 + |s_j|))), to leave a triple point of regions.md's
-    recipe."""
+    recipe; for q >= 3 ``attempt`` changes the generic directions (``_generic_line``)."""
     N = n * (k - 1)
     out = []
     for j in range(1, n + 1):
@@ -163,9 +163,9 @@ def _generic_line(j: int, q: int, k: int, N: int, attempt: int):
 
 
 def check_general_position(lines) -> None:
-    """Raise ValueError unless the hyperplanes {z : w_j . z = t} (q <= 2) of different units
-    are not parallel, no point of (q = 2) lies on three of them, and every crossing (and, for
-    q = 1, every point) lies in the open unit box.  Exact."""
+    """Raise ValueError unless the hyperplanes {z : w_j . z = t} of different units are not
+    parallel, no point lies on q + 1 of them, and every crossing of q of them (for q = 1,
+    every point) lies in the open unit box.  Exact (q >= 3: ``_check_general_position_q``)."""
     q = len(lines[0][0])
     if q >= 3:
         return _check_general_position_q(lines, q)

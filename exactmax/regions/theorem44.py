@@ -207,9 +207,11 @@ B = [(mT/q)(T-1)+1]^(q(floor(D/3)-1)) * sum_{j=0..q} C(mT,j)(T-1)^j, read as the
 Maxout bound with input dimension q, floor(D/3) Maxout layers (3 sub-layers each) of width mT
 and rank T (= tokens); prints the corrected bound of regions.md (best split n = p_1+...+p_q of
 prod P(p_i,T)^(L-1) S(mT,q,T), always reached); builds the fold network of that architecture
-(q = 1 or 2), compiles its Transformer, counts the linear regions of both exactly on [0,1]^q
+(regions.md's last layer for q = 1, 2; a generic one in checked general position for q >= 3),
+compiles its Transformer, counts the linear regions of both exactly on [0,1]^q
 (kernel-checked region certificates; by regions.md's argument [0,1]^q holds every region of
-R^q) and says whether B is reached. Exit 0 when the count reaches B, 3 otherwise (not reached,
+R^q; networks designed for at most 200 regions are recounted on [-1,2]^q) and says whether B
+is reached. Exit 0 when the count reaches B, 3 otherwise (not reached,
 unreachable, outside the hypotheses, or not counted), 2 on bad input."""
 
 
@@ -220,7 +222,7 @@ def add_parser(sub) -> None:
     p.add_argument("--T", type=int, required=True, metavar="T",
                    help="tokens T = rank of the Maxout layers (>= 2)")
     p.add_argument("--q", type=int, required=True, metavar="Q",
-                   help="input dimension q (>= 1; networks are built for q = 1, 2)")
+                   help="input dimension q (>= 1)")
     p.add_argument("--D", type=int, required=True, metavar="D",
                    help="depth in sub-layers (floor(D/3) Maxout layers)")
     p.add_argument("--no-count", action="store_true", help="evaluate the bounds only")
