@@ -708,14 +708,34 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+APPROX_VALUE_OPTIONS = ("--box", "--h", "--vars", "-o", "--output", "--max-points")
+
+
+def _protect_expr(argv: list[str]) -> list[str]:
+    """``exactmax approx-convex "-x + x^2" ...``: argparse would read an EXPR that starts
+    with '-' (and has no space) as an unknown option.  Such an argument (not an option's
+    value, not -o... or -h..., before any "--") gets a leading space, which argparse reads as
+    a positional and the parser ignores.  Otherwise put EXPR last, after "--"."""
+    if not argv or argv[0] != "approx-convex":
+        return argv
+    out, skip = [argv[0]], False
+    for i, a in enumerate(argv[1:], 1):
+        if a == "--":
+            return out + argv[i:]
+        if not skip and a[:1] == "-" and a[1:2] not in ("-", "o", "h", ""):
+            a = " " + a
+        skip = a in APPROX_VALUE_OPTIONS
+        out.append(a)
+    return out
+
+
 EXIT_BUG = 70
 """Exit status of an unexpected exception (a bug): never 0-3, which carry verdicts."""
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
-    from .cpwl.command import protect_expr
-    argv = protect_expr(argv)
+    argv = _protect_expr(argv)
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)

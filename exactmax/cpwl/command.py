@@ -215,27 +215,6 @@ def add_approx_parser(sub) -> None:
     p.set_defaults(run=run_approx)
 
 
-APPROX_VALUE_OPTIONS = ("--box", "--h", "--vars", "-o", "--output", "--max-points")
-
-
-def protect_expr(argv: list[str]) -> list[str]:
-    """``exactmax approx-convex "-x + x^2" ...``: argparse would read an EXPR that starts
-    with '-' (and has no space) as an unknown option.  Such an argument (not an option's
-    value, not -o... or -h..., before any "--") gets a leading space, which argparse reads as
-    a positional and the parser ignores.  Otherwise put EXPR last, after "--"."""
-    if not argv or argv[0] != "approx-convex":
-        return argv
-    out, skip = [argv[0]], False
-    for i, a in enumerate(argv[1:], 1):
-        if a == "--":
-            return out + argv[i:]
-        if not skip and a[:1] == "-" and a[1:2] not in ("-", "o", "h", ""):
-            a = " " + a
-        skip = a in APPROX_VALUE_OPTIONS
-        out.append(a)
-    return out
-
-
 def parse_box(text: str) -> "Box":
     """"lo,hi;lo,hi" -> Box; UsageError naming the side and the problem."""
     from ..cli import UsageError
