@@ -1,0 +1,55 @@
+"""Fast exact evaluation of batches: integer arrays in radix 2^21 on numpy (``integers.py``)
+and the Maxout and hardmax Transformer evaluators built on them.
+
+Untrusted, like every producer: the kernel's evaluators (``kernel/maxout.py``,
+``kernel/transformer.py``) are the reference, nothing that says "proved" or "refuted" depends
+on this package, and the tests compare the two on random networks with ties.
+:func:`batch_evaluator` picks, per call, whichever of the two is faster for the batch.
+"""
+
+from __future__ import annotations
+
+from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.transformer import TransformerEvaluator
+
+VECTORIZED_FROM = 1500
+"""Batches whose work (inputs times pre-activations per input) reaches this go to the
+vectorized evaluator; below it the kernel's is faster (measured with benchmarks/eval.py)."""
+
+
+class BatchEvaluator:
+    """Exact evaluation of one Maxout network or hardmax Transformer, prepared once: single
+    inputs and small batches by the kernel's evaluator, large batches vectorized."""
+
+    __slots__ = ("kernel", "vectorized", "work")
+
+    def __init__(self, model):
+        from .maxout import VectorizedMaxoutEvaluator
+        from .transformer import VectorizedTransformerEvaluator, supports
+        if isinstance(model, MaxoutNetwork):
+            self.kernel = MaxoutEvaluator(model)
+            self.vectorized = VectorizedMaxoutEvaluator(model)
+            self.work = sum(l.rank * l.width for l in model.layers)
+        else:
+            self.kernel = TransformerEvaluator(model)
+            self.vectorized = VectorizedTransformerEvaluator(model) if supports(model) else None
+            self.work = model.n_tokens * sum(
+                len(s.inner.b) + model.d_model if hasattr(s, "inner")
+                else sum(len(h.key) + len(h.value) for h in s.heads) + model.d_model
+                for s in model.sublayers)
+
+    def evaluate(self, x):
+        """The exact output at the rational point x."""
+        return self.evaluate_batch([x])[0]
+
+    def evaluate_batch(self, xs) -> list:
+        """[f(x) for x in xs], exactly."""
+        xs = list(xs)
+        if self.vectorized is not None and len(xs) * self.work >= VECTORIZED_FROM:
+            return self.vectorized.evaluate_batch(xs)
+        return self.kernel.evaluate_batch(xs)
+
+
+def batch_evaluator(model) -> BatchEvaluator:
+    """The evaluator of a Maxout network or a hardmax Transformer for batches."""
+    return BatchEvaluator(model)

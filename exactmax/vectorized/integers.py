@@ -1,0 +1,345 @@
+"""Exact integer arrays in radix 2^21, vectorized with numpy (an untrusted fast path).
+
+An integer array X is stored as its digits X = sum_t X_t R^t, R = 2^S, S = 21, in one int64
+array of shape (m, *shape).  *Canonical* digits have 0 <= X_t < R for t < m - 1; the top digit
+X_{m-1} carries the sign, so X < 0 exactly when X_{m-1} < 0, and X = Y exactly when all digits
+agree.  Every array also carries an integer ``bound`` with |X| <= bound, from which the digit
+count is chosen so that the top digit stays below R in magnitude.
+
+Why this is exact: a product of two canonical digits is below 2^42 in magnitude, so a float64
+matrix product over an inner dimension n <= CHUNK = 2^11 only ever adds integers of magnitude
+at most n 2^42 <= 2^53, each of which float64 represents exactly, in any order of summation
+and with or without fused multiply-adds.  The float64 products are converted to int64, summed
+and carried in int64 (|values| < 2^63 by the same bounds).  No rounding happens anywhere; the
+tests compare every result with Python integers.
+
+This module sits outside the kernel: the kernel's evaluators (``kernel/maxout.py``,
+``kernel/transformer.py``) stay the reference, and nothing that says "proved" depends on this.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from ..kernel.rational import IntMatrix
+
+S = 21
+R = 1 << S
+MASK = R - 1
+CHUNK = 1 << 11          # inner dimension of one exact float64 product: CHUNK * R^2 <= 2^53
+_INT64_SAFE = 1 << 62
+
+
+def _keep_freed_heap_pages(pad: int = 64 << 20) -> None:
+    """Ask glibc's malloc to keep ``pad`` bytes of freed heap (M_TOP_PAD) instead of handing
+    it back to the kernel at once.  The digit arrays here are megabytes each and are freed and
+    allocated again in every layer; faulting their pages back in cost 5-7x the arithmetic
+    itself (measured on a 256-wide product: 9.4 ms against 1.35 ms).  Only the allocator's
+    policy changes, never a value; off glibc this does nothing."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(-2, pad)                       # M_TOP_PAD
+    except (OSError, AttributeError):
+        pass
+
+
+_keep_freed_heap_pages()
+
+_blas: list[ThreadpoolController] = []
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread.  The products here are small (at most a
+    few million multiply-adds each), and waking OpenBLAS's threads for every one of them cost
+    up to 30x the product itself on this 2-core machine (measured: 5 ms against 0.15 ms)."""
+    if not _blas:
+        _blas.append(ThreadpoolController())
+    return _blas[0].limit(limits=1, user_api="blas")
+
+
+def digit_count(bound: int) -> int:
+    """Digits m such that every |x| <= bound has a canonical form with |top digit| < R / 2."""
+    return (int(bound).bit_length() + S) // S
+
+
+def digits_of(value: int, m: int) -> list[int]:
+    """The m canonical digits of the Python integer ``value`` (top digit signed)."""
+    out = []
+    for _ in range(m - 1):
+        out.append(value & MASK)
+        value >>= S
+    out.append(value)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class IntArray:
+    """An exact integer array: ``digits`` (m, *shape) canonical, |value| <= ``bound``."""
+
+    digits: np.ndarray
+    bound: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.digits.shape[1:]
+
+    @staticmethod
+    def from_ints(values, shape) -> "IntArray":
+        """The array of the Python integers ``values`` (flat, row-major) in ``shape``."""
+        values = list(values)
+        bound = max(map(abs, values), default=0)
+        m = digit_count(bound)
+        if bound < _INT64_SAFE:
+            a = np.array(values, dtype=np.int64).reshape(shape)
+            d = np.empty((m,) + tuple(shape), dtype=np.int64)
+            for t in range(m - 1):
+                d[t] = a & MASK
+                a = a >> S
+            d[m - 1] = a
+        else:
+            d = np.array([digits_of(int(v), m) for v in values], dtype=np.int64).T
+            d = d.reshape((m,) + tuple(shape))
+        return IntArray(d, bound)
+
+    @staticmethod
+    def constant(value: int, shape) -> "IntArray":
+        """The array with every entry equal to ``value``."""
+        m = digit_count(abs(value))
+        d = np.empty((m,) + tuple(shape), dtype=np.int64)
+        for t, v in enumerate(digits_of(int(value), m)):
+            d[t] = v
+        return IntArray(d, abs(int(value)))
+
+    def to_int_matrix(self):
+        """The 2-D array as a FLINT integer matrix (``kernel.rational.IntMatrix``).
+
+        Three canonical digits make one 63-bit word w_j >= 0 (the top word keeps the sign),
+        so FLINT only ever reads machine integers and adds the words times 2^(63 j) in C."""
+        rows, cols = self.shape
+        d = self.digits
+        m = d.shape[0]
+        result = None
+        for j in range(0, m, 3):
+            w = d[j].copy()
+            for i in range(1, 3):
+                if j + i < m:
+                    w += d[j + i] << (S * i)
+            part = IntMatrix(rows, cols, w.ravel().tolist())
+            result = part if result is None else result + part * (1 << (S * j))
+        return result
+
+    def to_ints(self) -> list[int]:
+        """The entries as Python integers, flat and row-major."""
+        acc = self.digits[-1].astype(object)
+        for t in range(self.digits.shape[0] - 2, -1, -1):
+            acc = acc * R + self.digits[t].astype(object)
+        return [int(v) for v in acc.ravel()]
+
+    def reshape(self, *shape) -> "IntArray":
+        return IntArray(self.digits.reshape((self.digits.shape[0],) + shape), self.bound)
+
+    def __getitem__(self, index) -> "IntArray":
+        """Entries ``index`` (any numpy index on the value axes); the bound is kept."""
+        if not isinstance(index, tuple):
+            index = (index,)
+        return IntArray(self.digits[(slice(None),) + index], self.bound)
+
+
+def carry(acc: np.ndarray, bound: int) -> IntArray:
+    """The canonical array of the int64 digit accumulator ``acc`` (value sum_t acc_t R^t,
+    digits of any size below 2^62), given |value| <= bound.
+
+    Top digits that the actual values do not need are then dropped (a top digit of 0 or -1
+    merges into the one below, which stays within [-R, R)), and the bound is tightened to
+    (max |top digit| + 1) R^(m-1), so loose a-priori bounds never cost digits."""
+    m = digit_count(bound)
+    if acc.shape[0] < m:
+        acc = np.concatenate([acc, np.zeros((m - acc.shape[0],) + acc.shape[1:], np.int64)])
+    else:
+        acc = acc.copy()
+    top = acc.shape[0]
+    for t in range(top - 1):
+        c = acc[t] >> S
+        acc[t] &= MASK
+        acc[t + 1] += c
+    # Digits above m - 1 fold into the top digit; |value| <= bound keeps it below R / 2, and
+    # every partial fold floor(value / R^j) below R^(top - j) fits in int64 on the way.
+    for t in range(top - 2, m - 2, -1):
+        acc[t] += acc[t + 1] << S
+    if acc[0].size == 0:
+        return IntArray(acc[:m], bound)
+    lo, hi = int(acc[m - 1].min()), int(acc[m - 1].max())
+    while m > 1 and -1 <= lo and hi <= 0:
+        acc[m - 2] += acc[m - 1] << S
+        m -= 1
+        lo, hi = int(acc[m - 1].min()), int(acc[m - 1].max())
+    return IntArray(acc[:m], min(bound, (max(-lo, hi) + 1) << (S * (m - 1))))
+
+
+def _widen(x: IntArray, m: int) -> np.ndarray:
+    """The digits of x as m >= x's digit count digits (a canonical top digit sign-extends)."""
+    d = x.digits
+    k = d.shape[0]
+    if k == m:
+        return d
+    out = np.empty((m,) + d.shape[1:], np.int64)
+    out[:k - 1] = d[:k - 1]
+    top = d[k - 1]
+    for t in range(k - 1, m - 1):
+        out[t] = top & MASK
+        top = top >> S
+    out[m - 1] = top
+    return out
+
+
+def add(x: IntArray, y: IntArray) -> IntArray:
+    """x + y (shapes broadcast)."""
+    m = max(x.digits.shape[0], y.digits.shape[0])
+    return carry(_widen(x, m) + _widen(y, m), x.bound + y.bound)
+
+
+def scale(x: IntArray, c: int) -> IntArray:
+    """c x for a Python integer c of any size."""
+    c = int(c)
+    if c == 1:
+        return x
+    cd = digits_of(c, digit_count(abs(c)))
+    m = x.digits.shape[0]
+    acc = np.zeros((m + len(cd),) + x.shape, np.int64)
+    for a, v in enumerate(cd):
+        if v:
+            acc[a:a + m] += v * x.digits
+    return carry(acc, abs(c) * x.bound)
+
+
+def concat(parts: list[IntArray], axis: int) -> IntArray:
+    """The arrays joined along value axis ``axis``."""
+    m = max(p.digits.shape[0] for p in parts)
+    return IntArray(np.concatenate([_widen(p, m) for p in parts], axis=axis + 1),
+                    max(p.bound for p in parts))
+
+
+def sign_nonnegative(x: IntArray) -> np.ndarray:
+    """The boolean array x >= 0."""
+    return x.digits[-1] >= 0
+
+
+def nonnegative_difference(x: IntArray, y: IntArray) -> np.ndarray:
+    """The boolean array x >= y, from the carry chain of x - y (its top digit's sign)."""
+    m = max(x.digits.shape[0], y.digits.shape[0])
+    d = _widen(x, m) - _widen(y, m)
+    c = 0
+    for t in range(m - 1):
+        c = (d[t] + c) >> S
+    return d[m - 1] + c >= 0
+
+
+def maximum(x: IntArray, y: IntArray) -> IntArray:
+    """The entrywise max(x, y) (same shapes)."""
+    m = max(x.digits.shape[0], y.digits.shape[0])
+    xd, yd = _widen(x, m), _widen(y, m)
+    return IntArray(np.where(nonnegative_difference(x, y), xd, yd), max(x.bound, y.bound))
+
+
+def minimum(x: IntArray, y: IntArray) -> IntArray:
+    """The entrywise min(x, y) (same shapes)."""
+    m = max(x.digits.shape[0], y.digits.shape[0])
+    xd, yd = _widen(x, m), _widen(y, m)
+    return IntArray(np.where(nonnegative_difference(x, y), yd, xd), max(x.bound, y.bound))
+
+
+def equal(x: IntArray, y: IntArray) -> np.ndarray:
+    """The boolean array x == y (canonical digits are unique)."""
+    m = max(x.digits.shape[0], y.digits.shape[0])
+    return (_widen(x, m) == _widen(y, m)).all(axis=0)
+
+
+def relu(x: IntArray) -> IntArray:
+    """The entrywise max(x, 0)."""
+    return IntArray(x.digits * (x.digits[-1] >= 0), x.bound)
+
+
+def signs(x: IntArray) -> np.ndarray:
+    """The int8 array sign(x) in {-1, 0, 1}."""
+    neg = x.digits[-1] < 0
+    nonzero = (x.digits != 0).any(axis=0)
+    return np.where(neg, -1, nonzero.astype(np.int8)).astype(np.int8)
+
+
+@dataclass(frozen=True, slots=True)
+class IntMatrixDigits:
+    """A fixed integer matrix W (rows x cols) prepared for exact products W X.
+
+    Only W's non-zero columns ``used`` take part (the rows of X they meet are gathered), and
+    with ``row_index`` set only those rows of W x are computed (the others are zero).
+    ``stacked`` holds W's digits W_a as float64 blocks of at most CHUNK columns:
+    stacked[c] has shape (m_W * kept rows, width of column chunk c)."""
+
+    rows: int
+    cols: int
+    m: int
+    stacked: tuple[np.ndarray, ...]
+    row_l1: int                     # max_i sum_j |W_ij|
+    used: np.ndarray | None         # non-zero columns, None for all
+    row_index: np.ndarray | None    # the rows computed, None for all
+
+    @staticmethod
+    def from_rows(rows: list[list[int]], cols: int, drop_zero_rows: bool = False
+                  ) -> "IntMatrixDigits":
+        rows = [[int(v) for v in r] for r in rows]
+        n = len(rows)
+        used = [j for j in range(cols) if any(r[j] for r in rows)]
+        kept = [i for i in range(n) if any(rows[i])] if drop_zero_rows else list(range(n))
+        W = IntArray.from_ints([rows[i][j] for i in kept for j in used], (len(kept), len(used)))
+        m = W.digits.shape[0]
+        st = W.digits.reshape(m * len(kept), len(used)).astype(np.float64)
+        chunks = tuple(np.ascontiguousarray(st[:, c:c + CHUNK])
+                       for c in range(0, len(used), CHUNK)) or (st,)
+        l1 = max((sum(map(abs, r)) for r in rows), default=0)
+        return IntMatrixDigits(n, cols, m, chunks, l1,
+                               None if len(used) == cols else np.array(used, dtype=np.intp),
+                               np.array(kept, dtype=np.intp) if drop_zero_rows else None)
+
+
+def matmul(W: IntMatrixDigits, x: IntArray) -> IntArray:
+    """The exact product W x for x of shape (cols, B); with ``W.row_index`` set, only the
+    rows W.row_index of it."""
+    mx = x.digits.shape[0]
+    cols, B = x.shape
+    if cols != W.cols:
+        raise ValueError(f"product of a {W.rows} x {W.cols} matrix with {cols} rows")
+    rows = W.rows if W.row_index is None else len(W.row_index)
+    acc = np.zeros((W.m + mx, rows, B), np.int64)
+    # X as (used cols, mx * B): one float64 product per column chunk gives every digit pair
+    X = x.digits.transpose(1, 0, 2)
+    X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
+    assert len(W.stacked) * W.m < 256, "digit sums must stay below 2^61"
+    for c, Wc in enumerate(W.stacked):
+        if Wc.size == 0:
+            continue
+        P = (Wc @ X[c * CHUNK:(c + 1) * CHUNK]).astype(np.int64)
+        P = P.reshape(W.m, rows, mx, B)
+        for a in range(W.m):
+            acc[a:a + mx] += P[a].transpose(1, 0, 2)
+    return carry(acc, W.row_l1 * x.bound)
+
+
+def inner_products(q: IntArray, k: IntArray) -> IntArray:
+    """s[b, t, u] = sum_r q[r, b, t] k[r, b, u] for q, k of shape (r, B, n), r <= CHUNK:
+    every digit pair is one exact batched float64 product (r R^2 <= 2^53)."""
+    r, B, n = q.shape
+    if r > CHUNK:
+        raise ValueError(f"inner products over {r} > {CHUNK} coordinates")
+    mq, mk = q.digits.shape[0], k.digits.shape[0]
+    acc = np.zeros((mq + mk, B, n, n), np.int64)
+    kd = [np.ascontiguousarray(k.digits[c].transpose(1, 0, 2), np.float64) for c in range(mk)]
+    for a in range(mq):
+        qa = np.ascontiguousarray(q.digits[a].transpose(1, 2, 0), np.float64)
+        for c in range(mk):
+            acc[a + c] += np.matmul(qa, kd[c]).astype(np.int64)
+    return carry(acc, r * q.bound * k.bound)

@@ -1,0 +1,77 @@
+"""Batched exact evaluation of Maxout networks on radix-2^21 integer arrays.
+
+The same integer scaling as the kernel's evaluator (``kernel/maxout.py``): with h = u / E and
+a layer's pieces scaled by their least common denominator D_l, every pre-activation is
+(D_l [w | b] . [u; E]) / (D_l E), so the max over pieces is taken on integer numerators.  Here
+the numerators of a whole batch live in one :class:`IntArray` and the layer is one exact
+product followed by k - 1 entrywise maxima, with no per-entry Python work.  Rows are stored
+piece-major (row j N + i is piece j of unit i; a unit with fewer pieces repeats its first one,
+which leaves the max unchanged).
+"""
+
+from __future__ import annotations
+
+from ..kernel.affine import Vector, scaled_rows
+from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
+from ..kernel.rational import RatMatrix, rational
+from .integers import one_blas_thread, IntArray, IntMatrixDigits, concat, matmul, maximum
+
+
+class VectorizedMaxoutEvaluator:
+    """Exact batch evaluation of one Maxout network, prepared once."""
+
+    __slots__ = ("input_dim", "_layers", "_output")
+
+    def __init__(self, net: MaxoutNetwork):
+        check_maxout_shapes(net)
+        self.input_dim = net.input_dim
+        self._layers = []
+        width = net.input_dim
+        for layer in net.layers:
+            k, N = layer.rank, layer.width
+            W = [u.pieces[j if j < len(u.pieces) else 0].w for j in range(k) for u in layer.units]
+            b = [u.pieces[j if j < len(u.pieces) else 0].b for j in range(k) for u in layer.units]
+            D, rows = scaled_rows(W, b)
+            self._layers.append((D, IntMatrixDigits.from_rows(rows, width + 1), k, N))
+            width = N
+        if net.output is not None and net.output.out_dim:
+            D, rows = scaled_rows(net.output.W, net.output.b)
+            self._output = (D, IntMatrixDigits.from_rows(rows, width + 1))
+        else:
+            self._output = None if net.output is None else (1, None)
+
+    def evaluate_batch(self, xs) -> list[Vector]:
+        with one_blas_thread():
+            return self._evaluate_batch(xs)
+
+    def _evaluate_batch(self, xs) -> list[Vector]:
+        """[N(x) for x in xs], exactly.  Every coordinate must be an exact rational."""
+        xs = [tuple(rational(v) for v in x) for x in xs]
+        B = len(xs)
+        if B == 0:
+            return []
+        for x in xs:
+            if len(x) != self.input_dim:
+                raise ValueError(f"input of length {len(x)}, expected {self.input_dim}")
+        U, E = RatMatrix(B, self.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
+        E = int(E)
+        h = IntArray.from_ints(map(int, U.entries()), (self.input_dim, B))
+        for D, M, k, N in self._layers:
+            z = matmul(M, concat([h, IntArray.constant(E, (1, B))], 0)).reshape(k, N, B)
+            h = z[0]
+            for j in range(1, k):
+                h = maximum(h, z[j])
+            E *= D
+        if self._output is not None:
+            D, M = self._output
+            if M is None:
+                return [()] * B
+            h = matmul(M, concat([h, IntArray.constant(E, (1, B))], 0))
+            E *= D
+        n = h.shape[0]
+        y = (RatMatrix(h.to_int_matrix().transpose()) / E).entries()
+        return [tuple(y[c * n:(c + 1) * n]) for c in range(B)]
+
+    def evaluate(self, x) -> Vector:
+        """N(x), exactly."""
+        return self.evaluate_batch([x])[0]

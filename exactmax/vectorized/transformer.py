@@ -1,0 +1,193 @@
+"""Batched exact hardmax evaluation of Transformers on radix-2^21 integer arrays.
+
+The semantics of construction.md §1 and the integer scaling of the kernel's evaluator
+(``kernel/transformer.py``): all tokens of all inputs are the columns c = b n + t of one
+integer array X over one common denominator E; a linear map with rows scaled by their least
+common denominator is one exact product; ReLU, argmax and comparisons are taken on numerators;
+a hardmax mean over a tie set S is kept integral as (L / |S|) sum_S, L = lcm of the tie-set
+sizes that occur.  Each step works on whole arrays: the argmax sets of all heads with one
+key row at once (their score k_t' q_t is decided by max_t' k_t', min_t' k_t' and the sign of
+q_t), and heads with several key rows through one exact batched inner product.
+"""
+
+from __future__ import annotations
+
+from math import lcm
+
+import numpy as np
+
+from ..kernel.affine import Vector, scaled_matrix, scaled_rows
+from ..kernel.rational import RatMatrix, rational
+from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
+from .integers import (
+    one_blas_thread,
+    CHUNK, IntArray, IntMatrixDigits, add, carry, concat, equal, inner_products, matmul,
+    maximum, minimum, relu, scale, signs,
+)
+
+MAX_TOKENS = 24
+"""Tie weights L / |S| <= lcm(1..24) < 2^33 keep every weighted digit sum below 2^62."""
+
+
+def supports(tf: Transformer) -> bool:
+    """Whether this evaluator takes ``tf`` (hardmax only, at most MAX_TOKENS tokens, key
+    dimensions at most CHUNK); the kernel's evaluator takes every hardmax Transformer."""
+    for s in tf.sublayers:
+        if not isinstance(s, FeedForward):
+            if s.kind != HARDMAX or any(len(h.key) > CHUNK for h in s.heads):
+                return False
+    return 0 < tf.n_tokens <= MAX_TOKENS
+
+
+def _with_constant(x: IntArray, value: int) -> IntArray:
+    """x (rows x cols) with the constant row ``value`` appended: the homogeneous coordinate."""
+    return concat([x, IntArray.constant(value, (1, x.shape[1]))], 0)
+
+
+class VectorizedTransformerEvaluator:
+    """Exact hardmax evaluation of one Transformer for a batch of inputs, prepared once."""
+
+    __slots__ = ("tf", "_embed", "_pos", "_steps", "_read")
+
+    def __init__(self, tf: Transformer):
+        check_transformer_shapes(tf)
+        if not supports(tf):
+            raise ValueError("this Transformer needs the kernel's evaluator (softmax attention, "
+                             f"more than {MAX_TOKENS} tokens or very wide keys)")
+        self.tf = tf
+        d = tf.d_model
+        DE, Em = scaled_matrix(tf.embedding, tf.input_dim)
+        self._embed = (DE, IntMatrixDigits.from_rows(Em, tf.input_dim))
+        DP, Pm = scaled_matrix(tuple(tuple(p[i] for p in tf.positions) for i in range(d)),
+                               tf.n_tokens)
+        self._pos = (DP, Pm)
+        self._steps = []
+        for sub in tf.sublayers:
+            if isinstance(sub, FeedForward):
+                D1, A1 = scaled_rows(sub.inner.W, sub.inner.b)
+                D2, A2 = scaled_rows(sub.outer.W, sub.outer.b)
+                inner = IntMatrixDigits.from_rows(A1, d + 1) if A1 else None
+                self._steps.append(("ff", D1, inner, D2,
+                                    IntMatrixDigits.from_rows(A2, len(A1) + 1)))
+                continue
+            heads = [h for h in sub.heads if h.value]  # a head without values adds nothing
+            if not heads:
+                continue
+            K = scaled_matrix(tuple(r for h in heads for r in h.key), d)[1]
+            Qm = scaled_matrix(tuple(r for h in heads for r in h.query), d)[1]
+            DV, V = scaled_matrix(tuple(r for h in heads for r in h.value), d)
+            DO, O = scaled_matrix(tuple(tuple(v for h in heads for v in h.out[i])
+                                        for i in range(d)), sum(len(h.value) for h in heads))
+            single, general, value_head, ks = [], [], [], 0
+            for index, h in enumerate(heads):
+                (single if len(h.key) == 1 else general).append((index, ks, ks + len(h.key)))
+                ks += len(h.key)
+                value_head += [index] * len(h.value)
+            self._steps.append(("attn", IntMatrixDigits.from_rows(K, d) if K else None,
+                                IntMatrixDigits.from_rows(Qm, d) if Qm else None, DV,
+                                IntMatrixDigits.from_rows(V, d), DO,
+                                IntMatrixDigits.from_rows(O, len(V)), len(heads),
+                                single, general, np.array(value_head)))
+        D, Rm = scaled_rows(tf.readout.map.W, tf.readout.map.b)
+        self._read = (D, IntMatrixDigits.from_rows(Rm, d + 1) if Rm else None, len(Rm))
+
+    def _embedding(self, xs) -> tuple[IntArray, int]:
+        """(X, E): column b n + t of X / E is token t of input b, E x_b + p_t."""
+        tf, n, B = self.tf, self.tf.n_tokens, len(xs)
+        U, Ein = RatMatrix(B, tf.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
+        Ein = int(Ein)
+        (DE, Em), (DP, Pm) = self._embed, self._pos
+        u = IntArray.from_ints(map(int, U.entries()), (tf.input_dim, B))
+        ex = scale(matmul(Em, u), DP)                              # over DE Ein DP
+        ps = IntArray.from_ints([v * DE * Ein for row in Pm for v in row], (tf.d_model, n))
+        X = add(ex.reshape(tf.d_model, B, 1), ps.reshape(tf.d_model, 1, n))
+        return X.reshape(tf.d_model, B * n), DE * Ein * DP
+
+    @staticmethod
+    def _feedforward(step, X: IntArray, E: int) -> tuple[IntArray, int]:
+        """x + W2 ReLU(W1 x + b1) + b2 on every column, over D2 D1 E."""
+        _, D1, inner, D2, outer = step
+        cols = X.shape[1]
+        if inner is None:
+            G = IntArray.constant(0, (0, cols))
+        else:
+            G = relu(matmul(inner, _with_constant(X, E)))
+        Y = matmul(outer, _with_constant(G, D1 * E))
+        return add(scale(X, D2 * D1), Y), D2 * D1 * E
+
+    @staticmethod
+    def _attention(step, X: IntArray, E: int, B: int) -> tuple[IntArray, int]:
+        """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', S_h(t) the hardmax argmax set."""
+        _, K, Qm, DV, V, DO, O, H, single, general, value_head = step
+        n = X.shape[1] // B
+        wins = np.ones((H, B, n, n), dtype=bool)          # wins[h, b, t, t']: t' in S_h(t)
+        if K is not None:
+            k = matmul(K, X).reshape(K.rows, B, n)
+            q = matmul(Qm, X).reshape(Qm.rows, B, n)
+        if single:
+            heads = [h for h, _, _ in single]
+            rows = [r for _, r, _ in single]
+            keys = k[rows]                                   # (heads, B, n)
+            top, low = keys[:, :, 0], keys[:, :, 0]
+            for t in range(1, n):
+                top, low = maximum(top, keys[:, :, t]), minimum(low, keys[:, :, t])
+            up = equal(keys, top.reshape(len(rows), B, 1))  # (heads, B, t')
+            down = equal(keys, low.reshape(len(rows), B, 1))
+            sq = signs(q[rows])[..., None]                   # (heads, B, t, 1)
+            wins[heads] = np.where(sq > 0, up[:, :, None, :],
+                                   np.where(sq < 0, down[:, :, None, :], True))
+        for h, r0, r1 in general:
+            if r0 == r1:
+                continue                                     # no key rows: every score is 0
+            s = inner_products(q[r0:r1], k[r0:r1])           # s[b, t, t'] = <q_t, k_t'>
+            top = s[:, :, 0]
+            for t in range(1, n):
+                top = maximum(top, s[:, :, t])
+            wins[h] = equal(s, top.reshape(B, n, 1))
+        size = wins.sum(axis=3)                              # |S_h(t)|, all >= 1
+        L = lcm(*(int(v) for v in np.unique(size)))
+        weight = np.where(wins, (L // size)[..., None], 0)   # (H, B, t, t')
+        v = matmul(V, X).reshape(V.rows, B, n)
+        w = weight[value_head]                               # (value rows, B, t, t')
+        acc = np.zeros((v.digits.shape[0],) + w.shape[:3], np.int64)
+        for t in range(n):
+            acc += w[None, :, :, :, t] * v.digits[:, :, :, t, None]
+        A = carry(acc, L * v.bound).reshape(V.rows, B * n)
+        return add(scale(X, DO * DV * L), matmul(O, A)), DO * DV * L * E
+
+    def evaluate_batch(self, xs) -> list[Vector]:
+        with one_blas_thread():
+            return self._evaluate_batch(xs)
+
+    def _evaluate_batch(self, xs) -> list[Vector]:
+        """[T(x) for x in xs], exactly (hardmax ties averaged)."""
+        tf = self.tf
+        xs = [tuple(rational(v) for v in x) for x in xs]
+        for x in xs:
+            if len(x) != tf.input_dim:
+                raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
+        B, n = len(xs), tf.n_tokens
+        if B == 0:
+            return []
+        D, Rm, m = self._read
+        if m == 0:
+            return [()] * B
+        X, E = self._embedding(xs)
+        for step in self._steps:
+            if step[0] == "ff":
+                X, E = self._feedforward(step, X, E)
+            else:
+                X, E = self._attention(step, X, E, B)
+        Y = matmul(Rm, _with_constant(X, E)).reshape(m, B, n)   # over D E
+        if tf.readout.token is None:       # token mean: the sum over the n tokens, over n D E
+            y, den = Y[:, :, 0], n * D * E
+            for t in range(1, n):
+                y = add(y, Y[:, :, t])
+        else:
+            y, den = Y[:, :, tf.readout.token], D * E
+        out = (RatMatrix(y.to_int_matrix().transpose()) / den).entries()
+        return [tuple(out[b * m:(b + 1) * m]) for b in range(B)]
+
+    def evaluate(self, x) -> Vector:
+        """T(x), exactly."""
+        return self.evaluate_batch([x])[0]

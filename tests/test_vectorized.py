@@ -1,0 +1,180 @@
+"""The vectorized evaluators equal the kernel's, and their radix-2^21 integer arrays equal
+Python's integers: every operation is compared with plain int arithmetic, on values that
+cross digit boundaries, carry through the sign and exceed 2^62."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.rational import Q, to_fraction
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.transformer import (
+    HARDMAX, SOFTMAX, Attention, Head, Readout, Transformer, TransformerEvaluator,
+)
+from exactmax.vectorized import batch_evaluator
+from exactmax.vectorized.integers import (
+    CHUNK, R, IntArray, IntMatrixDigits, add, carry, equal, inner_products, matmul, maximum,
+    minimum, relu, scale, signs,
+)
+from exactmax.vectorized.maxout import VectorizedMaxoutEvaluator
+from exactmax.vectorized.transformer import VectorizedTransformerEvaluator, supports
+from reference import maxout_reference, transformer_reference
+from exactmax.strategies import compiled_transformers, domain_points, maxout_networks, transformers, vectors
+
+# integers around the digit and word boundaries, and some far beyond 2^62
+edges = st.sampled_from([0, 1, -1, R - 1, R, -R, R + 1, -(R - 1), 2**62 - 1, -2**62, 2**63,
+                         -2**63 - 1, R**3, -R**3 + 1])
+ints = st.one_of(edges, st.integers(-2**30, 2**30), st.integers(-2**200, 2**200))
+
+
+def arrays(n):
+    return st.lists(ints, min_size=n, max_size=n)
+
+
+@given(arrays(6))
+def test_digits_round_trip(values):
+    a = IntArray.from_ints(values, (2, 3))
+    assert a.to_ints() == values
+    assert list(map(int, a.to_int_matrix().entries())) == values
+    assert a.bound >= max(map(abs, values))
+    top = a.digits[-1]
+    assert ((a.digits[:-1] >= 0) & (a.digits[:-1] < R)).all() and (abs(top) <= R).all()
+
+
+@given(arrays(5), arrays(5), ints)
+def test_entrywise_operations_equal_python(xs, ys, c):
+    x, y = IntArray.from_ints(xs, (5,)), IntArray.from_ints(ys, (5,))
+    assert add(x, y).to_ints() == [a + b for a, b in zip(xs, ys)]
+    assert scale(x, c).to_ints() == [c * a for a in xs]
+    assert maximum(x, y).to_ints() == [max(a, b) for a, b in zip(xs, ys)]
+    assert minimum(x, y).to_ints() == [min(a, b) for a, b in zip(xs, ys)]
+    assert relu(x).to_ints() == [max(a, 0) for a in xs]
+    assert equal(x, y).tolist() == [a == b for a, b in zip(xs, ys)]
+    assert equal(x, x).all()
+    assert signs(x).tolist() == [(a > 0) - (a < 0) for a in xs]
+
+
+def test_a_difference_of_one_in_the_lowest_digit_decides_the_max():
+    big = 5 * R**4
+    x, y = IntArray.from_ints([big, -big, big], (3,)), IntArray.from_ints([big + 1, -big - 1,
+                                                                           big], (3,))
+    assert maximum(x, y).to_ints() == [big + 1, -big, big]
+    assert equal(x, y).tolist() == [False, False, True]
+
+
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 3), st.data())
+def test_matrix_products_equal_python(rows, cols, B, data):
+    W = [data.draw(arrays(cols)) for _ in range(rows)]
+    xs = data.draw(arrays(cols * B))
+    M = IntMatrixDigits.from_rows(W, cols, drop_zero_rows=data.draw(st.booleans()))
+    got = matmul(M, IntArray.from_ints(xs, (cols, B))).to_ints()
+    kept = range(rows) if M.row_index is None else M.row_index
+    want = [sum(W[i][j] * xs[j * B + b] for j in range(cols)) for i in kept for b in range(B)]
+    assert got == want
+
+
+def test_a_product_longer_than_one_exact_chunk():
+    """CHUNK + 3 columns of (R - 1)^2 products: one float64 sum would exceed 2^53."""
+    n = CHUNK + 3
+    W = [[R - 1] * n, [-(R - 1)] * (n - 1) + [R**5]]
+    x = IntArray.from_ints([R - 1] * n, (n, 1))
+    assert matmul(IntMatrixDigits.from_rows(W, n), x).to_ints() == [
+        n * (R - 1) ** 2, -(n - 1) * (R - 1) ** 2 + R**5 * (R - 1)]
+
+
+def test_zero_columns_and_rows_are_skipped_but_counted():
+    W = [[0, 3, 0], [0, 0, 0], [0, -2, 5]]
+    M = IntMatrixDigits.from_rows(W, 3, drop_zero_rows=True)
+    assert M.used.tolist() == [1, 2] and M.row_index.tolist() == [0, 2]
+    x = IntArray.from_ints([7, 1, 2**100], (3, 1))
+    assert matmul(M, x).to_ints() == [3, -2 + 5 * 2**100]
+
+
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.data())
+def test_inner_products_equal_python(r, B, n, data):
+    qs, ks = data.draw(arrays(r * B * n)), data.draw(arrays(r * B * n))
+    q, k = IntArray.from_ints(qs, (r, B, n)), IntArray.from_ints(ks, (r, B, n))
+    got = inner_products(q, k).to_ints()
+    at = lambda v, i, b, t: v[(i * B + b) * n + t]  # noqa: E731
+    assert got == [sum(at(qs, i, b, t) * at(ks, i, b, u) for i in range(r))
+                   for b in range(B) for t in range(n) for u in range(n)]
+
+
+def test_carry_drops_unneeded_digits_and_keeps_the_value():
+    acc = IntArray.from_ints([-5, 3, 0, -1], (4,)).digits
+    loose = carry(acc, 2**300)
+    assert loose.to_ints() == [-5, 3, 0, -1] and loose.digits.shape[0] == 1
+    assert loose.bound < 2**300
+
+
+# ------------------------------------------------------------------ evaluators
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_vectorized_maxout_evaluation_equals_the_kernel(data):
+    net = data.draw(maxout_networks())
+    xs = data.draw(st.lists(vectors(net.input_dim), min_size=1, max_size=5))
+    assert VectorizedMaxoutEvaluator(net).evaluate_batch(xs) == \
+        MaxoutEvaluator(net).evaluate_batch(xs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_vectorized_transformer_evaluation_equals_the_kernel(data):
+    tf = data.draw(transformers())
+    xs = data.draw(st.lists(vectors(tf.input_dim), min_size=1, max_size=4))
+    ours = VectorizedTransformerEvaluator(tf).evaluate_batch(xs)
+    assert ours == TransformerEvaluator(tf).evaluate_batch(xs)
+    assert [list(y) for y in ours] == [
+        [Q(f.numerator, f.denominator) for f in transformer_reference(tf, map(to_fraction, x))]
+        for x in xs]
+
+
+@settings(max_examples=30, deadline=None)
+@given(compiled_transformers(), st.data())
+def test_vectorized_compiled_transformer_equals_the_network(pair, data):
+    net, tf = pair
+    xs = data.draw(st.lists(domain_points(net.domain), min_size=1, max_size=4))
+    want = [tuple(Q(f.numerator, f.denominator) for f in maxout_reference(net, map(to_fraction, x)))
+            for x in xs]
+    assert VectorizedTransformerEvaluator(tf).evaluate_batch(xs) == want
+
+
+def test_huge_weights_and_inputs():
+    """Weights and inputs far beyond 2^62 go through the digit path end to end."""
+    big = Q(3**60, 7**20)
+    net = MaxoutNetwork(2, (Layer((Unit((Piece((big, -big), Q(1, 3**40)),
+                                         Piece((Q(-1), Q(2)), Q(0)))),)),))
+    xs = [(Q(2**70 + 1, 5), Q(-3)), (Q(1, 2**90), Q(1, 3**50))]
+    assert VectorizedMaxoutEvaluator(net).evaluate_batch(xs) == \
+        MaxoutEvaluator(net).evaluate_batch(xs)
+
+
+def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats():
+    net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
+    ev = batch_evaluator(net)
+    assert ev.evaluate((Q(-2),)) == (Q(2),)
+    assert ev.evaluate_batch([(Q(v),) for v in range(-40, 40)]) == \
+        [(Q(abs(v)),) for v in range(-40, 40)]
+    with pytest.raises(TypeError):
+        ev.evaluate_batch([(0.5,)] * 40)
+
+
+def _one_head(kind, tokens):
+    one = ((Q(1),),)
+    return Transformer(1, 1, one, tuple((Q(t),) for t in range(tokens)),
+                       (Attention((Head(one, one, one, one, Q(1)),), kind),),
+                       Readout(Affine(one, (Q(0),), 1), 0))
+
+
+def test_softmax_and_long_transformers_are_left_to_the_kernel():
+    assert supports(_one_head(HARDMAX, 24))
+    assert not supports(_one_head(HARDMAX, 25)) and not supports(_one_head(SOFTMAX, 2))
+    with pytest.raises(ValueError, match="kernel"):
+        VectorizedTransformerEvaluator(_one_head(SOFTMAX, 2))
+    ev = batch_evaluator(_one_head(HARDMAX, 25))      # the kernel evaluates it
+    assert ev.vectorized is None
+    # token 0 is 1 + 0, it attends to the largest key 1 + 24 and adds it: 26
+    assert ev.evaluate_batch([(Q(1),)] * 100) == [(Q(26),)] * 100
