@@ -64,15 +64,22 @@ def test_a_difference_of_one_in_the_lowest_digit_decides_the_max():
     assert equal(x, y).tolist() == [False, False, True]
 
 
-@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 3), st.data())
-def test_matrix_products_equal_python(rows, cols, B, data):
-    W = [data.draw(arrays(cols)) for _ in range(rows)]
+sparse_ints = st.one_of(st.just(0), st.just(0), ints)
+
+
+@pytest.mark.parametrize("form", ["dense", "sparse"])
+@given(rows=st.integers(1, 4), cols=st.integers(1, 5), B=st.integers(1, 3), data=st.data())
+def test_affine_products_equal_python(form, rows, cols, B, data):
+    W = [data.draw(st.lists(sparse_ints, min_size=cols, max_size=cols)) for _ in range(rows)]
+    bias = data.draw(st.lists(sparse_ints, min_size=rows, max_size=rows))
+    e = data.draw(ints)
     xs = data.draw(arrays(cols * B))
-    M = IntMatrixDigits.from_rows(W, cols, drop_zero_rows=data.draw(st.booleans()))
-    got = matmul(M, IntArray.from_ints(xs, (cols, B))).to_ints()
+    M = IntMatrixDigits.from_rows(W, cols, bias, drop_zero_rows=data.draw(st.booleans()), form=form)
+    assert (M.coef is not None) == (form == "sparse")
+    got = matmul(M, IntArray.from_ints(xs, (cols, B)), e).to_ints()
     kept = range(rows) if M.row_index is None else M.row_index
-    want = [sum(W[i][j] * xs[j * B + b] for j in range(cols)) for i in kept for b in range(B)]
-    assert got == want
+    assert got == [sum(W[i][j] * xs[j * B + b] for j in range(cols)) + bias[i] * e
+                   for i in kept for b in range(B)]
 
 
 def test_a_product_longer_than_one_exact_chunk():
@@ -85,11 +92,14 @@ def test_a_product_longer_than_one_exact_chunk():
 
 
 def test_zero_columns_and_rows_are_skipped_but_counted():
-    W = [[0, 3, 0], [0, 0, 0], [0, -2, 5]]
-    M = IntMatrixDigits.from_rows(W, 3, drop_zero_rows=True)
-    assert M.used.tolist() == [1, 2] and M.row_index.tolist() == [0, 2]
+    W = [[0, 3, 0], [0, 0, 0], [0, -2, 5], [0, 0, 0]]
     x = IntArray.from_ints([7, 1, 2**100], (3, 1))
-    assert matmul(M, x).to_ints() == [3, -2 + 5 * 2**100]
+    dense = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True, form="dense")
+    assert dense.used.tolist() == [1, 2] and dense.row_index.tolist() == [0, 2, 3]
+    sparse = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True)
+    assert sparse.coef is not None and sparse.idx.tolist() == [[1, 0], [1, 2], [0, 0]]
+    for M in dense, sparse:
+        assert matmul(M, x, -3).to_ints() == [3, -2 + 5 * 2**100, -12]
 
 
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.data())

@@ -150,17 +150,18 @@ class IntArray:
         return IntArray(self.digits[(slice(None),) + index], self.bound)
 
 
-def carry(acc: np.ndarray, bound: int) -> IntArray:
+def carry(acc: np.ndarray, bound: int, owned: bool = False) -> IntArray:
     """The canonical array of the int64 digit accumulator ``acc`` (value sum_t acc_t R^t,
     digits of any size below 2^62), given |value| <= bound.
 
     Top digits that the actual values do not need are then dropped (a top digit of 0 or -1
     merges into the one below, which stays within [-R, R)), and the bound is tightened to
-    (max |top digit| + 1) R^(m-1), so loose a-priori bounds never cost digits."""
+    (max |top digit| + 1) R^(m-1), so loose a-priori bounds never cost digits.  ``owned``:
+    acc is the caller's scratch and may be overwritten."""
     m = digit_count(bound)
     if acc.shape[0] < m:
         acc = np.concatenate([acc, np.zeros((m - acc.shape[0],) + acc.shape[1:], np.int64)])
-    else:
+    elif not owned:
         acc = acc.copy()
     top = acc.shape[0]
     for t in range(top - 1):
@@ -200,7 +201,7 @@ def _widen(x: IntArray, m: int) -> np.ndarray:
 def add(x: IntArray, y: IntArray) -> IntArray:
     """x + y (shapes broadcast)."""
     m = max(x.digits.shape[0], y.digits.shape[0])
-    return carry(_widen(x, m) + _widen(y, m), x.bound + y.bound)
+    return carry(_widen(x, m) + _widen(y, m), x.bound + y.bound, owned=True)
 
 
 def scale(x: IntArray, c: int) -> IntArray:
@@ -214,7 +215,7 @@ def scale(x: IntArray, c: int) -> IntArray:
     for a, v in enumerate(cd):
         if v:
             acc[a:a + m] += v * x.digits
-    return carry(acc, abs(c) * x.bound)
+    return carry(acc, abs(c) * x.bound, owned=True)
 
 
 def concat(parts: list[IntArray], axis: int) -> IntArray:
@@ -271,62 +272,122 @@ def signs(x: IntArray) -> np.ndarray:
     return np.where(neg, -1, nonzero.astype(np.int8)).astype(np.int8)
 
 
+# Cost model for choosing a matrix's form (ns per output entry and digit, measured here): a
+# float64 product costs about 0.027 per used column plus 4 for conversions, per digit of W; a
+# gathered multiply-add costs about 1.8 per non-zero and coefficient digit.
+_DENSE_PER_COLUMN, _DENSE_FIXED, _SPARSE_PER_TERM = 0.027, 4.0, 1.8
+
+
 @dataclass(frozen=True, slots=True)
 class IntMatrixDigits:
-    """A fixed integer matrix W (rows x cols) prepared for exact products W X.
+    """A fixed integer affine map x -> W x + b e (W: rows x cols, e the homogeneous value),
+    prepared for exact products.
 
-    Only W's non-zero columns ``used`` take part (the rows of X they meet are gathered), and
-    with ``row_index`` set only those rows of W x are computed (the others are zero).
-    ``stacked`` holds W's digits W_a as float64 blocks of at most CHUNK columns:
-    stacked[c] has shape (m_W * kept rows, width of column chunk c)."""
+    Only the rows ``row_index`` are computed when it is set (the others are zero rows of
+    [W | b]).  Dense form: W's digits, restricted to its non-zero columns ``used``, as float64
+    blocks of at most CHUNK columns (stacked[c] has shape (m * kept rows, chunk width)).
+    Sparse form, for rows with at most p non-zeros: their columns ``idx`` (kept rows x p) and
+    the digits ``coef`` (mc, kept rows, p) of their coefficients (0 pads)."""
 
     rows: int
     cols: int
+    row_index: np.ndarray | None
+    row_l1: int                               # max_i sum_j |W_ij|
+    bias: tuple[int, ...] | None              # b on the kept rows, None when b = 0
     m: int
-    stacked: tuple[np.ndarray, ...]
-    row_l1: int                     # max_i sum_j |W_ij|
-    used: np.ndarray | None         # non-zero columns, None for all
-    row_index: np.ndarray | None    # the rows computed, None for all
+    stacked: tuple[np.ndarray, ...] | None
+    used: np.ndarray | None
+    idx: np.ndarray | None
+    coef: np.ndarray | None
+
+    @property
+    def kept(self) -> int:
+        return self.rows if self.row_index is None else len(self.row_index)
 
     @staticmethod
-    def from_rows(rows: list[list[int]], cols: int, drop_zero_rows: bool = False
-                  ) -> "IntMatrixDigits":
+    def from_rows(rows: list[list[int]], cols: int, bias=None, drop_zero_rows: bool = False,
+                  form: str | None = None) -> "IntMatrixDigits":
+        """``form``: "dense", "sparse", or None to choose by the cost model."""
         rows = [[int(v) for v in r] for r in rows]
+        bias = [int(v) for v in bias] if bias is not None else [0] * len(rows)
         n = len(rows)
-        used = [j for j in range(cols) if any(r[j] for r in rows)]
-        kept = [i for i in range(n) if any(rows[i])] if drop_zero_rows else list(range(n))
+        kept = [i for i in range(n) if any(rows[i]) or bias[i]] if drop_zero_rows \
+            else list(range(n))
+        used = [j for j in range(cols) if any(rows[i][j] for i in kept)]
+        l1 = max((sum(map(abs, r)) for r in rows), default=0)
+        b = tuple(bias[i] for i in kept) if any(bias) else None
+        row_index = np.array(kept, dtype=np.intp) if drop_zero_rows else None
         W = IntArray.from_ints([rows[i][j] for i in kept for j in used], (len(kept), len(used)))
         m = W.digits.shape[0]
+        nz = [[j for j in range(cols) if rows[i][j]] for i in kept]
+        p = max(map(len, nz), default=0)
+        C = IntArray.from_ints([rows[i][j] for i, js in zip(kept, nz) for j in js], (sum(map(len, nz)),))
+        mc = C.digits.shape[0]
+        dense_cost = (_DENSE_PER_COLUMN * len(used) + _DENSE_FIXED) * m
+        if form == "sparse" or form is None and (p == 0 or _SPARSE_PER_TERM * p * mc < dense_cost):
+            idx = np.zeros((len(kept), p), dtype=np.intp)
+            coef = np.zeros((mc, len(kept), p), dtype=np.int64)
+            start = 0
+            for r, js in enumerate(nz):
+                idx[r, :len(js)] = js
+                coef[:, r, :len(js)] = C.digits[:, start:start + len(js)]
+                start += len(js)
+            return IntMatrixDigits(n, cols, row_index, l1, b, 0, None, None, idx, coef)
         st = W.digits.reshape(m * len(kept), len(used)).astype(np.float64)
         chunks = tuple(np.ascontiguousarray(st[:, c:c + CHUNK])
-                       for c in range(0, len(used), CHUNK)) or (st,)
-        l1 = max((sum(map(abs, r)) for r in rows), default=0)
-        return IntMatrixDigits(n, cols, m, chunks, l1,
+                       for c in range(0, len(used), CHUNK))
+        return IntMatrixDigits(n, cols, row_index, l1, b, m, chunks,
                                None if len(used) == cols else np.array(used, dtype=np.intp),
-                               np.array(kept, dtype=np.intp) if drop_zero_rows else None)
+                               None, None)
 
 
-def matmul(W: IntMatrixDigits, x: IntArray) -> IntArray:
-    """The exact product W x for x of shape (cols, B); with ``W.row_index`` set, only the
-    rows W.row_index of it."""
+def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
+    """The exact W x + b e for x of shape (cols, B); with ``W.row_index`` set, only the rows
+    W.row_index of it."""
     mx = x.digits.shape[0]
     cols, B = x.shape
     if cols != W.cols:
         raise ValueError(f"product of a {W.rows} x {W.cols} matrix with {cols} rows")
-    rows = W.rows if W.row_index is None else len(W.row_index)
-    acc = np.zeros((W.m + mx, rows, B), np.int64)
-    # X as (used cols, mx * B): one float64 product per column chunk gives every digit pair
-    X = x.digits.transpose(1, 0, 2)
-    X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
-    assert len(W.stacked) * W.m < 256, "digit sums must stay below 2^61"
-    for c, Wc in enumerate(W.stacked):
-        if Wc.size == 0:
-            continue
-        P = (Wc @ X[c * CHUNK:(c + 1) * CHUNK]).astype(np.int64)
-        P = P.reshape(W.m, rows, mx, B)
-        for a in range(W.m):
-            acc[a:a + mx] += P[a].transpose(1, 0, 2)
-    return carry(acc, W.row_l1 * x.bound)
+    rows = W.kept
+    be = None
+    if W.bias is not None and e:
+        be = IntArray.from_ints([v * e for v in W.bias], (rows, 1)).digits
+    if W.coef is not None:                       # sparse: p gathered multiply-adds
+        mc = W.coef.shape[0]
+        acc = np.zeros((max(mc + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
+        for q in range(W.idx.shape[1]):
+            G = x.digits[:, W.idx[:, q], :]
+            for a in range(mc):
+                c = W.coef[a, :, q]
+                if c.any():
+                    acc[a:a + mx] += c[None, :, None] * G
+    else:                                        # dense: one float64 product per chunk
+        acc = np.zeros((max(W.m + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
+        X = x.digits.transpose(1, 0, 2)
+        X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
+        assert len(W.stacked) * W.m < 256, "digit sums must stay below 2^61"
+        for c, Wc in enumerate(W.stacked):
+            if Wc.size == 0:
+                continue
+            P = (Wc @ X[c * CHUNK:(c + 1) * CHUNK]).astype(np.int64)
+            P = P.reshape(W.m, rows, mx, B)
+            for a in range(W.m):
+                acc[a:a + mx] += P[a].transpose(1, 0, 2)
+    if be is not None:
+        acc[:be.shape[0]] += be
+    bias_bound = max(map(abs, W.bias)) * abs(e) if be is not None else 0
+    return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
+
+
+def add_rows(x: IntArray, rows: np.ndarray | None, y: IntArray) -> IntArray:
+    """x with y added to its rows ``rows`` (all rows when None)."""
+    if rows is None:
+        return add(x, y)
+    part = add(x[rows], y)
+    m = max(x.digits.shape[0], part.digits.shape[0])
+    out = np.array(_widen(x, m))
+    out[:, rows] = _widen(part, m)
+    return IntArray(out, max(x.bound, part.bound))
 
 
 def inner_products(q: IntArray, k: IntArray) -> IntArray:
@@ -342,4 +403,4 @@ def inner_products(q: IntArray, k: IntArray) -> IntArray:
         qa = np.ascontiguousarray(q.digits[a].transpose(1, 2, 0), np.float64)
         for c in range(mk):
             acc[a + c] += np.matmul(qa, kd[c]).astype(np.int64)
-    return carry(acc, r * q.bound * k.bound)
+    return carry(acc, r * q.bound * k.bound, owned=True)

@@ -14,7 +14,12 @@ from __future__ import annotations
 from ..kernel.affine import Vector, scaled_rows
 from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
 from ..kernel.rational import RatMatrix, rational
-from .integers import one_blas_thread, IntArray, IntMatrixDigits, concat, matmul, maximum
+from .integers import one_blas_thread, IntArray, IntMatrixDigits, matmul, maximum
+
+
+def _affine(rows: list[list[int]], width: int) -> IntMatrixDigits:
+    """The map h -> W h + b e of the scaled rows [W | b]."""
+    return IntMatrixDigits.from_rows([r[:-1] for r in rows], width, [r[-1] for r in rows])
 
 
 class VectorizedMaxoutEvaluator:
@@ -32,11 +37,11 @@ class VectorizedMaxoutEvaluator:
             W = [u.pieces[j if j < len(u.pieces) else 0].w for j in range(k) for u in layer.units]
             b = [u.pieces[j if j < len(u.pieces) else 0].b for j in range(k) for u in layer.units]
             D, rows = scaled_rows(W, b)
-            self._layers.append((D, IntMatrixDigits.from_rows(rows, width + 1), k, N))
+            self._layers.append((D, _affine(rows, width), k, N))
             width = N
         if net.output is not None and net.output.out_dim:
             D, rows = scaled_rows(net.output.W, net.output.b)
-            self._output = (D, IntMatrixDigits.from_rows(rows, width + 1))
+            self._output = (D, _affine(rows, width))
         else:
             self._output = None if net.output is None else (1, None)
 
@@ -57,7 +62,7 @@ class VectorizedMaxoutEvaluator:
         E = int(E)
         h = IntArray.from_ints(map(int, U.entries()), (self.input_dim, B))
         for D, M, k, N in self._layers:
-            z = matmul(M, concat([h, IntArray.constant(E, (1, B))], 0)).reshape(k, N, B)
+            z = matmul(M, h, E).reshape(k, N, B)
             h = z[0]
             for j in range(1, k):
                 h = maximum(h, z[j])
@@ -66,7 +71,7 @@ class VectorizedMaxoutEvaluator:
             D, M = self._output
             if M is None:
                 return [()] * B
-            h = matmul(M, concat([h, IntArray.constant(E, (1, B))], 0))
+            h = matmul(M, h, E)
             E *= D
         n = h.shape[0]
         y = (RatMatrix(h.to_int_matrix().transpose()) / E).entries()

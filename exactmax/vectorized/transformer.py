@@ -21,7 +21,7 @@ from ..kernel.rational import RatMatrix, rational
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
 from .integers import (
     one_blas_thread,
-    CHUNK, IntArray, IntMatrixDigits, add, carry, concat, equal, inner_products, matmul,
+    CHUNK, IntArray, IntMatrixDigits, add, add_rows, carry, equal, inner_products, matmul,
     maximum, minimum, relu, scale, signs,
 )
 
@@ -39,9 +39,10 @@ def supports(tf: Transformer) -> bool:
     return 0 < tf.n_tokens <= MAX_TOKENS
 
 
-def _with_constant(x: IntArray, value: int) -> IntArray:
-    """x (rows x cols) with the constant row ``value`` appended: the homogeneous coordinate."""
-    return concat([x, IntArray.constant(value, (1, x.shape[1]))], 0)
+def _affine(rows: list[list[int]], width: int, drop_zero_rows: bool = False) -> IntMatrixDigits:
+    """The map x -> W x + b e of the scaled rows [W | b]."""
+    return IntMatrixDigits.from_rows([r[:-1] for r in rows], width, [r[-1] for r in rows],
+                                     drop_zero_rows)
 
 
 class VectorizedTransformerEvaluator:
@@ -66,9 +67,8 @@ class VectorizedTransformerEvaluator:
             if isinstance(sub, FeedForward):
                 D1, A1 = scaled_rows(sub.inner.W, sub.inner.b)
                 D2, A2 = scaled_rows(sub.outer.W, sub.outer.b)
-                inner = IntMatrixDigits.from_rows(A1, d + 1) if A1 else None
-                self._steps.append(("ff", D1, inner, D2,
-                                    IntMatrixDigits.from_rows(A2, len(A1) + 1)))
+                inner = _affine(A1, d) if A1 else None
+                self._steps.append(("ff", D1, inner, D2, _affine(A2, len(A1), True)))
                 continue
             heads = [h for h in sub.heads if h.value]  # a head without values adds nothing
             if not heads:
@@ -86,10 +86,11 @@ class VectorizedTransformerEvaluator:
             self._steps.append(("attn", IntMatrixDigits.from_rows(K, d) if K else None,
                                 IntMatrixDigits.from_rows(Qm, d) if Qm else None, DV,
                                 IntMatrixDigits.from_rows(V, d), DO,
-                                IntMatrixDigits.from_rows(O, len(V)), len(heads),
+                                IntMatrixDigits.from_rows(O, len(V), drop_zero_rows=True),
+                                len(heads),
                                 single, general, np.array(value_head)))
         D, Rm = scaled_rows(tf.readout.map.W, tf.readout.map.b)
-        self._read = (D, IntMatrixDigits.from_rows(Rm, d + 1) if Rm else None, len(Rm))
+        self._read = (D, _affine(Rm, d) if Rm else None, len(Rm))
 
     def _embedding(self, xs) -> tuple[IntArray, int]:
         """(X, E): column b n + t of X / E is token t of input b, E x_b + p_t."""
@@ -108,12 +109,9 @@ class VectorizedTransformerEvaluator:
         """x + W2 ReLU(W1 x + b1) + b2 on every column, over D2 D1 E."""
         _, D1, inner, D2, outer = step
         cols = X.shape[1]
-        if inner is None:
-            G = IntArray.constant(0, (0, cols))
-        else:
-            G = relu(matmul(inner, _with_constant(X, E)))
-        Y = matmul(outer, _with_constant(G, D1 * E))
-        return add(scale(X, D2 * D1), Y), D2 * D1 * E
+        G = IntArray.constant(0, (0, cols)) if inner is None else relu(matmul(inner, X, E))
+        Y = matmul(outer, G, D1 * E)
+        return add_rows(scale(X, D2 * D1), outer.row_index, Y), D2 * D1 * E
 
     @staticmethod
     def _attention(step, X: IntArray, E: int, B: int) -> tuple[IntArray, int]:
@@ -152,8 +150,8 @@ class VectorizedTransformerEvaluator:
         acc = np.zeros((v.digits.shape[0],) + w.shape[:3], np.int64)
         for t in range(n):
             acc += w[None, :, :, :, t] * v.digits[:, :, :, t, None]
-        A = carry(acc, L * v.bound).reshape(V.rows, B * n)
-        return add(scale(X, DO * DV * L), matmul(O, A)), DO * DV * L * E
+        A = carry(acc, L * v.bound, owned=True).reshape(V.rows, B * n)
+        return add_rows(scale(X, DO * DV * L), O.row_index, matmul(O, A)), DO * DV * L * E
 
     def evaluate_batch(self, xs) -> list[Vector]:
         with one_blas_thread():
@@ -178,7 +176,7 @@ class VectorizedTransformerEvaluator:
                 X, E = self._feedforward(step, X, E)
             else:
                 X, E = self._attention(step, X, E, B)
-        Y = matmul(Rm, _with_constant(X, E)).reshape(m, B, n)   # over D E
+        Y = matmul(Rm, X, E).reshape(m, B, n)                   # over D E
         if tf.readout.token is None:       # token mean: the sum over the n tokens, over n D E
             y, den = Y[:, :, 0], n * D * E
             for t in range(1, n):
