@@ -92,14 +92,16 @@ def test_a_product_longer_than_one_exact_chunk():
 
 
 def test_zero_columns_and_rows_are_skipped_but_counted():
-    W = [[0, 3, 0], [0, 0, 0], [0, -2, 5], [0, 0, 0]]
+    W = [[0, 3, 0], [0, 0, 0], [0, -2, 5 * 2**100], [0, 0, 0]]
     x = IntArray.from_ints([7, 1, 2**100], (3, 1))
     dense = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True, form="dense")
     assert dense.used.tolist() == [1, 2] and dense.row_index.tolist() == [0, 2, 3]
-    sparse = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True)
+    # digit 0 holds 3 and -2 (sign and magnitude), 5 * 2^100 = (5 * 2^16) R^4 only digit 4
+    assert [(a, c.tolist()) for a, c, _ in dense.blocks] == [(0, [0]), (4, [1])]
+    sparse = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True, form="sparse")
     assert sparse.coef is not None and sparse.idx.tolist() == [[1, 0], [1, 2], [0, 0]]
     for M in dense, sparse:
-        assert matmul(M, x, -3).to_ints() == [3, -2 + 5 * 2**100, -12]
+        assert matmul(M, x, -3).to_ints() == [3, -2 + 5 * 2**200, -12]
 
 
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.data())

@@ -67,6 +67,14 @@ def digit_count(bound: int) -> int:
     return (int(bound).bit_length() + S) // S
 
 
+def magnitude_digits(value: int, m: int) -> list[int]:
+    """m radix-R digits of ``value`` with its sign on each: |d_t| < R and value = sum d_t R^t.
+    Not canonical, but a small negative number stays in one digit (canonical digits of -2 are
+    all non-zero), which is what a fixed multiplier wants."""
+    sign = -1 if value < 0 else 1
+    return [sign * d for d in digits_of(abs(value), m)]
+
+
 def digits_of(value: int, m: int) -> list[int]:
     """The m canonical digits of the Python integer ``value`` (top digit signed)."""
     out = []
@@ -209,7 +217,8 @@ def scale(x: IntArray, c: int) -> IntArray:
     c = int(c)
     if c == 1:
         return x
-    cd = digits_of(c, digit_count(abs(c)))
+    # |c| < 2^40: one multiplier, |c digit| < 2^61; otherwise c's own radix-R digits
+    cd = [c] if abs(c) < 1 << (61 - S) else magnitude_digits(c, digit_count(abs(c)))
     m = x.digits.shape[0]
     acc = np.zeros((m + len(cd),) + x.shape, np.int64)
     for a, v in enumerate(cd):
@@ -272,9 +281,9 @@ def signs(x: IntArray) -> np.ndarray:
     return np.where(neg, -1, nonzero.astype(np.int8)).astype(np.int8)
 
 
-# Cost model for choosing a matrix's form (ns per output entry and digit, measured here): a
-# float64 product costs about 0.027 per used column plus 4 for conversions, per digit of W; a
-# gathered multiply-add costs about 1.8 per non-zero and coefficient digit.
+# Cost model for choosing a matrix's form (ns per output entry and digit of x, measured here):
+# a float64 product of a digit block costs about 0.027 per column plus 4 for its conversions;
+# a gathered multiply-add costs about 1.8 per non-zero and coefficient digit.
 _DENSE_PER_COLUMN, _DENSE_FIXED, _SPARSE_PER_TERM = 0.027, 4.0, 1.8
 
 
@@ -284,18 +293,18 @@ class IntMatrixDigits:
     prepared for exact products.
 
     Only the rows ``row_index`` are computed when it is set (the others are zero rows of
-    [W | b]).  Dense form: W's digits, restricted to its non-zero columns ``used``, as float64
-    blocks of at most CHUNK columns (stacked[c] has shape (m * kept rows, chunk width)).
-    Sparse form, for rows with at most p non-zeros: their columns ``idx`` (kept rows x p) and
-    the digits ``coef`` (mc, kept rows, p) of their coefficients (0 pads)."""
+    [W | b]).  Dense form: ``blocks`` (a, columns, W_a block) of W's digits W_a as float64,
+    each on the columns of ``used`` (W's non-zero columns) where W_a is not zero, at most CHUNK
+    of them (columns None: all of ``used``).  Sparse form, for rows with at most p non-zeros:
+    their columns ``idx`` (kept rows x p) and coefficients ``coef`` (mc, kept rows, p), split
+    into radix-R digits only when a coefficient times R p could leave int64 (0 pads)."""
 
     rows: int
     cols: int
     row_index: np.ndarray | None
     row_l1: int                               # max_i sum_j |W_ij|
     bias: tuple[int, ...] | None              # b on the kept rows, None when b = 0
-    m: int
-    stacked: tuple[np.ndarray, ...] | None
+    blocks: tuple | None
     used: np.ndarray | None
     idx: np.ndarray | None
     coef: np.ndarray | None
@@ -317,26 +326,33 @@ class IntMatrixDigits:
         l1 = max((sum(map(abs, r)) for r in rows), default=0)
         b = tuple(bias[i] for i in kept) if any(bias) else None
         row_index = np.array(kept, dtype=np.intp) if drop_zero_rows else None
-        W = IntArray.from_ints([rows[i][j] for i in kept for j in used], (len(kept), len(used)))
-        m = W.digits.shape[0]
+        flat = [rows[i][j] for i in kept for j in used]
+        Wd = IntArray.from_ints(list(map(abs, flat)), (len(kept), len(used))).digits
+        Wd = Wd * np.sign(np.array(flat, dtype=object)).astype(np.int64).reshape(Wd.shape[1:])
         nz = [[j for j in range(cols) if rows[i][j]] for i in kept]
         p = max(map(len, nz), default=0)
-        C = IntArray.from_ints([rows[i][j] for i, js in zip(kept, nz) for j in js], (sum(map(len, nz)),))
-        mc = C.digits.shape[0]
-        dense_cost = (_DENSE_PER_COLUMN * len(used) + _DENSE_FIXED) * m
+        cmax = max((abs(rows[i][j]) for i, js in zip(kept, nz) for j in js), default=0)
+        wide = cmax < 1 << (61 - S - p.bit_length())     # one int64 multiplier suffices
+        mc = 1 if wide else digit_count(cmax)
+        digit_cols = [int((Wd[a] != 0).any(axis=0).sum()) for a in range(Wd.shape[0])]
+        dense_cost = sum(_DENSE_PER_COLUMN * w + _DENSE_FIXED for w in digit_cols if w)
         if form == "sparse" or form is None and (p == 0 or _SPARSE_PER_TERM * p * mc < dense_cost):
             idx = np.zeros((len(kept), p), dtype=np.intp)
             coef = np.zeros((mc, len(kept), p), dtype=np.int64)
-            start = 0
-            for r, js in enumerate(nz):
+            for r, (i, js) in enumerate(zip(kept, nz)):
                 idx[r, :len(js)] = js
-                coef[:, r, :len(js)] = C.digits[:, start:start + len(js)]
-                start += len(js)
-            return IntMatrixDigits(n, cols, row_index, l1, b, 0, None, None, idx, coef)
-        st = W.digits.reshape(m * len(kept), len(used)).astype(np.float64)
-        chunks = tuple(np.ascontiguousarray(st[:, c:c + CHUNK])
-                       for c in range(0, len(used), CHUNK))
-        return IntMatrixDigits(n, cols, row_index, l1, b, m, chunks,
+                for q, j in enumerate(js):
+                    coef[:, r, q] = [rows[i][j]] if wide else magnitude_digits(rows[i][j], mc)
+            return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef)
+        blocks = []
+        for a in range(Wd.shape[0]):
+            cols_a = np.flatnonzero((Wd[a] != 0).any(axis=0))
+            full = len(cols_a) == len(used)
+            for c in range(0, len(cols_a), CHUNK):
+                part = cols_a[c:c + CHUNK]
+                block = np.ascontiguousarray(Wd[a][:, part], np.float64)
+                blocks.append((a, None if full and len(cols_a) <= CHUNK else part, block))
+        return IntMatrixDigits(n, cols, row_index, l1, b, tuple(blocks),
                                None if len(used) == cols else np.array(used, dtype=np.intp),
                                None, None)
 
@@ -361,18 +377,15 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
                 c = W.coef[a, :, q]
                 if c.any():
                     acc[a:a + mx] += c[None, :, None] * G
-    else:                                        # dense: one float64 product per chunk
-        acc = np.zeros((max(W.m + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
+    else:                                        # dense: one float64 product per block
+        top = max((a for a, _, _ in W.blocks), default=0) + 1
+        acc = np.zeros((max(top + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
         X = x.digits.transpose(1, 0, 2)
         X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
-        assert len(W.stacked) * W.m < 256, "digit sums must stay below 2^61"
-        for c, Wc in enumerate(W.stacked):
-            if Wc.size == 0:
-                continue
-            P = (Wc @ X[c * CHUNK:(c + 1) * CHUNK]).astype(np.int64)
-            P = P.reshape(W.m, rows, mx, B)
-            for a in range(W.m):
-                acc[a:a + mx] += P[a].transpose(1, 0, 2)
+        assert len(W.blocks) < 256, "digit sums must stay below 2^61"
+        for a, part, block in W.blocks:
+            P = (block @ (X if part is None else X[part])).astype(np.int64)
+            acc[a:a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
     if be is not None:
         acc[:be.shape[0]] += be
     bias_bound = max(map(abs, W.bias)) * abs(e) if be is not None else 0
