@@ -308,6 +308,7 @@ class IntMatrixDigits:
     used: np.ndarray | None
     idx: np.ndarray | None
     coef: np.ndarray | None
+    in_place: tuple[bool, ...] = ()           # sparse: idx[:, q] reads row r from row r
 
     @property
     def kept(self) -> int:
@@ -343,7 +344,9 @@ class IntMatrixDigits:
                 idx[r, :len(js)] = js
                 for q, j in enumerate(js):
                     coef[:, r, q] = [rows[i][j]] if wide else magnitude_digits(rows[i][j], mc)
-            return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef)
+            same = tuple(len(kept) == cols and (idx[:, q] == np.arange(cols)).all()
+                         for q in range(p))
+            return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef, same)
         blocks = []
         for a in range(Wd.shape[0]):
             cols_a = np.flatnonzero((Wd[a] != 0).any(axis=0))
@@ -368,11 +371,14 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     be = None
     if W.bias is not None and e:
         be = IntArray.from_ints([v * e for v in W.bias], (rows, 1)).digits
+    if W.coef is not None and be is None and W.idx.shape[1] == 1 and W.coef.shape[0] == 1 \
+            and (W.coef == 1).all():                 # a selection of rows: nothing to add
+        return IntArray(x.digits[:, W.idx[:, 0], :], x.bound)
     if W.coef is not None:                       # sparse: p gathered multiply-adds
         mc = W.coef.shape[0]
         acc = np.zeros((max(mc + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
         for q in range(W.idx.shape[1]):
-            G = x.digits[:, W.idx[:, q], :]
+            G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
             for a in range(mc):
                 c = W.coef[a, :, q]
                 if c.any():

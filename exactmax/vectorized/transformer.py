@@ -17,7 +17,7 @@ from math import lcm
 import numpy as np
 
 from ..kernel.affine import Vector, scaled_matrix, scaled_rows
-from ..kernel.rational import RatMatrix, rational
+from ..kernel.rational import ONE, ZERO, RatMatrix, common_denominator, rational
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
 from .integers import (
     one_blas_thread,
@@ -45,6 +45,52 @@ def _affine(rows: list[list[int]], width: int, drop_zero_rows: bool = False) -> 
                                      drop_zero_rows)
 
 
+def _feedforward_step(sub: FeedForward, d: int) -> tuple:
+    """A feed-forward sub-layer x + W2 ReLU(W1 x + b1) + b2 as S x + s + W2' ReLU(W1' x + b1').
+
+    Hidden units i, j with (W1_j, b1_j) = -(W1_i, b1_i) and W2 e_j = -W2 e_i add
+    W2 e_i (ReLU(u) - ReLU(-u)) = W2 e_i u, u = W1_i x + b1_i: a linear term, so they move into
+    S = I + sum W2 e_i W1_i and s = b2 + sum W2 e_i b1_i (exact rationals) and need no ReLU.
+    The clean-up sub-layers of construction.md §2 (u = ReLU(u) - ReLU(-u)) are all such pairs
+    and become one sparse linear map.  Scaled: with D1 the denominator of (W1', b1'), D2 that
+    of W2' and Dt = lcm(den(S, s), D1 D2), the new numerators over Dt E are
+    Dt [S | s] [X; E] + (Dt / D1) W2' ReLU(D1 [W1' | b1'] [X; E])."""
+    W1, b1, W2, b2 = sub.inner.W, sub.inner.b, sub.outer.W, sub.outer.b
+    h = len(b1)
+    col = [tuple(W2[r][j] for r in range(d)) for j in range(h)]
+    unpaired: dict[tuple, list[int]] = {}
+    pairs = []
+    for j in range(h):
+        key = (tuple(W1[j]), b1[j], col[j])
+        neg = (tuple(-v for v in W1[j]), -b1[j], tuple(-v for v in col[j]))
+        if key != neg and unpaired.get(neg):
+            pairs.append((unpaired[neg].pop(), j))
+        else:
+            unpaired.setdefault(key, []).append(j)
+    rest = sorted(j for js in unpaired.values() for j in js)
+    S = [[ONE if r == c else ZERO for c in range(d)] for r in range(d)]
+    sb = list(b2)
+    for i, _ in pairs:
+        for r in range(d):
+            if col[i][r]:
+                for c in range(d):
+                    if W1[i][c]:
+                        S[r][c] += col[i][r] * W1[i][c]
+                sb[r] += col[i][r] * b1[i]
+    D1 = common_denominator([v for j in rest for v in W1[j]] + [b1[j] for j in rest])
+    D2 = common_denominator(col[j][r] for j in rest for r in range(d))
+    Dt = lcm(common_denominator([v for row in S for v in row] + sb), D1 * D2)
+    skip = IntMatrixDigits.from_rows([[int(v * Dt) for v in row] for row in S], d,
+                                     [int(v * Dt) for v in sb])
+    if not rest:
+        return ("ff", Dt, skip, None, None)
+    inner = IntMatrixDigits.from_rows([[int(v * D1) for v in W1[j]] for j in rest], d,
+                                      [int(b1[j] * D1) for j in rest])
+    outer = IntMatrixDigits.from_rows([[int(col[j][r] * (Dt // D1)) for j in rest]
+                                       for r in range(d)], len(rest), drop_zero_rows=True)
+    return ("ff", Dt, skip, inner, outer)
+
+
 class VectorizedTransformerEvaluator:
     """Exact hardmax evaluation of one Transformer for a batch of inputs, prepared once."""
 
@@ -65,10 +111,7 @@ class VectorizedTransformerEvaluator:
         self._steps = []
         for sub in tf.sublayers:
             if isinstance(sub, FeedForward):
-                D1, A1 = scaled_rows(sub.inner.W, sub.inner.b)
-                D2, A2 = scaled_rows(sub.outer.W, sub.outer.b)
-                inner = _affine(A1, d) if A1 else None
-                self._steps.append(("ff", D1, inner, D2, _affine(A2, len(A1), True)))
+                self._steps.append(_feedforward_step(sub, d))
                 continue
             heads = [h for h in sub.heads if h.value]  # a head without values adds nothing
             if not heads:
@@ -106,12 +149,13 @@ class VectorizedTransformerEvaluator:
 
     @staticmethod
     def _feedforward(step, X: IntArray, E: int) -> tuple[IntArray, int]:
-        """x + W2 ReLU(W1 x + b1) + b2 on every column, over D2 D1 E."""
-        _, D1, inner, D2, outer = step
-        cols = X.shape[1]
-        G = IntArray.constant(0, (0, cols)) if inner is None else relu(matmul(inner, X, E))
-        Y = matmul(outer, G, D1 * E)
-        return add_rows(scale(X, D2 * D1), outer.row_index, Y), D2 * D1 * E
+        """S x + s + W2' ReLU(W1' x + b1') on every column (see ``_feedforward_step``), over
+        Dt E."""
+        _, Dt, skip, inner, outer = step
+        Y = matmul(skip, X, E)
+        if inner is not None:
+            Y = add_rows(Y, outer.row_index, matmul(outer, relu(matmul(inner, X, E))))
+        return Y, Dt * E
 
     @staticmethod
     def _attention(step, X: IntArray, E: int, B: int) -> tuple[IntArray, int]:
@@ -144,13 +188,18 @@ class VectorizedTransformerEvaluator:
             wins[h] = equal(s, top.reshape(B, n, 1))
         size = wins.sum(axis=3)                              # |S_h(t)|, all >= 1
         L = lcm(*(int(v) for v in np.unique(size)))
-        weight = np.where(wins, (L // size)[..., None], 0)   # (H, B, t, t')
         v = matmul(V, X).reshape(V.rows, B, n)
-        w = weight[value_head]                               # (value rows, B, t, t')
-        acc = np.zeros((v.digits.shape[0],) + w.shape[:3], np.int64)
-        for t in range(n):
-            acc += w[None, :, :, :, t] * v.digits[:, :, :, t, None]
-        A = carry(acc, L * v.bound, owned=True).reshape(V.rows, B * n)
+        if L == 1:                                           # no ties: the mean is the winner
+            first = wins.argmax(axis=3)[value_head]          # (value rows, B, t)
+            A = IntArray(np.take_along_axis(v.digits, first[None], axis=3), v.bound)
+        else:
+            weight = np.where(wins, (L // size)[..., None], 0)   # (H, B, t, t')
+            w = weight[value_head]                           # (value rows, B, t, t')
+            acc = np.zeros((v.digits.shape[0],) + w.shape[:3], np.int64)
+            for t in range(n):
+                acc += w[None, :, :, :, t] * v.digits[:, :, :, t, None]
+            A = carry(acc, L * v.bound, owned=True)
+        A = A.reshape(V.rows, B * n)
         return add_rows(scale(X, DO * DV * L), O.row_index, matmul(O, A)), DO * DV * L * E
 
     def evaluate_batch(self, xs) -> list[Vector]:
