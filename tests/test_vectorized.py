@@ -4,6 +4,7 @@ cross digit boundaries, carry through the sign and exceed 2^62."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -11,7 +12,7 @@ from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece,
 from exactmax.kernel.rational import Q, to_fraction
 from exactmax.kernel.affine import Affine
 from exactmax.kernel.transformer import (
-    HARDMAX, SOFTMAX, Attention, Head, Readout, Transformer, TransformerEvaluator,
+    HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout, Transformer, TransformerEvaluator,
 )
 from exactmax.vectorized import batch_evaluator
 from exactmax.vectorized.integers import (
@@ -33,24 +34,30 @@ def arrays(n):
     return st.lists(ints, min_size=n, max_size=n)
 
 
+def canonical(a: IntArray) -> IntArray:
+    """a, after checking the digit invariant every exact float64 product relies on: lower
+    digits in [0, R), |top digit| <= R, and the bound holds."""
+    d = a.digits
+    assert ((d[:-1] >= 0) & (d[:-1] < R)).all() and (abs(d[-1]) <= R).all()
+    assert all(abs(v) <= a.bound for v in a.to_ints())
+    return a
+
+
 @given(arrays(6))
 def test_digits_round_trip(values):
-    a = IntArray.from_ints(values, (2, 3))
+    a = canonical(IntArray.from_ints(values, (2, 3)))
     assert a.to_ints() == values
     assert list(map(int, a.to_int_matrix().entries())) == values
-    assert a.bound >= max(map(abs, values))
-    top = a.digits[-1]
-    assert ((a.digits[:-1] >= 0) & (a.digits[:-1] < R)).all() and (abs(top) <= R).all()
 
 
 @given(arrays(5), arrays(5), ints)
 def test_entrywise_operations_equal_python(xs, ys, c):
     x, y = IntArray.from_ints(xs, (5,)), IntArray.from_ints(ys, (5,))
-    assert add(x, y).to_ints() == [a + b for a, b in zip(xs, ys)]
-    assert scale(x, c).to_ints() == [c * a for a in xs]
-    assert maximum(x, y).to_ints() == [max(a, b) for a, b in zip(xs, ys)]
-    assert minimum(x, y).to_ints() == [min(a, b) for a, b in zip(xs, ys)]
-    assert relu(x).to_ints() == [max(a, 0) for a in xs]
+    assert canonical(add(x, y)).to_ints() == [a + b for a, b in zip(xs, ys)]
+    assert canonical(scale(x, c)).to_ints() == [c * a for a in xs]
+    assert canonical(maximum(x, y)).to_ints() == [max(a, b) for a, b in zip(xs, ys)]
+    assert canonical(minimum(x, y)).to_ints() == [min(a, b) for a, b in zip(xs, ys)]
+    assert canonical(relu(x)).to_ints() == [max(a, 0) for a in xs]
     assert equal(x, y).tolist() == [a == b for a, b in zip(xs, ys)]
     assert equal(x, x).all()
     assert signs(x).tolist() == [(a > 0) - (a < 0) for a in xs]
@@ -76,7 +83,7 @@ def test_affine_products_equal_python(form, rows, cols, B, data):
     xs = data.draw(arrays(cols * B))
     M = IntMatrixDigits.from_rows(W, cols, bias, drop_zero_rows=data.draw(st.booleans()), form=form)
     assert (M.coef is not None) == (form == "sparse")
-    got = matmul(M, IntArray.from_ints(xs, (cols, B)), e).to_ints()
+    got = canonical(matmul(M, IntArray.from_ints(xs, (cols, B)), e)).to_ints()
     kept = range(rows) if M.row_index is None else M.row_index
     assert got == [sum(W[i][j] * xs[j * B + b] for j in range(cols)) + bias[i] * e
                    for i in kept for b in range(B)]
@@ -108,15 +115,23 @@ def test_zero_columns_and_rows_are_skipped_but_counted():
 def test_inner_products_equal_python(r, B, n, data):
     qs, ks = data.draw(arrays(r * B * n)), data.draw(arrays(r * B * n))
     q, k = IntArray.from_ints(qs, (r, B, n)), IntArray.from_ints(ks, (r, B, n))
-    got = inner_products(q, k).to_ints()
+    got = canonical(inner_products(q, k)).to_ints()
     at = lambda v, i, b, t: v[(i * B + b) * n + t]  # noqa: E731
     assert got == [sum(at(qs, i, b, t) * at(ks, i, b, u) for i in range(r))
                    for b in range(B) for t in range(n) for u in range(n)]
 
 
+@given(st.lists(st.integers(-2**61, 2**61), min_size=2, max_size=6).map(lambda v: v + v[::-1]))
+def test_carry_of_any_accumulator_is_canonical(acc):
+    """Digit sums as the products leave them: any int64 below 2^61 in every digit."""
+    d = np.array(acc, dtype=np.int64).reshape(-1, 2)
+    value = [sum(int(d[t, i]) * R**t for t in range(d.shape[0])) for i in range(2)]
+    assert canonical(carry(d, max(map(abs, value)))).to_ints() == value
+
+
 def test_carry_drops_unneeded_digits_and_keeps_the_value():
     acc = IntArray.from_ints([-5, 3, 0, -1], (4,)).digits
-    loose = carry(acc, 2**300)
+    loose = canonical(carry(acc, 2**300))
     assert loose.to_ints() == [-5, 3, 0, -1] and loose.digits.shape[0] == 1
     assert loose.bound < 2**300
 
@@ -190,3 +205,44 @@ def test_softmax_and_long_transformers_are_left_to_the_kernel():
     assert ev.vectorized is None
     # token 0 is 1 + 0, it attends to the largest key 1 + 24 and adds it: 26
     assert ev.evaluate_batch([(Q(1),)] * 100) == [(Q(26),)] * 100
+
+
+def _with_mirrored_units(tf, flips):
+    """tf with, in each feed-forward, a mirror unit (-W1_i, -b1_i) added for hidden unit i,
+    its W2 column -W2 e_i (a linear pair: ReLU(u) - ReLU(-u) = u) or +W2 e_i when ``flips``
+    says so (ReLU(u) + ReLU(-u) = |u|, which must stay a ReLU)."""
+    subs = []
+    for s in tf.sublayers:
+        if not hasattr(s, "inner") or not s.inner.b:
+            subs.append(s)
+            continue
+        W1, b1, W2 = list(s.inner.W), list(s.inner.b), [list(r) for r in s.outer.W]
+        for i in range(len(s.inner.b)):
+            W1.append(tuple(-v for v in s.inner.W[i]))
+            b1.append(-s.inner.b[i])
+            sign = 1 if flips[i % len(flips)] else -1
+            for r in W2:
+                r.append(sign * r[i])
+        subs.append(FeedForward(Affine(tuple(W1), tuple(b1), s.inner.in_dim),
+                                Affine(tuple(map(tuple, W2)), s.outer.b, len(b1))))
+    return Transformer(tf.input_dim, tf.d_model, tf.embedding, tf.positions, tuple(subs),
+                       tf.readout)
+
+
+@settings(max_examples=40, deadline=None)
+@given(transformers(), st.lists(st.booleans(), min_size=1, max_size=4), st.data())
+def test_linear_relu_pairs_are_merged_and_absolute_values_are_not(tf, flips, data):
+    tf = _with_mirrored_units(tf, flips)
+    xs = data.draw(st.lists(vectors(tf.input_dim), min_size=1, max_size=3))
+    assert VectorizedTransformerEvaluator(tf).evaluate_batch(xs) == \
+        TransformerEvaluator(tf).evaluate_batch(xs)
+
+
+def test_a_clean_up_sub_layer_needs_no_relu():
+    from exactmax.construct.transformer import compile_transformer
+    from exactmax.kernel.polyhedron import Box
+    net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
+    tf = compile_transformer(net, Box((Q(-1),), (Q(1),))).transformer
+    steps = VectorizedTransformerEvaluator(tf)._steps
+    assert [s[0] for s in steps] == ["ff", "attn", "ff"]
+    assert steps[0][3] is not None and steps[2][3] is None    # gate FF keeps ReLUs, clean-up not
