@@ -179,14 +179,29 @@ def test_huge_weights_and_inputs():
         MaxoutEvaluator(net).evaluate_batch(xs)
 
 
-def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats():
+def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats(monkeypatch):
     net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
     ev = batch_evaluator(net)
+    used = []
+
+    class Spy:
+        def __init__(self, name):
+            self.name, self.inner = name, getattr(ev, name)
+
+        def evaluate_batch(self, xs):
+            used.append(self.name)
+            return self.inner.evaluate_batch(xs)
+
+    for name in ("kernel", "vectorized"):
+        monkeypatch.setattr(ev, name, Spy(name))
     assert ev.evaluate((Q(-2),)) == (Q(2),)
-    assert ev.evaluate_batch([(Q(v),) for v in range(-40, 40)]) == \
-        [(Q(abs(v)),) for v in range(-40, 40)]
-    with pytest.raises(TypeError):
-        ev.evaluate_batch([(0.5,)] * 40)
+    small, large = [(Q(v, 3),) for v in range(-40, 40)], [(Q(v, 7),) for v in range(-1100, 1100)]
+    assert ev.evaluate_batch(small) == [(abs(x[0]),) for x in small]
+    assert ev.evaluate_batch(large) == [(abs(x[0]),) for x in large]
+    assert used == ["kernel", "kernel", "vectorized"]
+    for xs in [(0.5,)] * 40, [(0.5,)] * 3000:
+        with pytest.raises(TypeError):
+            ev.evaluate_batch(xs)
 
 
 def _one_head(kind, tokens):
