@@ -98,12 +98,25 @@ def test_a_product_longer_than_one_exact_chunk():
         n * (R - 1) ** 2, -(n - 1) * (R - 1) ** 2 + R**5 * (R - 1)]
 
 
+@pytest.mark.parametrize("n", [1, 100, 127, 128, CHUNK - 1, CHUNK])
+def test_unsplit_columns_at_their_limit(n):
+    """Entries just below 2^(53 - 21 - bits(n)) stay unsplit; against digits R - 1 (x = R^3 - 1)
+    every float64 sum stays below 2^53, and one more bit splits them."""
+    limit = 1 << (53 - 21 - n.bit_length())
+    x = IntArray.from_ints([R**3 - 1] * n, (n, 1))
+    for top in (limit - 1, limit):
+        M = IntMatrixDigits.from_rows([[top] * n, [-top] * (n - 1) + [3]], n, form="dense")
+        assert len(M.blocks) == (1 if top < max(limit, R) else 2)
+        assert canonical(matmul(M, x)).to_ints() == [n * top * (R**3 - 1),
+                                                     (3 - (n - 1) * top) * (R**3 - 1)]
+
+
 def test_zero_columns_and_rows_are_skipped_but_counted():
     W = [[0, 3, 0], [0, 0, 0], [0, -2, 5 * 2**100], [0, 0, 0]]
     x = IntArray.from_ints([7, 1, 2**100], (3, 1))
     dense = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True, form="dense")
     assert dense.used.tolist() == [1, 2] and dense.row_index.tolist() == [0, 2, 3]
-    # digit 0 holds 3 and -2 (sign and magnitude), 5 * 2^100 = (5 * 2^16) R^4 only digit 4
+    # 3 and -2 need no split; 5 * 2^100 = (5 * 2^16) R^4 has only digit 4 (sign and magnitude)
     assert [(a, c.tolist()) for a, c, _ in dense.blocks] == [(0, [0]), (4, [1])]
     sparse = IntMatrixDigits.from_rows(W, 3, [0, 0, 0, 4], drop_zero_rows=True, form="sparse")
     assert sparse.coef is not None and sparse.idx.tolist() == [[1, 0], [1, 2], [0, 0]]

@@ -333,9 +333,15 @@ class IntMatrixDigits:
         nz = [[j for j in range(cols) if rows[i][j]] for i in kept]
         p = max(map(len, nz), default=0)
         cmax = max((abs(rows[i][j]) for i, js in zip(kept, nz) for j in js), default=0)
-        wide = cmax < 1 << (61 - S - p.bit_length())     # one int64 multiplier suffices
-        mc = 1 if wide else digit_count(cmax)
-        digit_cols = [int((Wd[a] != 0).any(axis=0).sum()) for a in range(Wd.shape[0])]
+        unsplit = cmax < 1 << (61 - S - p.bit_length())  # one int64 multiplier suffices
+        mc = 1 if unsplit else digit_count(cmax)
+        # Columns whose entries stay below 2^(53 - S - bits(width)) need no split: one float64
+        # product over them adds fewer than 2^bits(width) terms below 2^(53 - bits(width)).
+        wide_limit = 1 << (53 - S - min(len(used), CHUNK).bit_length())
+        colmax = [max((abs(rows[i][j]) for i in kept), default=0) for j in used]
+        wide = np.array([v < wide_limit for v in colmax], dtype=bool)
+        digit_cols = [int(wide.sum())] + [int(((Wd[a] != 0).any(axis=0) & ~wide).sum())
+                                          for a in range(Wd.shape[0])]
         dense_cost = sum(_DENSE_PER_COLUMN * w + _DENSE_FIXED for w in digit_cols if w)
         if form == "sparse" or form is None and (p == 0 or _SPARSE_PER_TERM * p * mc < dense_cost):
             idx = np.zeros((len(kept), p), dtype=np.intp)
@@ -343,18 +349,19 @@ class IntMatrixDigits:
             for r, (i, js) in enumerate(zip(kept, nz)):
                 idx[r, :len(js)] = js
                 for q, j in enumerate(js):
-                    coef[:, r, q] = [rows[i][j]] if wide else magnitude_digits(rows[i][j], mc)
+                    coef[:, r, q] = [rows[i][j]] if unsplit else magnitude_digits(rows[i][j], mc)
             same = tuple(len(kept) == cols and (idx[:, q] == np.arange(cols)).all()
                          for q in range(p))
             return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef, same)
+        values = np.array(flat, dtype=object).reshape(len(kept), len(used))
         blocks = []
-        for a in range(Wd.shape[0]):
-            cols_a = np.flatnonzero((Wd[a] != 0).any(axis=0))
-            full = len(cols_a) == len(used)
+        for a in range(-1, Wd.shape[0]):            # -1: the unsplit columns, at digit 0
+            cols_a = np.flatnonzero(wide if a < 0 else (Wd[a] != 0).any(axis=0) & ~wide)
+            full = len(cols_a) == len(used) and len(cols_a) <= CHUNK
             for c in range(0, len(cols_a), CHUNK):
                 part = cols_a[c:c + CHUNK]
-                block = np.ascontiguousarray(Wd[a][:, part], np.float64)
-                blocks.append((a, None if full and len(cols_a) <= CHUNK else part, block))
+                block = (values[:, part] if a < 0 else Wd[a][:, part]).astype(np.float64)
+                blocks.append((max(a, 0), None if full else part, np.ascontiguousarray(block)))
         return IntMatrixDigits(n, cols, row_index, l1, b, tuple(blocks),
                                None if len(used) == cols else np.array(used, dtype=np.intp),
                                None, None)
