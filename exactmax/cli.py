@@ -66,14 +66,14 @@ def describe_outside(dom: Domain, x) -> str:
 
 def cmd_eval(args) -> int:
     model = load_model(args.model)
+    if args.inputs is not None:
+        return _eval_many(args, model)
     x = parse_point(args.input, model.input_dim)
     dom = model_domain(model, args)
     if dom is not None and not dom.contains(x):
         print(f"exactmax: note: the input is outside the domain ({describe_outside(dom, x)}); "
               "evaluating anyway", file=sys.stderr)
-    softmax = [i for i, s in enumerate(getattr(model, "sublayers", ()))
-               if isinstance(s, Attention) and s.kind != HARDMAX]
-    if args.softmax_lambda is not None or softmax:
+    if args.softmax_lambda is not None or _softmax_sublayers(model):
         return _eval_softmax(args, model, x)
     if isinstance(model, MaxoutNetwork):
         y = MaxoutEvaluator(model).evaluate(x)
@@ -83,6 +83,36 @@ def cmd_eval(args) -> int:
         print(json.dumps({"output": [q_str(v) for v in y]}))
     else:
         print("y = (" + ", ".join(q_str(v) for v in y) + ")")
+    return EXIT_OK
+
+
+def _softmax_sublayers(model) -> list[int]:
+    return [i for i, s in enumerate(getattr(model, "sublayers", ()))
+            if isinstance(s, Attention) and s.kind != HARDMAX]
+
+
+def _eval_many(args, model) -> int:
+    """``eval --inputs FILE``: every point of the file, as one batch (vectorized when large)."""
+    from .io.points import read_points
+    from .vectorized import batch_evaluator
+    if args.softmax_lambda is not None or _softmax_sublayers(model):
+        raise UsageError("--inputs: batches are evaluated exactly, with hardmax attention; "
+                         "evaluate softmax attention one --input at a time")
+    xs, lines = read_points(args.inputs, model.input_dim)
+    dom = model_domain(model, args)
+    if dom is not None:
+        outside = [(n, x) for n, x in zip(lines, xs) if not dom.contains(x)]
+        if outside:
+            n, x = outside[0]
+            print(f"exactmax: note: {len(outside)} of {len(xs)} inputs are outside the domain "
+                  f"(the first on line {n}: {describe_outside(dom, x)}); evaluating anyway",
+                  file=sys.stderr)
+    ys = batch_evaluator(model).evaluate_batch(xs)
+    if args.json:
+        print(json.dumps({"outputs": [[q_str(v) for v in y] for y in ys]}))
+    else:
+        for y in ys:
+            print("y = (" + ", ".join(q_str(v) for v in y) + ")")
     return EXIT_OK
 
 
@@ -529,13 +559,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     e = sub.add_parser("eval", help="exact output of a Maxout network or hardmax Transformer",
-                       description="Evaluate a model exactly at one rational input. Hardmax "
+                       description="Evaluate a model exactly at one rational input, or at "
+                       "every point of a file (--inputs, evaluated as one batch). Hardmax "
                        "ties are averaged. A point outside the domain is still evaluated, "
                        "with a note on stderr.")
     e.add_argument("model", metavar="MODEL.json", help="exactmax/maxout or exactmax/transformer")
-    e.add_argument("--input", required=True, metavar="X",
-                   help='comma-separated exact numbers, e.g. "1/2,-3,0.25" (a leading minus '
-                   'works too: --input -1/2,3)')
+    given = e.add_mutually_exclusive_group(required=True)
+    given.add_argument("--input", metavar="X",
+                       help='comma-separated exact numbers, e.g. "1/2,-3,0.25" (a leading '
+                       'minus works too: --input -1/2,3)')
+    given.add_argument("--inputs", metavar="FILE",
+                       help="a file with one point per line in the syntax of --input (blank "
+                       "lines and # comments skipped); prints one output per point, or "
+                       '{"outputs": [[...], ...]} with --json')
     e.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
     e.add_argument("--json", action="store_true", help='print {"output": ["p/q", ...]}')
     e.add_argument("--softmax-lambda", metavar="L",

@@ -64,6 +64,12 @@ def parse_json_text(text: str, source: str) -> object:
 
 def read_json_file(path: str) -> object:
     """Read and parse a JSON file (``.gz`` files are decompressed)."""
+    return parse_json_text(read_text_file(path, "a JSON file"), path)
+
+
+def read_text_file(path: str, expected: str = "a text file") -> str:
+    """The UTF-8 text of a file (``.gz`` files are decompressed), or an InputError naming
+    ``path`` and, for a directory or binary data, the ``expected`` kind of file."""
     source = path
     import gzip
     import zlib
@@ -74,7 +80,7 @@ def read_json_file(path: str) -> object:
         if len(data) > MAX_FILE_BYTES:
             raise InputError(source, "", f"larger than {MAX_FILE_BYTES >> 20} MiB "
                              "(decompressed); exactmax refuses it")
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except EOFError:
         raise InputError(source, "", "the gzip data ends early (is the file truncated?)") \
             from None
@@ -83,12 +89,11 @@ def read_json_file(path: str) -> object:
     except FileNotFoundError:
         raise InputError(source, "", "no such file") from None
     except IsADirectoryError:
-        raise InputError(source, "", "is a directory, expected a JSON file") from None
+        raise InputError(source, "", f"is a directory, expected {expected}") from None
     except UnicodeDecodeError:
-        raise InputError(source, "", "not UTF-8 text, expected a JSON file") from None
+        raise InputError(source, "", f"not UTF-8 text, expected {expected}") from None
     except OSError as e:
         raise InputError(source, "", f"cannot read: {e.strerror or e}") from None
-    return parse_json_text(text, source)
 
 
 def describe(value: object) -> str:
