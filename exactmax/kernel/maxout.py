@@ -6,7 +6,7 @@ The evaluator keeps each layer's values as integers over one common denominator:
 h = u / E with u integral and a layer's pieces are scaled by their least common denominator
 D_l, then every pre-activation is (D_l [w | b] . [u; E]) / (D_l E), and since D_l E > 0 the
 max over pieces can be taken on the integer numerators.  One integer matrix product per layer
-(``IntMatrix``, computed in C) and an integer max; the only division is at the very end.
+(``IntMatrix``, computed in C) and one k-ary integer max; the only division is at the very end.
 """
 
 from __future__ import annotations
@@ -106,62 +106,55 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
 
 
 class MaxoutEvaluator:
-    """Exact evaluation of one network, prepared once (integer-scaled layers)."""
+    """Exact evaluation of one network, prepared once (integer-scaled layers).
 
-    __slots__ = ("_layers", "_output", "input_dim")
+    A layer of N units of rank k is stored piece-major: row j N + i of its matrix is piece j
+    of unit i, and a unit with fewer than k pieces repeats its first piece (max(a, a, b) =
+    max(a, b)).  For a batch of B inputs, block j of the product (entries j N B to
+    (j + 1) N B) then holds piece j of every unit at every input, so the layer's max is one
+    elementwise max of k blocks.
+    """
+
+    __slots__ = ("_layers", "input_dim")
 
     def __init__(self, net: MaxoutNetwork):
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
         self._layers = []
         for layer in net.layers:
-            W = [p.w for u in layer.units for p in u.pieces]
-            b = [p.b for u in layer.units for p in u.pieces]
-            D, rows = scaled_rows(W, b)
-            groups, start = [], 0
-            for u in layer.units:
-                groups.append((start, start + len(u.pieces)))
-                start += len(u.pieces)
-            self._layers.append((D, IntMatrix(rows), groups))
-        if net.output is not None:
+            k = layer.rank
+            pieces = [u.pieces[j] if j < len(u.pieces) else u.pieces[0]
+                      for j in range(k) for u in layer.units]
+            D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
+            self._layers.append((D, IntMatrix(rows), layer.width, k))
+        if net.output is not None:  # one more product, of rank 1 (no max)
             D, rows = scaled_rows(net.output.W, net.output.b)
-            self._output = (D, IntMatrix(rows) if rows else None, len(rows))
-        else:
-            self._output = None
+            self._layers.append((D, IntMatrix(rows) if rows else None, len(rows), 1))
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[N(x) for x in xs], exactly.  Every coordinate must be an exact rational."""
-        xs = [tuple(rational(v) for v in x) for x in xs]
-        B = len(xs)
+        xs = [tuple(x) for x in xs]
+        B, n = len(xs), self.input_dim
         if B == 0:
             return []
         for x in xs:
-            if len(x) != self.input_dim:
-                raise ValueError(f"input of length {len(x)}, expected {self.input_dim}")
-        # Numerators u (n x B, row-major) over one common denominator E, computed in C.
-        U, E = RatMatrix(B, self.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
-        u = U.entries()
-        n = self.input_dim
-        for D, M, groups in self._layers:
-            Z = (M * IntMatrix(n + 1, B, u + [E] * B)).entries()
+            if len(x) != n:
+                raise ValueError(f"input of length {len(x)}, expected {n}")
+        # H = [u; E] ((n + 1) x B, column c = input c) with x_c = u_c / E: the numerators of
+        # [x; 1] over their least common denominator E, computed in C.
+        H, E = RatMatrix(n + 1, B, [rational(x[i]) for i in range(n) for x in xs]
+                         + [1] * B).numer_denom()
+        for l, (D, M, n, k) in enumerate(self._layers):
+            if l:  # H = [u; E] for the layer before
+                H = IntMatrix(len(u) // B + 1, B, u + [E] * B)
+            Z = (M * H).entries() if n else []
             E *= D
-            u = []
-            for lo, hi in groups:
-                if hi - lo == 1:
-                    u.extend(Z[lo * B:(lo + 1) * B])
-                else:
-                    u.extend(map(max, *(Z[r * B:(r + 1) * B] for r in range(lo, hi))))
-            n = len(groups)
-        if self._output is not None:
-            D, M, m = self._output
-            u = (M * IntMatrix(n + 1, B, u + [E] * B)).entries() if m else []
-            E *= D
-            n = m
-        if n == 0:
+            u = Z if k == 1 else list(map(max, *[Z[j * n * B:(j + 1) * n * B]
+                                                 for j in range(k)]))
+        if not u:
             return [()] * B
-        # One division, canonicalised in C; column c of Y / E is N(x_c).
-        y = (RatMatrix(IntMatrix(n, B, u).transpose()) / E).entries()
-        return [tuple(y[c * n:(c + 1) * n]) for c in range(B)]
+        # u is n x B row-major: output c is column c, u[c::B] / E (fmpq reduces each).
+        return [tuple([Q(v, E) for v in u[c::B]]) for c in range(B)]
 
     def evaluate(self, x) -> Vector:
         """N(x), exactly."""
