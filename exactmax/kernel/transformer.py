@@ -16,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from math import lcm
+from operator import mul
 
 from .affine import Affine, Matrix, Vector, scaled_matrix, scaled_rows
 from .polyhedron import Domain
-from .rational import IntMatrix, Q, RatMatrix, rational
+from .rational import IntMatrix, Q, RatMatrix, Z, rational
+
+_ZERO = Z(0)   # comparisons and ReLU with an integer zero of the backend are faster
 
 HARDMAX = "hardmax"
 SOFTMAX = "softmax"
@@ -131,30 +134,29 @@ class TransformerEvaluator:
     """Exact hardmax evaluation of one Transformer, prepared once, for one input or a batch.
 
     All tokens of all inputs are the columns of one integer matrix X over one common
-    denominator E (column b n + t is token t of input b), as in ``maxout.py``: a linear map
-    with rows scaled by their least common denominator D is one integer matrix product, and
-    ReLU, argmax and comparisons are taken on the numerators since D E > 0.  Hardmax averages
-    over a tie set S are kept integral by the factor lcm(1..n) / |S| (n = number of tokens).
+    denominator E (column b n + t is token t of input b), as in ``maxout.py``, with a last row
+    of E's (the homogeneous coordinate): an affine map with rows [W | b] scaled by their least
+    common denominator D is one integer matrix product, and ReLU, argmax and comparisons are
+    taken on the numerators since D E > 0.  Hardmax means over a tie set S are kept integral
+    by the factor L / |S|, L the lcm of the tie-set sizes that occur.
     """
 
-    __slots__ = ("tf", "_embed", "_pos", "_steps", "_read")
+    __slots__ = ("tf", "_embed", "_steps", "_read")
 
     def __init__(self, tf: Transformer):
         check_transformer_shapes(tf)
         self.tf = tf
-        d = tf.d_model
-        self._embed = scaled_matrix(tf.embedding, tf.input_dim)
-        self._pos = scaled_matrix(tuple(tuple(p[i] for p in tf.positions) for i in range(d)),
-                                  tf.n_tokens)
+        d, n, din = tf.d_model, tf.n_tokens, tf.input_dim
+        # [E x + p_t; 1] = [[E | P]; [0 | 1 ... 1]] [x; e_t], e_t the one-hot of token t
+        DE, Em = scaled_matrix(tf.embedding, din)
+        DP, Pm = scaled_matrix(tuple(tuple(p[i] for p in tf.positions) for i in range(d)), n)
+        self._embed = (DE * DP, IntMatrix([[DP * a for a in e] + [DE * c for c in p]
+                                           for e, p in zip(Em, Pm)]
+                                          + [[0] * din + [DE * DP] * n]))
         self._steps = []
         for index, sub in enumerate(tf.sublayers):
             if isinstance(sub, FeedForward):
-                D1, A1 = scaled_rows(sub.inner.W, sub.inner.b)
-                D2, A2 = scaled_rows(sub.outer.W, sub.outer.b)
-                W1 = IntMatrix([r[:-1] for r in A1]) if A1 else None
-                b1 = IntMatrix([r[-1:] for r in A1]) if A1 else None
-                W2 = IntMatrix([r[:-1] for r in A2]) if A1 else None
-                self._steps.append(("ff", D1, W1, b1, D2, W2, IntMatrix([r[-1:] for r in A2])))
+                self._steps.append(_feedforward_step(sub, d))
                 continue
             if sub.kind != HARDMAX:
                 raise ValueError(f"sublayers[{index}] uses {sub.kind} attention, which has no "
@@ -171,118 +173,79 @@ class TransformerEvaluator:
             K = scaled_matrix(tuple(r for h in heads for r in h.key), d)[1]
             Qm = scaled_matrix(tuple(r for h in heads for r in h.query), d)[1]
             DV, V = scaled_matrix(tuple(r for h in heads for r in h.value), d)
+            nv = len(V)
             DO, O = scaled_matrix(tuple(tuple(v for h in heads for v in h.out[i])
-                                        for i in range(d)), sum(len(h.value) for h in heads))
-            spans, ks, vs = [], 0, 0
+                                        for i in range(d)), nv)
+            # One product S X gives all keys, queries and values; equal rows (a key that is
+            # also a value, one query shared by the heads) are rows of S once.
+            rows = {}   # row of S -> its index
+
+            def at(block):
+                return [rows.setdefault(tuple(r) + (0,), len(rows)) for r in block]
+
+            spans, kq, v0 = [], 0, 0   # per head: S rows of its keys, queries, values; 1st value
             for h in heads:
-                spans.append((ks, ks + len(h.key), vs, vs + len(h.value)))
-                ks, vs = ks + len(h.key), vs + len(h.value)
-            self._steps.append(("attn", _int_matrix(K, d), _int_matrix(Qm, d), DV,
-                                IntMatrix(V), DO, IntMatrix(O), spans))
+                k1, v1 = kq + len(h.key), v0 + len(h.value)
+                spans.append((at(K[kq:k1]), at(Qm[kq:k1]), at(V[v0:v1]), v0))
+                kq, v0 = k1, v1
+            self._steps.append(("attn", IntMatrix([list(r) for r in rows]), spans, nv,
+                                DO * DV, IntMatrix(O + [[0] * nv])))
         D, R = scaled_rows(tf.readout.map.W, tf.readout.map.b)
         self._read = (D, IntMatrix(R) if R else None, len(R))
+
+    def _run(self, xs, trace=None) -> tuple[IntMatrix, int]:
+        """(X, E) after the last sub-layer (appended to ``trace`` after every sub-layer)."""
+        tf, n = self.tf, self.tf.n_tokens
+        xs = [tuple(map(rational, x)) for x in xs]
+        for x in xs:
+            if len(x) != tf.input_dim:
+                raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
+        # H = [x_b; e_t] in column b n + t, as numerators over their least common denominator
+        onehot = [[int(s == t) for t in range(n)] * len(xs) for s in range(n)]
+        H, E = RatMatrix(tf.input_dim + n, n * len(xs),
+                         [x[i] for i in range(tf.input_dim) for x in xs for _ in range(n)]
+                         + [v for row in onehot for v in row]).numer_denom()
+        D, M = self._embed
+        X, E = M * H, D * E
+        if trace is not None:
+            trace.append((X, E))
+        for step in self._steps:
+            if step[0] == "ff":
+                X, E = _feedforward(step, X, E)
+            elif step[0] == "attn":
+                X, E = _attention(step, X, E, n)
+            if trace is not None:
+                trace.append((X, E))
+        return X, E
 
     def states(self, xs) -> list[tuple[IntMatrix, int]]:
         """(X, E) after the embedding and after each sub-layer: token t of input b is column
         b n + t of X / E."""
-        tf, n = self.tf, self.tf.n_tokens
-        xs = [tuple(rational(v) for v in x) for x in xs]
-        for x in xs:
-            if len(x) != tf.input_dim:
-                raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
-        B, d = len(xs), tf.d_model
-        U, Ein = RatMatrix(B, tf.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
-        DE, Em = self._embed
-        DP, Pm = self._pos
-        ex = (IntMatrix(Em) * U * DP).entries()          # d x B, over DE Ein DP
-        ps = (IntMatrix(Pm) * (DE * Ein)).entries()      # d x n
-        X = IntMatrix(d, n * B, [ex[i * B + b] + ps[i * n + t] for i in range(d)
-                                 for b in range(B) for t in range(n)])
-        E = DE * Ein * DP
-        out = [(X, E)]
-        for step in self._steps:
-            if step[0] == "ff":
-                X, E = self._feedforward(step, X, E)
-            elif step[0] == "attn":
-                X, E = self._attention(step, X, E, B)
-            out.append((X, E))
-        return out
-
-    @staticmethod
-    def _feedforward(step, X, E):
-        """x + W2 ReLU(W1 x + b1) + b2 on every column, over the new denominator D2 D1 E."""
-        _, D1, W1, b1, D2, W2, b2 = step
-        cols = X.ncols()
-        ones = IntMatrix(1, cols, [1] * cols)
-        if W1 is None:
-            Y = b2 * (D1 * E) * ones
-        else:
-            G = (W1 * X + b1 * E * ones).entries()
-            G = IntMatrix(W1.nrows(), cols, [v if v > 0 else 0 for v in G])
-            Y = W2 * G + b2 * (D1 * E) * ones
-        return X * (D2 * D1) + Y, D2 * D1 * E
-
-    @staticmethod
-    def _attention(step, X, E, B):
-        """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', with S_h(t) the hardmax argmax set."""
-        _, K, Qm, DV, V, DO, O, spans = step
-        n = X.ncols() // B
-        k, q, v = (K * X).entries(), (Qm * X).entries(), (V * X).entries()
-        ncol = n * B
-        everyone = list(range(n))
-        winners = []   # (head span, input, winner sets per query)
-        for k0, k1, v0, v1 in spans:
-            for b in range(B):
-                c0 = b * n
-                if k1 - k0 == 1:  # one key row: score(t', t) = k_t' q_t, decided by sign q_t
-                    keys = k[k0 * ncol + c0:k0 * ncol + c0 + n]
-                    top, low = max(keys), min(keys)
-                    up = [u for u in everyone if keys[u] == top]
-                    down = [u for u in everyone if keys[u] == low]
-                    wins = [up if c > 0 else down if c < 0 else everyone
-                            for c in q[k0 * ncol + c0:k0 * ncol + c0 + n]]
-                else:
-                    keys = [[k[r * ncol + c0 + t] for r in range(k0, k1)] for t in range(n)]
-                    wins = []
-                    for t in range(n):
-                        query = [q[r * ncol + c0 + t] for r in range(k0, k1)]
-                        wins.append(hardmax_winners(
-                            [sum(a * c for a, c in zip(key, query)) for key in keys]))
-                winners.append((v0, v1, c0, wins))
-        # L = lcm of the tie-set sizes that occur (1 when there are no ties): the means
-        # L * mean = (L / |S|) * sum_S v stay integral without growing every denominator
-        L = lcm(*{len(w) for _, _, _, wins in winners for w in wins}) if winners else 1
-        avg = [0] * (V.nrows() * ncol)
-        for v0, v1, c0, wins in winners:
-            for r in range(v0, v1):
-                row = r * ncol + c0
-                vals = v[row:row + n]
-                for t, win in enumerate(wins):
-                    avg[row + t] = (L // len(win)) * sum(vals[u] for u in win)
-        A = IntMatrix(V.nrows(), ncol, avg)
-        return X * (DO * DV * L) + O * A, DO * DV * L * E
+        trace = []
+        self._run(xs, trace)
+        d = self.tf.d_model
+        return [(IntMatrix(d, X.ncols(), X.entries()[:d * X.ncols()]), E) for X, E in trace]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[T(x) for x in xs], exactly (hardmax ties averaged)."""
         xs = list(xs)
         if not xs:
             return []
-        X, E = self.states(xs)[-1]
+        X, E = self._run(xs)
         B, n = len(xs), self.tf.n_tokens
         D, R, m = self._read
         if m == 0:
             return [()] * B
-        Y = (R * _with_row(X, E)).entries()             # m x nB over D E
+        Y = (R * X).entries()             # m x nB over D E
         t = self.tf.readout.token
         if t is None:   # token mean: sum over the n columns of each input, over n D E
-            nums = [sum(Y[i * n * B + b * n + s] for s in range(n)) for i in range(m)
-                    for b in range(B)]
             den = n * D * E
+            Y = [sum(Y[c:c + n]) for c in range(0, m * n * B, n)]
         else:
-            nums = [Y[i * n * B + b * n + t] for i in range(m) for b in range(B)]
             den = D * E
-        y = (RatMatrix(IntMatrix(m, B, nums).transpose()) / den).entries()
-        return [tuple(y[b * m:(b + 1) * m]) for b in range(B)]
+            Y = Y[t::n]
+        # Y is m x B row-major: output b is column b, Y[b::B] / den (fmpq reduces each)
+        return [tuple([Q(v, den) for v in Y[b::B]]) for b in range(B)]
 
     def evaluate(self, x) -> Vector:
         """T(x), exactly."""
@@ -293,14 +256,80 @@ class TransformerEvaluator:
         return [RatMatrix(X) / E for X, E in self.states([x])]
 
 
-def _int_matrix(rows: list[list[int]], ncols: int) -> IntMatrix:
-    return IntMatrix(rows) if rows else IntMatrix(0, ncols)
+def _feedforward_step(ff: FeedForward, d: int) -> tuple:
+    """The feed-forward x -> x + W2 ReLU(W1 x + b1) + b2 as ("ff", D, L1, L2, N1, N2) with
+    X -> D X + L2 L1 X + N2 ReLU(N1 X) on homogeneous columns over D E (D = D1 D2).
+
+    Two hidden units computing ReLU(z) and ReLU(-z) with opposite output columns w and -w
+    add w ReLU(z) - w ReLU(-z) = w z: such a pair is one linear unit, in L1 and L2 with the
+    bias (a linear unit equal to D1 E, output column D2 b2).  The other units are N1, N2.
+    When one (d + 1)-square product is cheaper than two, L1 is None and L2 = D I + L2 L1."""
+    D1, A1 = scaled_rows(ff.inner.W, ff.inner.b)    # rows D1 [W1_r | b1_r]
+    D2, A2 = scaled_rows(ff.outer.W, ff.outer.b)    # rows D2 [W2_i | b2_i]
+    linear, free = [], {}   # free: (row, column) -> the unpaired units with them
+    for r, row in enumerate(A1):
+        col = tuple(a[r] for a in A2)
+        mates = free.get((tuple(-v for v in row), tuple(-c for c in col)))
+        if mates:
+            linear.append(mates.pop())
+        else:
+            free.setdefault((tuple(row), col), []).append(r)
+    relu = sorted(r for units in free.values() for r in units)
+    D = D1 * D2
+    L1 = IntMatrix([A1[r] for r in linear] + [[0] * d + [D1]])
+    L2 = IntMatrix([[a[r] for r in linear] + [a[-1]] for a in A2] + [[0] * (len(linear) + 1)])
+    if 2 * L1.nrows() > d + 1:
+        L1, L2 = None, L2 * L1 + IntMatrix(d + 1, d + 1, [D * (i == j) for i in range(d + 1)
+                                                           for j in range(d + 1)])
+    if not relu:
+        return ("ff", D, L1, L2, None, None)
+    return ("ff", D, L1, L2, IntMatrix([A1[r] for r in relu]),
+            IntMatrix([[a[r] for r in relu] for a in A2] + [[0] * len(relu)]))
 
 
-def _with_row(X: IntMatrix, value) -> IntMatrix:
-    """X with a constant row appended (the homogeneous coordinate of [W | b])."""
-    cols = X.ncols()
-    return IntMatrix(X.nrows() + 1, cols, X.entries() + [value] * cols)
+def _feedforward(step, X, E):
+    """x + W2 ReLU(W1 x + b1) + b2 on every column, over the new denominator D1 D2 E."""
+    _, D, L1, L2, N1, N2 = step
+    Y = L2 * X if L1 is None else X * D + L2 * (L1 * X)
+    if N1 is not None:
+        G = [v if v > _ZERO else _ZERO for v in (N1 * X).entries()]
+        Y += N2 * IntMatrix(N1.nrows(), X.ncols(), G)
+    return Y, D * E
+
+
+def _attention(step, X, E, n):
+    """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', with S_h(t) the hardmax argmax set."""
+    _, S, spans, nv, D, O = step
+    ncol = X.ncols()
+    P = (S * X).entries()   # row r of S X: P[r ncol:(r + 1) ncol]
+    winners = []   # (head, first column of the input, winner sets, the set of each query)
+    for head in spans:
+        keys_at, queries_at = head[0], head[1]
+        for c0 in range(0, ncol, n):
+            if len(keys_at) == 1:  # score(t', t) = k_t' q_t: the argmax of sign(q_t) k_t'
+                a, b = keys_at[0] * ncol + c0, queries_at[0] * ncol + c0
+                keys = P[a:a + n]
+                which = [(c > _ZERO) - (c < _ZERO) for c in P[b:b + n]]
+                sets = {s: hardmax_winners(keys if s > 0 else [s * k for k in keys])
+                        for s in set(which)}
+            else:
+                keys = [[P[r * ncol + c0 + t] for r in keys_at] for t in range(n)]
+                queries = [[P[r * ncol + c0 + t] for r in queries_at] for t in range(n)]
+                which = range(n)
+                sets = {t: hardmax_winners([sum(map(mul, key, query)) for key in keys])
+                        for t, query in enumerate(queries)}
+            winners.append((head, c0, sets, which))
+    # L = lcm of the tie-set sizes that occur (1 when there are no ties): the means
+    # L * mean = (L / |S|) * sum_S v stay integral without growing every denominator
+    L = lcm(*{len(w) for _, _, sets, _ in winners for w in sets.values()})
+    avg = [0] * (nv * ncol)
+    for (_, _, values_at, v0), c0, sets, which in winners:
+        for i, r in enumerate(values_at):
+            vals = P[r * ncol + c0:r * ncol + c0 + n]
+            means = {s: (L // len(w)) * sum([vals[u] for u in w]) for s, w in sets.items()}
+            row = (v0 + i) * ncol + c0
+            avg[row:row + n] = [means[s] for s in which]
+    return X * (D * L) + O * IntMatrix(nv, ncol, avg), D * L * E
 
 
 def evaluate_transformer(tf: Transformer, x) -> Vector:
