@@ -20,7 +20,7 @@ from exactmax.vectorized.integers import (
     minimum, relu, scale, signs,
 )
 from exactmax.vectorized.maxout import VectorizedMaxoutEvaluator
-from exactmax.vectorized.transformer import VectorizedTransformerEvaluator, supports
+from exactmax.vectorized.transformer import FEW, VectorizedTransformerEvaluator, supports
 from reference import maxout_reference, transformer_reference
 from exactmax.strategies import compiled_transformers, domain_points, maxout_networks, transformers, vectors
 
@@ -165,8 +165,11 @@ def test_vectorized_maxout_evaluation_equals_the_kernel(data):
 def test_vectorized_transformer_evaluation_equals_the_kernel(data):
     tf = data.draw(transformers())
     xs = data.draw(st.lists(vectors(tf.input_dim), min_size=1, max_size=4))
-    ours = VectorizedTransformerEvaluator(tf).evaluate_batch(xs)
+    ev = VectorizedTransformerEvaluator(tf)
+    ours = ev.evaluate_batch(xs)
     assert ours == TransformerEvaluator(tf).evaluate_batch(xs)
+    many = xs * 3 + [xs[0]] * FEW                   # more than FEW inputs: the other argmax path
+    assert ev.evaluate_batch(many) == [ours[xs.index(x)] for x in many]
     assert [list(y) for y in ours] == [
         [Q(f.numerator, f.denominator) for f in transformer_reference(tf, map(to_fraction, x))]
         for x in xs]
@@ -177,6 +180,7 @@ def test_vectorized_transformer_evaluation_equals_the_kernel(data):
 def test_vectorized_compiled_transformer_equals_the_network(pair, data):
     net, tf = pair
     xs = data.draw(st.lists(domain_points(net.domain), min_size=1, max_size=4))
+    xs = xs * (1 + FEW // len(xs) if data.draw(st.booleans()) else 1)
     want = [tuple(Q(f.numerator, f.denominator) for f in maxout_reference(net, map(to_fraction, x)))
             for x in xs]
     assert VectorizedTransformerEvaluator(tf).evaluate_batch(xs) == want
@@ -274,3 +278,19 @@ def test_a_clean_up_sub_layer_needs_no_relu():
     steps = VectorizedTransformerEvaluator(tf)._steps
     assert [s[0] for s in steps] == ["ff", "attn", "ff"]
     assert steps[0][3] is not None and steps[2][3] is None    # gate FF keeps ReLUs, clean-up not
+
+
+@pytest.mark.parametrize("batch", [1, FEW, FEW + 1, 40])
+def test_single_key_heads_take_argmax_or_argmin_by_the_query_sign(batch):
+    """Key x + t, query s x: a query of sign +1 averages the largest keys, -1 the smallest,
+    0 all of them (x = 0 makes the query 0); both argmax paths, below and above FEW."""
+    one = ((Q(1),),)
+    for s in (Q(1), Q(-1)):
+        tf = Transformer(1, 2, ((Q(1),), (Q(0),)), ((Q(0), Q(0)), (Q(1), Q(1)), (Q(2), Q(2))),
+                         (Attention((Head(((s, Q(0)),), ((Q(1), Q(1)),), ((Q(1), Q(0)),),
+                                          ((Q(1),), (Q(0),)), Q(1)),)),),
+                         Readout(Affine(((Q(1), Q(0)),), (Q(0),), 2), 1))
+        xs = [(Q(v, 3),) for v in range(-batch // 2, batch - batch // 2)]
+        want = [(Q(f.numerator, f.denominator),)
+                for f in (transformer_reference(tf, [to_fraction(x[0])])[0] for x in xs)]
+        assert VectorizedTransformerEvaluator(tf).evaluate_batch(xs) == want

@@ -152,7 +152,8 @@ class IntArray:
         return IntArray(self.digits.reshape((self.digits.shape[0],) + shape), self.bound)
 
     def __getitem__(self, index) -> "IntArray":
-        """Entries ``index`` (any numpy index on the value axes); the bound is kept."""
+        """Entries ``index`` (any numpy index on the value axes, ``None`` adds an axis); the
+        bound is kept."""
         if not isinstance(index, tuple):
             index = (index,)
         return IntArray(self.digits[(slice(None),) + index], self.bound)
@@ -239,8 +240,9 @@ def sign_nonnegative(x: IntArray) -> np.ndarray:
     return x.digits[-1] >= 0
 
 
-def nonnegative_difference(x: IntArray, y: IntArray) -> np.ndarray:
-    """The boolean array x >= y, from the carry chain of x - y (its top digit's sign)."""
+def at_least(x: IntArray, y: IntArray) -> np.ndarray:
+    """The boolean array x >= y (shapes broadcast), from the carry chain of x - y: its value
+    sum_t d_t R^t is >= 0 exactly when d_(m-1) + floor(sum_(t<m-1) d_t R^t / R^(m-1)) is."""
     m = max(x.digits.shape[0], y.digits.shape[0])
     d = _widen(x, m) - _widen(y, m)
     c = 0
@@ -253,14 +255,14 @@ def maximum(x: IntArray, y: IntArray) -> IntArray:
     """The entrywise max(x, y) (same shapes)."""
     m = max(x.digits.shape[0], y.digits.shape[0])
     xd, yd = _widen(x, m), _widen(y, m)
-    return IntArray(np.where(nonnegative_difference(x, y), xd, yd), max(x.bound, y.bound))
+    return IntArray(np.where(at_least(x, y), xd, yd), max(x.bound, y.bound))
 
 
 def minimum(x: IntArray, y: IntArray) -> IntArray:
     """The entrywise min(x, y) (same shapes)."""
     m = max(x.digits.shape[0], y.digits.shape[0])
     xd, yd = _widen(x, m), _widen(y, m)
-    return IntArray(np.where(nonnegative_difference(x, y), yd, xd), max(x.bound, y.bound))
+    return IntArray(np.where(at_least(x, y), yd, xd), max(x.bound, y.bound))
 
 
 def equal(x: IntArray, y: IntArray) -> np.ndarray:
@@ -303,7 +305,7 @@ class IntMatrixDigits:
     cols: int
     row_index: np.ndarray | None
     row_l1: int                               # max_i sum_j |W_ij|
-    bias: tuple[int, ...] | None              # b on the kept rows, None when b = 0
+    bias: "IntArray | None"                   # b on the kept rows (rows x 1), None when b = 0
     blocks: tuple | None
     used: np.ndarray | None
     idx: np.ndarray | None
@@ -325,7 +327,7 @@ class IntMatrixDigits:
             else list(range(n))
         used = [j for j in range(cols) if any(rows[i][j] for i in kept)]
         l1 = max((sum(map(abs, r)) for r in rows), default=0)
-        b = tuple(bias[i] for i in kept) if any(bias) else None
+        b = IntArray.from_ints([bias[i] for i in kept], (len(kept), 1)) if any(bias) else None
         row_index = np.array(kept, dtype=np.intp) if drop_zero_rows else None
         flat = [rows[i][j] for i in kept for j in used]
         Wd = IntArray.from_ints(list(map(abs, flat)), (len(kept), len(used))).digits
@@ -377,7 +379,7 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     rows = W.kept
     be = None
     if W.bias is not None and e:
-        be = IntArray.from_ints([v * e for v in W.bias], (rows, 1)).digits
+        be = scale(W.bias, e).digits
     if W.coef is not None and be is None and W.idx.shape[1] == 1 and W.coef.shape[0] == 1 \
             and (W.coef == 1).all():                 # a selection of rows: nothing to add
         return IntArray(x.digits[:, W.idx[:, 0], :], x.bound)
@@ -401,7 +403,7 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
             acc[a:a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
     if be is not None:
         acc[:be.shape[0]] += be
-    bias_bound = max(map(abs, W.bias)) * abs(e) if be is not None else 0
+    bias_bound = W.bias.bound * abs(e) if be is not None else 0
     return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
 
 

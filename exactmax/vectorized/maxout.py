@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..kernel.affine import Vector, scaled_rows
 from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
 from ..kernel.rational import RatMatrix, rational
-from .integers import one_blas_thread, IntArray, IntMatrixDigits, matmul, maximum
+from .integers import IntArray, IntMatrixDigits, matmul, maximum, one_blas_thread
 
 
 def _affine(rows: list[list[int]], width: int) -> IntMatrixDigits:

@@ -20,10 +20,12 @@ from ..kernel.affine import Vector, scaled_matrix, scaled_rows
 from ..kernel.rational import ONE, ZERO, RatMatrix, common_denominator, rational
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
 from .integers import (
-    one_blas_thread,
-    CHUNK, IntArray, IntMatrixDigits, add, add_rows, carry, equal, inner_products, matmul,
-    maximum, minimum, relu, scale, signs,
+    CHUNK, IntArray, IntMatrixDigits, add, add_rows, at_least, carry, equal, inner_products,
+    matmul, maximum, minimum, one_blas_thread, relu, scale, signs,
 )
+
+FEW = 8
+"""Batches of at most FEW inputs compare all pairs of keys at once (measured faster there)."""
 
 MAX_TOKENS = 24
 """Tie weights L / |S| <= lcm(1..24) < 2^33 keep every weighted digit sum below 2^62."""
@@ -126,9 +128,13 @@ class VectorizedTransformerEvaluator:
                 (single if len(h.key) == 1 else general).append((index, ks, ks + len(h.key)))
                 ks += len(h.key)
                 value_head += [index] * len(h.value)
+            # Equal rows are computed once: in compiled models all heads share one query row
+            # and the keys are the values.
+            unique_q = list(dict.fromkeys(map(tuple, Qm)))
+            q_of = np.array([unique_q.index(tuple(r)) for r in Qm], dtype=np.intp)
             self._steps.append(("attn", IntMatrixDigits.from_rows(K, d) if K else None,
-                                IntMatrixDigits.from_rows(Qm, d) if Qm else None, DV,
-                                IntMatrixDigits.from_rows(V, d), DO,
+                                (IntMatrixDigits.from_rows(unique_q, d), q_of) if Qm else None,
+                                DV, None if V == K else IntMatrixDigits.from_rows(V, d), DO,
                                 IntMatrixDigits.from_rows(O, len(V), drop_zero_rows=True),
                                 len(heads),
                                 single, general, np.array(value_head)))
@@ -165,16 +171,20 @@ class VectorizedTransformerEvaluator:
         wins = np.ones((H, B, n, n), dtype=bool)          # wins[h, b, t, t']: t' in S_h(t)
         if K is not None:
             k = matmul(K, X).reshape(K.rows, B, n)
-            q = matmul(Qm, X).reshape(Qm.rows, B, n)
+            q = matmul(Qm[0], X)[Qm[1]].reshape(K.rows, B, n)
         if single:
             heads = [h for h, _, _ in single]
             rows = [r for _, r, _ in single]
             keys = k[rows]                                   # (heads, B, n)
-            top, low = keys[:, :, 0], keys[:, :, 0]
-            for t in range(1, n):
-                top, low = maximum(top, keys[:, :, t]), minimum(low, keys[:, :, t])
-            up = equal(keys, top.reshape(len(rows), B, 1))  # (heads, B, t')
-            down = equal(keys, low.reshape(len(rows), B, 1))
+            if B <= FEW:     # all n^2 comparisons at once: fewer, larger steps
+                ge = at_least(keys[:, :, :, None], keys[:, :, None, :])   # k_t' >= k_u
+                up, down = ge.all(axis=3), ge.all(axis=2)    # argmax, argmin sets (heads, B, t')
+            else:            # n - 1 running maxima and minima: less work per input
+                top, low = keys[:, :, 0], keys[:, :, 0]
+                for t in range(1, n):
+                    top, low = maximum(top, keys[:, :, t]), minimum(low, keys[:, :, t])
+                up = equal(keys, top.reshape(len(rows), B, 1))
+                down = equal(keys, low.reshape(len(rows), B, 1))
             sq = signs(q[rows])[..., None]                   # (heads, B, t, 1)
             wins[heads] = np.where(sq > 0, up[:, :, None, :],
                                    np.where(sq < 0, down[:, :, None, :], True))
@@ -182,13 +192,10 @@ class VectorizedTransformerEvaluator:
             if r0 == r1:
                 continue                                     # no key rows: every score is 0
             s = inner_products(q[r0:r1], k[r0:r1])           # s[b, t, t'] = <q_t, k_t'>
-            top = s[:, :, 0]
-            for t in range(1, n):
-                top = maximum(top, s[:, :, t])
-            wins[h] = equal(s, top.reshape(B, n, 1))
+            wins[h] = at_least(s[:, :, :, None], s[:, :, None, :]).all(axis=3)
         size = wins.sum(axis=3)                              # |S_h(t)|, all >= 1
         L = lcm(*(int(v) for v in np.unique(size)))
-        v = matmul(V, X).reshape(V.rows, B, n)
+        v = k if V is None else matmul(V, X).reshape(V.rows, B, n)
         if L == 1:                                           # no ties: the mean is the winner
             first = wins.argmax(axis=3)[value_head]          # (value rows, B, t)
             A = IntArray(np.take_along_axis(v.digits, first[None], axis=3), v.bound)
@@ -199,7 +206,7 @@ class VectorizedTransformerEvaluator:
             for t in range(n):
                 acc += w[None, :, :, :, t] * v.digits[:, :, :, t, None]
             A = carry(acc, L * v.bound, owned=True)
-        A = A.reshape(V.rows, B * n)
+        A = A.reshape(A.shape[0], B * n)
         return add_rows(scale(X, DO * DV * L), O.row_index, matmul(O, A)), DO * DV * L * E
 
     def evaluate_batch(self, xs) -> list[Vector]:
