@@ -311,6 +311,19 @@ class IntMatrixDigits:
     idx: np.ndarray | None
     coef: np.ndarray | None
     in_place: tuple[bool, ...] = ()           # sparse: idx[:, q] reads row r from row r
+    terms: tuple = ()                         # sparse: (q, a, coef[a, :, q]) when not all 0
+    selection: bool = False                   # sparse, p = 1, every coefficient 1
+
+    @staticmethod
+    def _sparse(n, cols, row_index, l1, b, idx, coef) -> "IntMatrixDigits":
+        kept, p = idx.shape
+        same = tuple(kept == cols and bool((idx[:, q] == np.arange(cols)).all())
+                     for q in range(p))
+        terms = tuple((q, a, coef[a, :, q].reshape(1, kept, 1)) for q in range(p)
+                      for a in range(coef.shape[0]) if coef[a, :, q].any())
+        selection = p == 1 and coef.shape[0] == 1 and bool((coef == 1).all())
+        return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef, same, terms,
+                               selection)
 
     @property
     def kept(self) -> int:
@@ -352,9 +365,7 @@ class IntMatrixDigits:
                 idx[r, :len(js)] = js
                 for q, j in enumerate(js):
                     coef[:, r, q] = [rows[i][j]] if unsplit else magnitude_digits(rows[i][j], mc)
-            same = tuple(len(kept) == cols and (idx[:, q] == np.arange(cols)).all()
-                         for q in range(p))
-            return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef, same)
+            return IntMatrixDigits._sparse(n, cols, row_index, l1, b, idx, coef)
         values = np.array(flat, dtype=object).reshape(len(kept), len(used))
         blocks = []
         for a in range(-1, Wd.shape[0]):            # -1: the unsplit columns, at digit 0
@@ -377,33 +388,32 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     if cols != W.cols:
         raise ValueError(f"product of a {W.rows} x {W.cols} matrix with {cols} rows")
     rows = W.kept
-    be = None
-    if W.bias is not None and e:
-        be = scale(W.bias, e).digits
-    if W.coef is not None and be is None and W.idx.shape[1] == 1 and W.coef.shape[0] == 1 \
-            and (W.coef == 1).all():                 # a selection of rows: nothing to add
+    ed = None
+    if W.bias is not None and e:       # b e enters the digit sums as e's digits times b's
+        ed = [e] if abs(e) < 1 << (60 - S) else magnitude_digits(e, digit_count(abs(e)))
+    if W.selection and ed is None:     # rows of x, unchanged: nothing to add or carry
         return IntArray(x.digits[:, W.idx[:, 0], :], x.bound)
+    low = 0 if ed is None else len(ed) + W.bias.digits.shape[0]
     if W.coef is not None:                       # sparse: p gathered multiply-adds
-        mc = W.coef.shape[0]
-        acc = np.zeros((max(mc + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
-        for q in range(W.idx.shape[1]):
+        acc = np.zeros((max(W.coef.shape[0] + mx, low), rows, B), np.int64)
+        for q, a, c in W.terms:
             G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
-            for a in range(mc):
-                c = W.coef[a, :, q]
-                if c.any():
-                    acc[a:a + mx] += c[None, :, None] * G
+            acc[a:a + mx] += c * G
     else:                                        # dense: one float64 product per block
         top = max((a for a, _, _ in W.blocks), default=0) + 1
-        acc = np.zeros((max(top + mx, 0 if be is None else be.shape[0]), rows, B), np.int64)
+        acc = np.zeros((max(top + mx, low), rows, B), np.int64)
         X = x.digits.transpose(1, 0, 2)
         X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
         assert len(W.blocks) < 256, "digit sums must stay below 2^61"
         for a, part, block in W.blocks:
             P = (block @ (X if part is None else X[part])).astype(np.int64)
             acc[a:a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
-    if be is not None:
-        acc[:be.shape[0]] += be
-    bias_bound = W.bias.bound * abs(e) if be is not None else 0
+    if ed is not None:
+        mb = W.bias.digits.shape[0]
+        for a, v in enumerate(ed):
+            if v:
+                acc[a:a + mb] += v * W.bias.digits
+    bias_bound = W.bias.bound * abs(e) if ed is not None else 0
     return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
 
 
