@@ -295,9 +295,11 @@ class IntMatrixDigits:
     prepared for exact products.
 
     Only the rows ``row_index`` are computed when it is set (the others are zero rows of
-    [W | b]).  Dense form: ``blocks`` (a, columns, W_a block) of W's digits W_a as float64,
-    each on the columns of ``used`` (W's non-zero columns) where W_a is not zero, at most CHUNK
-    of them (columns None: all of ``used``).  Sparse form, for rows with at most p non-zeros:
+    [W | b]).  W x = (dense part) + (sparse part), each over its own columns.  Dense part:
+    ``blocks`` (a, columns, block) of float64 blocks, at most CHUNK columns each, at digit
+    position a; the columns index ``used`` (W's non-zero columns; None: all of them).  Columns
+    with small entries form one unsplit block at a = 0, the others one block per non-zero digit
+    W_a (sign and magnitude, |W_a| < R).  Sparse part, for rows with at most p non-zeros there:
     their columns ``idx`` (kept rows x p) and coefficients ``coef`` (mc, kept rows, p), split
     into radix-R digits only when a coefficient times R p could leave int64 (0 pads)."""
 
@@ -313,17 +315,7 @@ class IntMatrixDigits:
     in_place: tuple[bool, ...] = ()           # sparse: idx[:, q] reads row r from row r
     terms: tuple = ()                         # sparse: (q, a, coef[a, :, q]) when not all 0
     selection: bool = False                   # sparse, p = 1, every coefficient 1
-
-    @staticmethod
-    def _sparse(n, cols, row_index, l1, b, idx, coef) -> "IntMatrixDigits":
-        kept, p = idx.shape
-        same = tuple(kept == cols and bool((idx[:, q] == np.arange(cols)).all())
-                     for q in range(p))
-        terms = tuple((q, a, coef[a, :, q].reshape(1, kept, 1)) for q in range(p)
-                      for a in range(coef.shape[0]) if coef[a, :, q].any())
-        selection = p == 1 and coef.shape[0] == 1 and bool((coef == 1).all())
-        return IntMatrixDigits(n, cols, row_index, l1, b, None, None, idx, coef, same, terms,
-                               selection)
+    scalar: int | None = None                 # sparse, W = c I with c unsplit
 
     @property
     def kept(self) -> int:
@@ -332,7 +324,9 @@ class IntMatrixDigits:
     @staticmethod
     def from_rows(rows: list[list[int]], cols: int, bias=None, drop_zero_rows: bool = False,
                   form: str | None = None) -> "IntMatrixDigits":
-        """``form``: "dense", "sparse", or None to choose by the cost model."""
+        """``form``: "dense", "sparse", or None to choose by the cost model: all sparse, all
+        dense, or dense on the unsplit columns and sparse on the others (the few large
+        entries of a gate, say), whichever is cheapest."""
         rows = [[int(v) for v in r] for r in rows]
         bias = [int(v) for v in bias] if bias is not None else [0] * len(rows)
         n = len(rows)
@@ -342,42 +336,89 @@ class IntMatrixDigits:
         l1 = max((sum(map(abs, r)) for r in rows), default=0)
         b = IntArray.from_ints([bias[i] for i in kept], (len(kept), 1)) if any(bias) else None
         row_index = np.array(kept, dtype=np.intp) if drop_zero_rows else None
-        flat = [rows[i][j] for i in kept for j in used]
-        Wd = IntArray.from_ints(list(map(abs, flat)), (len(kept), len(used))).digits
-        Wd = Wd * np.sign(np.array(flat, dtype=object)).astype(np.int64).reshape(Wd.shape[1:])
-        nz = [[j for j in range(cols) if rows[i][j]] for i in kept]
-        p = max(map(len, nz), default=0)
-        cmax = max((abs(rows[i][j]) for i, js in zip(kept, nz) for j in js), default=0)
-        unsplit = cmax < 1 << (61 - S - p.bit_length())  # one int64 multiplier suffices
-        mc = 1 if unsplit else digit_count(cmax)
+        W = [[rows[i][j] for j in used] for i in kept]
         # Columns whose entries stay below 2^(53 - S - bits(width)) need no split: one float64
         # product over them adds fewer than 2^bits(width) terms below 2^(53 - bits(width)).
         wide_limit = 1 << (53 - S - min(len(used), CHUNK).bit_length())
-        colmax = [max((abs(rows[i][j]) for i in kept), default=0) for j in used]
-        wide = np.array([v < wide_limit for v in colmax], dtype=bool)
-        digit_cols = [int(wide.sum())] + [int(((Wd[a] != 0).any(axis=0) & ~wide).sum())
-                                          for a in range(Wd.shape[0])]
-        dense_cost = sum(_DENSE_PER_COLUMN * w + _DENSE_FIXED for w in digit_cols if w)
-        if form == "sparse" or form is None and (p == 0 or _SPARSE_PER_TERM * p * mc < dense_cost):
-            idx = np.zeros((len(kept), p), dtype=np.intp)
-            coef = np.zeros((mc, len(kept), p), dtype=np.int64)
-            for r, (i, js) in enumerate(zip(kept, nz)):
-                idx[r, :len(js)] = js
-                for q, j in enumerate(js):
-                    coef[:, r, q] = [rows[i][j]] if unsplit else magnitude_digits(rows[i][j], mc)
-            return IntMatrixDigits._sparse(n, cols, row_index, l1, b, idx, coef)
-        values = np.array(flat, dtype=object).reshape(len(kept), len(used))
-        blocks = []
-        for a in range(-1, Wd.shape[0]):            # -1: the unsplit columns, at digit 0
-            cols_a = np.flatnonzero(wide if a < 0 else (Wd[a] != 0).any(axis=0) & ~wide)
-            full = len(cols_a) == len(used) and len(cols_a) <= CHUNK
-            for c in range(0, len(cols_a), CHUNK):
-                part = cols_a[c:c + CHUNK]
-                block = (values[:, part] if a < 0 else Wd[a][:, part]).astype(np.float64)
-                blocks.append((max(a, 0), None if full else part, np.ascontiguousarray(block)))
+        wide = [max((abs(r[c]) for r in W), default=0) < wide_limit for c in range(len(used))]
+        split = [c for c in range(len(used)) if not wide[c]]
+        Wd = IntArray.from_ints([abs(r[c]) for r in W for c in split], (len(kept), len(split)))
+        sign = np.array([[(r[c] > 0) - (r[c] < 0) for c in split] for r in W], np.int64)
+        Wd = Wd.digits * sign.reshape((len(kept), len(split)))     # sign-magnitude digits
+        split_blocks = sum(bool((Wd[a] != 0).any()) for a in range(Wd.shape[0]))
+        split_cost = sum(_DENSE_PER_COLUMN * int((Wd[a] != 0).any(axis=0).sum()) + _DENSE_FIXED
+                         for a in range(Wd.shape[0]) if split_blocks)
+        wide_cost = _DENSE_PER_COLUMN * sum(wide) + _DENSE_FIXED if any(wide) else 0
+        all_sparse = _SPARSE_PER_TERM * _sparse_weight(W, range(len(used)))
+        some_sparse = _SPARSE_PER_TERM * _sparse_weight(W, split)
+        if form == "sparse" or form is None and all_sparse <= min(wide_cost + split_cost,
+                                                                   wide_cost + some_sparse):
+            sparse_cols, blocks = list(range(len(used))), ()
+        else:
+            hybrid = form is None and some_sparse < split_cost
+            sparse_cols = split if hybrid else []
+            blocks = _dense_blocks(W, wide, [] if hybrid else split,
+                                   Wd[:, :, :0] if hybrid else Wd, len(used))
+        idx, coef = _sparse_terms(W, sparse_cols, used)
+        kwargs = {}
+        if idx is not None:
+            k, p = idx.shape
+            same = tuple(k == cols and bool((idx[:, q] == np.arange(cols)).all())
+                         for q in range(p))
+            terms = tuple((q, a, coef[a, :, q].reshape(1, k, 1)) for q in range(p)
+                          for a in range(coef.shape[0]) if coef[a, :, q].any())
+            only = not blocks and p == 1 and coef.shape[0] == 1
+            kwargs = dict(in_place=same, terms=terms,
+                          selection=only and bool((coef == 1).all()),
+                          scalar=int(coef[0, 0, 0]) if only and same[0] and k
+                          and bool((coef == coef[0, 0, 0]).all()) else None)
         return IntMatrixDigits(n, cols, row_index, l1, b, tuple(blocks),
                                None if len(used) == cols else np.array(used, dtype=np.intp),
-                               None, None)
+                               idx, coef, **kwargs)
+
+
+def _sparse_weight(W: list[list[int]], columns) -> int:
+    """p mc: non-zeros per row times coefficient digits, over the given columns of W."""
+    p = max((sum(1 for c in columns if r[c]) for r in W), default=0)
+    cmax = max((abs(r[c]) for r in W for c in columns), default=0)
+    return p * (1 if cmax < 1 << (61 - S - p.bit_length()) else digit_count(cmax))
+
+
+def _sparse_terms(W, columns, used):
+    """(idx, coef) of W restricted to ``columns`` (indices into ``used``), or (None, None)."""
+    columns = list(columns)
+    if not columns:
+        return None, None
+    nz = [[c for c in columns if r[c]] for r in W]
+    p = max(map(len, nz), default=0)
+    cmax = max((abs(r[c]) for r, cs in zip(W, nz) for c in cs), default=0)
+    unsplit = cmax < 1 << (61 - S - p.bit_length())     # one int64 multiplier suffices
+    mc = 1 if unsplit else digit_count(cmax)
+    idx = np.zeros((len(W), p), dtype=np.intp)
+    coef = np.zeros((mc, len(W), p), dtype=np.int64)
+    for r, (row, cs) in enumerate(zip(W, nz)):
+        for q, c in enumerate(cs):
+            idx[r, q] = used[c]
+            coef[:, r, q] = [row[c]] if unsplit else magnitude_digits(row[c], mc)
+    return idx, coef
+
+
+def _dense_blocks(W, wide, split, Wd, width) -> list:
+    """(a, columns, float64 block): the unsplit columns at digit 0, then each digit a of the
+    ``split`` columns on those where it is not zero; columns index ``used`` (None: all)."""
+    blocks = []
+    wide_cols = [c for c in range(width) if wide[c]]
+    groups = [(0, wide_cols, np.array([[r[c] for c in wide_cols] for r in W], dtype=np.float64)
+               .reshape(len(W), len(wide_cols)))]
+    for a in range(Wd.shape[0]):
+        on = np.flatnonzero((Wd[a] != 0).any(axis=0))
+        groups.append((a, [split[c] for c in on], Wd[a][:, on].astype(np.float64)))
+    for a, cs, M in groups:
+        for c in range(0, len(cs), CHUNK):
+            part = np.array(cs[c:c + CHUNK], dtype=np.intp)
+            full = len(cs) == width and width <= CHUNK
+            blocks.append((a, None if full else part, np.ascontiguousarray(M[:, c:c + CHUNK])))
+    return blocks
 
 
 def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
@@ -394,14 +435,22 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     if W.selection and ed is None:     # rows of x, unchanged: nothing to add or carry
         return IntArray(x.digits[:, W.idx[:, 0], :], x.bound)
     low = 0 if ed is None else len(ed) + W.bias.digits.shape[0]
-    if W.coef is not None:                       # sparse: p gathered multiply-adds
-        acc = np.zeros((max(W.coef.shape[0] + mx, low), rows, B), np.int64)
-        for q, a, c in W.terms:
-            G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
+    top = max((a for a, _, _ in W.blocks), default=-1) + 1
+    mc = 0 if W.coef is None else W.coef.shape[0]
+    size = max(max(top, mc) + mx, low)
+    if W.scalar is not None:                     # c x (plus b e): one product
+        acc = np.empty((size, rows, B), np.int64)
+        np.multiply(x.digits, W.scalar, out=acc[:mx])
+        acc[mx:] = 0
+    else:
+        acc = np.zeros((size, rows, B), np.int64)
+        gathered = -1
+        for q, a, c in W.terms:                  # sparse part: gathered multiply-adds
+            if q != gathered:
+                G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
+                gathered = q
             acc[a:a + mx] += c * G
-    else:                                        # dense: one float64 product per block
-        top = max((a for a, _, _ in W.blocks), default=0) + 1
-        acc = np.zeros((max(top + mx, low), rows, B), np.int64)
+    if W.blocks:                                 # dense part: one float64 product per block
         X = x.digits.transpose(1, 0, 2)
         X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
         assert len(W.blocks) < 256, "digit sums must stay below 2^61"
@@ -417,13 +466,14 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
 
 
-def add_rows(x: IntArray, rows: np.ndarray | None, y: IntArray) -> IntArray:
-    """x with y added to its rows ``rows`` (all rows when None)."""
+def add_rows(x: IntArray, rows: np.ndarray | None, y: IntArray, owned: bool = False) -> IntArray:
+    """x with y added to its rows ``rows`` (all rows when None).  ``owned``: x's digits are
+    the caller's scratch and may be overwritten."""
     if rows is None:
         return add(x, y)
     part = add(x[rows], y)
     m = max(x.digits.shape[0], part.digits.shape[0])
-    out = np.array(_widen(x, m))
+    out = x.digits if owned and m == x.digits.shape[0] else np.array(_widen(x, m))
     out[:, rows] = _widen(part, m)
     return IntArray(out, max(x.bound, part.bound))
 
