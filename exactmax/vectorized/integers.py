@@ -173,8 +173,9 @@ def carry(acc: np.ndarray, bound: int, owned: bool = False) -> IntArray:
     elif not owned:
         acc = acc.copy()
     top = acc.shape[0]
+    c = np.empty(acc.shape[1:], np.int64)
     for t in range(top - 1):
-        c = acc[t] >> S
+        np.right_shift(acc[t], S, out=c)
         acc[t] &= MASK
         acc[t + 1] += c
     # Digits above m - 1 fold into the top digit; |value| <= bound keeps it below R / 2, and
@@ -271,8 +272,11 @@ def equal(x: IntArray, y: IntArray) -> np.ndarray:
     return (_widen(x, m) == _widen(y, m)).all(axis=0)
 
 
-def relu(x: IntArray) -> IntArray:
-    """The entrywise max(x, 0)."""
+def relu(x: IntArray, owned: bool = False) -> IntArray:
+    """The entrywise max(x, 0).  ``owned``: x's digits may be overwritten."""
+    if owned:
+        np.multiply(x.digits, x.digits[-1] >= 0, out=x.digits)
+        return x
     return IntArray(x.digits * (x.digits[-1] >= 0), x.bound)
 
 

@@ -160,7 +160,8 @@ class VectorizedTransformerEvaluator:
         _, Dt, skip, inner, outer = step
         Y = matmul(skip, X, E)
         if inner is not None:
-            Y = add_rows(Y, outer.row_index, matmul(outer, relu(matmul(inner, X, E))), True)
+            G = relu(matmul(inner, X, E), owned=True)
+            Y = add_rows(Y, outer.row_index, matmul(outer, G), owned=True)
         return Y, Dt * E
 
     @staticmethod
