@@ -295,3 +295,46 @@ def test_single_key_heads_take_argmax_or_argmin_by_the_query_sign(batch):
         want = [(Q(f.numerator, f.denominator),)
                 for f in (transformer_reference(tf, [to_fraction(x[0])])[0] for x in xs)]
         assert VectorizedTransformerEvaluator(tf).evaluate_batch(xs) == want
+
+
+def test_inner_products_of_numbers_of_a_thousand_digits():
+    """r = CHUNK coordinates of 1026-digit numbers with every digit R - 1: a middle digit sum
+    takes 1025 exact float64 products of about 2^53 each, more than an int64 holds unless the
+    sums are settled on the way."""
+    v = R**1025 - 1
+    q = IntArray.from_ints([v] * CHUNK, (CHUNK, 1, 1))
+    assert canonical(inner_products(q, q)).to_ints() == [CHUNK * v * v]
+
+
+def test_a_head_of_chunk_key_rows_on_huge_inputs_attends_to_the_right_token():
+    """A head with CHUNK key rows (all 1) on tokens a and a - delta, a of 1026 digits: token 0
+    must attend to itself (a^2 > a (a - delta)).  Digit 1023 of a puts digit 1024 of the
+    score 2^11 a^2 just above 2^63 and that of 2^11 a (a - delta) just below, so an int64 digit
+    sum that wraps sends token 0 to token 1 (2 a - delta instead of 2 a)."""
+    one, keys = ((Q(1),),), ((Q(1),),) * CHUNK
+    a = R**1025 - 1 - (R - 1 - 1049088) * R**1023
+    delta = R - 1 + 2**10 * R
+    tf = Transformer(1, 1, one, ((Q(0),), (Q(-delta),)), (Attention((Head(keys, keys, one, one,
+                                                                          Q(1)),)),),
+                     Readout(Affine(one, (Q(0),), 1), 0))
+    xs = [(Q(a),)]
+    assert VectorizedTransformerEvaluator(tf).evaluate_batch(xs) == \
+        TransformerEvaluator(tf).evaluate_batch(xs) == [(Q(2 * a),)]
+
+
+def test_dense_weights_of_hundreds_of_digits():
+    """Weights of 300 digits make 300 dense digit blocks, more than one int64 digit sum may
+    take by the count alone: the sums are settled on the way (no assertion, no wrap)."""
+    big = [Q(R**300 - 1 + 7 * i, 3**i) for i in range(4)]
+    units = tuple(Unit((Piece(tuple(big[(i + j) % 4] * (-1) ** j for j in range(4)), big[i]),
+                        Piece(tuple(Q(j - i) for j in range(4)), Q(0)))) for i in range(4))
+    net = MaxoutNetwork(4, (Layer(units),))
+    xs = [tuple(Q(R**310 - 1 - b - j, 1 + j) for j in range(4)) for b in range(3)]
+    assert VectorizedMaxoutEvaluator(net).evaluate_batch(xs) == \
+        MaxoutEvaluator(net).evaluate_batch(xs)
+    W = [[R**300 - 1 + i * j for j in range(4)] for i in range(4)]
+    M = IntMatrixDigits.from_rows(W, 4, form="dense")
+    assert len(M.blocks) > 256
+    for v in (R**3 - 1, R**400 - 1, -R**400):
+        x = IntArray.from_ints([v] * 4, (4, 1))
+        assert canonical(matmul(M, x)).to_ints() == [sum(r) * v for r in W]

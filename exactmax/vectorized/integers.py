@@ -192,6 +192,29 @@ def carry(acc: np.ndarray, bound: int, owned: bool = False) -> IntArray:
     return IntArray(acc[:m], min(bound, (max(-lo, hi) + 1) << (S * (m - 1))))
 
 
+def _settle(acc: np.ndarray) -> None:
+    """Carry the int64 digit accumulator ``acc`` in place, keeping its value: every digit but
+    the top one ends in [0, R).  Accumulations call it before their digit sums could leave
+    _DIGIT_SUMS; the top digit gets no terms of its own, only these carries."""
+    c = np.empty(acc.shape[1:], np.int64)
+    for t in range(acc.shape[0] - 1):
+        np.right_shift(acc[t], S, out=c)
+        acc[t] &= MASK
+        acc[t + 1] += c
+
+
+_DIGIT_SUMS = 1 << 62     # |digit sum| an accumulator may reach before carry (or _settle)
+
+
+def _room(acc: np.ndarray, load: int, more: int) -> int:
+    """The bound on acc's digit sums after adding terms of magnitude <= ``more`` to them, when
+    they now stay below ``load``: acc is settled first if the sum could leave _DIGIT_SUMS."""
+    if load + more <= _DIGIT_SUMS:
+        return load + more
+    _settle(acc)
+    return R + more
+
+
 def _widen(x: IntArray, m: int) -> np.ndarray:
     """The digits of x as m >= x's digit count digits (a canonical top digit sign-extends)."""
     d = x.digits
@@ -441,30 +464,38 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     low = 0 if ed is None else len(ed) + W.bias.digits.shape[0]
     top = max((a for a, _, _ in W.blocks), default=-1) + 1
     mc = 0 if W.coef is None else W.coef.shape[0]
-    size = max(max(top, mc) + mx, low)
+    # One digit more than the terms reach: the top digit only ever takes carries (_settle).
+    size = max(max(top, mc) + mx, low) + 1
+    # load bounds every |digit sum| of acc; each term adds at most |coefficient| R (|x digit|
+    # <= R) or 2^53 (one exact float64 product) to it.  Many terms (hundreds of digit blocks
+    # of huge weights, thousands of sparse terms) settle acc on the way instead of wrapping.
     if W.scalar is not None:                     # c x (plus b e): one product
         acc = np.empty((size, rows, B), np.int64)
         np.multiply(x.digits, W.scalar, out=acc[:mx])
         acc[mx:] = 0
+        load = abs(W.scalar) * R
     else:
         acc = np.zeros((size, rows, B), np.int64)
+        load = 0
         gathered = -1
         for q, a, c in W.terms:                  # sparse part: gathered multiply-adds
             if q != gathered:
                 G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
                 gathered = q
+            load = _room(acc, load, int(np.abs(c).max()) * R)
             acc[a:a + mx] += c * G
     if W.blocks:                                 # dense part: one float64 product per block
         X = x.digits.transpose(1, 0, 2)
         X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
-        assert len(W.blocks) < 256, "digit sums must stay below 2^61"
         for a, part, block in W.blocks:
             P = (block @ (X if part is None else X[part])).astype(np.int64)
+            load = _room(acc, load, 1 << 53)
             acc[a:a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
     if ed is not None:
         mb = W.bias.digits.shape[0]
         for a, v in enumerate(ed):
             if v:
+                load = _room(acc, load, abs(v) * R)
                 acc[a:a + mb] += v * W.bias.digits
     bias_bound = W.bias.bound * abs(e) if ed is not None else 0
     return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
@@ -484,14 +515,19 @@ def add_rows(x: IntArray, rows: np.ndarray | None, y: IntArray, owned: bool = Fa
 
 def inner_products(q: IntArray, k: IntArray) -> IntArray:
     """s[b, t, u] = sum_r q[r, b, t] k[r, b, u] for q, k of shape (r, B, n), r <= CHUNK:
-    every digit pair is one exact batched float64 product (r R^2 <= 2^53)."""
+    every digit pair is one exact batched float64 product (r R^2 <= 2^53).  Each digit a of q
+    adds one such product to a digit sum; every 2^20 / r of them the sums are settled (numbers
+    of a thousand digits would otherwise take more than 2^63)."""
     r, B, n = q.shape
     if r > CHUNK:
         raise ValueError(f"inner products over {r} > {CHUNK} coordinates")
     mq, mk = q.digits.shape[0], k.digits.shape[0]
-    acc = np.zeros((mq + mk, B, n, n), np.int64)
+    acc = np.zeros((mq + mk + 1, B, n, n), np.int64)      # the top digit takes carries only
     kd = [np.ascontiguousarray(k.digits[c].transpose(1, 0, 2), np.float64) for c in range(mk)]
+    per = max(1, (_DIGIT_SUMS // (R * R)) // max(r, 1))
     for a in range(mq):
+        if a and a % per == 0:
+            _settle(acc)
         qa = np.ascontiguousarray(q.digits[a].transpose(1, 2, 0), np.float64)
         for c in range(mk):
             acc[a + c] += np.matmul(qa, kd[c]).astype(np.int64)
