@@ -304,10 +304,9 @@ def relu(x: IntArray, owned: bool = False) -> IntArray:
 
 
 def signs(x: IntArray) -> np.ndarray:
-    """The int8 array sign(x) in {-1, 0, 1}."""
-    neg = x.digits[-1] < 0
-    nonzero = (x.digits != 0).any(axis=0)
-    return np.where(neg, -1, nonzero.astype(np.int8)).astype(np.int8)
+    """The int8 array sign(x) in {-1, 0, 1}: x < 0 exactly when its top digit is, x = 0
+    exactly when every digit is."""
+    return x.digits.any(axis=0).astype(np.int8) - 2 * (x.digits[-1] < 0).astype(np.int8)
 
 
 # Cost model for choosing a matrix's form (ns per output entry and digit of x, measured here):

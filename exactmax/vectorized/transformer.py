@@ -195,7 +195,7 @@ class VectorizedTransformerEvaluator:
             s = inner_products(q[r0:r1], k[r0:r1])           # s[b, t, t'] = <q_t, k_t'>
             wins[h] = at_least(s[:, :, :, None], s[:, :, None, :]).all(axis=3)
         size = wins.sum(axis=3)                              # |S_h(t)|, all >= 1
-        L = lcm(*(int(v) for v in np.unique(size)))
+        L = lcm(*np.flatnonzero(np.bincount(size.ravel(), minlength=2)).tolist())
         v = k if V is None else matmul(V, X).reshape(V.rows, B, n)
         if L == 1:                                           # no ties: the mean is the winner
             first = wins.argmax(axis=3)[value_head]          # (value rows, B, t)
