@@ -59,3 +59,17 @@ def test_a_missing_file_and_both_options(tmp_path, capsys):
         main(["eval", EXAMPLE, "--inputs", "p.txt", "--input", "0,0,0"])
     assert e.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_transformer_batch_and_softmax_refused(tmp_path, capsys):
+    from exactmax.kernel.transformer import TransformerEvaluator
+    tf_path = os.path.join(ROOT, "examples", "tent_broken.transformer.json")
+    tf = load_model(tf_path)
+    xs = [(Q(i, 7), Q(-i, 11)) for i in range(-40, 40)]
+    path = write(tmp_path, "\n".join(",".join(map(str, x)) for x in xs))
+    assert main(["eval", tf_path, "--inputs", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    kernel = TransformerEvaluator(tf)
+    assert out == [[q_str(v) for v in kernel.evaluate(x)] for x in xs]
+    assert main(["eval", tf_path, "--inputs", path, "--softmax-lambda", "10"]) == 2
+    assert "evaluate softmax attention one --input at a time" in capsys.readouterr().err
