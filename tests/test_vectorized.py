@@ -217,6 +217,9 @@ def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats(m
     assert ev.evaluate_batch(small) == [(abs(x[0]),) for x in small]
     assert ev.evaluate_batch(large) == [(abs(x[0]),) for x in large]
     assert used == ["kernel", "kernel", "vectorized"]
+    monkeypatch.setattr("exactmax.vectorized.CHUNK_WORK", 1000)   # 500 inputs per chunk
+    assert ev.evaluate_batch(large) == [(abs(x[0]),) for x in large]
+    assert used[3:] == ["vectorized"] * 5
     for xs in [(0.5,)] * 40, [(0.5,)] * 3000:
         with pytest.raises(TypeError):
             ev.evaluate_batch(xs)

@@ -21,6 +21,11 @@ benchmark networks: the vectorized Maxout evaluator wins from 28 inputs at (4, 8
 compiled Transformers."""
 
 
+CHUNK_WORK = 20_000_000
+"""Large batches are evaluated in chunks of this much work (inputs times work per input), which
+keeps the digit arrays at tens of megabytes however long the batch is."""
+
+
 class BatchEvaluator:
     """Exact evaluation of one Maxout network or hardmax Transformer, prepared once: single
     inputs and small batches by the kernel's evaluator, large batches vectorized."""
@@ -51,9 +56,13 @@ class BatchEvaluator:
     def evaluate_batch(self, xs) -> list:
         """[f(x) for x in xs], exactly."""
         xs = list(xs)
-        if self.vectorized is not None and len(xs) * self.work >= self.threshold:
-            return self.vectorized.evaluate_batch(xs)
-        return self.kernel.evaluate_batch(xs)
+        if self.vectorized is None or len(xs) * self.work < self.threshold:
+            return self.kernel.evaluate_batch(xs)
+        size = max(1, CHUNK_WORK // max(1, self.work))
+        out = []
+        for start in range(0, len(xs), size):
+            out += self.vectorized.evaluate_batch(xs[start:start + size])
+        return out
 
 
 def batch_evaluator(model) -> BatchEvaluator:
