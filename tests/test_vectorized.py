@@ -286,9 +286,9 @@ def test_a_clean_up_sub_layer_needs_no_relu():
 
 @pytest.mark.parametrize("batch", [1, FEW, FEW + 1, 40])
 def test_single_key_heads_take_argmax_or_argmin_by_the_query_sign(batch):
-    """Key x + t, query s x: a query of sign +1 averages the largest keys, -1 the smallest,
-    0 all of them (x = 0 makes the query 0); both argmax paths, below and above FEW."""
-    one = ((Q(1),),)
+    """Token t is (x + t, t), its key x + 2t and its query s (x + t): a positive query takes
+    the largest key, a negative one the smallest, a zero one (x = -t) all of them; both argmax
+    paths, at most FEW inputs and more."""
     for s in (Q(1), Q(-1)):
         tf = Transformer(1, 2, ((Q(1),), (Q(0),)), ((Q(0), Q(0)), (Q(1), Q(1)), (Q(2), Q(2))),
                          (Attention((Head(((s, Q(0)),), ((Q(1), Q(1)),), ((Q(1), Q(0)),),

@@ -1,17 +1,19 @@
 """Exact integer arrays in radix 2^21, vectorized with numpy (an untrusted fast path).
 
 An integer array X is stored as its digits X = sum_t X_t R^t, R = 2^S, S = 21, in one int64
-array of shape (m, *shape).  *Canonical* digits have 0 <= X_t < R for t < m - 1; the top digit
-X_{m-1} carries the sign, so X < 0 exactly when X_{m-1} < 0, and X = Y exactly when all digits
-agree.  Every array also carries an integer ``bound`` with |X| <= bound, from which the digit
-count is chosen so that the top digit stays below R in magnitude.
+array of shape (m, *shape).  *Canonical* digits have 0 <= X_t < R for t < m - 1 and a signed
+top digit with |X_{m-1}| <= R, so X < 0 exactly when X_{m-1} < 0, and X = Y exactly when all
+digits agree (for one digit count).  Every array also carries an integer ``bound`` with
+|X| <= bound, from which the digit count is chosen.
 
-Why this is exact: a product of two canonical digits is below 2^42 in magnitude, so a float64
-matrix product over an inner dimension n <= CHUNK = 2^11 only ever adds integers of magnitude
-at most n 2^42 <= 2^53, each of which float64 represents exactly, in any order of summation
-and with or without fused multiply-adds.  The float64 products are converted to int64, summed
-and carried in int64 (|values| < 2^63 by the same bounds).  No rounding happens anywhere; the
-tests compare every result with Python integers.
+Why this is exact: a product of a canonical digit and a multiplier digit (|.| < R) is below
+2^42 in magnitude, so a float64 matrix product over an inner dimension n <= CHUNK = 2^11 only
+ever adds integers below n 2^42 <= 2^53, each of which float64 represents exactly, in any
+order of summation and with or without fused multiply-adds (columns whose entries are below
+2^(53 - S - bits(n)) are multiplied unsplit, by the same count).  The float64 products are
+converted to int64, summed and carried in int64, and digit sums are settled before they could
+reach 2^62.  No rounding happens anywhere; the tests compare every result with Python
+integers.
 
 This module sits outside the kernel: the kernel's evaluators (``kernel/maxout.py``,
 ``kernel/transformer.py``) stay the reference, and nothing that says "proved" depends on this.
@@ -113,15 +115,6 @@ class IntArray:
             d = np.array([digits_of(int(v), m) for v in values], dtype=np.int64).T
             d = d.reshape((m,) + tuple(shape))
         return IntArray(d, bound)
-
-    @staticmethod
-    def constant(value: int, shape) -> "IntArray":
-        """The array with every entry equal to ``value``."""
-        m = digit_count(abs(value))
-        d = np.empty((m,) + tuple(shape), dtype=np.int64)
-        for t, v in enumerate(digits_of(int(value), m)):
-            d[t] = v
-        return IntArray(d, abs(int(value)))
 
     def to_int_matrix(self):
         """The 2-D array as a FLINT integer matrix (``kernel.rational.IntMatrix``).
@@ -250,18 +243,6 @@ def scale(x: IntArray, c: int) -> IntArray:
         if v:
             acc[a:a + m] += v * x.digits
     return carry(acc, abs(c) * x.bound, owned=True)
-
-
-def concat(parts: list[IntArray], axis: int) -> IntArray:
-    """The arrays joined along value axis ``axis``."""
-    m = max(p.digits.shape[0] for p in parts)
-    return IntArray(np.concatenate([_widen(p, m) for p in parts], axis=axis + 1),
-                    max(p.bound for p in parts))
-
-
-def sign_nonnegative(x: IntArray) -> np.ndarray:
-    """The boolean array x >= 0."""
-    return x.digits[-1] >= 0
 
 
 def at_least(x: IntArray, y: IntArray) -> np.ndarray:
