@@ -23,24 +23,24 @@ def fractions(v):
     return [to_fraction(a) for a in v]
 
 
-def check_maxout(net, xs):
-    ev = MaxoutEvaluator(net)
+def check(evaluator, reference, model, xs):
+    """The batch equals the reference point by point, as exact Q values, and equals
+    single-input evaluation."""
+    ev = evaluator(model)
     ys = ev.evaluate_batch(xs)
     assert len(ys) == len(xs)
     for x, y in zip(xs, ys):
         assert all(type(v) is Q for v in y)
-        assert fractions(y) == maxout_reference(net, fractions(x))
+        assert fractions(y) == reference(model, fractions(x))
     assert [ev.evaluate(x) for x in xs[:3]] == ys[:3]
+
+
+def check_maxout(net, xs):
+    check(MaxoutEvaluator, maxout_reference, net, xs)
 
 
 def check_transformer(tf, xs):
-    ev = TransformerEvaluator(tf)
-    ys = ev.evaluate_batch(xs)
-    assert len(ys) == len(xs)
-    for x, y in zip(xs, ys):
-        assert all(type(v) is Q for v in y)
-        assert fractions(y) == transformer_reference(tf, fractions(x))
-    assert [ev.evaluate(x) for x in xs[:3]] == ys[:3]
+    check(TransformerEvaluator, transformer_reference, tf, xs)
 
 
 def rand_q(rng, num=6, den=5):
