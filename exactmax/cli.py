@@ -79,11 +79,12 @@ def cmd_eval(args) -> int:
         y = MaxoutEvaluator(model).evaluate(x)
     else:
         y = TransformerEvaluator(model).evaluate(x)
-    if args.json:
-        print(json.dumps({"output": [q_str(v) for v in y]}))
-    else:
-        print("y = (" + ", ".join(q_str(v) for v in y) + ")")
+    print(json.dumps({"output": [q_str(v) for v in y]}) if args.json else _output_line(y))
     return EXIT_OK
+
+
+def _output_line(y) -> str:
+    return "y = (" + ", ".join(q_str(v) for v in y) + ")"
 
 
 def _softmax_sublayers(model) -> list[int]:
@@ -112,7 +113,7 @@ def _eval_many(args, model) -> int:
         print(json.dumps({"outputs": [[q_str(v) for v in y] for y in ys]}))
     else:
         for y in ys:
-            print("y = (" + ", ".join(q_str(v) for v in y) + ")")
+            print(_output_line(y))
     return EXIT_OK
 
 

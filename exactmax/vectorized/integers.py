@@ -166,11 +166,7 @@ def carry(acc: np.ndarray, bound: int, owned: bool = False) -> IntArray:
     elif not owned:
         acc = acc.copy()
     top = acc.shape[0]
-    c = np.empty(acc.shape[1:], np.int64)
-    for t in range(top - 1):
-        np.right_shift(acc[t], S, out=c)
-        acc[t] &= MASK
-        acc[t + 1] += c
+    _settle(acc)
     # Digits above m - 1 fold into the top digit; |value| <= bound keeps it below R / 2, and
     # every partial fold floor(value / R^j) below R^(top - j) fits in int64 on the way.
     for t in range(top - 2, m - 2, -1):
@@ -352,12 +348,13 @@ class IntMatrixDigits:
         Wd = IntArray.from_ints([abs(r[c]) for r in W for c in split], (len(kept), len(split)))
         sign = np.array([[(r[c] > 0) - (r[c] < 0) for c in split] for r in W], np.int64)
         Wd = Wd.digits * sign.reshape((len(kept), len(split)))     # sign-magnitude digits
-        split_blocks = sum(bool((Wd[a] != 0).any()) for a in range(Wd.shape[0]))
-        split_cost = sum(_DENSE_PER_COLUMN * int((Wd[a] != 0).any(axis=0).sum()) + _DENSE_FIXED
-                         for a in range(Wd.shape[0]) if split_blocks)
+        on = [int((Wd[a] != 0).any(axis=0).sum()) for a in range(Wd.shape[0])]
+        split_cost = sum(_DENSE_PER_COLUMN * w + _DENSE_FIXED for w in on if w)
         wide_cost = _DENSE_PER_COLUMN * sum(wide) + _DENSE_FIXED if any(wide) else 0
-        all_sparse = _SPARSE_PER_TERM * _sparse_weight(W, range(len(used)))
-        some_sparse = _SPARSE_PER_TERM * _sparse_weight(W, split)
+        p_all, mc_all, _ = _sparse_shape(W, range(len(used)))
+        p_some, mc_some, _ = _sparse_shape(W, split)
+        all_sparse = _SPARSE_PER_TERM * p_all * mc_all
+        some_sparse = _SPARSE_PER_TERM * p_some * mc_some
         if form == "sparse" or form is None and all_sparse <= min(wide_cost + split_cost,
                                                                    wide_cost + some_sparse):
             sparse_cols, blocks = list(range(len(used))), ()
@@ -384,11 +381,13 @@ class IntMatrixDigits:
                                idx, coef, **kwargs)
 
 
-def _sparse_weight(W: list[list[int]], columns) -> int:
-    """p mc: non-zeros per row times coefficient digits, over the given columns of W."""
+def _sparse_shape(W: list[list[int]], columns) -> tuple[int, int, bool]:
+    """(p, mc, unsplit) of W on ``columns``: non-zeros per row, coefficient digits, and
+    whether one int64 multiplier suffices (|c| R p stays below 2^61)."""
     p = max((sum(1 for c in columns if r[c]) for r in W), default=0)
     cmax = max((abs(r[c]) for r in W for c in columns), default=0)
-    return p * (1 if cmax < 1 << (61 - S - p.bit_length()) else digit_count(cmax))
+    unsplit = cmax < 1 << (61 - S - p.bit_length())
+    return p, 1 if unsplit else digit_count(cmax), unsplit
 
 
 def _sparse_terms(W, columns, used):
@@ -397,10 +396,7 @@ def _sparse_terms(W, columns, used):
     if not columns:
         return None, None
     nz = [[c for c in columns if r[c]] for r in W]
-    p = max(map(len, nz), default=0)
-    cmax = max((abs(r[c]) for r, cs in zip(W, nz) for c in cs), default=0)
-    unsplit = cmax < 1 << (61 - S - p.bit_length())     # one int64 multiplier suffices
-    mc = 1 if unsplit else digit_count(cmax)
+    p, mc, unsplit = _sparse_shape(W, columns)
     idx = np.zeros((len(W), p), dtype=np.intp)
     coef = np.zeros((mc, len(W), p), dtype=np.int64)
     for r, (row, cs) in enumerate(zip(W, nz)):
