@@ -198,8 +198,11 @@ def test_huge_weights_and_inputs():
 
 
 def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats(monkeypatch):
+    """Without the fixed-width evaluator (no C compiler at install time), small batches go to
+    the kernel and large ones are vectorized."""
     net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
     ev = batch_evaluator(net)
+    monkeypatch.setattr(ev, "fixed", None)
     used = []
 
     class Spy:
@@ -237,7 +240,7 @@ def test_softmax_and_long_transformers_are_left_to_the_kernel():
     assert not supports(_one_head(HARDMAX, 25)) and not supports(_one_head(SOFTMAX, 2))
     with pytest.raises(ValueError, match="kernel"):
         VectorizedTransformerEvaluator(_one_head(SOFTMAX, 2))
-    ev = batch_evaluator(_one_head(HARDMAX, 25))      # the kernel evaluates it
+    ev = batch_evaluator(_one_head(HARDMAX, 25))      # fixed-width words or the kernel
     assert ev.vectorized is None
     # token 0 is 1 + 0, it attends to the largest key 1 + 24 and adds it: 26
     assert ev.evaluate_batch([(Q(1),)] * 100) == [(Q(26),)] * 100

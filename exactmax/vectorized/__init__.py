@@ -1,10 +1,12 @@
-"""Fast exact evaluation of batches: integer arrays in radix 2^21 on numpy (``integers.py``)
-and the Maxout and hardmax Transformer evaluators built on them.
+"""Fast exact evaluation of single inputs and batches: integer matrices in fixed-width words
+(``fixedwidth.py`` on the C extension ``_fixedwidth``) for single inputs and small batches,
+integer arrays in radix 2^21 on numpy (``integers.py``) for large batches, and the Maxout and
+hardmax Transformer evaluators built on each.
 
 Untrusted, like every producer: the kernel's evaluators (``kernel/maxout.py``,
 ``kernel/transformer.py``) are the reference, nothing that says "proved" or "refuted" depends
-on this package, and the tests compare the two on random networks with ties.
-:func:`batch_evaluator` picks, per call, whichever of the two is faster for the batch.
+on this package, and the tests compare them on random networks with ties.
+:func:`batch_evaluator` picks, per call, whichever is fastest for the batch.
 """
 
 from __future__ import annotations
@@ -12,13 +14,23 @@ from __future__ import annotations
 from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
 from ..kernel.transformer import TransformerEvaluator
 
+MAXOUT_FIXED_UNTIL = 200_000
+TRANSFORMER_FIXED_UNTIL = 1_200_000
+"""Batches whose integer multiply-adds (inputs times ``macs`` per input) stay below these are
+evaluated on fixed-width words, larger ones vectorized.  Measured on the benchmark networks:
+the vectorized Maxout evaluator overtakes the fixed-width one from about 12 inputs at
+(16, 32, 4, 4) (13,983 multiply-adds each) and 3 at (64, 64, 4, 6) (93,859), not before 256
+at (4, 8, 3, 3) (522); on their compiled Transformers (66,652 and 407,304 multiply-adds) from
+about 18 and 4 inputs, at (4, 8, 3, 3) (2,832) not before 256."""
+
 MAXOUT_FROM = 4000
 TRANSFORMER_FROM = 10000
 """Batches whose work (inputs times pre-activations, or times token rows, per input) reaches
-these go to the vectorized evaluator; below them the kernel's is faster.  Measured on the
-benchmark networks: the vectorized Maxout evaluator wins from 28 inputs at (4, 8, 3, 3), 6 at
-(16, 32, 4, 4) and 4 at (64, 64, 4, 6); the Transformer one from 6, 1 and 1 of their
-compiled Transformers."""
+these go to the vectorized evaluator, below them to the kernel's, when the fixed-width
+evaluator is not there (no C compiler at install time) or a number outgrows its words.
+Measured on the benchmark networks: the vectorized Maxout evaluator wins from 28 inputs at
+(4, 8, 3, 3), 6 at (16, 32, 4, 4) and 4 at (64, 64, 4, 6); the Transformer one from 6, 1 and
+1 of their compiled Transformers."""
 
 
 CHUNK_WORK = 20_000_000
@@ -28,20 +40,36 @@ keeps the digit arrays at tens of megabytes however long the batch is."""
 
 class BatchEvaluator:
     """Exact evaluation of one Maxout network or hardmax Transformer, prepared once: single
-    inputs and small batches by the kernel's evaluator, large batches vectorized."""
+    inputs and small batches on fixed-width words, large batches vectorized; the kernel's
+    evaluator when the fixed-width one is missing or overflows and the batch is small."""
 
-    __slots__ = ("kernel", "vectorized", "work", "threshold")
+    __slots__ = ("kernel", "fixed", "fixed_until", "vectorized", "work", "threshold")
 
     def __init__(self, model):
+        from .fixedwidth import (AVAILABLE, FixedWidthMaxoutEvaluator,
+                                 FixedWidthTransformerEvaluator)
         from .maxout import VectorizedMaxoutEvaluator
         from .transformer import VectorizedTransformerEvaluator, supports
+        self.fixed = None
         if isinstance(model, MaxoutNetwork):
             self.kernel = MaxoutEvaluator(model)
+            if AVAILABLE:
+                try:
+                    self.fixed = FixedWidthMaxoutEvaluator(model)
+                except OverflowError:   # a scaled weight beyond 64 bits
+                    pass
             self.vectorized = VectorizedMaxoutEvaluator(model)
+            self.fixed_until = MAXOUT_FIXED_UNTIL
             self.work = sum(l.rank * l.width for l in model.layers)
             self.threshold = MAXOUT_FROM
         else:
             self.kernel = TransformerEvaluator(model)
+            if AVAILABLE:
+                try:
+                    self.fixed = FixedWidthTransformerEvaluator(model)
+                except OverflowError:
+                    pass
+            self.fixed_until = TRANSFORMER_FIXED_UNTIL
             self.vectorized = VectorizedTransformerEvaluator(model) if supports(model) else None
             self.work = model.n_tokens * sum(
                 len(s.inner.b) + model.d_model if hasattr(s, "inner")
@@ -56,6 +84,12 @@ class BatchEvaluator:
     def evaluate_batch(self, xs) -> list:
         """[f(x) for x in xs], exactly."""
         xs = list(xs)
+        if self.fixed is not None and (self.vectorized is None
+                                       or len(xs) * self.fixed.macs < self.fixed_until):
+            try:
+                return self.fixed.evaluate_batch(xs)
+            except OverflowError:   # numbers beyond the word limit: FLINT/numpy have none
+                pass
         if self.vectorized is None or len(xs) * self.work < self.threshold:
             return self.kernel.evaluate_batch(xs)
         size = max(1, CHUNK_WORK // max(1, self.work))

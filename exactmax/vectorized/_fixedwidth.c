@@ -654,6 +654,334 @@ static PyObject *words_argmax_columns(Words *m, PyObject *unused)
     return out;
 }
 
+/* bilinear_blocks(Y, n): the columns of X and Y in blocks of n (one block per input);
+ * S[t'][b n + t] = sum_r X[r][b n + t'] Y[r][b n + t], the scores of the keys t' of block b
+ * against its query t.  Bound as in bilinear. */
+static PyObject *words_bilinear_blocks(Words *m, PyObject *args)
+{
+    PyObject *arg;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!n", &WordsType, &arg, &n))
+        return NULL;
+    Words *o = (Words *)arg;
+    if (o->rows != m->rows || o->cols != m->cols || n < 1 || m->cols % n) {
+        PyErr_SetString(PyExc_ValueError, "bilinear_blocks: shapes do not match");
+        return NULL;
+    }
+    Py_ssize_t rb = bitlen_u128((dlimb)m->rows);
+    Words *r = words_new(n, m->cols, limbs_for(words_bits(m) + words_bits(o) + rb));
+    if (!r)
+        return NULL;
+    for (Py_ssize_t b0 = 0; b0 < m->cols; b0 += n)
+        for (Py_ssize_t t = 0; t < n; t++)
+            for (Py_ssize_t u = 0; u < n; u++) {
+                limb *acc = AT(r, u, b0 + t);
+                if (r->L <= 2) {
+                    dlimb s = 0;
+                    for (Py_ssize_t k = 0; k < m->rows; k++)
+                        s += load2(AT(m, k, b0 + u), m->L) * load2(AT(o, k, b0 + t), o->L);
+                    store2(acc, r->L, s);
+                } else {
+                    for (Py_ssize_t k = 0; k < m->rows; k++)
+                        addmul_n(acc, r->L, AT(m, k, b0 + u), m->L, AT(o, k, b0 + t), o->L);
+                }
+            }
+    return (PyObject *)r;
+}
+
+/* hardmax_means(sets, n, L): column c (in block b = c // n) becomes
+ * (L / |S_c|) sum_{t in S_c} X[.][b n + t], for S_c = sets[c] a non-empty tuple of indices in
+ * [0, n) whose size divides the int64 L > 0: L times the mean over S_c, an integer.
+ * |result| <= L max|X| < 2^(bits(X) + bitlen(L)). */
+static PyObject *words_hardmax_means(Words *m, PyObject *args)
+{
+    PyObject *sets;
+    Py_ssize_t n;
+    long long L;
+    if (!PyArg_ParseTuple(args, "OnL", &sets, &n, &L))
+        return NULL;
+    PyObject *seq = PySequence_Fast(sets, "hardmax_means: sets must be a sequence");
+    if (!seq)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != m->cols || n < 1 || m->cols % n || L < 1) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "hardmax_means: one set per column, n | cols, L > 0");
+        return NULL;
+    }
+    Words *r = words_new(m->rows, m->cols,
+                         limbs_for(words_bits(m) + bitlen_u128((dlimb)L)));
+    if (!r) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t c = 0; c < m->cols; c++) {
+        PyObject *set = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, c),
+                                        "hardmax_means: a set must be a sequence");
+        if (!set)
+            goto fail;
+        Py_ssize_t size = PySequence_Fast_GET_SIZE(set);
+        if (size < 1 || L % size) {
+            Py_DECREF(set);
+            PyErr_SetString(PyExc_ValueError, "hardmax_means: an empty set, or L not a multiple "
+                            "of its size");
+            goto fail;
+        }
+        int64_t factor = L / size;
+        for (Py_ssize_t k = 0; k < size; k++) {
+            Py_ssize_t t = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(set, k));
+            if (t < 0 || t >= n) {
+                Py_DECREF(set);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_IndexError, "hardmax_means: an index outside the "
+                                    "block");
+                goto fail;
+            }
+            for (Py_ssize_t i = 0; i < m->rows; i++)
+                addmul_1(AT(r, i, c), r->L, factor, AT(m, i, c - c % n + t), m->L);
+        }
+        Py_DECREF(set);
+    }
+    Py_DECREF(seq);
+    return (PyObject *)r;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(r);
+    return NULL;
+}
+
+/* the row indices of one sequence, checked against rows; NULL with an exception on error */
+static Py_ssize_t *row_indices(PyObject *obj, Py_ssize_t rows, Py_ssize_t *count)
+{
+    PyObject *seq = PySequence_Fast(obj, "row indices must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t *out = PyMem_Malloc((k ? k : 1) * sizeof(Py_ssize_t));
+    if (!out) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        out[i] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i));
+        if (out[i] < 0 || out[i] >= rows) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_IndexError, "row %zd of %zd", out[i], rows);
+            PyMem_Free(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    *count = k;
+    return out;
+}
+
+/* hardmax_attention(heads, n): P holds the key, query and value rows of every head, columns in
+ * blocks of n tokens (one block per input); heads is a sequence of (keys, queries, values)
+ * row-index sequences (as many keys as queries).  For each head and column c = b n + t the
+ * winner set S(c) is the set of keys t' of block b with the largest score
+ * sum_r P[keys_r][b n + t'] P[queries_r][b n + t]; with L the lcm of all winner-set sizes,
+ * returns (A, L): A has one row per value row of every head, in order, and
+ * A[.][c] = (L / |S(c)|) sum_{t' in S(c)} P[values_.][b n + t'], i.e. L times the hardmax mean.
+ * Score bound as in bilinear; |A| <= L max|P|.  OverflowError for n > 64 tokens or L beyond
+ * 63 bits. */
+static PyObject *words_hardmax_attention(Words *m, PyObject *args)
+{
+    PyObject *heads;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &heads, &n))
+        return NULL;
+    if (n < 1 || m->cols % n) {
+        PyErr_SetString(PyExc_ValueError, "hardmax_attention: n must divide the columns");
+        return NULL;
+    }
+    if (n > 64) {
+        PyErr_SetString(PyExc_OverflowError, "hardmax_attention: more than 64 tokens");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(heads, "hardmax_attention: heads must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t H = PySequence_Fast_GET_SIZE(seq), cols = m->cols, Lm = m->L;
+    Py_ssize_t **idx = PyMem_Calloc(3 * (H ? H : 1), sizeof(Py_ssize_t *));
+    Py_ssize_t *cnt = PyMem_Calloc(3 * (H ? H : 1), sizeof(Py_ssize_t));
+    uint64_t *win = PyMem_Calloc((H ? H : 1) * (cols ? cols : 1), sizeof(uint64_t));
+    limb *score = NULL, *best = NULL;
+    Words *r = NULL;
+    PyObject *result = NULL;
+    if (!idx || !cnt || !win) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nvalues = 0, maxk = 1;
+    for (Py_ssize_t h = 0; h < H; h++) {
+        PyObject *head = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, h),
+                                         "hardmax_attention: a head must be a sequence");
+        if (!head)
+            goto done;
+        if (PySequence_Fast_GET_SIZE(head) < 3) {
+            Py_DECREF(head);
+            PyErr_SetString(PyExc_ValueError, "hardmax_attention: (keys, queries, values)");
+            goto done;
+        }
+        for (int j = 0; j < 3; j++) {
+            idx[3 * h + j] = row_indices(PySequence_Fast_GET_ITEM(head, j), m->rows,
+                                         &cnt[3 * h + j]);
+            if (!idx[3 * h + j]) {
+                Py_DECREF(head);
+                goto done;
+            }
+        }
+        Py_DECREF(head);
+        if (cnt[3 * h] != cnt[3 * h + 1]) {
+            PyErr_SetString(PyExc_ValueError, "hardmax_attention: keys and queries differ");
+            goto done;
+        }
+        nvalues += cnt[3 * h + 2];
+        if (cnt[3 * h] > maxk)
+            maxk = cnt[3 * h];
+    }
+    /* scores: |s| <= maxk 2^(2 bits(P)) */
+    Py_ssize_t Ls = limbs_for(2 * words_bits(m) + bitlen_u128((dlimb)maxk));
+    if (Ls > MAX_LIMBS) {
+        PyErr_SetString(PyExc_OverflowError, "hardmax_attention: scores beyond the word limit");
+        goto done;
+    }
+    score = PyMem_Malloc(Ls * sizeof(limb));
+    best = PyMem_Malloc(Ls * sizeof(limb));
+    if (!score || !best) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint64_t sizes = 0;   /* bit s - 1 set when a winner set of size s occurs */
+    for (Py_ssize_t h = 0; h < H; h++) {
+        const Py_ssize_t *keys = idx[3 * h], *queries = idx[3 * h + 1], kr = cnt[3 * h];
+        for (Py_ssize_t b0 = 0; b0 < cols; b0 += n)
+            for (Py_ssize_t t = 0; t < n; t++) {
+                uint64_t set = 0;
+                for (Py_ssize_t u = 0; u < n; u++) {
+                    memset(score, 0, Ls * sizeof(limb));
+                    if (Ls <= 2) {
+                        dlimb a = 0;
+                        for (Py_ssize_t k = 0; k < kr; k++)
+                            a += load2(AT(m, keys[k], b0 + u), Lm) *
+                                 load2(AT(m, queries[k], b0 + t), Lm);
+                        store2(score, Ls, a);
+                    } else {
+                        for (Py_ssize_t k = 0; k < kr; k++)
+                            addmul_n(score, Ls, AT(m, keys[k], b0 + u), Lm,
+                                     AT(m, queries[k], b0 + t), Lm);
+                    }
+                    int c = u ? compare(score, best, Ls) : 1;
+                    if (c > 0) {
+                        memcpy(best, score, Ls * sizeof(limb));
+                        set = 0;
+                    }
+                    if (c >= 0)
+                        set |= (uint64_t)1 << u;
+                }
+                win[h * cols + b0 + t] = set;
+                sizes |= (uint64_t)1 << (__builtin_popcountll(set) - 1);
+            }
+    }
+    dlimb L = 1;
+    for (int s = 1; s <= 64; s++)
+        if (sizes >> (s - 1) & 1) {
+            L = L / gcd128(L, (dlimb)s) * s;
+            if (L >> 63) {
+                PyErr_SetString(PyExc_OverflowError, "hardmax_attention: the lcm of the tie "
+                                "sizes is beyond 63 bits");
+                goto done;
+            }
+        }
+    r = words_new(nvalues, cols, limbs_for(words_bits(m) + bitlen_u128(L)));
+    if (!r)
+        goto done;
+    Py_ssize_t row = 0;
+    for (Py_ssize_t h = 0; h < H; h++) {
+        const Py_ssize_t *values = idx[3 * h + 2];
+        for (Py_ssize_t v = 0; v < cnt[3 * h + 2]; v++, row++)
+            for (Py_ssize_t c = 0; c < cols; c++) {
+                uint64_t set = win[h * cols + c];
+                int64_t factor = (int64_t)(L / (dlimb)__builtin_popcountll(set));
+                for (Py_ssize_t u = 0; u < n; u++)
+                    if (set >> u & 1)
+                        addmul_1(AT(r, row, c), r->L, factor, AT(m, values[v], c - c % n + u),
+                                 Lm);
+            }
+    }
+    result = Py_BuildValue("(OK)", r, (unsigned long long)L);
+done:
+    Py_XDECREF(r);
+    if (idx)
+        for (Py_ssize_t i = 0; i < 3 * H; i++)
+            PyMem_Free(idx[i]);
+    PyMem_Free(idx);
+    PyMem_Free(cnt);
+    PyMem_Free(win);
+    PyMem_Free(score);
+    PyMem_Free(best);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* unstack(n): n blocks of R rows -> R rows, column c n + t = column c of block t */
+static PyObject *words_unstack(Words *m, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 1 || m->rows % n) {
+        PyErr_SetString(PyExc_ValueError, "unstack: n must divide the rows");
+        return NULL;
+    }
+    Py_ssize_t R = m->rows / n;
+    Words *r = words_new(R, m->cols * n, m->L);
+    if (!r)
+        return NULL;
+    for (Py_ssize_t t = 0; t < n; t++)
+        for (Py_ssize_t i = 0; i < R; i++)
+            for (Py_ssize_t c = 0; c < m->cols; c++)
+                memcpy(AT(r, i, c * n + t), AT(m, t * R + i, c), m->L * sizeof(limb));
+    return (PyObject *)r;
+}
+
+/* Words.vstack(parts): the rows of every part, in order (equal column counts) */
+static PyObject *words_vstack(PyObject *cls, PyObject *parts)
+{
+    PyObject *seq = PySequence_Fast(parts, "vstack: parts must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq), rows = 0, cols = -1, L = 1;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(p, &WordsType) || (cols >= 0 && ((Words *)p)->cols != cols)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "vstack: Words with equal column counts expected");
+            return NULL;
+        }
+        cols = ((Words *)p)->cols;
+        rows += ((Words *)p)->rows;
+        if (((Words *)p)->L > L)
+            L = ((Words *)p)->L;
+    }
+    Words *r = words_new(rows, cols < 0 ? 0 : cols, L);
+    if (!r) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    limb *out = r->d;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Words *p = (Words *)PySequence_Fast_GET_ITEM(seq, i);
+        for (Py_ssize_t e = 0; e < p->rows * p->cols; e++, out += L)
+            for (Py_ssize_t j = 0; j < L; j++)
+                out[j] = ext(p->d + e * p->L, p->L, j);
+    }
+    Py_DECREF(seq);
+    return (PyObject *)r;
+}
+
 static int ctz128(dlimb x)
 {
     limb lo = (limb)x;
@@ -1004,6 +1332,19 @@ static PyMethodDef words_methods[] = {
     {"add", (PyCFunction)words_add, METH_O, "X + Y for Y of the same shape."},
     {"bilinear", (PyCFunction)words_bilinear, METH_O,
      "bilinear(Y) = X^T Y: entry (a, b) is sum_r X[r][a] Y[r][b]."},
+    {"bilinear_blocks", (PyCFunction)words_bilinear_blocks, METH_VARARGS,
+     "bilinear_blocks(Y, n): per block b of n columns, entry (t', b n + t) is "
+     "sum_r X[r][b n + t'] Y[r][b n + t]."},
+    {"hardmax_means", (PyCFunction)words_hardmax_means, METH_VARARGS,
+     "hardmax_means(sets, n, L): column c becomes (L / |S_c|) times the sum of the columns "
+     "b n + t, t in S_c = sets[c], of its block b = c // n."},
+    {"hardmax_attention", (PyCFunction)words_hardmax_attention, METH_VARARGS,
+     "hardmax_attention(heads, n) -> (A, L): L times the hardmax means of every head's value "
+     "rows, per column (blocks of n tokens), and L, the lcm of the winner-set sizes."},
+    {"unstack", (PyCFunction)words_unstack, METH_O,
+     "unstack(n): n blocks of R rows -> R rows; column c n + t is column c of block t."},
+    {"vstack", (PyCFunction)words_vstack, METH_O | METH_CLASS,
+     "Words.vstack(parts): the rows of the parts, in order."},
     {"fractions", (PyCFunction)words_fractions, METH_NOARGS,
      "(numerators, denominators, small): every entry over the last row (one positive "
      "denominator per column) in lowest terms, row-major, and whether all are below 2^62."},
@@ -1037,8 +1378,14 @@ static PyMethodDef weights_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *weights_nnz(Weights *w, void *unused)
+{
+    return PyLong_FromSsize_t(w->rstart[w->rows]);
+}
+
 static PyGetSetDef weights_getset[] = {
     {"shape", (getter)weights_shape, NULL, "(rows, cols)", NULL},
+    {"nnz", (getter)weights_nnz, NULL, "the number of non-zero entries", NULL},
     {NULL},
 };
 

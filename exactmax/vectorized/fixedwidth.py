@@ -56,7 +56,11 @@ def _numerators(xs, dim: int):
             raise ValueError(f"input of length {len(x)}, expected {dim}")
     values = [x[i] for i in range(dim) for x in xs]
     try:
-        return Words.from_rationals(values, dim, len(xs), Q)
+        try:
+            return Words.from_rationals(values, dim, len(xs), Q)
+        except TypeError:   # Fractions become Q; floats are refused here, as by the kernel
+            values = [rational(v) for v in values]
+            return Words.from_rationals(values, dim, len(xs), Q)
     except OverflowError:   # E beyond 64 bits: the backend finds it
         U, E = RatMatrix(dim, len(xs), [rational(v) for v in values]).numer_denom()
         return Words(dim + 1, len(xs), U.entries() + [E] * len(xs))
@@ -80,7 +84,7 @@ class FixedWidthMaxoutEvaluator:
     ``max_blocks(k, N)``.  The output map, if any, is a last layer of rank 1.
     """
 
-    __slots__ = ("input_dim", "_layers")
+    __slots__ = ("input_dim", "_layers", "macs")
 
     def __init__(self, net: MaxoutNetwork):
         check_maxout_shapes(net)
@@ -97,6 +101,9 @@ class FixedWidthMaxoutEvaluator:
         if net.output is not None:
             D, rows = scaled_rows(net.output.W, net.output.b)
             self._layers.append((_homogeneous(rows, D, width), 1, len(rows)))
+        self.macs = sum(W.nnz for W, _, _ in self._layers)
+        """Integer multiply-adds per input: the cost that decides between this evaluator and
+        the vectorized one in ``BatchEvaluator``."""
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[N(x) for x in xs], exactly.  Raises OverflowError beyond the word limit."""
@@ -119,3 +126,99 @@ def _homogeneous(rows: list[list[int]], D: int, width: int):
     """The Weights [[rows]; [0 ... 0 D]] of an affine map on homogeneous columns [h; E]."""
     return Weights(len(rows) + 1, width + 1,
                    [v for r in rows for v in r] + [0] * width + [D])
+
+
+def _weights(M) -> "Weights":
+    """The backend's integer matrix M as Weights."""
+    return Weights(M.nrows(), M.ncols(), [int(v) for v in M.entries()])
+
+
+class FixedWidthTransformerEvaluator:
+    """Exact hardmax evaluation of one Transformer on fixed-width words, prepared once from the
+    kernel's integer-scaled sub-layers (``TransformerEvaluator``: the same matrices, the same
+    merged ReLU pairs).
+
+    The state is (d_m + 1) x (n B) as in the kernel: column b n + t is token t of input b over
+    the common denominator in the last row.  The embedding applies, for each token t, the map
+    [u; E] -> [D_P E_m u + D_E p_t E; D_E D_P E] to the input's numerators, stacked over t and
+    unstacked into columns.  Attention scores are ``bilinear_blocks`` of the key and query rows
+    (positive scale factors do not change an argmax), winner sets ``argmax_columns``, and
+    L times each hardmax mean (L the lcm of the tie sizes) ``hardmax_means``.
+    """
+
+    __slots__ = ("input_dim", "n_tokens", "_embed", "_steps", "_read", "_token", "_select",
+                 "macs")
+
+    def __init__(self, tf: Transformer):
+        from ..kernel.transformer import TransformerEvaluator
+        kernel = TransformerEvaluator(tf)   # checks the shapes, refuses softmax
+        d, n, din = tf.d_model, tf.n_tokens, tf.input_dim
+        self.input_dim, self.n_tokens = din, n
+        _, M = kernel._embed
+        rows = [[int(v) for v in M.entries()[r * (din + n):(r + 1) * (din + n)]]
+                for r in range(d + 1)]
+        self._embed = Weights(n * (d + 1), din + 1,
+                              [v for t in range(n) for r in rows for v in r[:din] + [r[din + t]]])
+        self._steps = []
+        for step in kernel._steps:
+            if step[0] == "ff":
+                _, D, L1, L2, N1, N2 = step
+                self._steps.append(("ff", int(D), None if L1 is None else _weights(L1),
+                                    _weights(L2), None if N1 is None else _weights(N1),
+                                    None if N2 is None else _weights(N2)))
+            elif step[0] == "attn":
+                _, S, spans, nv, D, O = step
+                self._steps.append(("attn", _weights(S), spans, int(D), _weights(O)))
+        D, R, m = kernel._read
+        # the read-out on homogeneous columns, with a last row (0, ..., 0, D): the denominator
+        self._read = Weights(m + 1, d + 1, ([int(v) for v in R.entries()] if m else [])
+                             + [0] * d + [int(D)])
+        self._token = tf.readout.token
+        self._select = {}
+        # integer multiply-adds per input: the maps on every token, and the n^2 scores and
+        # means of every key and value row
+        maps = [w for step in self._steps for w in step[1:]
+                if isinstance(w, Weights)] + [self._read]
+        self.macs = self._embed.nnz + n * sum(w.nnz for w in maps) + n * n * sum(
+            len(keys) + len(values) for step in self._steps if step[0] == "attn"
+            for keys, _, values, _ in step[2])
+
+    def _selection(self, B: int):
+        """Weights (n B) x B taking each input's read-out token, or summing its n tokens (then
+        the denominator row sums to n D E: the mean)."""
+        if B not in self._select:
+            n, t = self.n_tokens, self._token
+            self._select[B] = Weights(n * B, B, [int(c == b and (t is None or s == t))
+                                                 for c in range(B) for s in range(n)
+                                                 for b in range(B)])
+        return self._select[B]
+
+    def evaluate_batch(self, xs) -> list[Vector]:
+        """[T(x) for x in xs], exactly (hardmax ties averaged).  Raises OverflowError beyond
+        the word limit."""
+        xs = list(xs)
+        if not xs:
+            return []
+        B, n = len(xs), self.n_tokens
+        X = self._embed.apply(_numerators(xs, self.input_dim)).unstack(n)
+        for step in self._steps:
+            if step[0] == "ff":
+                _, D, L1, L2, N1, N2 = step
+                Y = L2.apply(X) if L1 is None else X.scale(D).add(L2.apply(L1.apply(X)))
+                X = Y if N1 is None else Y.add(N2.apply(N1.apply(X).relu()))
+            else:
+                X = _attention(step, X, n)
+        y = _fractions(self._selection(B).rapply(self._read.apply(X)))
+        return [tuple(y[c::B]) for c in range(B)]
+
+    def evaluate(self, x) -> Vector:
+        """T(x), exactly."""
+        return self.evaluate_batch([x])[0]
+
+
+def _attention(step, X, n):
+    """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t' on every column, over D L E (L the lcm of
+    the tie sizes, returned by ``hardmax_attention``)."""
+    _, S, spans, D, O = step
+    avg, L = S.apply(X).hardmax_attention(spans, n)
+    return X.scale(D * L).add(O.apply(avg))
