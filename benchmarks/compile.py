@@ -5,8 +5,8 @@
 
 Sizes and random networks as in ``benchmarks/eval.py``; the domain is the box [-1, 1]^d.
 Goal of the construction issue: Transformer evaluation within 10x of Maxout evaluation.
-Both are evaluated by ``exactmax.vectorized.batch_evaluator`` (the kernel's evaluator for
-single inputs and small batches, the vectorized one for large batches).
+Both are evaluated by ``exactmax.vectorized.batch_evaluator`` (fixed-width words for single
+inputs and small batches, the vectorized evaluator for large batches).
 """
 
 from __future__ import annotations

@@ -226,24 +226,17 @@ def fixed_width_or_kernel(cls, model, xs):
         ev = batch_evaluator(model)
         return ev.evaluate_batch(xs), None
 
+@pytest.mark.parametrize("models, cls, kernel", [
+    (maxout_networks(), FixedWidthMaxoutEvaluator, MaxoutEvaluator),
+    (transformers(), FixedWidthTransformerEvaluator, TransformerEvaluator),
+], ids=["maxout", "transformer"])
 @settings(max_examples=60, deadline=None)
-@given(st.data())
-def test_fixed_width_maxout_evaluation_equals_the_kernel(data):
-    net = data.draw(maxout_networks())
-    xs = data.draw(st.lists(vectors(net.input_dim), min_size=1, max_size=5))
-    ours, ev = fixed_width_or_kernel(FixedWidthMaxoutEvaluator, net, xs)
-    assert ours == MaxoutEvaluator(net).evaluate_batch(xs)
-    if ev is not None:
-        assert [ev.evaluate(x) for x in xs] == ours
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.data())
-def test_fixed_width_transformer_evaluation_equals_the_kernel(data):
-    tf = data.draw(transformers())
-    xs = data.draw(st.lists(vectors(tf.input_dim), min_size=1, max_size=4))
-    ours, ev = fixed_width_or_kernel(FixedWidthTransformerEvaluator, tf, xs)
-    assert ours == TransformerEvaluator(tf).evaluate_batch(xs)
+@given(data=st.data())
+def test_fixed_width_evaluation_equals_the_kernel(models, cls, kernel, data):
+    model = data.draw(models)
+    xs = data.draw(st.lists(vectors(model.input_dim), min_size=1, max_size=5))
+    ours, ev = fixed_width_or_kernel(cls, model, xs)
+    assert ours == kernel(model).evaluate_batch(xs)
     if ev is not None:
         assert [ev.evaluate(x) for x in xs] == ours
 

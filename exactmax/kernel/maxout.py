@@ -45,6 +45,12 @@ class Layer:
     def rank(self) -> int:
         return max(len(u.pieces) for u in self.units)
 
+    def piece_major(self) -> list[Piece]:
+        """Piece j of unit i at j N + i, j < rank; a unit with fewer pieces repeats its first
+        one (max(a, a, b) = max(a, b)), so the layer's max is one k-ary max of k blocks."""
+        return [u.pieces[j] if j < len(u.pieces) else u.pieces[0]
+                for j in range(self.rank) for u in self.units]
+
 
 @dataclass(frozen=True, slots=True)
 class MaxoutNetwork:
@@ -122,11 +128,9 @@ class MaxoutEvaluator:
         self.input_dim = net.input_dim
         self._layers = []
         for layer in net.layers:
-            k = layer.rank
-            pieces = [u.pieces[j] if j < len(u.pieces) else u.pieces[0]
-                      for j in range(k) for u in layer.units]
+            pieces = layer.piece_major()
             D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
-            self._layers.append((D, IntMatrix(rows), layer.width, k))
+            self._layers.append((D, IntMatrix(rows), layer.width, layer.rank))
         if net.output is not None:  # one more product, of rank 1 (no max)
             D, rows = scaled_rows(net.output.W, net.output.b)
             self._layers.append((D, IntMatrix(rows) if rows else None, len(rows), 1))

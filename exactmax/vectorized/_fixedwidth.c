@@ -146,6 +146,15 @@ static PyTypeObject WordsType;
 
 #define AT(m, i, j) ((m)->d + ((i) * (m)->cols + (j)) * (m)->L)
 
+/* 1 if arg is a Words, else 0 with a TypeError naming the operation */
+static int is_words(PyObject *arg, const char *operation)
+{
+    if (PyObject_TypeCheck(arg, &WordsType))
+        return 1;
+    PyErr_Format(PyExc_TypeError, "%s: expected Words, got %s", operation, Py_TYPE(arg)->tp_name);
+    return 0;
+}
+
 static Words *words_new(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t L)
 {
     if (L > MAX_LIMBS) {
@@ -561,10 +570,8 @@ static PyObject *words_scale(Words *m, PyObject *arg)
 /* x + y for equal shapes: |x + y| < 2^(max(bits) + 1) */
 static PyObject *words_add(Words *m, PyObject *arg)
 {
-    if (!PyObject_TypeCheck(arg, &WordsType)) {
-        PyErr_SetString(PyExc_TypeError, "add: expected Words");
+    if (!is_words(arg, "add"))
         return NULL;
-    }
     Words *o = (Words *)arg;
     if (o->rows != m->rows || o->cols != m->cols) {
         PyErr_SetString(PyExc_ValueError, "add: shapes differ");
@@ -591,10 +598,8 @@ static PyObject *words_add(Words *m, PyObject *arg)
  * |S[a][b]| <= rows 2^(bits(X) + bits(Y)) < 2^(bits(X) + bits(Y) + bitlen(rows)) */
 static PyObject *words_bilinear(Words *m, PyObject *arg)
 {
-    if (!PyObject_TypeCheck(arg, &WordsType)) {
-        PyErr_SetString(PyExc_TypeError, "bilinear: expected Words");
+    if (!is_words(arg, "bilinear"))
         return NULL;
-    }
     Words *o = (Words *)arg;
     if (o->rows != m->rows) {
         PyErr_SetString(PyExc_ValueError, "bilinear: row counts differ");
@@ -1241,10 +1246,8 @@ fail:
 /* apply(X): W X.  |(W X)[i][c]| <= (sum_j |W_ij|) max|X| < 2^(row_bits + bits(X)) */
 static PyObject *weights_apply(Weights *w, PyObject *arg)
 {
-    if (!PyObject_TypeCheck(arg, &WordsType)) {
-        PyErr_SetString(PyExc_TypeError, "apply: expected Words");
+    if (!is_words(arg, "apply"))
         return NULL;
-    }
     Words *x = (Words *)arg;
     if (x->rows != w->cols) {
         PyErr_Format(PyExc_ValueError, "apply: a %zd x %zd matrix times %zd rows", w->rows,
@@ -1277,10 +1280,8 @@ static PyObject *weights_apply(Weights *w, PyObject *arg)
 /* rapply(X): X W.  |(X W)[i][c]| <= max|X| sum_j |W_jc| < 2^(bits(X) + col_bits) */
 static PyObject *weights_rapply(Weights *w, PyObject *arg)
 {
-    if (!PyObject_TypeCheck(arg, &WordsType)) {
-        PyErr_SetString(PyExc_TypeError, "rapply: expected Words");
+    if (!is_words(arg, "rapply"))
         return NULL;
-    }
     Words *x = (Words *)arg;
     if (x->cols != w->rows) {
         PyErr_Format(PyExc_ValueError, "rapply: %zd columns times a %zd x %zd matrix", x->cols,

@@ -92,12 +92,10 @@ class FixedWidthMaxoutEvaluator:
         self._layers = []
         width = net.input_dim
         for layer in net.layers:
-            k, N = layer.rank, layer.width
-            pieces = [u.pieces[j] if j < len(u.pieces) else u.pieces[0]
-                      for j in range(k) for u in layer.units]
+            pieces = layer.piece_major()
             D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
-            self._layers.append((_homogeneous(rows, D, width), k, N))
-            width = N
+            self._layers.append((_homogeneous(rows, D, width), layer.rank, layer.width))
+            width = layer.width
         if net.output is not None:
             D, rows = scaled_rows(net.output.W, net.output.b)
             self._layers.append((_homogeneous(rows, D, width), 1, len(rows)))

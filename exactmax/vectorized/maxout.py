@@ -34,9 +34,8 @@ class VectorizedMaxoutEvaluator:
         width = net.input_dim
         for layer in net.layers:
             k, N = layer.rank, layer.width
-            W = [u.pieces[j if j < len(u.pieces) else 0].w for j in range(k) for u in layer.units]
-            b = [u.pieces[j if j < len(u.pieces) else 0].b for j in range(k) for u in layer.units]
-            D, rows = scaled_rows(W, b)
+            pieces = layer.piece_major()
+            D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
             self._layers.append((D, _affine(rows, width), k, N))
             width = N
         if net.output is not None and net.output.out_dim:
