@@ -111,6 +111,21 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
             rational(v)
 
 
+def scaled_layers(net: MaxoutNetwork) -> list[tuple[int, list[list[int]], int, int]]:
+    """(D_l, rows, k, N) per layer, rows = D_l [w | b] of its pieces in ``piece_major``
+    order with D_l their least common denominator, and the output map last as a layer of
+    rank 1 when there is one."""
+    out = []
+    for layer in net.layers:
+        pieces = layer.piece_major()
+        out.append(scaled_rows([p.w for p in pieces], [p.b for p in pieces])
+                   + (layer.rank, layer.width))
+    if net.output is not None:
+        D, rows = scaled_rows(net.output.W, net.output.b)
+        out.append((D, rows, 1, len(rows)))
+    return out
+
+
 class MaxoutEvaluator:
     """Exact evaluation of one network, prepared once (integer-scaled layers).
 
@@ -126,14 +141,9 @@ class MaxoutEvaluator:
     def __init__(self, net: MaxoutNetwork):
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
-        self._layers = []
-        for layer in net.layers:
-            pieces = layer.piece_major()
-            D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
-            self._layers.append((D, IntMatrix(rows), layer.width, layer.rank))
-        if net.output is not None:  # one more product, of rank 1 (no max)
-            D, rows = scaled_rows(net.output.W, net.output.b)
-            self._layers.append((D, IntMatrix(rows) if rows else None, len(rows), 1))
+        # the output map is one more product, of rank 1 (no max)
+        self._layers = [(D, IntMatrix(rows) if rows else None, N, k)
+                        for D, rows, k, N in scaled_layers(net)]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[N(x) for x in xs], exactly.  Every coordinate must be an exact rational."""

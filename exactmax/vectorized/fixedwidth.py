@@ -21,12 +21,10 @@ used.
 
 from __future__ import annotations
 
-from math import lcm
-
-from ..kernel.affine import Vector, scaled_matrix, scaled_rows
-from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
+from ..kernel.affine import Vector
+from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes, scaled_layers
 from ..kernel.rational import Q, RatMatrix, Z, rational
-from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
+from ..kernel.transformer import Transformer
 
 try:
     from ._fixedwidth import Weights, Words
@@ -89,16 +87,8 @@ class FixedWidthMaxoutEvaluator:
     def __init__(self, net: MaxoutNetwork):
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
-        self._layers = []
-        width = net.input_dim
-        for layer in net.layers:
-            pieces = layer.piece_major()
-            D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
-            self._layers.append((_homogeneous(rows, D, width), layer.rank, layer.width))
-            width = layer.width
-        if net.output is not None:
-            D, rows = scaled_rows(net.output.W, net.output.b)
-            self._layers.append((_homogeneous(rows, D, width), 1, len(rows)))
+        self._layers = [(_homogeneous(rows, D, width), k, N) for (D, rows, k, N), width in
+                        zip(scaled_layers(net), net.widths)]
         self.macs = sum(W.nnz for W, _, _ in self._layers)
         """Integer multiply-adds per input: the cost that decides between this evaluator and
         the vectorized one in ``BatchEvaluator``."""

@@ -11,8 +11,8 @@ which leaves the max unchanged).
 
 from __future__ import annotations
 
-from ..kernel.affine import Vector, scaled_rows
-from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
+from ..kernel.affine import Vector
+from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes, scaled_layers
 from ..kernel.rational import RatMatrix, rational
 from .integers import IntArray, IntMatrixDigits, matmul, maximum, one_blas_thread
 
@@ -30,19 +30,13 @@ class VectorizedMaxoutEvaluator:
     def __init__(self, net: MaxoutNetwork):
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
-        self._layers = []
-        width = net.input_dim
-        for layer in net.layers:
-            k, N = layer.rank, layer.width
-            pieces = layer.piece_major()
-            D, rows = scaled_rows([p.w for p in pieces], [p.b for p in pieces])
-            self._layers.append((D, _affine(rows, width), k, N))
-            width = N
-        if net.output is not None and net.output.out_dim:
-            D, rows = scaled_rows(net.output.W, net.output.b)
-            self._output = (D, _affine(rows, width))
-        else:
-            self._output = None if net.output is None else (1, None)
+        layers = scaled_layers(net)
+        self._output = None
+        if net.output is not None:   # the last of the scaled layers
+            D, rows, _, m = layers.pop()
+            self._output = (D, _affine(rows, net.widths[-1])) if m else (1, None)
+        self._layers = [(D, _affine(rows, width), k, N)
+                        for (D, rows, k, N), width in zip(layers, net.widths)]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         with one_blas_thread():
