@@ -228,16 +228,17 @@ def tie_points(model, dom: Domain, base=None):
 
 @st.composite
 def maxout_networks(draw, max_depth=3, max_width=4, max_rank=4, dims=(1, 4),
-                    domain: bool = False):
+                    domain: bool = False, large: bool = True):
     """Maxout networks with input dimension in ``dims``, 1..max_depth layers, 1..max_width
     units of 1..max_rank pieces (sometimes a duplicate piece, which forces a tie), and
-    sometimes an output map; ``domain=True`` attaches one of ``domains(d)``."""
+    sometimes an output map; ``domain=True`` attaches one of ``domains(d)``; ``large=False``
+    keeps every weight p/q with |p| <= 20, q <= 12 (``rationals(large=False)``)."""
     d = draw(st.integers(*dims))
     width, layers = d, []
     for _ in range(draw(st.integers(1, max_depth))):
         units = []
         for _ in range(draw(st.integers(1, max_width))):
-            pieces = [Piece(draw(vectors(width)), draw(rationals()))
+            pieces = [Piece(draw(vectors(width, large=large)), draw(rationals(large=large)))
                       for _ in range(draw(st.integers(1, max_rank)))]
             if len(pieces) > 1 and draw(st.booleans()):  # a duplicate piece forces ties
                 pieces.append(pieces[0])
@@ -247,7 +248,8 @@ def maxout_networks(draw, max_depth=3, max_width=4, max_rank=4, dims=(1, 4),
     output = None
     if draw(st.booleans()):
         m = draw(st.integers(1, 3))
-        output = Affine(draw(matrices(m, width)), draw(vectors(m)), width)
+        output = Affine(draw(matrices(m, width, large=large)), draw(vectors(m, large=large)),
+                        width)
     dom = draw(domains(d)) if domain else None
     return MaxoutNetwork(d, tuple(layers), output, dom)
 

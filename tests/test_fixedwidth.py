@@ -15,7 +15,10 @@ from hypothesis import given, settings, strategies as st
 
 from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
 from exactmax.kernel.rational import Q, to_fraction
-from exactmax.kernel.transformer import TransformerEvaluator
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.transformer import (
+    Attention, Head, Readout, Transformer, TransformerEvaluator,
+)
 from exactmax.strategies import (
     compiled_transformers, domain_points, maxout_networks, transformers, vectors,
 )
@@ -226,17 +229,21 @@ def fixed_width_or_kernel(cls, model, xs):
         ev = batch_evaluator(model)
         return ev.evaluate_batch(xs), None
 
-@pytest.mark.parametrize("models, cls, kernel", [
-    (maxout_networks(), FixedWidthMaxoutEvaluator, MaxoutEvaluator),
-    (transformers(), FixedWidthTransformerEvaluator, TransformerEvaluator),
-], ids=["maxout", "transformer"])
+@pytest.mark.parametrize("models, cls, kernel, fits", [
+    (maxout_networks(), FixedWidthMaxoutEvaluator, MaxoutEvaluator, False),
+    (maxout_networks(large=False), FixedWidthMaxoutEvaluator, MaxoutEvaluator, True),
+    (transformers(), FixedWidthTransformerEvaluator, TransformerEvaluator, True),
+], ids=["maxout", "maxout-small-weights", "transformer"])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_fixed_width_evaluation_equals_the_kernel(models, cls, kernel, data):
+def test_fixed_width_evaluation_equals_the_kernel(models, cls, kernel, fits, data):
+    """``fits``: the weights are small enough that the fixed-width evaluator must take every
+    model and input (small inputs), so the comparison is never the kernel with itself."""
     model = data.draw(models)
-    xs = data.draw(st.lists(vectors(model.input_dim), min_size=1, max_size=5))
+    xs = data.draw(st.lists(vectors(model.input_dim, large=not fits), min_size=1, max_size=5))
     ours, ev = fixed_width_or_kernel(cls, model, xs)
     assert ours == kernel(model).evaluate_batch(xs)
+    assert ev is not None or not fits
     if ev is not None:
         assert [ev.evaluate(x) for x in xs] == ours
 
@@ -258,6 +265,27 @@ def _abs_net(weight=Q(1)):
                                           Piece((-weight,), Q(0)))),)),))
 
 
+def test_shapes_beyond_memory_and_sequences_changed_midway_are_safe():
+    """Shape products that would wrap are refused before any allocation, and a sequence that
+    Python code empties while C walks it cannot be read past its end."""
+    with pytest.raises(ValueError):
+        Words(2**62, 4, [])                        # 2^64 entries: no wrap to 0 values
+    with pytest.raises(MemoryError):
+        Words(0, 2**32, []).bilinear(Words(0, 2**32, []))
+    with pytest.raises((ValueError, MemoryError)):
+        Words(1, 1, [0]).max_blocks(2**62, 4)
+    with pytest.raises((ValueError, MemoryError)):
+        Weights(2**62, 4, [])
+    P, sets = Words(1, 4, [1, 2, 3, 4]), []
+
+    def emptying():
+        sets.clear()
+        yield 0
+
+    sets += [emptying(), (0,), (0,), (0,)]
+    assert P.hardmax_means(sets, 1, 1).tolist() == [1, 2, 3, 4]
+
+
 def test_inputs_and_weights_beyond_the_words_go_to_the_kernel():
     """An input of 40,000 bits outgrows the word limit, and weights beyond 2^63 never fit:
     batch_evaluator still returns the exact value, through the kernel."""
@@ -269,6 +297,23 @@ def test_inputs_and_weights_beyond_the_words_go_to_the_kernel():
     big = batch_evaluator(_abs_net(Q(3**50, 7)))
     assert big.fixed is None
     assert big.evaluate((Q(-1, 2),)) == (Q(3**50, 14),)
+
+
+def _attend_to_the_largest(tokens):
+    """Token t = x + t attends to the largest key x + tokens - 1 and adds it: read-out of
+    token 0 is 2 x + tokens - 1."""
+    one = ((Q(1),),)
+    return Transformer(1, 1, one, tuple((Q(t),) for t in range(tokens)),
+                       (Attention((Head(one, one, one, one, Q(1)),)),),
+                       Readout(Affine(one, (Q(0),), 1), 0))
+
+
+def test_transformers_of_more_than_64_tokens_are_left_to_the_other_evaluators():
+    assert batch_evaluator(_attend_to_the_largest(64)).fixed is not None
+    ev = batch_evaluator(_attend_to_the_largest(65))
+    assert ev.fixed is None
+    assert ev.evaluate((Q(1, 2),)) == (Q(65),)
+    assert batch_evaluator(_attend_to_the_largest(64)).evaluate((Q(1, 2),)) == (Q(64),)
 
 
 def test_inputs_are_exact_rationals_of_the_right_length():

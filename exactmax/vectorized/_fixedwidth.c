@@ -129,6 +129,13 @@ static int compare(const limb *x, const limb *y, Py_ssize_t L)
     return 0;
 }
 
+/* a b for a, b >= 0, or -1 when it does not fit in a Py_ssize_t */
+static Py_ssize_t mul_size(Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t r;
+    return __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+
 static Py_ssize_t limbs_for(Py_ssize_t bits)
 {
     return (bits + 1 + 63) / 64; /* bits of magnitude and one sign bit */
@@ -163,13 +170,18 @@ static Words *words_new(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t L)
                      MAX_LIMBS);
         return NULL;
     }
+    /* rows cols L limbs must be addressable: every index computed later then fits */
+    Py_ssize_t n = mul_size(mul_size(rows, cols), L < 1 ? 1 : L);
+    if (n < 0 || n > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(limb)) {
+        PyErr_NoMemory();
+        return NULL;
+    }
     Words *m = PyObject_New(Words, &WordsType);
     if (!m)
         return NULL;
     m->rows = rows;
     m->cols = cols;
     m->L = L < 1 ? 1 : L;
-    size_t n = (size_t)rows * (size_t)cols * (size_t)m->L;
     m->d = PyMem_Calloc(n ? n : 1, sizeof(limb));
     if (!m->d) {
         Py_DECREF(m);
@@ -288,7 +300,7 @@ static PyObject *words_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (!ints)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(ints);
-    if (n != rows * cols) {
+    if (n != mul_size(rows, cols)) {
         Py_DECREF(ints);
         PyErr_Format(PyExc_ValueError, "Words: %zd values for a %zd x %zd matrix", n, rows, cols);
         return NULL;
@@ -368,11 +380,12 @@ static PyObject *words_from_rationals(PyObject *cls, PyObject *args)
     Py_ssize_t rows, cols;
     if (!PyArg_ParseTuple(args, "OnnO", &values, &rows, &cols, &Q))
         return NULL;
-    PyObject *seq = PySequence_Fast(values, "from_rationals: values must be a sequence");
+    /* a tuple: Q's attributes may run Python code, which must not resize it */
+    PyObject *seq = PySequence_Tuple(values);
     if (!seq)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (rows < 0 || cols < 0 || n != rows * cols) {
+    if (rows < 0 || cols < 0 || rows == PY_SSIZE_T_MAX || n != mul_size(rows, cols)) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "from_rationals: %zd values for a %zd x %zd matrix", n,
                      rows, cols);
@@ -509,7 +522,7 @@ static PyObject *words_max_blocks(Words *m, PyObject *args)
     Py_ssize_t k, n;
     if (!PyArg_ParseTuple(args, "nn", &k, &n))
         return NULL;
-    if (k < 1 || n < 0 || k * n > m->rows) {
+    if (k < 1 || n < 0 || mul_size(k, n) < 0 || k * n > m->rows) {
         PyErr_Format(PyExc_ValueError, "max_blocks: %zd blocks of %zd rows in %zd rows", k, n,
                      m->rows);
         return NULL;
@@ -651,10 +664,16 @@ static PyObject *words_argmax_columns(Words *m, PyObject *unused)
             return NULL;
         }
         Py_ssize_t k = 0;
-        for (Py_ssize_t i = 0; i < m->rows && best; i++)
-            if (compare(AT(m, i, c), best, m->L) == 0)
-                PyTuple_SET_ITEM(t, k++, PyLong_FromSsize_t(i));
         PyList_SET_ITEM(out, c, t);
+        for (Py_ssize_t i = 0; i < m->rows && best; i++)
+            if (compare(AT(m, i, c), best, m->L) == 0) {
+                PyObject *v = PyLong_FromSsize_t(i);
+                if (!v) {
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                PyTuple_SET_ITEM(t, k++, v);
+            }
     }
     return out;
 }
@@ -705,7 +724,7 @@ static PyObject *words_hardmax_means(Words *m, PyObject *args)
     long long L;
     if (!PyArg_ParseTuple(args, "OnL", &sets, &n, &L))
         return NULL;
-    PyObject *seq = PySequence_Fast(sets, "hardmax_means: sets must be a sequence");
+    PyObject *seq = PySequence_Tuple(sets);   /* not resizable by the sets' iterators */
     if (!seq)
         return NULL;
     if (PySequence_Fast_GET_SIZE(seq) != m->cols || n < 1 || m->cols % n || L < 1) {
@@ -805,13 +824,14 @@ static PyObject *words_hardmax_attention(Words *m, PyObject *args)
         PyErr_SetString(PyExc_OverflowError, "hardmax_attention: more than 64 tokens");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(heads, "hardmax_attention: heads must be a sequence");
+    PyObject *seq = PySequence_Tuple(heads);   /* not resizable by the heads' iterators */
     if (!seq)
         return NULL;
     Py_ssize_t H = PySequence_Fast_GET_SIZE(seq), cols = m->cols, Lm = m->L;
+    Py_ssize_t nwin = mul_size(H ? H : 1, cols ? cols : 1);
     Py_ssize_t **idx = PyMem_Calloc(3 * (H ? H : 1), sizeof(Py_ssize_t *));
     Py_ssize_t *cnt = PyMem_Calloc(3 * (H ? H : 1), sizeof(Py_ssize_t));
-    uint64_t *win = PyMem_Calloc((H ? H : 1) * (cols ? cols : 1), sizeof(uint64_t));
+    uint64_t *win = nwin < 0 ? NULL : PyMem_Calloc(nwin, sizeof(uint64_t));
     limb *score = NULL, *best = NULL;
     Words *r = NULL;
     PyObject *result = NULL;
@@ -821,8 +841,7 @@ static PyObject *words_hardmax_attention(Words *m, PyObject *args)
     }
     Py_ssize_t nvalues = 0, maxk = 1;
     for (Py_ssize_t h = 0; h < H; h++) {
-        PyObject *head = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, h),
-                                         "hardmax_attention: a head must be a sequence");
+        PyObject *head = PySequence_Tuple(PySequence_Fast_GET_ITEM(seq, h));
         if (!head)
             goto done;
         if (PySequence_Fast_GET_SIZE(head) < 3) {
@@ -1035,8 +1054,8 @@ static PyObject *words_fractions(Words *m, PyObject *unused)
             return NULL;
         }
     }
-    PyObject *ps = PyList_New(n), *qs = PyList_New(n);
-    if (!ps || !qs)
+    PyObject *ps = PyList_New(n), *qs = ps ? PyList_New(n) : NULL;
+    if (!qs)
         goto fail;
     int small = 1;
     const dlimb bound = (dlimb)1 << 62;
@@ -1135,7 +1154,7 @@ static PyObject *weights_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw
     }
     if (!PyArg_ParseTuple(args, "nnO", &rows, &cols, &values))
         return NULL;
-    if (rows < 0 || cols < 0 || cols > ((Py_ssize_t)1 << 40)) {
+    if (rows < 0 || cols < 0 || cols > ((Py_ssize_t)1 << 40) || rows == PY_SSIZE_T_MAX) {
         PyErr_SetString(PyExc_ValueError, "Weights: bad shape");
         return NULL;
     }
@@ -1143,7 +1162,7 @@ static PyObject *weights_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw
     if (!seq)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n != rows * cols) {
+    if (n != mul_size(rows, cols)) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "Weights: %zd values for a %zd x %zd matrix", n, rows,
                      cols);
@@ -1181,7 +1200,7 @@ static PyObject *weights_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw
         dense[e] = s;
         nnz += s != 0;
     }
-    w->rstart = PyMem_Malloc((rows + 1) * sizeof(Py_ssize_t));
+    w->rstart = PyMem_Calloc(rows + 1, sizeof(Py_ssize_t));   /* checks the size */
     w->cstart = PyMem_Calloc(cols + 1, sizeof(Py_ssize_t));
     w->rcol = PyMem_Malloc((nnz ? nnz : 1) * sizeof(Py_ssize_t));
     w->crow = PyMem_Malloc((nnz ? nnz : 1) * sizeof(Py_ssize_t));
@@ -1422,10 +1441,8 @@ PyMODINIT_FUNC PyInit__fixedwidth(void)
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    Py_INCREF(&WordsType);
-    Py_INCREF(&WeightsType);
-    if (PyModule_AddObject(m, "Words", (PyObject *)&WordsType) < 0 ||
-        PyModule_AddObject(m, "Weights", (PyObject *)&WeightsType) < 0 ||
+    if (PyModule_AddObjectRef(m, "Words", (PyObject *)&WordsType) < 0 ||
+        PyModule_AddObjectRef(m, "Weights", (PyObject *)&WeightsType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_LIMBS", MAX_LIMBS) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -129,9 +129,12 @@ class FixedWidthTransformerEvaluator:
     The state is (d_m + 1) x (n B) as in the kernel: column b n + t is token t of input b over
     the common denominator in the last row.  The embedding applies, for each token t, the map
     [u; E] -> [D_P E_m u + D_E p_t E; D_E D_P E] to the input's numerators, stacked over t and
-    unstacked into columns.  Attention scores are ``bilinear_blocks`` of the key and query rows
-    (positive scale factors do not change an argmax), winner sets ``argmax_columns``, and
-    L times each hardmax mean (L the lcm of the tie sizes) ``hardmax_means``.
+    unstacked into columns.  An attention sub-layer is one ``hardmax_attention`` call on the
+    key, query and value rows: the scores of each query against the keys of its input
+    (positive scale factors do not change an argmax), the winner sets, and L times each hardmax
+    mean, L the lcm of the winner-set sizes; then x <- D L x + O (L means).  At most 64 tokens
+    (a winner set is a 64-bit mask): longer Transformers raise OverflowError here and are left
+    to the other evaluators.
     """
 
     __slots__ = ("input_dim", "n_tokens", "_embed", "_steps", "_read", "_token", "_select",
@@ -141,6 +144,8 @@ class FixedWidthTransformerEvaluator:
         from ..kernel.transformer import TransformerEvaluator
         kernel = TransformerEvaluator(tf)   # checks the shapes, refuses softmax
         d, n, din = tf.d_model, tf.n_tokens, tf.input_dim
+        if n > 64:
+            raise OverflowError(f"{n} tokens: the fixed-width evaluator takes at most 64")
         self.input_dim, self.n_tokens = din, n
         _, M = kernel._embed
         rows = [[int(v) for v in M.entries()[r * (din + n):(r + 1) * (din + n)]]
@@ -209,4 +214,4 @@ def _attention(step, X, n):
     the tie sizes, returned by ``hardmax_attention``)."""
     _, S, spans, D, O = step
     avg, L = S.apply(X).hardmax_attention(spans, n)
-    return X.scale(D * L).add(O.apply(avg))
+    return X.scale(D).scale(L).add(O.apply(avg))   # D and L < 2^63, D L maybe not
