@@ -112,6 +112,11 @@ def test_max_blocks_take_and_stacks_equal_python(m, data):
         R = r // n
         assert X.unstack(n).tolist() == [v[(t * R + i) * c + j]
                                          for i in range(R) for j in range(c) for t in range(n)]
+        n = data.draw(st.sampled_from([d for d in range(1, c + 1) if c % d == 0]))
+        t = data.draw(st.integers(-1, n - 1))
+        assert X.block_columns(n, t).tolist() == [
+            v[i * c + b * n + t] if t >= 0 else sum(v[i * c + b * n:i * c + b * n + n])
+            for i in range(r) for b in range(c // n)]
 
 
 @given(words(), st.integers(0, 4), st.data())
@@ -208,6 +213,10 @@ def test_what_cannot_be_done_exactly_is_refused():
         P.hardmax_means([(2,), (0,)], 2, 2)        # a token outside the block
     with pytest.raises(ValueError):
         P.hardmax_attention([([0], [0, 1], [1])], 2)  # as many keys as queries
+    with pytest.raises(ValueError):
+        P.block_columns(2, 2)                      # no token 2 in blocks of 2
+    with pytest.raises(ValueError):
+        P.block_columns(3, 0)                      # 3 does not divide 2 columns
     with pytest.raises(ValueError):
         Words(2, 3, [0] * 5)
     with pytest.raises(ValueError):

@@ -971,6 +971,35 @@ static PyObject *words_unstack(Words *m, PyObject *arg)
     return (PyObject *)r;
 }
 
+/* block_columns(n, t): the columns in blocks of n (one block per input) -> one column per
+ * block: column b n + t of its block for 0 <= t < n, or for t < 0 the sum of the block's n
+ * columns (|sum| < n 2^bits(X) < 2^(bits(X) + bitlen(n))) */
+static PyObject *words_block_columns(Words *m, PyObject *args)
+{
+    Py_ssize_t n, t;
+    if (!PyArg_ParseTuple(args, "nn", &n, &t))
+        return NULL;
+    if (n < 1 || m->cols % n || t >= n) {
+        PyErr_SetString(PyExc_ValueError, "block_columns: n must divide the columns, t < n");
+        return NULL;
+    }
+    Py_ssize_t B = m->cols / n;
+    Words *r = words_new(m->rows, B, t >= 0 ? m->L
+                         : limbs_for(words_bits(m) + bitlen_u128((dlimb)n)));
+    if (!r)
+        return NULL;
+    for (Py_ssize_t i = 0; i < m->rows; i++)
+        for (Py_ssize_t b = 0; b < B; b++) {
+            if (t >= 0) {
+                memcpy(AT(r, i, b), AT(m, i, b * n + t), m->L * sizeof(limb));
+                continue;
+            }
+            for (Py_ssize_t u = 0; u < n; u++)
+                addmul_1(AT(r, i, b), r->L, 1, AT(m, i, b * n + u), m->L);
+        }
+    return (PyObject *)r;
+}
+
 /* Words.vstack(parts): the rows of every part, in order (equal column counts) */
 static PyObject *words_vstack(PyObject *cls, PyObject *parts)
 {
@@ -1361,6 +1390,9 @@ static PyMethodDef words_methods[] = {
     {"hardmax_attention", (PyCFunction)words_hardmax_attention, METH_VARARGS,
      "hardmax_attention(heads, n) -> (A, L): L times the hardmax means of every head's value "
      "rows, per column (blocks of n tokens), and L, the lcm of the winner-set sizes."},
+    {"block_columns", (PyCFunction)words_block_columns, METH_VARARGS,
+     "block_columns(n, t): per block of n columns, its column t, or for t < 0 the block's "
+     "sum."},
     {"unstack", (PyCFunction)words_unstack, METH_O,
      "unstack(n): n blocks of R rows -> R rows; column c n + t is column c of block t."},
     {"vstack", (PyCFunction)words_vstack, METH_O | METH_CLASS,

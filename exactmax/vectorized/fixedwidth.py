@@ -137,8 +137,7 @@ class FixedWidthTransformerEvaluator:
     to the other evaluators.
     """
 
-    __slots__ = ("input_dim", "n_tokens", "_embed", "_steps", "_read", "_token", "_select",
-                 "macs")
+    __slots__ = ("input_dim", "n_tokens", "_embed", "_steps", "_read", "_token", "macs")
 
     def __init__(self, tf: Transformer):
         from ..kernel.transformer import TransformerEvaluator
@@ -166,8 +165,9 @@ class FixedWidthTransformerEvaluator:
         # the read-out on homogeneous columns, with a last row (0, ..., 0, D): the denominator
         self._read = Weights(m + 1, d + 1, ([int(v) for v in R.entries()] if m else [])
                              + [0] * d + [int(D)])
-        self._token = tf.readout.token
-        self._select = {}
+        # the read-out token, or -1: the sum of the tokens (its denominator row sums to
+        # n D E, so the quotient is the mean)
+        self._token = -1 if tf.readout.token is None else tf.readout.token
         # integer multiply-adds per input: the maps on every token, and the n^2 scores and
         # means of every key and value row
         maps = [w for step in self._steps for w in step[1:]
@@ -175,16 +175,6 @@ class FixedWidthTransformerEvaluator:
         self.macs = self._embed.nnz + n * sum(w.nnz for w in maps) + n * n * sum(
             len(keys) + len(values) for step in self._steps if step[0] == "attn"
             for keys, _, values, _ in step[2])
-
-    def _selection(self, B: int):
-        """Weights (n B) x B taking each input's read-out token, or summing its n tokens (then
-        the denominator row sums to n D E: the mean)."""
-        if B not in self._select:
-            n, t = self.n_tokens, self._token
-            self._select[B] = Weights(n * B, B, [int(c == b and (t is None or s == t))
-                                                 for c in range(B) for s in range(n)
-                                                 for b in range(B)])
-        return self._select[B]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[T(x) for x in xs], exactly (hardmax ties averaged).  Raises OverflowError beyond
@@ -201,7 +191,7 @@ class FixedWidthTransformerEvaluator:
                 X = Y if N1 is None else Y.add(N2.apply(N1.apply(X).relu()))
             else:
                 X = _attention(step, X, n)
-        y = _fractions(self._selection(B).rapply(self._read.apply(X)))
+        y = _fractions(self._read.apply(X).block_columns(n, self._token))
         return [tuple(y[c::B]) for c in range(B)]
 
     def evaluate(self, x) -> Vector:
