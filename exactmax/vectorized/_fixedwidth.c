@@ -13,7 +13,7 @@
  * That is the whole exactness argument; the bounds are stated where they are computed.
  *
  * Weights: an r x c matrix of int64 entries (the scaled layers of a network), stored as sparse
- * rows and sparse columns, with the bit length of its largest row and column L1 norm.
+ * rows, with the bit length of its largest row L1 norm.
  *
  * A result wider than MAX_LIMBS raises OverflowError, and so does a Weights entry or scalar
  * outside int64: the caller then uses the kernel's evaluator, which has no such limit.
@@ -341,8 +341,30 @@ static PyObject *words_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)m;
 }
 
-static int ctz128(dlimb x);
-static dlimb gcd128(dlimb a, dlimb b);
+static int ctz128(dlimb x)
+{
+    limb lo = (limb)x;
+    return lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((limb)(x >> 64));
+}
+
+/* gcd(a, b) by the binary algorithm */
+static dlimb gcd128(dlimb a, dlimb b)
+{
+    if (!a || !b)
+        return a | b;
+    int shift = ctz128(a | b);
+    a >>= ctz128(a);
+    do {
+        b >>= ctz128(b);
+        if (a > b) {
+            dlimb t = a;
+            a = b;
+            b = t;
+        }
+        b -= a;
+    } while (b);
+    return a << shift;
+}
 
 /* value -> (numerator, denominator) as Python ints: value is an int or of type Q (with
  * integer attributes p, q); 0 on success */
@@ -484,37 +506,6 @@ static PyObject *words_bits_py(Words *m, PyObject *unused)
     return PyLong_FromSsize_t(words_bits(m));
 }
 
-/* the rows at the given indices, in that order */
-static PyObject *words_take(Words *m, PyObject *indices)
-{
-    PyObject *seq = PySequence_Fast(indices, "take: indices must be a sequence");
-    if (!seq)
-        return NULL;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-    Words *r = words_new(k, m->cols, m->L);
-    if (!r) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    size_t row = (size_t)m->cols * m->L;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        Py_ssize_t j = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i));
-        if (j == -1 && PyErr_Occurred())
-            goto fail;
-        if (j < 0 || j >= m->rows) {
-            PyErr_Format(PyExc_IndexError, "take: row %zd of %zd", j, m->rows);
-            goto fail;
-        }
-        memcpy(r->d + i * row, m->d + j * row, row * sizeof(limb));
-    }
-    Py_DECREF(seq);
-    return (PyObject *)r;
-fail:
-    Py_DECREF(seq);
-    Py_DECREF(r);
-    return NULL;
-}
-
 /* max_blocks(k, n): rows [0, k n) as k blocks of n rows -> their entrywise max (n rows),
  * followed by rows [k n, rows) unchanged.  The max of entries of width L has width L. */
 static PyObject *words_max_blocks(Words *m, PyObject *args)
@@ -607,172 +598,6 @@ static PyObject *words_add(Words *m, PyObject *arg)
     return (PyObject *)r;
 }
 
-/* bilinear(Y): S = X^T Y, S[a][b] = sum_r X[r][a] Y[r][b];
- * |S[a][b]| <= rows 2^(bits(X) + bits(Y)) < 2^(bits(X) + bits(Y) + bitlen(rows)) */
-static PyObject *words_bilinear(Words *m, PyObject *arg)
-{
-    if (!is_words(arg, "bilinear"))
-        return NULL;
-    Words *o = (Words *)arg;
-    if (o->rows != m->rows) {
-        PyErr_SetString(PyExc_ValueError, "bilinear: row counts differ");
-        return NULL;
-    }
-    Py_ssize_t rb = bitlen_u128((dlimb)m->rows);
-    Words *r = words_new(m->cols, o->cols, limbs_for(words_bits(m) + words_bits(o) + rb));
-    if (!r)
-        return NULL;
-    if (r->L <= 2) {
-        for (Py_ssize_t a = 0; a < m->cols; a++)
-            for (Py_ssize_t b = 0; b < o->cols; b++) {
-                dlimb acc = 0;
-                for (Py_ssize_t k = 0; k < m->rows; k++)
-                    acc += load2(AT(m, k, a), m->L) * load2(AT(o, k, b), o->L);
-                store2(AT(r, a, b), r->L, acc);
-            }
-        return (PyObject *)r;
-    }
-    for (Py_ssize_t k = 0; k < m->rows; k++)
-        for (Py_ssize_t a = 0; a < m->cols; a++)
-            for (Py_ssize_t b = 0; b < o->cols; b++)
-                addmul_n(AT(r, a, b), r->L, AT(m, k, a), m->L, AT(o, k, b), o->L);
-    return (PyObject *)r;
-}
-
-/* argmax_columns(): per column, the tuple of rows where its maximum is attained */
-static PyObject *words_argmax_columns(Words *m, PyObject *unused)
-{
-    PyObject *out = PyList_New(m->cols);
-    if (!out)
-        return NULL;
-    for (Py_ssize_t c = 0; c < m->cols; c++) {
-        Py_ssize_t count = 0;
-        const limb *best = NULL;
-        for (Py_ssize_t i = 0; i < m->rows; i++) {
-            const limb *x = AT(m, i, c);
-            int s = best ? compare(x, best, m->L) : 1;
-            if (s > 0) {
-                best = x;
-                count = 1;
-            } else if (s == 0) {
-                count++;
-            }
-        }
-        PyObject *t = PyTuple_New(count);
-        if (!t) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_ssize_t k = 0;
-        PyList_SET_ITEM(out, c, t);
-        for (Py_ssize_t i = 0; i < m->rows && best; i++)
-            if (compare(AT(m, i, c), best, m->L) == 0) {
-                PyObject *v = PyLong_FromSsize_t(i);
-                if (!v) {
-                    Py_DECREF(out);
-                    return NULL;
-                }
-                PyTuple_SET_ITEM(t, k++, v);
-            }
-    }
-    return out;
-}
-
-/* bilinear_blocks(Y, n): the columns of X and Y in blocks of n (one block per input);
- * S[t'][b n + t] = sum_r X[r][b n + t'] Y[r][b n + t], the scores of the keys t' of block b
- * against its query t.  Bound as in bilinear. */
-static PyObject *words_bilinear_blocks(Words *m, PyObject *args)
-{
-    PyObject *arg;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "O!n", &WordsType, &arg, &n))
-        return NULL;
-    Words *o = (Words *)arg;
-    if (o->rows != m->rows || o->cols != m->cols || n < 1 || m->cols % n) {
-        PyErr_SetString(PyExc_ValueError, "bilinear_blocks: shapes do not match");
-        return NULL;
-    }
-    Py_ssize_t rb = bitlen_u128((dlimb)m->rows);
-    Words *r = words_new(n, m->cols, limbs_for(words_bits(m) + words_bits(o) + rb));
-    if (!r)
-        return NULL;
-    for (Py_ssize_t b0 = 0; b0 < m->cols; b0 += n)
-        for (Py_ssize_t t = 0; t < n; t++)
-            for (Py_ssize_t u = 0; u < n; u++) {
-                limb *acc = AT(r, u, b0 + t);
-                if (r->L <= 2) {
-                    dlimb s = 0;
-                    for (Py_ssize_t k = 0; k < m->rows; k++)
-                        s += load2(AT(m, k, b0 + u), m->L) * load2(AT(o, k, b0 + t), o->L);
-                    store2(acc, r->L, s);
-                } else {
-                    for (Py_ssize_t k = 0; k < m->rows; k++)
-                        addmul_n(acc, r->L, AT(m, k, b0 + u), m->L, AT(o, k, b0 + t), o->L);
-                }
-            }
-    return (PyObject *)r;
-}
-
-/* hardmax_means(sets, n, L): column c (in block b = c // n) becomes
- * (L / |S_c|) sum_{t in S_c} X[.][b n + t], for S_c = sets[c] a non-empty tuple of indices in
- * [0, n) whose size divides the int64 L > 0: L times the mean over S_c, an integer.
- * |result| <= L max|X| < 2^(bits(X) + bitlen(L)). */
-static PyObject *words_hardmax_means(Words *m, PyObject *args)
-{
-    PyObject *sets;
-    Py_ssize_t n;
-    long long L;
-    if (!PyArg_ParseTuple(args, "OnL", &sets, &n, &L))
-        return NULL;
-    PyObject *seq = PySequence_Tuple(sets);   /* not resizable by the sets' iterators */
-    if (!seq)
-        return NULL;
-    if (PySequence_Fast_GET_SIZE(seq) != m->cols || n < 1 || m->cols % n || L < 1) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "hardmax_means: one set per column, n | cols, L > 0");
-        return NULL;
-    }
-    Words *r = words_new(m->rows, m->cols,
-                         limbs_for(words_bits(m) + bitlen_u128((dlimb)L)));
-    if (!r) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    for (Py_ssize_t c = 0; c < m->cols; c++) {
-        PyObject *set = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, c),
-                                        "hardmax_means: a set must be a sequence");
-        if (!set)
-            goto fail;
-        Py_ssize_t size = PySequence_Fast_GET_SIZE(set);
-        if (size < 1 || L % size) {
-            Py_DECREF(set);
-            PyErr_SetString(PyExc_ValueError, "hardmax_means: an empty set, or L not a multiple "
-                            "of its size");
-            goto fail;
-        }
-        int64_t factor = L / size;
-        for (Py_ssize_t k = 0; k < size; k++) {
-            Py_ssize_t t = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(set, k));
-            if (t < 0 || t >= n) {
-                Py_DECREF(set);
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_IndexError, "hardmax_means: an index outside the "
-                                    "block");
-                goto fail;
-            }
-            for (Py_ssize_t i = 0; i < m->rows; i++)
-                addmul_1(AT(r, i, c), r->L, factor, AT(m, i, c - c % n + t), m->L);
-        }
-        Py_DECREF(set);
-    }
-    Py_DECREF(seq);
-    return (PyObject *)r;
-fail:
-    Py_DECREF(seq);
-    Py_DECREF(r);
-    return NULL;
-}
-
 /* the row indices of one sequence, checked against rows; NULL with an exception on error */
 static Py_ssize_t *row_indices(PyObject *obj, Py_ssize_t rows, Py_ssize_t *count)
 {
@@ -808,7 +633,7 @@ static Py_ssize_t *row_indices(PyObject *obj, Py_ssize_t rows, Py_ssize_t *count
  * sum_r P[keys_r][b n + t'] P[queries_r][b n + t]; with L the lcm of all winner-set sizes,
  * returns (A, L): A has one row per value row of every head, in order, and
  * A[.][c] = (L / |S(c)|) sum_{t' in S(c)} P[values_.][b n + t'], i.e. L times the hardmax mean.
- * Score bound as in bilinear; |A| <= L max|P|.  OverflowError for n > 64 tokens or L beyond
+ * |score| <= keys max|P|^2 < 2^(2 bits(P) + bitlen(keys)); |A| <= L max|P|.  OverflowError for n > 64 tokens or L beyond
  * 63 bits. */
 static PyObject *words_hardmax_attention(Words *m, PyObject *args)
 {
@@ -1000,66 +825,6 @@ static PyObject *words_block_columns(Words *m, PyObject *args)
     return (PyObject *)r;
 }
 
-/* Words.vstack(parts): the rows of every part, in order (equal column counts) */
-static PyObject *words_vstack(PyObject *cls, PyObject *parts)
-{
-    PyObject *seq = PySequence_Fast(parts, "vstack: parts must be a sequence");
-    if (!seq)
-        return NULL;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq), rows = 0, cols = -1, L = 1;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *p = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyObject_TypeCheck(p, &WordsType) || (cols >= 0 && ((Words *)p)->cols != cols)) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "vstack: Words with equal column counts expected");
-            return NULL;
-        }
-        cols = ((Words *)p)->cols;
-        rows += ((Words *)p)->rows;
-        if (((Words *)p)->L > L)
-            L = ((Words *)p)->L;
-    }
-    Words *r = words_new(rows, cols < 0 ? 0 : cols, L);
-    if (!r) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    limb *out = r->d;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        Words *p = (Words *)PySequence_Fast_GET_ITEM(seq, i);
-        for (Py_ssize_t e = 0; e < p->rows * p->cols; e++, out += L)
-            for (Py_ssize_t j = 0; j < L; j++)
-                out[j] = ext(p->d + e * p->L, p->L, j);
-    }
-    Py_DECREF(seq);
-    return (PyObject *)r;
-}
-
-static int ctz128(dlimb x)
-{
-    limb lo = (limb)x;
-    return lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((limb)(x >> 64));
-}
-
-/* gcd(a, b) by the binary algorithm */
-static dlimb gcd128(dlimb a, dlimb b)
-{
-    if (!a || !b)
-        return a | b;
-    int shift = ctz128(a | b);
-    a >>= ctz128(a);
-    do {
-        b >>= ctz128(b);
-        if (a > b) {
-            dlimb t = a;
-            a = b;
-            b = t;
-        }
-        b -= a;
-    } while (b);
-    return a << shift;
-}
-
 static PyObject *GCD; /* math.gcd, for entries beyond 127 bits */
 
 /* fractions(): the last row holds one positive denominator per column; returns
@@ -1153,10 +918,7 @@ typedef struct {
     /* sparse rows: row i has entries rstart[i] .. rstart[i+1] of (rcol, rval) */
     Py_ssize_t *rstart, *rcol;
     int64_t *rval;
-    /* sparse columns, likewise */
-    Py_ssize_t *cstart, *crow;
-    int64_t *cval;
-    Py_ssize_t row_bits, col_bits; /* bit lengths of the largest row and column L1 norms */
+    Py_ssize_t row_bits; /* the bit length of the largest row L1 norm */
 } Weights;
 
 static PyTypeObject WeightsType;
@@ -1166,9 +928,6 @@ static void weights_dealloc(Weights *w)
     PyMem_Free(w->rstart);
     PyMem_Free(w->rcol);
     PyMem_Free(w->rval);
-    PyMem_Free(w->cstart);
-    PyMem_Free(w->crow);
-    PyMem_Free(w->cval);
     PyObject_Free(w);
 }
 
@@ -1204,88 +963,50 @@ static PyObject *weights_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw
     }
     w->rows = rows;
     w->cols = cols;
-    w->rstart = w->rcol = w->cstart = w->crow = NULL;
-    w->rval = w->cval = NULL;
-    int64_t *dense = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
-    dlimb *colsum = PyMem_Calloc(cols ? cols : 1, sizeof(dlimb));
-    Py_ssize_t nnz = 0;
-    if (!dense || !colsum)
-        goto nomem;
-    for (Py_ssize_t e = 0; e < n; e++) {
-        PyObject *v = PySequence_Fast_GET_ITEM(seq, e);
-        if (!PyLong_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "Weights: expected an int, got %s",
-                         Py_TYPE(v)->tp_name);
-            goto fail;
-        }
-        int overflow = 0;
-        long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (s == -1 && PyErr_Occurred())
-            goto fail;
-        if (overflow) {
-            PyErr_SetString(PyExc_OverflowError, "Weights: an entry does not fit in 64 bits");
-            goto fail;
-        }
-        dense[e] = s;
-        nnz += s != 0;
-    }
+    w->rcol = NULL;
+    w->rval = NULL;
     w->rstart = PyMem_Calloc(rows + 1, sizeof(Py_ssize_t));   /* checks the size */
-    w->cstart = PyMem_Calloc(cols + 1, sizeof(Py_ssize_t));
-    w->rcol = PyMem_Malloc((nnz ? nnz : 1) * sizeof(Py_ssize_t));
-    w->crow = PyMem_Malloc((nnz ? nnz : 1) * sizeof(Py_ssize_t));
-    w->rval = PyMem_Malloc((nnz ? nnz : 1) * sizeof(int64_t));
-    w->cval = PyMem_Malloc((nnz ? nnz : 1) * sizeof(int64_t));
-    if (!w->rstart || !w->cstart || !w->rcol || !w->crow || !w->rval || !w->cval)
-        goto nomem;
-    dlimb rowmax = 0, colmax = 0;
+    w->rcol = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    w->rval = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    if (!w->rstart || !w->rcol || !w->rval) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    dlimb rowmax = 0;
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < rows; i++) {
         dlimb sum = 0;
         w->rstart[i] = k;
         for (Py_ssize_t j = 0; j < cols; j++) {
-            int64_t s = dense[i * cols + j];
+            PyObject *v = PySequence_Fast_GET_ITEM(seq, i * cols + j);
+            if (!PyLong_Check(v)) {
+                PyErr_Format(PyExc_TypeError, "Weights: expected an int, got %s",
+                             Py_TYPE(v)->tp_name);
+                goto fail;
+            }
+            int overflow = 0;
+            long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (s == -1 && PyErr_Occurred())
+                goto fail;
+            if (overflow) {
+                PyErr_SetString(PyExc_OverflowError, "Weights: an entry does not fit in 64 bits");
+                goto fail;
+            }
             if (!s)
                 continue;
-            dlimb a = s < 0 ? (dlimb)(0ULL - (limb)s) : (dlimb)s;
-            sum += a;
-            colsum[j] += a;
+            sum += s < 0 ? (dlimb)(0ULL - (limb)s) : (dlimb)s;
             w->rcol[k] = j;
             w->rval[k++] = s;
-            w->cstart[j + 1]++;
         }
         if (sum > rowmax)
             rowmax = sum;
     }
     w->rstart[rows] = k;
-    for (Py_ssize_t j = 0; j < cols; j++) {
-        w->cstart[j + 1] += w->cstart[j];
-        if (colsum[j] > colmax)
-            colmax = colsum[j];
-    }
-    /* columns: fill in row order, using a moving cursor per column */
-    Py_ssize_t *cursor = PyMem_Malloc((cols ? cols : 1) * sizeof(Py_ssize_t));
-    if (!cursor)
-        goto nomem;
-    memcpy(cursor, w->cstart, cols * sizeof(Py_ssize_t));
-    for (Py_ssize_t i = 0; i < rows; i++)
-        for (Py_ssize_t e = w->rstart[i]; e < w->rstart[i + 1]; e++) {
-            Py_ssize_t j = w->rcol[e], at = cursor[j]++;
-            w->crow[at] = i;
-            w->cval[at] = w->rval[e];
-        }
-    PyMem_Free(cursor);
     /* sums of < 2^40 entries below 2^63 stay below 2^103: no u128 overflow */
     w->row_bits = bitlen_u128(rowmax);
-    w->col_bits = bitlen_u128(colmax);
-    PyMem_Free(dense);
-    PyMem_Free(colsum);
     Py_DECREF(seq);
     return (PyObject *)w;
-nomem:
-    PyErr_NoMemory();
 fail:
-    PyMem_Free(dense);
-    PyMem_Free(colsum);
     Py_DECREF(seq);
     Py_DECREF(w);
     return NULL;
@@ -1325,37 +1046,6 @@ static PyObject *weights_apply(Weights *w, PyObject *arg)
     return (PyObject *)r;
 }
 
-/* rapply(X): X W.  |(X W)[i][c]| <= max|X| sum_j |W_jc| < 2^(bits(X) + col_bits) */
-static PyObject *weights_rapply(Weights *w, PyObject *arg)
-{
-    if (!is_words(arg, "rapply"))
-        return NULL;
-    Words *x = (Words *)arg;
-    if (x->cols != w->rows) {
-        PyErr_Format(PyExc_ValueError, "rapply: %zd columns times a %zd x %zd matrix", x->cols,
-                     w->rows, w->cols);
-        return NULL;
-    }
-    Words *r = words_new(x->rows, w->cols, limbs_for(words_bits(x) + w->col_bits));
-    if (!r)
-        return NULL;
-    if (r->L <= 2) {
-        for (Py_ssize_t i = 0; i < x->rows; i++)
-            for (Py_ssize_t c = 0; c < w->cols; c++) {
-                dlimb acc = 0;
-                for (Py_ssize_t e = w->cstart[c]; e < w->cstart[c + 1]; e++)
-                    acc += (dlimb)(__int128)w->cval[e] * load2(AT(x, i, w->crow[e]), x->L);
-                store2(AT(r, i, c), r->L, acc);
-            }
-        return (PyObject *)r;
-    }
-    for (Py_ssize_t i = 0; i < x->rows; i++)
-        for (Py_ssize_t c = 0; c < w->cols; c++)
-            for (Py_ssize_t e = w->cstart[c]; e < w->cstart[c + 1]; e++)
-                addmul_1(AT(r, i, c), r->L, w->cval[e], AT(x, i, w->crow[e]), x->L);
-    return (PyObject *)r;
-}
-
 static PyObject *weights_shape(Weights *w, void *unused)
 {
     return Py_BuildValue("(nn)", w->rows, w->cols);
@@ -1372,21 +1062,12 @@ static PyMethodDef words_methods[] = {
     {"bits", (PyCFunction)words_bits_py, METH_NOARGS,
      "An upper bound on the bit length of every entry's absolute value (exact for entries "
      ">= 0, at most one more for negative ones)."},
-    {"take", (PyCFunction)words_take, METH_O, "The rows at the given indices."},
     {"max_blocks", (PyCFunction)words_max_blocks, METH_VARARGS,
      "max_blocks(k, n): rows [0, k n) as k blocks of n rows -> their entrywise max, then the "
      "remaining rows unchanged."},
     {"relu", (PyCFunction)words_relu, METH_NOARGS, "max(x, 0) entrywise."},
     {"scale", (PyCFunction)words_scale, METH_O, "s X for an int s in 64 bits."},
     {"add", (PyCFunction)words_add, METH_O, "X + Y for Y of the same shape."},
-    {"bilinear", (PyCFunction)words_bilinear, METH_O,
-     "bilinear(Y) = X^T Y: entry (a, b) is sum_r X[r][a] Y[r][b]."},
-    {"bilinear_blocks", (PyCFunction)words_bilinear_blocks, METH_VARARGS,
-     "bilinear_blocks(Y, n): per block b of n columns, entry (t', b n + t) is "
-     "sum_r X[r][b n + t'] Y[r][b n + t]."},
-    {"hardmax_means", (PyCFunction)words_hardmax_means, METH_VARARGS,
-     "hardmax_means(sets, n, L): column c becomes (L / |S_c|) times the sum of the columns "
-     "b n + t, t in S_c = sets[c], of its block b = c // n."},
     {"hardmax_attention", (PyCFunction)words_hardmax_attention, METH_VARARGS,
      "hardmax_attention(heads, n) -> (A, L): L times the hardmax means of every head's value "
      "rows, per column (blocks of n tokens), and L, the lcm of the winner-set sizes."},
@@ -1395,13 +1076,9 @@ static PyMethodDef words_methods[] = {
      "sum."},
     {"unstack", (PyCFunction)words_unstack, METH_O,
      "unstack(n): n blocks of R rows -> R rows; column c n + t is column c of block t."},
-    {"vstack", (PyCFunction)words_vstack, METH_O | METH_CLASS,
-     "Words.vstack(parts): the rows of the parts, in order."},
     {"fractions", (PyCFunction)words_fractions, METH_NOARGS,
      "(numerators, denominators, small): every entry over the last row (one positive "
      "denominator per column) in lowest terms, row-major, and whether all are below 2^62."},
-    {"argmax_columns", (PyCFunction)words_argmax_columns, METH_NOARGS,
-     "Per column, the tuple of rows where the column's maximum is attained."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1426,7 +1103,6 @@ static PyTypeObject WordsType = {
 
 static PyMethodDef weights_methods[] = {
     {"apply", (PyCFunction)weights_apply, METH_O, "W X, exactly."},
-    {"rapply", (PyCFunction)weights_rapply, METH_O, "X W, exactly."},
     {NULL, NULL, 0, NULL},
 };
 
