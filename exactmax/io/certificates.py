@@ -24,7 +24,7 @@ import hashlib
 import json
 
 from ..kernel.certificate import Choice, Empty, Leaf, Split, TieProof, Tree
-from ..kernel.layerwise import Claim, LayerwiseCertificate
+from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
 from ..kernel.rational import q_str
 from .jsonfile import Cursor, read_json_file
@@ -78,7 +78,10 @@ def layerwise_to_json(c: LayerwiseCertificate) -> dict:
             "box_proofs": None if c.box_proofs is None else
             [[_farkas(up), _farkas(low)] for up, low in c.box_proofs],
             "layers": [[{"outputs": list(cl.outputs), "tree": tree_to_json(cl.tree)}
-                        for cl in claims] for claims in c.layers]}
+                        for cl in claims] for claims in c.layers]} | (
+        {} if c.image is None else {"image": [
+            {"lower_piece": im.lower_piece, "lower": _farkas(im.lower),
+             "upper": [_farkas(u) for u in im.upper]} for im in c.image]})
 
 
 def certificate_to_json(a, b, domain, cert, stats: dict) -> dict:
@@ -208,7 +211,7 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
     from ..kernel.maxout import MaxoutNetwork
     if not isinstance(net, MaxoutNetwork):
         raise c.error("a layerwise certificate needs a Maxout network as model a")
-    f = c.fields(("boxes", "box_proofs", "layers"))
+    f = c.fields(("boxes", "box_proofs", "layers"), ("image",))
     boxes = []
     for bc, width in zip(f["boxes"].items(len(net.layers), what="box",
                                           why="one per layer"), net.widths):
@@ -228,4 +231,15 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
             claims.append(Claim(tuple(o.integer(0) for o in cf["outputs"].items(what="output")),
                                 read_tree(cf["tree"], width)))
         layers.append(tuple(claims))
-    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers))
+    image = None
+    if "image" in f:
+        n = net.layers[0].width if len(net.layers) > 1 else 0
+        image = []
+        for ic in f["image"].items(n, what="unit image", why="one per unit of the first "
+                                   "layer (none for a network of one layer)"):
+            jf = ic.fields(("lower_piece", "lower", "upper"))
+            image.append(UnitImage(jf["lower_piece"].integer(0), _read_farkas(jf["lower"]),
+                                   tuple(_read_farkas(u) for u in jf["upper"].items(
+                                       what="proof"))))
+        image = tuple(image)
+    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image)

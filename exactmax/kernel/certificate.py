@@ -65,11 +65,13 @@ Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, c
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
-    """With ``same_max``, an output whose first node is Max(a_1..a_m) and whose second node
-    is a Max node or a hardmax head with every score equal to its value, over v_1..v_n, is
-    accepted when the sets {A_{a_i}} and {A_{v_t}} of affine maps on the cell are equal: then
-    both are the max of the same functions (the mean over tied maximal values is that max),
-    with no choice for those two nodes and no split between their arguments."""
+    """With ``same_max``, an output whose node in either program is max-like (a Max node
+    over a_1..a_m, or a hardmax head with every score equal to its value, over v_1..v_n) is
+    accepted when the two nodes are the max of the same set of affine maps on the cell: the
+    arguments' maps for a max-like node, the node's own map for any other node (max{a} = a).
+    Both are then the max of the same functions (the mean over tied maximal values is that
+    max), with no choice for the max-like nodes and no split between their arguments.  This
+    covers units of lower rank, whose padded hardmax repeats a piece, and rank-1 units."""
 
     choices: Choices = ()
     same_max: bool = False
@@ -269,11 +271,17 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, o: int, rf=(), rg=
 def _agree(f, g, vf, vg, i, j, rf, rg) -> bool:
     if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
         return True
-    if i in rf and j in rg:
-        mf = [vf[a] for a in _max_args(f.nodes[i])]
-        mg = [vg[a] for a in _max_args(g.nodes[j])]
-        return all(m in mg for m in mf) and all(m in mf for m in mg)
+    if i in rf or j in rg:
+        mf, mg = _max_set(f, vf, i, rf), _max_set(g, vg, j, rg)
+        return None not in mf and None not in mg and \
+            all(m in mg for m in mf) and all(m in mf for m in mg)
     return False
+
+
+def _max_set(p: Program, vals: list, i: int, roots) -> list:
+    """The affine maps whose max node i is on the cell: its arguments' for a root of the
+    same-max rule, its own otherwise."""
+    return [vals[a] for a in _max_args(p.nodes[i])] if i in roots else [vals[i]]
 
 
 def _same_combination(f, g, vf, vg, i, j, rf, rg) -> bool:
@@ -295,7 +303,7 @@ def _same_combination(f, g, vf, vg, i, j, rf, rg) -> bool:
 def same_max_roots(f: Program, g: Program, outputs):
     """For the same-max rule: (rf, rg) the max-like nodes compared by their sets of arguments
     (outputs, and terms of composite outputs), (cf, cg) the composite outputs (Lin nodes with
-    max-like terms on both sides), and the nodes that must then be evaluated: the roots'
+    a max-like term on either side), and the nodes that must then be evaluated: the roots'
     arguments' cones and everything else the outputs read, without the roots and composites."""
     rf, rg, cf, cg, start_f, start_g = set(), set(), set(), set(), [], []
 
@@ -309,12 +317,12 @@ def same_max_roots(f: Program, g: Program, outputs):
     for o in outputs:
         i, j = f.outputs[o], g.outputs[o]
         fi, gj = f.nodes[i], g.nodes[j]
-        if _max_args(fi) and _max_args(gj):
+        if _max_args(fi) or _max_args(gj):
             root(f, i, rf, start_f)
             root(g, j, rg, start_g)
-        elif isinstance(fi, Lin) and isinstance(gj, Lin) and \
-                any(_max_args(f.nodes[a]) for a, _ in fi.terms) and \
-                any(_max_args(g.nodes[b]) for b, _ in gj.terms):
+        elif isinstance(fi, Lin) and isinstance(gj, Lin) and (
+                any(_max_args(f.nodes[a]) for a, _ in fi.terms) or
+                any(_max_args(g.nodes[b]) for b, _ in gj.terms)):
             cf.add(i)
             cg.add(j)
             for a, _ in fi.terms:

@@ -9,20 +9,25 @@ Suppose
   (B) B_0 contains the domain P, and B_l contains the interval image of B_{l-1} under Phi_l
       (the kernel computes that image exactly and checks the inclusion), so h^l(x) lies in
       B_l for every x in P;
+  (B') or, with ``image`` (the construction's LP gate constants on a polyhedron), the first
+      layer's claims are made over P itself instead of B_0, and B_1 contains h^1(P) by Farkas
+      proofs over P's rows: for unit i, some piece is >= lower_i (so the max is) and every
+      piece is <= upper_i (so the max is);
   (S) for every layer l and every h in B_{l-1}, the three sub-layers of group l map encode(h)
       to encode(Phi_l(h)) (for the last layer Phi_D includes the output map y = A h + c);
   (R) the read-out returns y from encode(y).
 
 Then by induction on l the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
-(S) is a family of ordinary certificates, each over a box, one per group of segment outputs
-that share their pair of program nodes; (E), (B) and (R) are checked here exactly.
+(S) is a family of ordinary certificates, each over a box (or over P, for the first layer
+under (B')), one per group of segment outputs that share their pair of program nodes; (E),
+(B), (B') and (R) are checked here exactly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .certificate import Farkas, Tree, check_equal_on_domain
+from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, domain_rows
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Box, Domain, check_upper_bound
@@ -38,11 +43,23 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class UnitImage:
+    """Over the domain's rows: piece ``lower_piece`` of the unit is >= the unit's lower bound
+    in B_1, and piece j is <= its upper bound (``upper[j]``)."""
+
+    lower_piece: int
+    lower: Farkas
+    upper: tuple[Farkas, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class LayerwiseCertificate:
     boxes: tuple[Box, ...]      # B_0 .. B_{D-1}: the input box of every layer
     box_proofs: tuple[tuple[Farkas, Farkas], ...] | None   # (upper, lower) per coordinate,
     #                             for a polyhedral domain; None when the domain is a box
     layers: tuple[tuple[Claim, ...], ...]
+    image: tuple[UnitImage, ...] | None = None   # (B'): first layer over the domain, B_1 by
+    #                             Farkas proofs (one per unit of layer 1; () when D = 1)
 
 
 def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
@@ -120,11 +137,15 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
         check_structure(net, other)
     else:
         check_same_shape(net, other)
+    if domain.dim != net.input_dim:
+        raise CheckFailed(f"layerwise: the domain has dimension {domain.dim}, the network's "
+                          f"input {net.input_dim}")
     if len(cert.boxes) != len(net.layers) or len(cert.layers) != len(net.layers):
         raise CheckFailed("layerwise: one box and one list of claims per layer are needed")
+    for l, box in enumerate(cert.boxes):
+        if len(box.lower) != len(box.upper) or box.dim != net.widths[l]:
+            raise CheckFailed(f"layerwise: B_{l} has the wrong dimension")
     B = cert.boxes[0]
-    if B.dim != net.input_dim:
-        raise CheckFailed("layerwise: B_0 has the wrong dimension")
     if isinstance(domain, Box):
         if not all(bl <= dl and du <= bu for bl, dl, du, bu in
                    zip(B.lower, domain.lower, domain.upper, B.upper)):
@@ -139,7 +160,11 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
                     -check_upper_bound(P, tuple(-v for v in e),
                                        tuple(_dense(low, len(P.b)))) < B.lower[i]:
                 raise CheckFailed(f"layerwise: the bound of B_0 on x[{i}] is not proved")
-    for l in range(1, len(net.layers)):
+    if cert.image is not None:
+        if not isinstance(other, Transformer):
+            raise CheckFailed("layerwise: image proofs are for a Transformer's first layer")
+        check_first_image(net, domain, cert)
+    for l in range(1 if cert.image is None else 2, len(net.layers)):
         image, box = interval_image(net, l - 1, cert.boxes[l - 1]), cert.boxes[l]
         if box.dim != image.dim or not all(
                 bl <= il and iu <= bu for bl, il, iu, bu in
@@ -147,16 +172,40 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
             raise CheckFailed(f"layerwise: B_{l} does not contain the image of B_{l - 1}")
     leaves = 0
     for l, claims in enumerate(cert.layers):
-        B = cert.boxes[l]
+        cell = cert.boxes[l].as_polyhedron()
+        if l == 0 and cert.image is not None:
+            cell = domain.as_polyhedron()
         f, g = layer_programs(net, other, l)
         covered = set()
         for claim in claims:
-            leaves += check_equal_on_domain(f, g, B.as_polyhedron(), claim.tree, claim.outputs)
+            leaves += check_equal_on_domain(f, g, cell, claim.tree, claim.outputs)
             covered.update(claim.outputs)
         if covered != set(range(len(f.outputs))):
             raise CheckFailed(f"layerwise: layer {l}: outputs "
                               f"{sorted(set(range(len(f.outputs))) - covered)[:5]} unproved")
     return leaves
+
+
+def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertificate) -> None:
+    """(B'): B_1 contains h^1(P), each bound proved by Farkas multipliers over P's rows."""
+    units = net.layers[0].units
+    if len(net.layers) == 1:
+        if cert.image:
+            raise CheckFailed("layerwise: image proofs for a network of one layer")
+        return
+    box = cert.boxes[1]
+    if len(cert.image) != len(units) or box.dim != len(units):
+        raise CheckFailed("layerwise: one image proof per unit of the first layer is needed")
+    rows = domain_rows(domain.as_polyhedron())
+    for i, (unit, im) in enumerate(zip(units, cert.image)):
+        where = f"layerwise: B_1, unit {i}"
+        if not 0 <= im.lower_piece < len(unit.pieces) or len(im.upper) != len(unit.pieces):
+            raise CheckFailed(f"{where}: needs a lower piece and one upper proof per piece")
+        p = unit.pieces[im.lower_piece]
+        check_entails(rows, (p.w, p.b - box.lower[i]), False, im.lower, f"{where}, lower")
+        for j, (p, proof) in enumerate(zip(unit.pieces, im.upper)):
+            check_entails(rows, (tuple(-v for v in p.w), box.upper[i] - p.b), False, proof,
+                          f"{where}, upper, piece {j}")
 
 
 def _dense(F: Farkas, n: int) -> list[Q]:

@@ -427,7 +427,7 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
     no split and, on a box, no solver."""
     rows = domain_rows(P)
     rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
-    if not rf or not rg:
+    if not rf and not rg:
         return None
     point = tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper)) if box is not None \
         else oracle.interior_point(rows)
