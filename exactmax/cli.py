@@ -319,7 +319,9 @@ def _verify_models(args, a, b, names) -> int:
            "counterexample": None, "stats": {k: val for k, val in v.stats.items()
                                              if k in ("leaves", "splits", "lp_calls",
                                                       "program_nodes", "strategy",
-                                                      "layerwise_failed", "search")},
+                                                      "layerwise_failed", "layers",
+                                                      "same_max", "differs_in_layer",
+                                                      "search")},
            "certificate": args.cert if args.cert and v.trust == "kernel-checked" else None}
     if v.verdict == "refuted":
         out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {

@@ -96,11 +96,13 @@ def layer_bounds(net: MaxoutNetwork, domain: Domain, method: str = "auto") -> li
     out = []
     for index, layer in enumerate(net.layers):
         z_lo, z_hi = [], []
+        if index == 0 and method == "lp":
+            from ..prove.lp import affine_ranges_over
+            first = iter(affine_ranges_over(domain.as_polyhedron(), [
+                (p.w, p.b) for unit in layer.units for p in unit.pieces]))
         for unit in layer.units:
             if index == 0 and method == "lp":
-                from ..prove.lp import affine_range_over
-                ranges = [affine_range_over(domain.as_polyhedron(), p.w, p.b)
-                          for p in unit.pieces]
+                ranges = [next(first) for _ in unit.pieces]
             else:
                 ranges = [_affine_range(p.w, p.b, lo, hi) for p in unit.pieces]
             z_lo.append(tuple(r[0] for r in ranges))

@@ -269,7 +269,9 @@ def place(n: int, d_model: int) -> tuple[tuple[Q, ...], ...]:
 def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Program:
     """Sub-layers first..last-1 applied to the tokens encode(h)_t = place(h) + p_t, h in
     Q^dim; outputs every coordinate of every token (token t, coordinate i at t d_m + i)."""
-    check_transformer_shapes(tf)
+    if not 0 <= first <= last <= len(tf.sublayers):
+        raise ValueError(f"sub-layers {first}..{last - 1} do not exist")
+    check_transformer_shapes(tf, range(first, last))
     b = _Builder(dim)
     X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim),
                        [(i, tf.sublayers[i]) for i in range(first, last)])

@@ -84,10 +84,10 @@ class Transformer:
         return self.readout.map.out_dim
 
 
-def check_transformer_shapes(tf: Transformer) -> None:
+def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) -> None:
     """Raise ValueError (TypeError for an inexact number) unless every matrix has the shape
-    construction.md §1 needs; the readers guarantee this for files, this guards Transformers
-    built in Python."""
+    construction.md §1 needs (of the given sub-layers only, when ``sublayers`` is given);
+    the readers guarantee this for files, this guards Transformers built in Python."""
     d, dm = tf.input_dim, tf.d_model
 
     def mat(M, rows, cols, what):
@@ -101,7 +101,8 @@ def check_transformer_shapes(tf: Transformer) -> None:
     if not tf.positions:
         raise ValueError("a Transformer needs at least one token")
     mat(tf.positions, None, dm, "the positions")
-    for i, s in enumerate(tf.sublayers):
+    for i in range(len(tf.sublayers)) if sublayers is None else sublayers:
+        s = tf.sublayers[i]
         if isinstance(s, FeedForward):
             h = len(s.inner.b)
             mat(s.inner.W, h, dm, f"sub-layer {i}: W1")

@@ -33,9 +33,12 @@ class NoCertificate(Exception):
 
 
 class CounterexampleFound(Exception):
-    def __init__(self, x):
+    """The outputs differ at x, a point of the cell ``rows`` where ``diff`` (the difference
+    of the two outputs' affine maps there) is not zero."""
+
+    def __init__(self, x, rows=None, diff=None):
         super().__init__("the outputs differ on a cell")
-        self.x = x
+        self.x, self.rows, self.diff = x, rows, diff
 
 
 class _SplitOn(Exception):
@@ -51,12 +54,55 @@ class Limits:
 
 
 class _Oracle:
-    """Exact LP questions about cells, answered by z3 (and a box fast path)."""
+    """Exact LP questions about cells, answered by z3 (and a box fast path).  With ``poly``
+    (a polyhedral domain), a question about the domain's own rows is answered from the LP
+    optimum of its linear part, computed once per linear part.  z3 calls stop at
+    ``deadline`` (time.monotonic()); an interrupted call answers "none found", which costs
+    an answer, never soundness (the kernel checks what is built)."""
 
-    def __init__(self, dim: int, box: Box | None):
-        self.d, self.box = dim, box
+    def __init__(self, dim: int, box: Box | None, poly: Polyhedron | None = None,
+                 deadline: float | None = None):
+        self.d, self.box, self.poly, self.deadline = dim, box, poly, deadline
         self.xs = [z3.Real(f"x{i}") for i in range(dim)]
         self.calls = 0
+        self._optimum: dict = {}
+        self._dual = None
+
+    def _limit(self, solver):
+        """Bound a z3 solver by the time left before the deadline."""
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            solver.set("timeout", max(1, int(left * 1000)))
+        return solver
+
+    def lp_min(self, a):
+        """(y, m): m = min a . x over the domain polyhedron, y >= 0 the multipliers of its
+        rows with y A = -a and m = -y . b (LP duality; z3, exact); None if unbounded below
+        or out of time.  Computed once per linear part a."""
+        key = tuple(a)
+        if key not in self._optimum:
+            if self._dual is None:
+                from .lp import DualLP
+                self._dual = DualLP(self.poly)
+            self.calls += 1
+            y = self._dual.multipliers(tuple(-v for v in a), self.deadline)
+            self._optimum[key] = None if y is None else (
+                y, -sum((v * bi for v, bi in zip(y, self.poly.b) if v), ZERO))
+        return self._optimum[key]
+
+    def _domain_farkas(self, rows, e, strict):
+        """When ``rows`` are the domain's rows (else None): with (y, m) = lp_min(a),
+        e - sum_i y_i row_i = c + m; the proof y if that shows the claim, else False."""
+        if self.poly is None or len(rows) != len(self.poly.b):
+            return None
+        opt = self.lp_min(e[0])
+        if opt is None:
+            return False
+        y, m = opt
+        r = e[1] + m
+        if r > 0 or (r == 0 and not strict):
+            return tuple((i, v) for i, v in enumerate(y) if v)
+        return False
 
     def _row(self, row: Row):
         return z3.Sum([rat(a) * x for a, x in zip(row.a, self.xs) if a] + [rat(row.c)])
@@ -65,7 +111,7 @@ class _Oracle:
         """A point of the cell, as deep inside as possible; None if the cell is empty."""
         self.calls += 1
         t = z3.Real("t")
-        o = z3.Optimize()
+        o = self._limit(z3.Optimize())
         for row in rows:
             o.add(self._row(row) >= t)
         o.add(t <= 1)
@@ -74,7 +120,7 @@ class _Oracle:
             m = o.model()
             if from_z3(m.eval(t, model_completion=True)) > 0:
                 return tuple(from_z3(m.eval(x, model_completion=True)) for x in self.xs)
-        s = z3.Solver()  # not full-dimensional: any point at all?
+        s = self._limit(z3.Solver())  # not full-dimensional: any point at all?
         s.add([self._row(r) > 0 if r.strict else self._row(r) >= 0 for r in rows])
         if s.check() == z3.sat:
             m = s.model()
@@ -88,6 +134,9 @@ class _Oracle:
         fast = self._box_farkas(e, strict)
         if fast is not None:
             return fast
+        fast = self._domain_farkas(rows, e, strict)
+        if fast is not None:
+            return fast if fast is not False else None
         if point is not None and _descends_below(rows, point, e, strict, self.box):
             return None
         fast = self._span_farkas(rows, e, strict)
@@ -97,7 +146,7 @@ class _Oracle:
             return fast
         self.calls += 1
         ys = [z3.Real(f"y{i}") for i in range(len(rows))]
-        s = z3.SolverFor("QF_LRA")
+        s = self._limit(z3.SolverFor("QF_LRA"))
         s.add([y >= 0 for y in ys])
         for t in range(self.d):
             s.add(z3.Sum([rat(r.a[t]) * y for r, y in zip(rows, ys) if r.a[t]] +
@@ -367,7 +416,7 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
     need_f = cone(f, [f.outputs[o] for o in outputs])
     need_g = cone(g, [g.outputs[o] for o in outputs])
-    oracle = oracle or _Oracle(P.dim, box)
+    oracle = oracle or _Oracle(P.dim, box, deadline=limits.deadline)
     stats = {"leaves": 0, "splits": 0}
     last = [time.monotonic()]
 
@@ -406,7 +455,7 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             if vf[i] != vg[j]:
                 x = _differing_point(oracle, rows, _sub(vf[i], vg[j]))
                 if x is not None:
-                    raise CounterexampleFound(x)
+                    raise CounterexampleFound(x, rows, _sub(vf[i], vg[j]))
                 raise NoCertificate("the outputs agree on a lower-dimensional cell only")
         stats["leaves"] += 1
         if limits.progress is not None and time.monotonic() - last[0] > 2:
@@ -444,7 +493,7 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
 
 
 def _differing_point(oracle: _Oracle, rows, diff):
-    s = z3.Solver()
+    s = oracle._limit(z3.Solver())
     s.add([oracle._row(r) > 0 if r.strict else oracle._row(r) >= 0 for r in rows])
     s.add(oracle._row(Row(diff[0], diff[1])) != 0)
     if s.check() == z3.sat:

@@ -6,6 +6,7 @@ gets it only after the kernel (``kernel/polyhedron.py``) has checked it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import z3
@@ -44,20 +45,37 @@ def find_point(P: Polyhedron) -> tuple[Q, ...] | None:
     return x
 
 
-def bound_multipliers(P: Polyhedron, c: tuple[Q, ...]) -> tuple[Q, ...] | None:
+def bound_multipliers(P: Polyhedron, c: tuple[Q, ...],
+                      deadline: float | None = None) -> tuple[Q, ...] | None:
     """Farkas multipliers y >= 0 with y^T A = c minimising y^T b, so that c.x <= y^T b is the
-    tightest bound on P (LP duality); None if c.x is unbounded above on P."""
-    ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
-    s = z3.Optimize()
-    for y in ys:
-        s.add(y >= 0)
-    for j in range(P.dim):
-        s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == _q(c[j]))
-    s.minimize(_lin(P.b, ys))
-    if s.check() != z3.sat:
-        return None
-    m = s.model()
-    return tuple(_from_model(m, y) for y in ys)
+    tightest bound on P (LP duality); None if c.x is unbounded above on P (or z3 did not
+    finish before ``deadline``, a time.monotonic() value)."""
+    return DualLP(P).multipliers(c, deadline)
+
+
+class DualLP:
+    """The dual LP of bounds over one polyhedron, its z3 terms built once for many c."""
+
+    def __init__(self, P: Polyhedron):
+        self.P = P
+        self.ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
+        self.columns = [_lin([P.A[i][j] for i in range(len(self.ys))], self.ys)
+                        for j in range(P.dim)]
+        self.objective = _lin(P.b, self.ys)
+        self.signs = [y >= 0 for y in self.ys]
+
+    def multipliers(self, c: tuple[Q, ...], deadline: float | None = None):
+        """As ``bound_multipliers(P, c, deadline)``."""
+        s = z3.Optimize()
+        if deadline is not None:
+            s.set("timeout", max(1, int((deadline - time.monotonic()) * 1000)))
+        s.add(self.signs)
+        s.add([col == _q(v) for col, v in zip(self.columns, c)])
+        s.minimize(self.objective)
+        if s.check() != z3.sat:
+            return None
+        m = s.model()
+        return tuple(_from_model(m, y) for y in self.ys)
 
 
 def find_emptiness(P: Polyhedron) -> tuple[Q, ...] | None:
@@ -134,10 +152,20 @@ def affine_range_over(P: Polyhedron, w, b) -> tuple[Q, Q]:
     """The exact range [min, max] of w . x + b over the bounded non-empty polyhedron P, each end
     carried by Farkas multipliers that the kernel checks (so the range is sound) and attained
     by LP optimality (so it is tight)."""
+    return affine_ranges_over(P, [(w, b)])[0]
+
+
+def affine_ranges_over(P: Polyhedron, maps) -> list[tuple[Q, Q]]:
+    """``affine_range_over`` for every (w, b) in ``maps``, with one dual LP."""
+    lp = DualLP(P)
+    return [_range(P, lp, w, b) for w, b in maps]
+
+
+def _range(P: Polyhedron, lp: DualLP, w, b) -> tuple[Q, Q]:
     ends = []
     for sign in (1, -1):
         c = tuple(sign * v for v in w)
-        y = bound_multipliers(P, c)
+        y = lp.multipliers(c)
         if y is None:
             raise ValueError("affine_range_over: the polyhedron is unbounded in this direction")
         ends.append(sign * check_upper_bound(P, c, y) + b)

@@ -22,7 +22,8 @@ from ..kernel.rational import Q
 from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
 from ..kernel.transformer import Transformer, TransformerEvaluator
 from .certify import CounterexampleFound, Limits, NoCertificate, build_certificate
-from .layerwise import build_layerwise
+from .layerwise import LayerDiffers, build_layerwise
+from .pullback import layer_difference_points
 from .smt import find_difference
 
 
@@ -69,32 +70,46 @@ def refute(a, b, domain: Domain, x) -> Verdict | None:
 def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions()) -> Verdict:
     """Is A(x) = B(x) for every x in the domain?"""
     start = time.monotonic()
-    deadline = start + options.timeout_s
-    stats = {}
     if a.input_dim != b.input_dim or a.input_dim != domain.dim:
         raise ValueError("the two models and the domain must have the same input dimension")
     if a.out_dim != b.out_dim:
         return Verdict("unknown", reason=f"the models have {a.out_dim} and {b.out_dim} outputs")
+    v = _verify(a, b, domain, options, start)
+    v.stats["time_s"] = time.monotonic() - start
+    return v
+
+
+def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdict:
+    deadline = start + options.timeout_s
+    stats: dict = {}
     why = None
     limits = Limits(deadline, options.max_leaves, options.progress)
     if options.strategy in ("auto", "layerwise") and isinstance(a, MaxoutNetwork) and \
             isinstance(b, (Transformer, MaxoutNetwork)):
+        s: dict = {}
         try:
-            cert, s = build_layerwise(a, b, domain, limits)
+            cert, s = build_layerwise(a, b, domain, limits, s)
             stats.update(s)
             t0 = time.monotonic()
             stats["leaves_checked"] = check_layerwise(a, b, domain, cert)
             stats["kernel_check_s"] = time.monotonic() - t0
-            stats["time_s"] = time.monotonic() - start
             stats["strategy"] = "layerwise"
             return Verdict("proved", "kernel-checked", certificate=cert, stats=stats)
         except Unsupported as e:
             return Verdict("unknown", reason=str(e), stats=stats)
+        except LayerDiffers as e:
+            why = f"layerwise: {e}"
+            for x in layer_difference_points(a, b, domain, e, deadline):
+                v = refute(a, b, domain, x)
+                if v is not None:
+                    return Verdict(v.verdict, x=v.x, outputs=v.outputs, stats={
+                        "strategy": "layerwise", "differs_in_layer": e.layer + 1})
+            why += " (no point of the domain where the models differ was found from it)"
         except NoCertificate as e:
             why = f"layerwise: {e}"
         except CheckFailed as e:  # a producer bug: never trusted, reported
             why = f"layerwise: the kernel rejected the certificate ({e})"
-        stats = {"layerwise_failed": why}
+        stats = {"layerwise_failed": why, "layers": s.get("layers", [])}
     if options.strategy == "layerwise" and why is None:
         why = "layerwise needs a Maxout network first"
     try:
@@ -111,7 +126,6 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
         t0 = time.monotonic()
         stats["leaves_checked"] = check_equal_on_domain(pa, pb, P, tree)
         stats["kernel_check_s"] = time.monotonic() - t0
-        stats["time_s"] = time.monotonic() - start
         return Verdict("proved", "kernel-checked", certificate=tree, stats=stats)
     except CounterexampleFound as e:
         v = refute(a, b, domain, e.x)
@@ -127,7 +141,6 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
         return Verdict("unknown", reason=f"timeout after {options.timeout_s:g} s ({why})",
                        stats=stats)
     status, x = find_difference(pa, pb, P, left)
-    stats["time_s"] = time.monotonic() - start
     if status == "sat":
         v = refute(a, b, domain, x)
         if v is not None:
