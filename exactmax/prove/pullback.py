@@ -61,12 +61,13 @@ def layer_difference_points(net: MaxoutNetwork, other, domain: Domain, differs,
     if left > 0:
         from ..search import SearchOptions, find_counterexample
         r = find_counterexample(net, other, domain, SearchOptions(
-            max_examples=200, max_explicit=200, time_budget_s=min(2.0, left / 4)))
+            max_examples=200, max_explicit=200, time_budget_s=min(1.0, left / 4)))
         if r.found:
             yield r.x
     if l > 0 and differs.rows is not None and deadline > time.monotonic():
         prefix = program_of_maxout(MaxoutNetwork(net.input_dim, net.layers[:l]))
-        x = _point_reaching(prefix, domain, differs.rows, differs.diff, deadline)
+        until = time.monotonic() + (deadline - time.monotonic()) / 3   # leave monolithic time
+        x = _point_reaching(prefix, domain, differs.rows, differs.diff, until)
         if x is not None:
             yield x
 

@@ -1,0 +1,178 @@
+"""verify stays layerwise on every shape the construction compiles: units of any mixture of
+ranks (rank 1 included), repeated pieces, ties, output maps, box and polyhedral domains.
+
+Theorem under test: verify(N, compile(N, P), P) is proved, kernel-checked, by the layerwise
+strategy with one leaf per claim and no split; and a Transformer compiled from a network that
+differs is refuted at a point the kernel evaluated, without the pre-search.
+"""
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from exactmax.construct.transformer import compile_transformer
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.certificate import Leaf
+from exactmax.kernel.errors import CheckFailed
+from exactmax.kernel.layerwise import UnitImage, check_layerwise
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
+from exactmax.kernel.polyhedron import Box, Polyhedron
+from exactmax.kernel.rational import Q
+from exactmax.kernel.transformer import evaluate_transformer
+from exactmax.prove.verify import VerifyOptions, verify_equal
+
+rationals = st.builds(Q, st.integers(-6, 6), st.integers(1, 4))
+
+
+@st.composite
+def networks(draw, max_d=3, max_width=4, max_depth=3):
+    """Maxout networks whose units have 1 to 4 pieces, some of them repeated (ties), and
+    sometimes an output map."""
+    d = draw(st.integers(1, max_d))
+    width, layers = d, []
+    for _ in range(draw(st.integers(1, max_depth))):
+        units = []
+        for _ in range(draw(st.integers(1, max_width))):
+            pieces = [Piece(tuple(draw(rationals) for _ in range(width)), draw(rationals))
+                      for _ in range(draw(st.integers(1, 4)))]
+            if len(pieces) > 1 and draw(st.booleans()):
+                pieces.append(pieces[draw(st.integers(0, len(pieces) - 1))])  # a repeat
+            units.append(Unit(tuple(pieces)))
+        layers.append(Layer(tuple(units)))
+        width = len(units)
+    output = None
+    if draw(st.booleans()):
+        m = draw(st.integers(1, 2))
+        output = Affine(tuple(tuple(draw(rationals) for _ in range(width)) for _ in range(m)),
+                        tuple(draw(rationals) for _ in range(m)), width)
+    return MaxoutNetwork(d, tuple(layers), output)
+
+
+@st.composite
+def domains(draw, d):
+    """The box [-1, 1]^d, or that box cut by half-spaces a . x <= c with c > 0 (so the
+    origin stays inside: non-empty and full-dimensional)."""
+    if draw(st.booleans()):
+        return Box((Q(-1),) * d, (Q(1),) * d)
+    A, b = [], []
+    for i in range(d):
+        A += [tuple(Q(1 if j == i else 0) for j in range(d)),
+              tuple(Q(-1 if j == i else 0) for j in range(d))]
+        b += [Q(1), Q(1)]
+    for _ in range(draw(st.integers(1, 3))):
+        A.append(tuple(draw(rationals) for _ in range(d)))
+        b.append(Q(draw(st.integers(1, 4)), 4))
+    return Polyhedron(tuple(A), tuple(b), d)
+
+
+def _leaves_are_single(cert) -> bool:
+    return all(isinstance(claim.tree, Leaf) for claims in cert.layers for claim in claims)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_the_construction_of_any_network_is_proved_layerwise_one_leaf_per_claim(data):
+    net = data.draw(networks())
+    dom = data.draw(domains(net.input_dim))
+    tf = compile_transformer(net, dom).transformer
+    v = verify_equal(net, tf, dom, VerifyOptions(timeout_s=60))
+    assert (v.verdict, v.trust) == ("proved", "kernel-checked"), v.reason
+    assert v.stats["strategy"] == "layerwise"
+    assert v.stats["splits"] == 0 and _leaves_are_single(v.certificate)
+    assert v.stats["leaves_checked"] == v.stats["claims"]
+    assert (v.certificate.image is not None) == isinstance(dom, Polyhedron)
+
+
+def _shift_unit(net, layer, unit, delta):
+    """Add delta to every piece of one unit: that unit's value moves by delta everywhere."""
+    layers = list(net.layers)
+    units = list(layers[layer].units)
+    units[unit] = Unit(tuple(Piece(p.w, p.b + delta) for p in units[unit].pieces))
+    layers[layer] = Layer(tuple(units))
+    return dataclasses.replace(net, layers=tuple(layers))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_transformer_compiled_from_a_shifted_network_is_refuted_without_search(data):
+    net = data.draw(networks())
+    last = len(net.layers) - 1
+    i = data.draw(st.integers(0, net.layers[last].width - 1))
+    if net.output is not None and not any(row[i] for row in net.output.W):
+        net = dataclasses.replace(net, output=None)   # the shift must reach the output
+    dom = data.draw(domains(net.input_dim))
+    tf = compile_transformer(_shift_unit(net, last, i, Q(1, 1000)), dom).transformer
+    v = verify_equal(net, tf, dom, VerifyOptions(timeout_s=60))
+    assert v.verdict == "refuted", v.reason
+    assert dom.contains(v.x) and evaluate_maxout(net, v.x) != evaluate_transformer(tf, v.x)
+    assert v.stats["strategy"] == "layerwise" and v.stats["differs_in_layer"] == last + 1
+
+
+def test_a_difference_in_a_middle_layer_is_pulled_back_to_the_domain():
+    """Layer 2 of 3 moves by 1/1000 and layer 3 passes it on (rank-1 identity units): the
+    layer found to differ on its box yields a point of the domain, checked by the kernel."""
+    e = [Q(1), Q(0)], [Q(0), Q(1)]
+    first = Layer((Unit((Piece((Q(1), Q(-1)), Q(0)), Piece((Q(-1), Q(2)), Q(1, 2)))),
+                   Unit((Piece((Q(2), Q(1)), Q(0)),))))
+    middle = Layer((Unit((Piece(tuple(e[0]), Q(0)), Piece(tuple(e[1]), Q(-1)))),
+                    Unit((Piece(tuple(e[1]), Q(0)),))))
+    identity = Layer((Unit((Piece(tuple(e[0]), Q(0)),)), Unit((Piece(tuple(e[1]), Q(0)),))))
+    net = MaxoutNetwork(2, (first, middle, identity))
+    dom = Box((Q(-1), Q(-1)), (Q(1), Q(1)))
+    tf = compile_transformer(_shift_unit(net, 1, 0, Q(1, 1000)), dom).transformer
+    v = verify_equal(net, tf, dom, VerifyOptions(timeout_s=60))
+    assert v.verdict == "refuted" and v.stats["differs_in_layer"] == 2
+    assert evaluate_maxout(net, v.x) != evaluate_transformer(tf, v.x)
+
+
+# ------------------------------------------------------------------ the kernel's rule (B')
+
+def _polyhedral_case():
+    net = MaxoutNetwork(2, (
+        Layer((Unit((Piece((Q(1), Q(1)), Q(0)), Piece((Q(-1), Q(0)), Q(1, 2)))),
+               Unit((Piece((Q(0), Q(1)), Q(0)),)))),
+        Layer((Unit((Piece((Q(1), Q(-1)), Q(0)), Piece((Q(1, 2), Q(1)), Q(0)))),))))
+    dom = Polyhedron(((Q(1), Q(0)), (Q(-1), Q(0)), (Q(0), Q(1)), (Q(0), Q(-1)),
+                      (Q(1), Q(1))), (Q(1), Q(1), Q(1), Q(1), Q(1, 2)), 2)
+    tf = compile_transformer(net, dom).transformer
+    v = verify_equal(net, tf, dom)
+    assert v.stats["strategy"] == "layerwise" and v.certificate.image is not None
+    return net, tf, dom, v.certificate
+
+
+def test_the_kernel_accepts_the_first_layer_over_the_polyhedron_and_rejects_tampering():
+    net, tf, dom, cert = _polyhedral_case()
+    assert check_layerwise(net, tf, dom, cert) > 0
+    B1 = cert.boxes[1]
+    # B_1 tighter than its Farkas proofs show: rejected, on either end
+    for lower, upper in (((B1.lower[0] + Q(1, 2 ** 20),) + B1.lower[1:], B1.upper),
+                         (B1.lower, (B1.upper[0] - Q(1, 2 ** 20),) + B1.upper[1:])):
+        bad = dataclasses.replace(cert, boxes=(cert.boxes[0], Box(lower, upper)))
+        with pytest.raises(CheckFailed, match="B_1"):
+            check_layerwise(net, tf, dom, bad)
+    im = cert.image[0]
+    for tampered in (UnitImage(im.lower_piece, im.lower, im.upper[:-1]),
+                     UnitImage(len(net.layers[0].units[0].pieces), im.lower, im.upper),
+                     UnitImage(im.lower_piece, tuple((i, 2 * y) for i, y in im.lower),
+                               im.upper)):
+        bad = dataclasses.replace(cert, image=(tampered,) + cert.image[1:])
+        with pytest.raises(CheckFailed):
+            check_layerwise(net, tf, dom, bad)
+    # without (B'), the first layer's claims are over B_0, where the LP gates do not hold
+    with pytest.raises(CheckFailed):
+        check_layerwise(net, tf, dom, dataclasses.replace(cert, image=None))
+    # image proofs say nothing about two Maxout networks
+    with pytest.raises(CheckFailed, match="Transformer"):
+        check_layerwise(net, net, dom, cert)
+
+
+def test_the_kernel_checks_the_shapes_of_boxes_and_domain_itself():
+    net, tf, dom, cert = _polyhedral_case()
+    one_d = Box((Q(-1),), (Q(1),))
+    with pytest.raises(CheckFailed, match="dimension"):
+        check_layerwise(net, tf, one_d, cert)
+    short = Box(cert.boxes[0].lower, cert.boxes[0].upper[:1])
+    with pytest.raises(CheckFailed, match="B_0"):
+        check_layerwise(net, tf, dom, dataclasses.replace(cert, boxes=(short,) +
+                                                          cert.boxes[1:]))
