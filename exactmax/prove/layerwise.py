@@ -143,54 +143,68 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
     stats.update({"leaves": 0, "splits": 0, "claims": 0, "lp_calls": 0, "same_max": 0,
                   "layers": []})
     layers = []
-    last = time.monotonic()
     for l in range(len(net.layers)):
         boxes.append(B)
         first = l == 0 and over_domain
         cell, cell_box = (P, None) if first else (B.as_polyhedron(), B)
-        f, g = layer_programs(net, tf, l)
-        groups: dict[tuple[int, int], list[int]] = {}
-        for o, pair in enumerate(zip(f.outputs, g.outputs)):
-            groups.setdefault(pair, []).append(o)
         oracle = _Oracle(cell.dim, cell_box, P if first else None, limits.deadline)
-        claims, layer_stats = [], {"layer": l + 1, "claims": 0, "same_max": 0, "trees": 0}
+        layer_stats = {"layer": l + 1, "claims": 0, "same_max": 0, "trees": 0,
+                       "over": "the domain" if first else f"B_{l}", "result": "proved"}
         stats["layers"].append(layer_stats)
-        for outs in groups.values():
-            if time.monotonic() > limits.deadline:
-                raise NoCertificate(f"layer {l + 1}: time limit reached")
-            leaf = same_max_leaf(f, g, cell, cell_box, tuple(outs), oracle)
-            if leaf is not None:
-                stats["leaves"] += 1
-                stats["same_max"] += 1
-                layer_stats["same_max"] += 1
-                claims.append(Claim(tuple(outs), leaf))
-                continue
-            if any(_has_max(f, f.outputs[o]) or _has_max(g, g.outputs[o]) for o in outs):
-                # a unit the same-max rule did not take: try points before any tree
-                h = _differs_at(f, g, outs, _sample_points(
-                    cell_box, None if cell_box else oracle.interior_point(domain_rows(P))))
-                if h is not None:
-                    raise LayerDiffers(l, h, first)
-            try:
-                tree, s = build_certificate(f, g, cell, cell_box, limits, tuple(outs), oracle)
-            except CounterexampleFound as e:
-                raise LayerDiffers(l, e.x, first, e.rows, e.diff) from None
-            except NoCertificate as e:
-                raise NoCertificate(f"layer {l + 1}: {e}") from None
-            layer_stats["trees"] += 1
-            stats["leaves"] += s["leaves"]
-            stats["splits"] += s["splits"]
-            claims.append(Claim(tuple(outs), tree))
-            if limits.progress is not None and time.monotonic() - last > 2:
-                last = time.monotonic()
-                limits.progress(stats["leaves"])
-        layer_stats["claims"] = len(claims)
-        stats["claims"] += len(claims)
-        layers.append(tuple(claims))
+        try:
+            claims = _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats,
+                                   layer_stats, first)
+        except NoCertificate as e:
+            layer_stats["result"] = str(e)
+            raise
+        layers.append(claims)
         if first:
             B, image = _first_image(net, oracle) if len(net.layers) > 1 else (B, ())
-        stats["lp_calls"] += oracle.calls
-        if not first:
+        else:
             new = interval_image(net, l, B)   # rounded outward as the construction does
             B = Box(*round_outward(new.lower, new.upper))
+        stats["lp_calls"] += oracle.calls
     return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image), stats
+
+
+def _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats, first):
+    """The claims of layer l over ``cell``: one same-max leaf per group of segment outputs
+    sharing their pair of nodes where the rule applies, a split tree otherwise; LayerDiffers
+    as soon as a point of the cell shows the layer differs."""
+    f, g = layer_programs(net, tf, l)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for o, pair in enumerate(zip(f.outputs, g.outputs)):
+        groups.setdefault(pair, []).append(o)
+    claims, last = [], time.monotonic()
+    for outs in groups.values():
+        if time.monotonic() > limits.deadline:
+            raise NoCertificate(f"layer {l + 1}: time limit reached")
+        leaf = same_max_leaf(f, g, cell, cell_box, tuple(outs), oracle)
+        if leaf is not None:
+            stats["leaves"] += 1
+            stats["same_max"] += 1
+            layer_stats["same_max"] += 1
+            claims.append(Claim(tuple(outs), leaf))
+            continue
+        if any(_has_max(f, f.outputs[o]) or _has_max(g, g.outputs[o]) for o in outs):
+            # a unit the same-max rule did not take: try points before any tree
+            h = _differs_at(f, g, outs, _sample_points(
+                cell_box, None if cell_box else oracle.interior_point(domain_rows(cell))))
+            if h is not None:
+                raise LayerDiffers(l, h, first)
+        try:
+            tree, s = build_certificate(f, g, cell, cell_box, limits, tuple(outs), oracle)
+        except CounterexampleFound as e:
+            raise LayerDiffers(l, e.x, first, e.rows, e.diff) from None
+        except NoCertificate as e:
+            raise NoCertificate(f"layer {l + 1}: {e}") from None
+        layer_stats["trees"] += 1
+        stats["leaves"] += s["leaves"]
+        stats["splits"] += s["splits"]
+        claims.append(Claim(tuple(outs), tree))
+        if limits.progress is not None and time.monotonic() - last > 2:
+            last = time.monotonic()
+            limits.progress(stats["leaves"])
+    layer_stats["claims"] = len(claims)
+    stats["claims"] += len(claims)
+    return tuple(claims)
