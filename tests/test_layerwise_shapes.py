@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from exactmax.construct.transformer import compile_transformer
+from exactmax.construct.transformer import CompileOptions, compile_transformer
 from exactmax.kernel.affine import Affine
 from exactmax.kernel.certificate import Leaf
 from exactmax.kernel.errors import CheckFailed
@@ -19,7 +19,7 @@ from exactmax.kernel.layerwise import UnitImage, check_layerwise
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q
-from exactmax.kernel.transformer import evaluate_transformer
+from exactmax.kernel.transformer import FeedForward, evaluate_transformer
 from exactmax.prove.verify import VerifyOptions, verify_equal
 
 rationals = st.builds(Q, st.integers(-6, 6), st.integers(1, 4))
@@ -75,13 +75,15 @@ def _leaves_are_single(cert) -> bool:
 def test_the_construction_of_any_network_is_proved_layerwise_one_leaf_per_claim(data):
     net = data.draw(networks())
     dom = data.draw(domains(net.input_dim))
-    tf = compile_transformer(net, dom).transformer
+    merged = data.draw(st.booleans())
+    tf = compile_transformer(net, dom, CompileOptions(merged=merged)).transformer
     v = verify_equal(net, tf, dom, VerifyOptions(timeout_s=60))
     assert (v.verdict, v.trust) == ("proved", "kernel-checked"), v.reason
     assert v.stats["strategy"] == "layerwise"
     assert v.stats["splits"] == 0 and _leaves_are_single(v.certificate)
     assert v.stats["leaves_checked"] == v.stats["claims"]
     assert (v.certificate.image is not None) == isinstance(dom, Polyhedron)
+    assert (v.certificate.unmerged is not None) == (merged and len(net.layers) > 1)
 
 
 def _shift_unit(net, layer, unit, delta):
@@ -102,7 +104,8 @@ def test_a_transformer_compiled_from_a_shifted_network_is_refuted_without_search
     if net.output is not None and not any(row[i] for row in net.output.W):
         net = dataclasses.replace(net, output=None)   # the shift must reach the output
     dom = data.draw(domains(net.input_dim))
-    tf = compile_transformer(_shift_unit(net, last, i, Q(1, 1000)), dom).transformer
+    options = CompileOptions(merged=data.draw(st.booleans()))
+    tf = compile_transformer(_shift_unit(net, last, i, Q(1, 1000)), dom, options).transformer
     v = verify_equal(net, tf, dom, VerifyOptions(timeout_s=60))
     assert v.verdict == "refuted", v.reason
     assert dom.contains(v.x) and evaluate_maxout(net, v.x) != evaluate_transformer(tf, v.x)
@@ -176,3 +179,40 @@ def test_the_kernel_checks_the_shapes_of_boxes_and_domain_itself():
     with pytest.raises(CheckFailed, match="B_0"):
         check_layerwise(net, tf, dom, dataclasses.replace(cert, boxes=(short,) +
                                                           cert.boxes[1:]))
+
+
+# ------------------------------------------------------------------ the kernel's rule (M)
+
+def test_a_merged_transformer_is_checked_through_its_unmerged_form_and_tampering_fails():
+    net, _, dom, _ = _polyhedral_case()
+    tf = compile_transformer(net, dom, CompileOptions(merged=True)).transformer
+    v = verify_equal(net, tf, dom)
+    assert v.stats["strategy"] == "layerwise" and v.certificate.unmerged is not None
+    cert = v.certificate
+    assert check_layerwise(net, tf, dom, cert) > 0
+    u = cert.unmerged
+
+    def with_sublayer(model, i, new):
+        subs = list(model.sublayers)
+        subs[i] = new
+        return dataclasses.replace(model, sublayers=tuple(subs))
+
+    gate = u.sublayers[3]                     # F_1, the gate of the second layer
+    b1 = list(gate.inner.b)
+    b1[0] += 1
+    moved = FeedForward(dataclasses.replace(gate.inner, b=tuple(b1)), gate.outer)
+    for bad in (with_sublayer(u, 3, moved),   # the unmerged gate is not the merged one's
+                with_sublayer(u, 1, u.sublayers[4]),   # another attention
+                dataclasses.replace(u, sublayers=u.sublayers[:-1])):
+        with pytest.raises(CheckFailed):
+            check_layerwise(net, tf, dom, dataclasses.replace(cert, unmerged=bad))
+    # the merged Transformer itself broken in its merged sub-layer: no unmerged form fits
+    merged = tf.sublayers[2]
+    b1 = list(merged.inner.b)
+    b1[-1] += Q(1, 1000)
+    broken = with_sublayer(tf, 2, FeedForward(dataclasses.replace(merged.inner, b=tuple(b1)),
+                                              merged.outer))
+    with pytest.raises(CheckFailed, match="not the unmerged"):
+        check_layerwise(net, broken, dom, cert)
+    with pytest.raises(CheckFailed, match="for a Transformer"):
+        check_layerwise(net, net, dom, cert)

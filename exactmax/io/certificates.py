@@ -81,7 +81,8 @@ def layerwise_to_json(c: LayerwiseCertificate) -> dict:
                         for cl in claims] for claims in c.layers]} | (
         {} if c.image is None else {"image": [
             {"lower_piece": im.lower_piece, "lower": _farkas(im.lower),
-             "upper": [_farkas(u) for u in im.upper]} for im in c.image]})
+             "upper": [_farkas(u) for u in im.upper]} for im in c.image]}) | (
+        {} if c.unmerged is None else {"unmerged": model_to_json(c.unmerged)})
 
 
 def certificate_to_json(a, b, domain, cert, stats: dict) -> dict:
@@ -211,7 +212,7 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
     from ..kernel.maxout import MaxoutNetwork
     if not isinstance(net, MaxoutNetwork):
         raise c.error("a layerwise certificate needs a Maxout network as model a")
-    f = c.fields(("boxes", "box_proofs", "layers"), ("image",))
+    f = c.fields(("boxes", "box_proofs", "layers"), ("image", "unmerged"))
     boxes = []
     for bc, width in zip(f["boxes"].items(len(net.layers), what="box",
                                           why="one per layer"), net.widths):
@@ -242,4 +243,12 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
                                    tuple(_read_farkas(u) for u in jf["upper"].items(
                                        what="proof"))))
         image = tuple(image)
-    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image)
+    unmerged = None
+    if "unmerged" in f:
+        u = f["unmerged"]
+        u.fields(tuple(u.value) if isinstance(u.value, dict) else (), what="a model object")
+        if "format" not in u.value:
+            raise u.error('missing key "format"')
+        u.child("format").string((TRANSFORMER,))
+        unmerged = read_transformer(u)
+    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image, unmerged)

@@ -18,6 +18,14 @@ Suppose
   (R) the read-out returns y from encode(y).
 
 Then by induction on l the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
+
+(M) A Transformer with 2D + 1 sub-layers (the merged construction: the clean-up of layer l and
+the gate of layer l + 1 in one feed-forward sub-layer) is checked through an unmerged one U
+given in the certificate: U has the same embedding, positions and read-out, its sub-layers
+are T's with each merged feed-forward M_l replaced by two, C_l then F_{l+1}, and
+M_l(s) = F_{l+1}(C_l(s)) for every token state s (``same_feedforward``, an identity of the
+translation, checked without a solver).  Then T = U as functions, and (E), (B), (S), (R) are
+checked for U.
 (S) is a family of ordinary certificates, each over a box (or over P, for the first layer
 under (B')), one per group of segment outputs that share their pair of program nodes; (E),
 (B), (B') and (R) are checked here exactly.
@@ -31,9 +39,10 @@ from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, dom
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Box, Domain, check_upper_bound
-from .program import place, program_of_encoded_layer, program_of_segment
+from .program import (place, program_of_encoded_layer, program_of_segment,
+                      same_feedforward)
 from .rational import ONE, Q, ZERO
-from .transformer import Transformer
+from .transformer import FeedForward, Transformer, check_transformer_shapes
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,7 @@ class LayerwiseCertificate:
     layers: tuple[tuple[Claim, ...], ...]
     image: tuple[UnitImage, ...] | None = None   # (B'): first layer over the domain, B_1 by
     #                             Farkas proofs (one per unit of layer 1; () when D = 1)
+    unmerged: Transformer | None = None           # (M): the claims are about this one
 
 
 def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
@@ -133,6 +143,11 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
     Transformer (see the module docstring) or another Maxout network of the same layer widths
     (then (S) reads Phi^N_l = Phi^T_l on B_{l-1}, with no embedding or read-out to check);
     returns the number of leaves checked."""
+    if cert.unmerged is not None:
+        if not isinstance(other, Transformer):
+            raise CheckFailed("layerwise: an unmerged Transformer is for a Transformer")
+        check_unmerged(other, cert.unmerged)
+        other = cert.unmerged
     if isinstance(other, Transformer):
         check_structure(net, other)
     else:
@@ -184,6 +199,35 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
             raise CheckFailed(f"layerwise: layer {l}: outputs "
                               f"{sorted(set(range(len(f.outputs))) - covered)[:5]} unproved")
     return leaves
+
+
+def check_unmerged(tf: Transformer, u: Transformer) -> None:
+    """(M): tf = u as functions, u having a feed-forward pair where tf has one merged one."""
+    if (tf.input_dim, tf.d_model, tf.embedding, tf.positions, tf.readout) != \
+            (u.input_dim, u.d_model, u.embedding, u.positions, u.readout):
+        raise CheckFailed("layerwise: the unmerged Transformer has another embedding, "
+                          "positions or read-out")
+    n, m = len(tf.sublayers), len(u.sublayers)
+    if n < 3 or n % 2 == 0 or m != 3 * (n - 1) // 2:
+        raise CheckFailed(f"layerwise: {n} sub-layers cannot be the merge of {m}")
+    try:
+        check_transformer_shapes(tf)
+        check_transformer_shapes(u)
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"layerwise: {e}") from None
+    # tf: F_0, (A_l, M_l) for l < D - 1, A_{D-1}, C_{D-1};  u: (F_l, A_l, C_l) for l < D
+    if tf.sublayers[0] != u.sublayers[0] or tf.sublayers[-2:] != u.sublayers[-2:]:
+        raise CheckFailed("layerwise: the first or last sub-layers differ from the unmerged")
+    for l in range((n - 1) // 2 - 1):
+        att, merged = tf.sublayers[1 + 2 * l], tf.sublayers[2 + 2 * l]
+        if att != u.sublayers[1 + 3 * l]:
+            raise CheckFailed(f"layerwise: attention sub-layer {1 + 2 * l} differs from the "
+                              "unmerged one")
+        first, second = u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l]
+        if not all(isinstance(s, FeedForward) for s in (merged, first, second)) or \
+                not same_feedforward(tf, merged, first, second):
+            raise CheckFailed(f"layerwise: sub-layer {2 + 2 * l} is not the unmerged "
+                              f"sub-layers {2 + 3 * l} and {3 + 3 * l} in one")
 
 
 def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertificate) -> None:

@@ -301,3 +301,22 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
             _axpy(e, ONE, _expr(c=p[i]))
             outs.append(b.node_of(e))
     return Program(dim, tuple(b.nodes), tuple(outs))
+
+
+def same_feedforward(tf: Transformer, merged: FeedForward, first: FeedForward,
+                     second: FeedForward) -> bool:
+    """merged(s) = second(first(s)) for every token state s in Q^{d_m}: the two are run on
+    one symbolic token with the translation above (exact linear maps from ReLU pairs,
+    hash-consed ReLU nodes) and give the same expression in every coordinate.  Syntactic,
+    hence sound; complete for the merged construction, whose gate units read M where the
+    unmerged ones read H, which the clean-up has just set to M."""
+    b = _Builder(tf.d_model)
+    state = [_expr({i: ONE}) for i in range(tf.d_model)]
+    one = _run_sublayers(b, tf, [list(state)], [(0, merged)])[0]
+    two = _run_sublayers(b, tf, [list(state)], [(0, first), (1, second)])[0]
+    return all(_normal(u) == _normal(v) for u, v in zip(one, two))
+
+
+def _normal(e):
+    return (tuple(sorted((k, _qkey(v)) for k, v in e[0].items() if v)), _qkey(e[1]),
+            tuple(sorted((k, _qkey(v)) for k, v in e[2].items() if v)))

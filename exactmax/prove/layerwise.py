@@ -13,18 +13,21 @@ pull-back to the domain is looked for by ``prove.pullback``.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 
 from ..kernel.errors import CheckFailed
 from ..kernel.layerwise import (Claim, LayerwiseCertificate, UnitImage, check_same_shape,
-                                check_structure, interval_image, layer_programs)
+                                check_structure, check_unmerged, interval_image,
+                                layer_programs)
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain, Polyhedron
-from ..kernel.program import Lin
+from ..kernel.affine import Affine
+from ..kernel.program import Lin, _opposite_pairs
 from ..kernel.certificate import _max_args, domain_rows
 from ..kernel.rational import ONE, Q, ZERO
-from ..kernel.transformer import Transformer
+from ..kernel.transformer import FeedForward, Transformer
 from ..construct.bounds import round_outward
 from .certify import (CounterexampleFound, Limits, NoCertificate, _Oracle, build_certificate,
                       same_max_leaf)
@@ -125,7 +128,12 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
     layer widths; or NoCertificate (structure, limits), or LayerDiffers (a layer differs on
     its cell, which need not be reachable from the domain).  ``stats`` (filled in place, so
     a caller sees how far a failed run got) gets the counts, one record per layer."""
+    unmerged = None
     try:
+        if isinstance(tf, Transformer) and len(net.layers) > 1 and \
+                len(tf.sublayers) == 2 * len(net.layers) + 1:
+            unmerged = _unmerged(tf)
+            tf = unmerged
         if isinstance(tf, Transformer):
             check_structure(net, tf)
         else:
@@ -164,7 +172,56 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
             new = interval_image(net, l, B)   # rounded outward as the construction does
             B = Box(*round_outward(new.lower, new.upper))
         stats["lp_calls"] += oracle.calls
-    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image), stats
+    return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image, unmerged), stats
+
+
+def _unmerged(tf: Transformer) -> Transformer:
+    """tf with each merged feed-forward sub-layer split in two (rule (M), checked by the
+    kernel): the clean-up's ReLU pairs first, then the gate units reading the H block where
+    the merged ones read M (the clean-up has just set H to M).  The blocks are the
+    construction's (d_m = 3 W + k, or 3 W + 1 with a scalar position); CheckFailed when no
+    such split gives tf back."""
+    n, D = len(tf.sublayers), (len(tf.sublayers) - 1) // 2
+    last = None
+    for W in sorted({(tf.d_model - tf.n_tokens) // 3, (tf.d_model - 1) // 3}):
+        subs = [tf.sublayers[0]]
+        for l in range(D - 1):
+            subs.append(tf.sublayers[1 + 2 * l])
+            subs += _split(tf.sublayers[2 + 2 * l], W)
+        subs += tf.sublayers[n - 2:]
+        u = dataclasses.replace(tf, sublayers=tuple(subs), meta=None)
+        try:
+            check_unmerged(tf, u)
+            return u
+        except CheckFailed as e:
+            last = e
+    raise last
+
+
+def _split(ff, W: int):
+    """(clean-up, gate) of a merged feed-forward sub-layer, with the gate's columns M_j
+    moved to H_j (j < W); a sub-layer that is not a feed-forward one is returned twice, for
+    the kernel to refuse."""
+    if not isinstance(ff, FeedForward):
+        return [ff, ff]
+    pairs = _opposite_pairs(ff)
+    clean = sorted(set(pairs) | set(pairs.values()))
+    gate = [h for h in range(len(ff.inner.b)) if h not in set(clean)]
+
+    def part(units, moved, b2):
+        W1 = []
+        for h in units:
+            row = list(ff.inner.W[h])
+            if moved:
+                for j in range(W):
+                    row[j], row[2 * W + j] = row[2 * W + j], ZERO
+            W1.append(tuple(row))
+        W2 = tuple(tuple(r[h] for h in units) for r in ff.outer.W)
+        return FeedForward(Affine(tuple(W1), tuple(ff.inner.b[h] for h in units),
+                                  ff.inner.in_dim),
+                           Affine(W2, b2, len(units)))
+    zero = (ZERO,) * len(ff.outer.b)
+    return [part(clean, False, zero), part(gate, True, ff.outer.b)]
 
 
 def _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats, first):
