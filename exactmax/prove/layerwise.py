@@ -151,6 +151,7 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
     stats.update({"leaves": 0, "splits": 0, "claims": 0, "lp_calls": 0, "same_max": 0,
                   "layers": []})
     layers = []
+    shown = time.monotonic()
     for l in range(len(net.layers)):
         boxes.append(B)
         first = l == 0 and over_domain
@@ -166,6 +167,9 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
             layer_stats["result"] = str(e)
             raise
         layers.append(claims)
+        if limits.progress is not None and time.monotonic() - shown > 2:
+            shown = time.monotonic()
+            limits.progress(stats["leaves"])
         if first:
             B, image = _first_image(net, oracle) if len(net.layers) > 1 else (B, ())
         else:
