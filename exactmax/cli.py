@@ -340,7 +340,9 @@ def _verify_models(args, a, b, names) -> int:
             if args.cert:
                 print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
     elif v.verdict == "refuted":
-        by = "; found by the search" if v.stats.get("strategy") == "search" else ""
+        by = "; found by the search" if v.stats.get("strategy") == "search" else \
+            f"; found where layer {v.stats['differs_in_layer']} differs" \
+            if v.stats.get("differs_in_layer") else ""
         print(f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
               f"(evaluated by the kernel{by})")
         print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
