@@ -216,3 +216,50 @@ def test_a_merged_transformer_is_checked_through_its_unmerged_form_and_tampering
         check_layerwise(net, broken, dom, cert)
     with pytest.raises(CheckFailed, match="for a Transformer"):
         check_layerwise(net, net, dom, cert)
+
+
+# ------------------------------------------------------------------ answers and time limits
+
+def _permuted_pair(seed=5, d=4, N=16, D=8):
+    """A deep network and the same function with two units of its first layer swapped (and
+    the next layer's weights with them): equal, but not layer by layer."""
+    import random
+    rng = random.Random(seed)
+    layers, width = [], d
+    for _ in range(D):
+        layers.append(Layer(tuple(Unit(tuple(
+            Piece(tuple(Q(rng.randint(-8, 8), rng.randint(1, 16)) for _ in range(width)),
+                  Q(rng.randint(-8, 8), rng.randint(1, 16))) for _ in range(3)))
+            for _ in range(N))))
+        width = N
+    a = MaxoutNetwork(d, tuple(layers))
+    perm = list(range(N))
+    perm[0], perm[1] = 1, 0
+    first = Layer(tuple(a.layers[0].units[perm[i]] for i in range(N)))
+    second = Layer(tuple(Unit(tuple(Piece(tuple(p.w[perm[i]] for i in range(N)), p.b)
+                                    for p in u.pieces)) for u in a.layers[1].units))
+    return a, dataclasses.replace(a, layers=(first, second) + a.layers[2:])
+
+
+def test_an_unknown_answer_comes_within_the_time_limit_and_reports_its_real_time(tmp_path,
+                                                                                  capsys):
+    import json
+    import time
+    from exactmax.cli import main
+    from exactmax.io.models import model_to_json
+    a, b = _permuted_pair()
+    box = Box((Q(-1),) * 4, (Q(1),) * 4)
+    paths = []
+    for name, net in (("a", a), ("b", b)):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(model_to_json(dataclasses.replace(net, domain=box))))
+        paths.append(str(p))
+    t0 = time.monotonic()
+    assert main(["equiv", *paths, "--timeout", "3", "--no-search", "--json"]) == 3
+    wall = time.monotonic() - t0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "unknown" and wall <= 3 + 1
+    assert 2.5 <= out["time_s"] <= wall
+    assert "layerwise: layerwise" not in out["reason"]
+    assert out["stats"]["layerwise_failed"].startswith("layerwise: layer 1 differs")
+    assert out["stats"]["layers"][0]["result"].startswith("layer 1 differs")
