@@ -11,9 +11,10 @@ from exactmax.kernel.rational import Q
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TENT = os.path.join(ROOT, "examples", "tent.json")
+# layer 2's piece h - 999/1000 ranges over [-999/1000, 1/1000]: C_2 = 1 leaves 1/1000 of margin
 TIGHT = {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
          "layers": [{"units": [{"pieces": [{"w": [0], "b": 0}, {"w": [1], "b": 0}]}]},
-                    {"units": [{"pieces": [{"w": [1], "b": -1}]}]}],
+                    {"units": [{"pieces": [{"w": [1], "b": "-999/1000"}]}]}],
          "domain": {"box": {"lower": [-1], "upper": [1]}}}
 
 

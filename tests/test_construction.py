@@ -168,12 +168,13 @@ def test_a_relu_network_compiles_to_two_tokens():
 
 
 def test_lp_bounds_over_a_polyhedron_are_tighter_and_sound():
-    # the triangle x, y >= 0, x + y <= 1, and the piece x + y: LP gives 1, the box gives 2
+    # the triangle x, y >= 0, x + y <= 1, and the piece x + y: LP gives 1, the box gives 2;
+    # the gate constant is the least integer strictly above
     P = Polyhedron(((Q(-1), Q(0)), (Q(0), Q(-1)), (Q(1), Q(1))), (Q(0), Q(0), Q(1)), 2)
     net = MaxoutNetwork(2, (Layer((Unit((Piece((Q(1), Q(1)), Q(0)), Piece((Q(-1), Q(0)), Q(0)))),)),))
     lp = compile_transformer(net, P, CompileOptions(bounds="lp"))
     box = compile_transformer(net, P, CompileOptions(bounds="interval"))
-    assert lp.gates == (Q(1),) and box.gates == (Q(2),)
+    assert lp.gates == (Q(2),) and box.gates == (Q(3),)
     for x in [(Q(0), Q(0)), (Q(1), Q(0)), (Q(1, 3), Q(2, 3)), (Q(0), Q(1, 2))]:
         assert TransformerEvaluator(lp.transformer).evaluate(x) == evaluate_maxout(net, x)
 

@@ -53,12 +53,14 @@ def test_the_checker_rejects_a_wrong_tree_and_a_wrong_root():
 
 
 def test_a_tight_gate_is_detected():
-    # h = max(0, x) on [-1, 1]; layer 2 piece h - 1 has range [-1, 0], so C_2 = 1, but the
+    # h = max(0, x) on [-1, 1]; layer 2 piece h - 1 has range [-1, 0], so C_2 = 1 is exact
+    # for hardmax (compile itself leaves a margin: 2; here the gates are given), but the
     # softmax value at x = -1 is slightly negative and h~ - 1 < -1.
     net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(0),), Q(0)), Piece((Q(1),), Q(0)))),)),
                             Layer((Unit((Piece((Q(1),), Q(-1)),)),))),
                         None, Box((Q(-1),), (Q(1),)))
-    s = setting_of(net, net.domain)
+    tight = compile_transformer(net, net.domain, CompileOptions(gates=(Q(2), Q(1))))
+    s = setting_of(net, net.domain, tight.transformer)
     assert s.gates[1] == 1
     c = certify(s, Q(10), max_cells=400, timeout_s=10)
     assert c.verdict in ("gates-fail", "unknown") and c.bound is None
@@ -169,8 +171,13 @@ def test_the_checker_rejects_tampered_trees_gates_and_multipliers():
 
 
 def test_polyhedron_multipliers_are_checked():
+    from exactmax.construct.bounds import layer_bounds
     net = load_model(os.path.join(ROOT, "examples", "relu_triangle.json"))
-    s = setting_of(net, net.domain)
+    # the tightest integer gates (compile leaves a margin of its own), so that layer 1's
+    # pre-activations exceed C_1 on the bounding box and only the LP multipliers show them
+    tight = tuple(Q(max(1, -((-b.gate).floor()))) for b in layer_bounds(net, net.domain))
+    tf = compile_transformer(net, net.domain, CompileOptions(gates=tight)).transformer
+    s = setting_of(net, net.domain, tf)
     assert s.first_multipliers is not None
     c = certify(s, Q(100), max_cells=100, timeout_s=5)
     assert c.verdict == "certified"

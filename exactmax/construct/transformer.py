@@ -195,9 +195,11 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
     bounds = layer_bounds(net, domain, options.bounds)
     method = options.bounds if options.bounds != "auto" else (
         "interval" if hasattr(domain, "lower") else "lp")
-    # C_l: the bound (with slack) rounded up to an integer >= 1.  Any C_l above the bound is
-    # sound; an integer keeps the bound's large denominators out of every later number.
-    gates = [Q(max(1, -((-(b.gate * (1 + options.slack))).floor()))) for b in bounds]
+    # C_l: the least integer strictly above the bound (with slack), so >= 1.  Any C_l >= the
+    # bound is sound; an integer keeps the bound's large denominators out of every later
+    # number, and a strict margin leaves no gate tied anywhere on the domain (every gate's
+    # ReLU is strictly on or off there, even on a degenerate box: a constant unit).
+    gates = [Q((b.gate * (1 + options.slack)).floor() + 1) for b in bounds]
     if options.gates is not None:
         gates = list(options.gates)
     k = max(layer.rank for layer in net.layers)
