@@ -105,7 +105,16 @@ def test_a_transformer_compiled_from_a_shifted_network_is_refuted_without_search
         net = dataclasses.replace(net, output=None)   # the shift must reach the output
     dom = data.draw(domains(net.input_dim))
     options = CompileOptions(merged=data.draw(st.booleans()))
-    tf = compile_transformer(_shift_unit(net, last, i, Q(1, 1000)), dom, options).transformer
+    if data.draw(st.booleans()):   # the network's last layer moved, then compiled
+        tf = compile_transformer(_shift_unit(net, last, i, Q(1, 1000)), dom, options).transformer
+    else:                          # the compiled Transformer's last bias moved (output 0)
+        tf = compile_transformer(net, dom, options).transformer
+        ff = tf.sublayers[-1]
+        b2 = list(ff.outer.b)
+        b2[0] += Q(1, 1000)        # row H_0, which the read-out returns as y_0
+        subs = tf.sublayers[:-1] + (FeedForward(ff.inner, dataclasses.replace(
+            ff.outer, b=tuple(b2))),)
+        tf = dataclasses.replace(tf, sublayers=subs)
     v = verify_equal(net, tf, dom, VerifyOptions(timeout_s=60))
     assert v.verdict == "refuted", v.reason
     assert dom.contains(v.x) and evaluate_maxout(net, v.x) != evaluate_transformer(tf, v.x)
