@@ -102,11 +102,14 @@ def shape_run(name, ranks, poly, merged, d, N, D, cap, seed):
 
 def shapes(cap, depths=(4, 8, 16), d=16, N=32):
     """Every shape the construction compiles, d = 16 and 32 units per layer: time to a
-    kernel-checked proof (compile, build, kernel check), strategy, cells, time per unit."""
+    kernel-checked proof (compile, build, kernel check), strategy, cells, time per unit, and
+    the time each added unit costs (flat means linear; a polyhedron's LPs are paid once, for
+    the first layer)."""
     print(f"\nShapes (d = {d}, {N} units per layer; time includes compile and kernel check):\n")
     print("| shape | " + " | ".join(f"D = {D}" for D in depths) + " | per unit (ms), "
-          "D = " + "/".join(str(D) for D in depths) + " |")
-    print("|---|" + "---:|" * (len(depths) + 1))
+          "D = " + "/".join(str(D) for D in depths) + f" | per added unit (ms), D = "
+          f"{depths[0]} to {depths[-1]} |")
+    print("|---|" + "---:|" * (len(depths) + 2))
     results = []
     for name, ranks, poly, merged in SHAPES:
         row = [shape_run(name, ranks, poly, merged, d, N, D, cap, 1000 + D) for D in depths]
@@ -114,7 +117,8 @@ def shapes(cap, depths=(4, 8, 16), d=16, N=32):
         cells = [f"{r['time_s']:.1f} s ({r['leaves']} cells, {r['strategy']})"
                  if r["kernel_checked"] else f"{r['verdict']} ({r['reason']})" for r in row]
         per = "/".join(f"{r['ms_per_unit']:.1f}" for r in row)
-        print(f"| {name} | " + " | ".join(cells) + f" | {per} |", flush=True)
+        added = 1000 * (row[-1]["time_s"] - row[0]["time_s"]) / (N * (depths[-1] - depths[0]))
+        print(f"| {name} | " + " | ".join(cells) + f" | {per} | {added:.1f} |", flush=True)
     return results
 
 
