@@ -285,8 +285,11 @@ def _progress(args):
     return show
 
 
-def _verify_models(args, a, b, names) -> int:
-    from .prove.verify import VerifyOptions, verify_equal
+def _verify_models(args, a, b, names, started: float | None = None) -> int:
+    """verify / equiv of two loaded models; ``--timeout`` counts from ``started`` (the
+    command's start: compiling and the pre-search are part of the limit)."""
+    from .prove.verify import Verdict, VerifyOptions, verify_equal
+    started = time.monotonic() if started is None else started
     dom = model_domain(a, args) if args.domain else (a.domain or b.domain)
     if dom is None:
         raise UsageError("no domain: give one with --domain FILE or in the first model")
@@ -301,12 +304,16 @@ def _verify_models(args, a, b, names) -> int:
                          "non-empty one")
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    opts = VerifyOptions(timeout_s=args.timeout, max_leaves=args.max_leaves,
-                         strategy=args.strategy,
-                         progress=None if args.json else _progress(args))
     v, found = _short_search(args, a, b, dom)
     if v is None:
-        v = verify_equal(a, b, dom, opts)
+        left = args.timeout - (time.monotonic() - started)
+        if left > 0:
+            v = verify_equal(a, b, dom, VerifyOptions(
+                timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
+                progress=None if args.json else _progress(args)))
+        else:
+            v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
+                        "the proof began)", stats={"time_s": 0.0})
     if found is not None:
         v.stats["search"] = found
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
@@ -383,6 +390,7 @@ def _short_search(args, a, b, dom):
 
 
 def cmd_verify(args) -> int:
+    started = time.monotonic()
     from .construct.bounds import DomainError
     from .construct.transformer import compile_transformer
     net = load_model(args.model)
@@ -404,7 +412,7 @@ def cmd_verify(args) -> int:
                              f"the construction needs a "
                              f"bounded, non-empty domain, but {e}") from None
         names = (args.model, "its compiled Transformer")
-    return _verify_models(args, net, tf, names)
+    return _verify_models(args, net, tf, names, started)
 
 
 def cmd_equiv(args) -> int:

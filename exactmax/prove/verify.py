@@ -138,7 +138,7 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
         why = (why + "; " if why else "") + f"the kernel rejected the certificate ({e})"
     left = deadline - time.monotonic()
     if left <= 0:
-        return Verdict("unknown", reason=f"timeout after {options.timeout_s:g} s ({why})",
+        return Verdict("unknown", reason=f"timeout: the time limit was reached ({why})",
                        stats=stats)
     status, x = find_difference(pa, pb, P, left)
     if status == "sat":
@@ -149,5 +149,5 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
     if status == "unsat":
         return Verdict("proved", "solver-only", reason=f"proved by z3, no certificate: {why}",
                        stats=stats)
-    return Verdict("unknown", reason=f"z3: {x} after {options.timeout_s:g} s; no certificate: "
+    return Verdict("unknown", reason=f"z3: {x} (within the time limit); no certificate: "
                    f"{why}", stats=stats)
