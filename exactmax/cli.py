@@ -152,6 +152,8 @@ def cmd_compile(args) -> int:
     from .construct.size import size_report
     from .construct.transformer import CompileOptions, compile_transformer
     from .io import model_to_json, write_json_atomic
+    from .io.models import check_writable
+    check_writable(args.output)
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
         raise InputError(args.model, "format", 'expected an "exactmax/maxout" network to '
@@ -304,6 +306,8 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                          "non-empty one")
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    from .io.models import check_writable
+    check_writable(args.cert)
     v, found = _short_search(args, a, b, dom)
     if v is None:
         left = args.timeout - (time.monotonic() - started)
@@ -316,11 +320,16 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                         "the proof began)", stats={"time_s": 0.0})
     if found is not None:
         v.stats["search"] = found
+    cert_error = None
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
         from .io import write_json_atomic
         from .io.certificates import certificate_to_json
-        write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
-            k: val for k, val in v.stats.items() if k in ("leaves", "splits", "strategy")}))
+        try:
+            write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
+                k: val for k, val in v.stats.items() if k in ("leaves", "splits",
+                                                             "strategy")}))
+        except InputError as e:   # the verdict stands; say it, then the error, exit 2
+            cert_error = str(e)
     out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
            "time_s": round(v.stats.get("time_s", 0.0), 3),
            "counterexample": None, "stats": {k: val for k, val in v.stats.items()
@@ -329,7 +338,10 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                                                       "layerwise_failed", "layers",
                                                       "same_max", "differs_in_layer",
                                                       "search")},
-           "certificate": args.cert if args.cert and v.trust == "kernel-checked" else None}
+           "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
+           cert_error is None else None}
+    if cert_error is not None:
+        out["certificate_error"] = cert_error
     if v.verdict == "refuted":
         out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
             names[0]: [q_str(t) for t in v.outputs[0]],
@@ -341,7 +353,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
                   f"domain; {v.stats.get('leaves_checked')} cells, "
                   f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
-                                            if args.cert else ""))
+                                            if out["certificate"] else ""))
         else:
             print(f"proved by z3, no certificate (trust: solver-only): {v.reason}")
             if args.cert:
@@ -357,6 +369,11 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
     else:
         print(f"unknown: {v.reason}")
+    if cert_error is not None:
+        sys.stdout.flush()
+        print(f"exactmax: error: {cert_error} (the certificate was not written)",
+              file=sys.stderr)
+        return EXIT_INPUT
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
 
 
@@ -532,6 +549,8 @@ def cmd_export_coq(args) -> int:
     if args.check and library is None:
         raise UsageError("--check: the Coq library (proofs/ of exactmax) was not found; give "
                          "--coq-lib DIR or set EXACTMAX_COQ_LIB")
+    from .io.models import check_writable
+    check_writable(args.output)
     a, b, dom, tree, _ = load_certificate(args.cert)
     try:
         text = export_coq(a, b, dom, tree, module)
@@ -782,25 +801,76 @@ EXIT_BUG = 70
 """Exit status of an unexpected exception (a bug): never 0-3, which carry verdicts."""
 
 
+_IO_ERRNOS = {28, 122, 5, 27, 30}   # ENOSPC, EDQUOT, EIO, EFBIG, EROFS
+
+
+class _Stdout:
+    """Standard output that cannot lose a command's exit status: once the reader has gone
+    (a broken pipe) or the device is full, later writes are dropped and the failure is kept
+    (``error``: the OSError, None for a closed reader) for ``main`` to report."""
+
+    def __init__(self, stream):
+        self.stream, self.error, self.closed_reader = stream, None, False
+
+    def _guard(self, op, *a):
+        if self.closed_reader or self.error is not None:
+            return None
+        try:
+            return op(*a)
+        except BrokenPipeError:
+            self.closed_reader = True
+        except OSError as e:
+            if e.errno not in _IO_ERRNOS:
+                raise
+            self.error = e
+        _silence(self.stream)
+        return None
+
+    def write(self, text):
+        self._guard(self.stream.write, text)
+        return len(text)
+
+    def flush(self):
+        self._guard(self.stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _silence(stream) -> None:
+    """Point the stream's file at /dev/null, so that Python's final flush cannot fail too."""
+    import os
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     argv = _protect_expr(argv)
     args = build_parser().parse_args(argv)
+    out = _Stdout(sys.stdout)
+    sys.stdout = out
     try:
-        return args.run(args)
+        code = args.run(args)
+        out.flush()
+        if out.error is not None:   # a full disk, not a closed reader: an I/O error
+            print(f"exactmax: error: cannot write the output: {out.error.strerror}",
+                  file=sys.stderr)
+            return EXIT_INPUT
+        return code                 # a closed reader (| head) keeps the verdict's status
     except (InputError, UsageError) as e:
         print(f"exactmax: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("exactmax: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader of our output went away (e.g. | head)
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
     except Exception:
         import traceback
         traceback.print_exc()
         print("exactmax: internal error (a bug; please report it with the traceback above)",
               file=sys.stderr)
         return EXIT_BUG
+    finally:
+        sys.stdout = out.stream

@@ -255,9 +255,25 @@ def write_json_atomic(path: str, obj: object) -> None:
     write_bytes_atomic(path, data)
 
 
+def check_writable(path: str | None) -> None:
+    """Refuse, before any work, an output path that cannot be written: a directory, a
+    missing or read-only folder, a read-only file (None: no output asked for)."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError(path, "", "is a directory; give a file name to write")
+    if not os.path.isdir(folder):
+        raise InputError(path, "", f"cannot write here: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or \
+            (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError(path, "", "cannot write here: permission denied")
+
+
 def write_bytes_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` all at once: a temporary file in the same folder, then a
-    rename, so a failure never leaves a half-written file."""
+    rename, so a failure (a full disk included) never leaves a half-written file; an
+    input/output failure is an InputError naming the path."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError(path, "", "is a directory; give a file name to write")
@@ -272,6 +288,10 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual mode
         os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(path, "", f"cannot write: {e.strerror or e}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

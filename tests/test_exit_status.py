@@ -1,0 +1,91 @@
+"""The exit status carries the verdict whatever happens to standard output, output paths are
+checked before any work, and a failed write is an input/output error (exit 2, one line),
+never a bug, with the verdict still printed."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from exactmax.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+TENT = os.path.join(EXAMPLES, "tent.json")
+BROKEN = os.path.join(EXAMPLES, "tent_broken.transformer.json")
+
+
+def _exactmax(args, stdout):
+    return subprocess.run([sys.executable, "-m", "exactmax", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, status", [
+    (["verify", TENT, "--transformer", BROKEN], 1),     # refuted
+    (["verify", TENT], 0),                               # proved
+    (["verify", TENT, "--transformer", BROKEN, "--json"], 1),
+])
+def test_a_reader_that_closes_early_does_not_change_the_verdicts_status(args, status):
+    """`exactmax verify ... | true`: the reader is gone before exactmax prints."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = _exactmax(args, w)
+    finally:
+        os.close(w)
+    assert p.returncode == status, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_full_standard_output_is_an_input_output_error():
+    with open("/dev/full", "w") as full:
+        p = _exactmax(["verify", TENT], full)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "No space left" in p.stderr
+
+
+def test_an_unwritable_certificate_path_is_refused_before_any_work(tmp_path, capsys,
+                                                                   monkeypatch):
+    import exactmax.prove.verify as verify
+
+    def no_work(*a, **k):
+        raise AssertionError("the proof started before the output path was checked")
+    monkeypatch.setattr(verify, "verify_equal", no_work)
+    for bad in (str(tmp_path / "missing" / "c.json"), str(tmp_path)):
+        assert main(["verify", TENT, "--cert", bad, "--no-search"]) == 2
+        out = capsys.readouterr()
+        assert out.out == "" and out.err.count("\n") == 1 and bad in out.err
+    for cmd in (["compile", TENT, "-o", str(tmp_path / "missing" / "t.json")],
+                ["equiv", TENT, TENT, "--cert", str(tmp_path / "missing" / "c.json")]):
+        assert main(cmd) == 2
+        assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_failed_certificate_write_still_prints_the_verdict(tmp_path, capsys, monkeypatch):
+    """The folder is writable when checked and fails when written (a disk filling up in
+    between): the verdict is printed, then one error line, exit 2, and no file."""
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd, mode):
+            self.f = real_fdopen(fd, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+    cert = tmp_path / "c.json"
+    monkeypatch.setattr(os, "fdopen", Full)
+    assert main(["verify", TENT, "--cert", str(cert), "--json"]) == 2
+    out = capsys.readouterr()
+    rep = json.loads(out.out)
+    assert rep["verdict"] == "proved" and rep["certificate"] is None
+    assert "No space left" in rep["certificate_error"]
+    assert out.err.count("\n") == 1 and "not written" in out.err
+    assert not cert.exists() and os.listdir(tmp_path) == []
