@@ -89,3 +89,24 @@ def test_a_failed_certificate_write_still_prints_the_verdict(tmp_path, capsys, m
     assert "No space left" in rep["certificate_error"]
     assert out.err.count("\n") == 1 and "not written" in out.err
     assert not cert.exists() and os.listdir(tmp_path) == []
+
+
+def test_what_exactmax_writes_with_ten_thousand_digit_numbers_it_reads_back(tmp_path, capsys):
+    """Numbers pass through FLINT's text, never Python's int(): no 4300-digit limit."""
+    big = "7" * 10_000
+    net = {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
+           "layers": [{"units": [{"pieces": [{"w": [f"{big}/3{big}"], "b": "1/2"},
+                                             {"w": ["-1"], "b": "LITERAL"}]},
+                                 {"pieces": [{"w": ["1"], "b": "0"}]}]}],
+           "output": {"W": [["1", f"-{big}"]], "b": [big]},
+           "domain": {"box": {"lower": ["-1"], "upper": ["1"]}}}
+    path, tf, cert = tmp_path / "big.json", tmp_path / "big.tf.json", tmp_path / "c.json"
+    path.write_text(json.dumps(net).replace('"LITERAL"', big))   # a JSON integer literal
+    assert main(["compile", str(path), "-o", str(tf)]) == 0
+    assert main(["info", str(tf), "--json"]) == 0
+    assert main(["eval", str(tf), "--input", "1/3"]) == 0
+    assert main(["verify", str(path), "--transformer", str(tf), "--cert", str(cert)]) == 0
+    assert main(["check-cert", str(cert)]) == 0
+    assert main(["equiv", str(path), str(tf), "--strategy", "monolithic", "--no-search"]) == 0
+    out = capsys.readouterr()
+    assert "error" not in out.err

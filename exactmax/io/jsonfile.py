@@ -12,7 +12,7 @@ import os
 
 from ..kernel.rational import Q
 from .errors import InputError
-from .numbers import EXPECTED, MAX_DIGITS, NumberSyntaxError, parse_rational, quote
+from .numbers import EXPECTED, NumberSyntaxError, parse_rational, quote
 
 
 class JsonNumber(str):
@@ -24,7 +24,8 @@ class JsonConstant(str):
 
 
 class JsonLongInteger(str):
-    """An integer literal with more than MAX_DIGITS digits (refused where it is read)."""
+    """An integer literal too long for Python's int() (4300 digits): kept as its text, read
+    as a number by FLINT where a number is expected (up to MAX_DIGITS digits)."""
 
 
 class JsonObject(dict):
@@ -43,7 +44,7 @@ def _object(pairs):
 
 
 def _integer(text: str):
-    return int(text) if len(text.lstrip("-")) <= MAX_DIGITS else JsonLongInteger(text)
+    return int(text) if len(text.lstrip("-")) <= 4000 else JsonLongInteger(text)
 
 
 def parse_json_text(text: str, source: str) -> object:
@@ -214,8 +215,6 @@ class Cursor:
     def number(self) -> Q:
         """An exact rational: a JSON integer, a JSON number literal, or a number string."""
         v = self.value
-        if isinstance(v, JsonLongInteger):
-            raise self.error(f"number longer than {MAX_DIGITS} digits")
         if isinstance(v, bool) or isinstance(v, JsonConstant) or not isinstance(v, (int, str)):
             raise self.error(f"{EXPECTED}, got {describe(v)}")
         if isinstance(v, int):
@@ -238,7 +237,8 @@ class Cursor:
 
     def string(self, choices: tuple[str, ...] | None = None) -> str:
         v = self.value
-        if not isinstance(v, str) or isinstance(v, (JsonNumber, JsonConstant)):
+        if not isinstance(v, str) or isinstance(v, (JsonNumber, JsonConstant,
+                                                    JsonLongInteger)):
             raise self.error(f"expected a string, got {describe(v)}")
         if choices is not None and v not in choices:
             names = ", ".join(f'"{c}"' for c in choices)

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import re
 
-from ..kernel.rational import Q
+from ..kernel.rational import Q, Z
 
 MAX_EXPONENT = 1000
 """Largest |e| accepted in a decimal exponent (1e1000 is fine, 1e1001 is refused)."""
 
-MAX_DIGITS = 4000
-"""Longest run of digits accepted in one number."""
+MAX_DIGITS = 1_000_000
+"""Most digits accepted in one number.  Digits are read by FLINT (sub-quadratic, no limit of
+its own; Python's int() stops at 4300 digits), so this only bounds absurd inputs: a number
+of a million digits takes a few hundredths of a second, and everything exactmax writes
+reads back."""
 
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 _FRACTION = re.compile(r"([+-]?\d+)/(\d+)", re.ASCII)
@@ -35,13 +38,13 @@ def parse_rational(text: str) -> Q:
     if sum(ch.isdigit() for ch in text) > MAX_DIGITS:
         raise NumberSyntaxError(f"number longer than {MAX_DIGITS} digits")
     if _INTEGER.fullmatch(text):
-        return Q(int(text))
+        return Q(_int(text))
     m = _FRACTION.fullmatch(text)
     if m:
-        den = int(m.group(2))
+        den = _int(m.group(2))
         if den == 0:
             raise NumberSyntaxError(f'zero denominator in "{text}"')
-        return Q(int(m.group(1)), den)
+        return Q(_int(m.group(1)), den)
     m = _DECIMAL.fullmatch(text)
     if m and (m.group(2) or m.group(3)):
         sign, whole, frac, exp = m.group(1), m.group(2), m.group(3) or "", m.group(4)
@@ -49,11 +52,16 @@ def parse_rational(text: str) -> Q:
         if abs(e) > MAX_EXPONENT:
             raise NumberSyntaxError(
                 f'exponent {e} in "{text}" is beyond +-{MAX_EXPONENT}; write the number as "p/q"')
-        mantissa = int((whole or "0") + frac)
+        mantissa = _int((whole or "0") + frac)
         e -= len(frac)
-        value = Q(mantissa * 10 ** e) if e >= 0 else Q(mantissa, 10 ** -e)
+        value = Q(mantissa * Z(10) ** e) if e >= 0 else Q(mantissa, Z(10) ** -e)
         return -value if sign == "-" else value
     raise NumberSyntaxError(f"{EXPECTED}, got {quote(text)}")
+
+
+def _int(digits: str) -> Z:
+    """An optionally signed run of ASCII digits, read by FLINT (no decimal digit limit)."""
+    return Z(digits[1:] if digits.startswith("+") else digits)
 
 
 def quote(text: str, limit: int = 40) -> str:

@@ -14,6 +14,7 @@ import z3
 from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_member,
                                  check_unbounded, check_upper_bound)
 from ..kernel.rational import Q, ZERO
+from .smt import from_z3
 
 
 def _q(value: Q) -> z3.ArithRef:
@@ -21,9 +22,7 @@ def _q(value: Q) -> z3.ArithRef:
 
 
 def _from_model(model: z3.ModelRef, var: z3.ArithRef) -> Q:
-    v = model.eval(var, model_completion=True)
-    f = v.as_fraction()
-    return Q(f.numerator, f.denominator)
+    return from_z3(model.eval(var, model_completion=True))
 
 
 def _lin(coeffs, xs):

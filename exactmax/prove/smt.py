@@ -12,22 +12,21 @@ Untrusted: a model is only a candidate; the caller re-evaluates it with the kern
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import z3
 
 from ..kernel.polyhedron import Polyhedron
 from ..kernel.program import Lin, Max, Program
-from ..kernel.rational import Q
+from ..kernel.rational import Q, Z
 
 
 def rat(v: Q) -> z3.ArithRef:
-    return z3.RealVal(Fraction(int(v.p), int(v.q)))
+    """v as a z3 rational, through FLINT's text (no digit limit, unlike Python's int/str)."""
+    return z3.RealVal(f"{v.p}/{v.q}")
 
 
 def from_z3(v) -> Q:
-    f = v.as_fraction()
-    return Q(f.numerator, f.denominator)
+    """A z3 rational value as Q, through z3's and FLINT's texts (no digit limit)."""
+    return Q(Z(v.numerator().as_string()), Z(v.denominator().as_string()))
 
 
 def encode_program(p: Program, xs: list, tag: str) -> tuple[list, list]:
