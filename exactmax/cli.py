@@ -152,8 +152,8 @@ def cmd_compile(args) -> int:
     from .construct.size import size_report
     from .construct.transformer import CompileOptions, compile_transformer
     from .io import model_to_json, write_json_atomic
-    from .io.models import check_writable
-    check_writable(args.output)
+    from .io.models import check_outputs
+    check_outputs([("-o", args.output)], [("NET.json", args.model), ("--domain", args.domain)])
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
         raise InputError(args.model, "format", 'expected an "exactmax/maxout" network to '
@@ -306,8 +306,6 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                          "non-empty one")
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    from .io.models import check_writable
-    check_writable(args.cert)
     v, found = _short_search(args, a, b, dom)
     if v is None:
         left = args.timeout - (time.monotonic() - started)
@@ -406,8 +404,14 @@ def _short_search(args, a, b, dom):
                    stats={"strategy": "search", "time_s": r.time_s}), record
 
 
+def _check_cert_path(args, inputs) -> None:
+    from .io.models import check_outputs
+    check_outputs([("--cert", args.cert)], inputs + [("--domain", args.domain)])
+
+
 def cmd_verify(args) -> int:
     started = time.monotonic()
+    _check_cert_path(args, [("NET.json", args.model), ("--transformer", args.transformer)])
     from .construct.bounds import DomainError
     from .construct.transformer import compile_transformer
     net = load_model(args.model)
@@ -433,8 +437,10 @@ def cmd_verify(args) -> int:
 
 
 def cmd_equiv(args) -> int:
+    started = time.monotonic()
+    _check_cert_path(args, [("A.json", args.a), ("B.json", args.b)])
     a, b = load_model(args.a), load_model(args.b)
-    return _verify_models(args, a, b, (args.a, args.b))
+    return _verify_models(args, a, b, (args.a, args.b), started)
 
 
 def _positive_int(text: str, option: str, minimum: int) -> int:
@@ -549,8 +555,8 @@ def cmd_export_coq(args) -> int:
     if args.check and library is None:
         raise UsageError("--check: the Coq library (proofs/ of exactmax) was not found; give "
                          "--coq-lib DIR or set EXACTMAX_COQ_LIB")
-    from .io.models import check_writable
-    check_writable(args.output)
+    from .io.models import check_outputs
+    check_outputs([("-o", args.output)], [("CERT.json", args.cert)])
     a, b, dom, tree, _ = load_certificate(args.cert)
     try:
         text = export_coq(a, b, dom, tree, module)

@@ -110,3 +110,30 @@ def test_what_exactmax_writes_with_ten_thousand_digit_numbers_it_reads_back(tmp_
     assert main(["equiv", str(path), str(tf), "--strategy", "monolithic", "--no-search"]) == 0
     out = capsys.readouterr()
     assert "error" not in out.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["compile", "{net}", "-o", "{net}"],
+    ["compile", "{net}", "-o", "{link}"],
+    ["verify", "{net}", "--cert", "{net}"],
+    ["verify", "{net}", "--transformer", "{tf}", "--cert", "{tf}"],
+    ["equiv", "{net}", "{tf}", "--cert", "{tf}"],
+    ["regions", "{tf}", "--cert", "{tf}"],
+    ["regions", "{tf}", "--save-model", "{tf}"],
+    ["regions", "{tf}", "--cert", "{c}", "--save-model", "{c}"],
+])
+def test_no_command_overwrites_its_own_input(tmp_path, capsys, argv):
+    import shutil
+    net, tf = tmp_path / "net.json", tmp_path / "tf.json"
+    shutil.copy(TENT, net)
+    assert main(["compile", str(net), "-o", str(tf)]) == 0
+    os.symlink(net, tmp_path / "link.json")
+    before = {p: p.read_bytes() for p in (net, tf)}
+    capsys.readouterr()
+    args = [a.format(net=net, tf=tf, link=tmp_path / "link.json", c=tmp_path / "c.json")
+            for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "names the same file as" in err
+    assert {p: p.read_bytes() for p in (net, tf)} == before
+    assert not (tmp_path / "c.json").exists()

@@ -57,13 +57,9 @@ def run(args) -> int:
     from ..io import load_model, model_to_json, write_json_atomic
     from .convert import ROUTES, TooLarge, compile_cpwl, kind_of, reference_json
     from .spec import load_spec
-    for opt, path in (("-o", args.output), ("--reference", args.reference)):
-        if path is not None and _same_file(path, args.spec):
-            raise UsageError(f"{opt} {path}: the same file as SPEC.json ({args.spec}); writing "
-                             "it would overwrite the spec: expected another file")
-    if args.reference is not None and _same_file(args.reference, args.output):
-        raise UsageError(f"--reference {args.reference}: the same file as -o; expected "
-                         "another file")
+    from ..io.models import check_outputs
+    check_outputs([("-o", args.output), ("--reference", args.reference)],
+                  [("SPEC.json", args.spec)])
     spec = load_spec(args.spec)
     kind = kind_of(spec)
     route = args.route or ROUTES[kind][0]
@@ -122,12 +118,6 @@ def run(args) -> int:
     return code
 
 
-def _same_file(a: str, b: str) -> bool:
-    import os
-    try:
-        return os.path.samefile(a, b)
-    except OSError:   # a missing file is not the other one, unless they name the same place
-        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _check_preconditions(args, net: MaxoutNetwork) -> None:

@@ -255,6 +255,31 @@ def write_json_atomic(path: str, obj: object) -> None:
     write_bytes_atomic(path, data)
 
 
+def check_outputs(outputs, inputs=()) -> None:
+    """Before any work: every output path ((option, path) pairs; None paths skipped) can be
+    written (``check_writable``), names none of the inputs ((what, path) pairs) after
+    resolving links, and no two outputs name the same file."""
+    seen = []
+    for option, path in outputs:
+        if path is None:
+            continue
+        check_writable(path)
+        for what, other in list(inputs) + seen:
+            if other is not None and same_file(path, other):
+                raise InputError(path, "", f"{option} names the same file as {what} "
+                                 f"({other}); writing it would overwrite that: give another "
+                                 "file")
+        seen.append((option, path))
+
+
+def same_file(a: str, b: str) -> bool:
+    """a and b name the same file (after links), or the same place if either is missing."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def check_writable(path: str | None) -> None:
     """Refuse, before any work, an output path that cannot be written: a directory, a
     missing or read-only folder, a read-only file (None: no output asked for)."""

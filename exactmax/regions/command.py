@@ -89,6 +89,10 @@ def run(args) -> int:
     from ..kernel.polyhedron import Box
     from .enumerate import (DomainProblem, NoCertificate, TooManyCells, Unsupported,
                             count_regions)
+    from ..io.models import check_outputs
+    check_outputs([("--cert", args.cert), ("--save-model", args.save_model),
+                   ("--plot", args.plot)],
+                  [("MODEL.json", args.model), ("--domain", args.domain)])
     expected = None
     if args.sawtooth:
         model, name, expected = _sawtooth(args.sawtooth)
