@@ -12,6 +12,8 @@ import json
 import sys
 import time
 
+from .interruption import Terminated
+
 from . import __version__
 from .io import InputError, load_domain, load_model
 from .io.numbers import NumberSyntaxError, parse_rational, quote
@@ -853,9 +855,13 @@ def _silence(stream) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     argv = _protect_expr(argv)
     args = build_parser().parse_args(argv)
+    if from_command_line:
+        from .interruption import install
+        install()
     out = _Stdout(sys.stdout)
     sys.stdout = out
     try:
@@ -872,7 +878,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("exactmax: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("exactmax: interrupted (terminated)", file=sys.stderr)
+        return 143
     except Exception:
+        from . import interruption
+        if interruption.received is not None:   # raised because of the signal
+            print("exactmax: interrupted", file=sys.stderr)
+            return 143 if interruption.received == 15 else 130
         import traceback
         traceback.print_exc()
         print("exactmax: internal error (a bug; please report it with the traceback above)",

@@ -137,3 +137,39 @@ def test_no_command_overwrites_its_own_input(tmp_path, capsys, argv):
     assert err.count("\n") == 1 and "names the same file as" in err
     assert {p: p.read_bytes() for p in (net, tf)} == before
     assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("signum, status", [(2, 130), (15, 143)])
+def test_a_signal_stops_a_long_proof_within_a_second_wherever_it_lands(tmp_path, signum,
+                                                                       status):
+    """SIGINT / SIGTERM at several moments of a long monolithic proof (compile, search, cells,
+    the final z3 query): exit 130 / 143 at once, "interrupted", no certificate, no temporary
+    file.  (z3 would otherwise cancel only its running check and let the proof go on.)"""
+    import random
+    import signal
+    import time
+    rng = random.Random(1000 * signum)
+    layers = [{"units": [{"pieces": [{"w": [f"{rng.randint(-8, 8)}/{rng.randint(1, 16)}"
+                                            for _ in range(width)],
+                                      "b": f"{rng.randint(-8, 8)}/{rng.randint(1, 16)}"}
+                                     for _ in range(3)]} for _ in range(8)]}
+              for width in (4, 8, 8)]
+    net = tmp_path / "hard.json"
+    net.write_text(json.dumps({"format": "exactmax/maxout", "version": 1, "input_dim": 4,
+                               "layers": layers,
+                               "domain": {"box": {"lower": [-1] * 4, "upper": [1] * 4}}}))
+    cert = tmp_path / "c.json"
+    for delay, extra in ((0.3, []), (1.5, []), (2.5, ["--max-leaves", "1"])):
+        p = subprocess.Popen([sys.executable, "-m", "exactmax", "verify", str(net),
+                              "--strategy", "monolithic", "--timeout", "60", "--cert",
+                              str(cert)] + extra, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        assert p.poll() is None, "the proof ended before the signal: make it harder"
+        t0 = time.monotonic()
+        p.send_signal(signum)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == status and time.monotonic() - t0 < 1.5, err
+        assert err.splitlines()[-1].startswith("exactmax: interrupted")
+        assert "Traceback" not in err and out == ""
+        assert os.listdir(tmp_path) == ["hard.json"]

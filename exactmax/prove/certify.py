@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import z3
 
+from .. import interruption
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
                                   cone, domain_rows, lin_affine, outputs_agree,
                                   same_max_roots)
@@ -69,7 +70,9 @@ class _Oracle:
         self._dual = None
 
     def _limit(self, solver):
-        """Bound a z3 solver by the time left before the deadline."""
+        """Bound a z3 solver by the time left before the deadline (and stop here if the
+        command has been interrupted)."""
+        interruption.check()
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             solver.set("timeout", max(1, int(left * 1000)))
@@ -421,6 +424,7 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
     last = [time.monotonic()]
 
     def cell(rows: list[Row], known: dict, hint=None) -> Tree:
+        interruption.check()
         if time.monotonic() > limits.deadline:
             raise NoCertificate("time limit reached while building the certificate")
         if stats["leaves"] >= limits.max_leaves:

@@ -17,6 +17,7 @@ import dataclasses
 import random
 import time
 
+from .. import interruption
 from ..kernel.errors import CheckFailed
 from ..kernel.layerwise import (Claim, LayerwiseCertificate, UnitImage, check_same_shape,
                                 check_structure, check_unmerged, interval_image,
@@ -238,6 +239,7 @@ def _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats
         groups.setdefault(pair, []).append(o)
     claims, last = [], time.monotonic()
     for outs in groups.values():
+        interruption.check()
         if time.monotonic() > limits.deadline:
             raise NoCertificate(f"layer {l + 1}: time limit reached")
         leaf = same_max_leaf(f, g, cell, cell_box, tuple(outs), oracle)

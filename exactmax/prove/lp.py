@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import z3
 
+from .. import interruption
 from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_member,
                                  check_unbounded, check_upper_bound)
 from ..kernel.rational import Q, ZERO
@@ -65,6 +66,7 @@ class DualLP:
 
     def multipliers(self, c: tuple[Q, ...], deadline: float | None = None):
         """As ``bound_multipliers(P, c, deadline)``."""
+        interruption.check()
         s = z3.Optimize()
         if deadline is not None:
             s.set("timeout", max(1, int((deadline - time.monotonic()) * 1000)))

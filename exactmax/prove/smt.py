@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import z3
 
+from .. import interruption
 from ..kernel.polyhedron import Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, Z
@@ -63,6 +64,7 @@ def domain_constraints(P: Polyhedron, xs: list) -> list:
 
 def find_difference(f: Program, g: Program, P: Polyhedron, timeout_s: float):
     """('sat', x) with f(x) != g(x) in P (a candidate), ('unsat', None), or ('unknown', why)."""
+    interruption.check()
     xs = [z3.Real(f"x{i}") for i in range(P.dim)]
     s = z3.Solver()
     s.set("timeout", max(1, int(timeout_s * 1000)))

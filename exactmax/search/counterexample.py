@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hseed, settings
 from hypothesis import strategies as st, target
 
+from .. import interruption
 from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
@@ -327,6 +328,7 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
     n_explicit, t_explicit = len(anchors), time.monotonic() - s.start
 
     def prop(case):   # 2. random and targeted points; hypothesis shrinks a failing draw
+        interruption.check()
         x, snap = case
         if s.first is None and s.out_of_time():
             return   # budget spent: no new work (a failure seen before is always replayed)
@@ -352,6 +354,7 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
         target(max((abs(_float(u - v)) for u, v in zip(ya, yb)), default=0.0),
                label="|A(x) - B(x)|")
 
+    interruption.check()   # hypothesis may have swallowed the interruption's exception
     if found is None:
         if options.targeted:
             s.build_programs()
@@ -371,6 +374,7 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
             if err is None:
                 raise
             found = err.x
+    interruption.check()
     stats = {"explicit": n_explicit, "explicit_s": round(t_explicit, 4),
              "ties_programs": len(s.programs)}
     if found is None:
