@@ -173,3 +173,18 @@ def test_a_signal_stops_a_long_proof_within_a_second_wherever_it_lands(tmp_path,
         assert err.splitlines()[-1].startswith("exactmax: interrupted")
         assert "Traceback" not in err and out == ""
         assert os.listdir(tmp_path) == ["hard.json"]
+
+
+@pytest.mark.parametrize("version", [-1, -2 ** 63, 10 ** 30, "1/2", "LONG"])
+def test_models_embedded_in_certificates_are_checked_as_model_files_are(tmp_path, capsys,
+                                                                         version):
+    cert = tmp_path / "c.json"
+    assert main(["verify", TENT, "--cert", str(cert)]) == 0
+    c = json.loads(cert.read_text())
+    c["models"]["a"]["model"]["version"] = version
+    text = json.dumps(c).replace('"LONG"', '"1/' + "3" * 10 ** 6 + '"')   # 10^6 digits
+    cert.write_text(text)
+    capsys.readouterr()
+    assert main(["check-cert", str(cert)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "models.a.model.version" in err

@@ -28,8 +28,8 @@ from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
 from ..kernel.rational import q_str
 from .jsonfile import Cursor, read_json_file
-from .models import (MAXOUT, TRANSFORMER, VERSION, domain_to_json, model_to_json,
-                     read_domain, read_maxout, read_transformer)
+from .models import (TRANSFORMER, VERSION, domain_to_json, model_to_json, read_domain,
+                     read_model)
 
 CERTIFICATE = "exactmax/certificate"
 CLAIM = "A(x) = B(x) for every x in the domain"
@@ -188,12 +188,7 @@ def load_certificate(path: str):
     mf = f["models"].fields(("a", "b"))
     for name in ("a", "b"):
         e = mf[name].fields(("sha256", "model"))
-        m = e["model"]
-        m.fields(tuple(m.value) if isinstance(m.value, dict) else (), what="a model object")
-        if "format" not in m.value:
-            raise m.error('missing key "format"')
-        kind = m.child("format").string((MAXOUT, TRANSFORMER))
-        models[name] = read_maxout(m) if kind == MAXOUT else read_transformer(m)
+        models[name] = read_model(e["model"])
         hashes[name] = e["sha256"].string()
         if content_hash(model_to_json(models[name])) != hashes[name]:
             raise e["sha256"].error("does not match the embedded model")
@@ -245,10 +240,5 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
         image = tuple(image)
     unmerged = None
     if "unmerged" in f:
-        u = f["unmerged"]
-        u.fields(tuple(u.value) if isinstance(u.value, dict) else (), what="a model object")
-        if "format" not in u.value:
-            raise u.error('missing key "format"')
-        u.child("format").string((TRANSFORMER,))
-        unmerged = read_transformer(u)
+        unmerged = read_model(f["unmerged"], (TRANSFORMER,))
     return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image, unmerged)

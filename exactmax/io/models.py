@@ -49,8 +49,13 @@ def _header(root: Cursor, formats: tuple[str, ...]) -> str:
 
 def load_model(path: str) -> Model:
     """Read a Maxout network or a Transformer file."""
-    root = Cursor(path, "", read_json_file(path))
-    fmt = _header(root, (MAXOUT, TRANSFORMER))
+    return read_model(Cursor(path, "", read_json_file(path)))
+
+
+def read_model(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -> Model:
+    """A model object, checked exactly as a model file is (format, version, body): files
+    and the models embedded in certificates alike."""
+    fmt = _header(root, formats)
     return read_maxout(root) if fmt == MAXOUT else read_transformer(root)
 
 

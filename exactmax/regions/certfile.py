@@ -19,8 +19,7 @@ from __future__ import annotations
 from ..io.certificates import _choice, _read_choice, content_hash
 from ..io.certificates import read_tree as read_certificate_tree
 from ..io.jsonfile import Cursor, read_json_file
-from ..io.models import (MAXOUT, TRANSFORMER, VERSION, domain_to_json, model_to_json,
-                         read_domain, read_maxout, read_transformer)
+from ..io.models import VERSION, domain_to_json, model_to_json, read_domain, read_model
 from ..kernel.certificate import Split
 from ..kernel.regions import Region
 from ..kernel.rational import q_str
@@ -87,11 +86,7 @@ def load_region_certificate(path: str):
     if f["claim"].string() != CLAIM:
         raise f["claim"].error(f'expected "{CLAIM}"')
     e = f["model"].fields(("sha256", "model"))
-    m = e["model"]
-    if not isinstance(m.value, dict) or "format" not in m.value:
-        raise m.error('expected a model object with a "format"')
-    kind = m.child("format").string((MAXOUT, TRANSFORMER))
-    model = read_maxout(m) if kind == MAXOUT else read_transformer(m)
+    model = read_model(e["model"])   # checked as a model file is: format, version, body
     hashes = {"model": e["sha256"].string()}
     if content_hash(model_to_json(model)) != hashes["model"]:
         raise e["sha256"].error("does not match the embedded model")
