@@ -1,7 +1,8 @@
 """The ``exactmax`` command.
 
-Exit codes: 0 success / proved, 1 refuted (check-cert: rejected), 2 usage or input error,
-3 unknown.  Expected failures print one line ``exactmax: error: ...``; anything else is a bug:
+Exit codes: 0 success / proved with a kernel-checked certificate, 1 refuted (check-cert:
+rejected), 2 usage or input error, 3 unknown, 4 proved by z3 alone (no certificate), 5 vacuous
+(the domain is empty, by a kernel-checked Farkas proof).  Expected failures print one line ``exactmax: error: ...``; anything else is a bug:
 it keeps its traceback and exits 70, never a code that carries a verdict.
 """
 
@@ -24,6 +25,8 @@ from .kernel.transformer import (HARDMAX, Attention, FeedForward, Transformer,
                                  TransformerEvaluator)
 
 EXIT_OK, EXIT_REFUTED, EXIT_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_SOLVER_ONLY = 4   # proved by z3 alone: no certificate the kernel checked
+EXIT_VACUOUS = 5       # the domain is empty (kernel-checked): the claim says nothing
 
 
 class UsageError(Exception):
@@ -302,12 +305,11 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                          f"{b.input_dim}")
     if dom.dim != a.input_dim:
         raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
-    from .prove.lp import analyze_domain
-    if (dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty):
-        raise UsageError("the domain is empty: every claim about it holds vacuously; give a "
-                         "non-empty one")
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    about, facts = _about(a, b, dom)
+    if facts.empty:
+        return _vacuous(args, about)
     v, found = _short_search(args, a, b, dom)
     if v is None:
         left = args.timeout - (time.monotonic() - started)
@@ -327,7 +329,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         try:
             write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
                 k: val for k, val in v.stats.items() if k in ("leaves", "splits",
-                                                             "strategy")}))
+                                                             "strategy")}, facts.witness))
         except InputError as e:   # the verdict stands; say it, then the error, exit 2
             cert_error = str(e)
     out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
@@ -339,7 +341,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                                                       "same_max", "differs_in_layer",
                                                       "search")},
            "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
-           cert_error is None else None}
+           cert_error is None else None, "about": about}
     if cert_error is not None:
         out["certificate_error"] = cert_error
     if v.verdict == "refuted":
@@ -355,7 +357,8 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                   f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
                                             if out["certificate"] else ""))
         else:
-            print(f"proved by z3, no certificate (trust: solver-only): {v.reason}")
+            print(f"proved by z3, no certificate (trust: solver-only; exit status "
+                  f"{EXIT_SOLVER_ONLY}): {v.reason}")
             if args.cert:
                 print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
     elif v.verdict == "refuted":
@@ -369,12 +372,54 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
     else:
         print(f"unknown: {v.reason}")
+    if not args.json:
+        print("  " + _about_line(about))
     if cert_error is not None:
         sys.stdout.flush()
         print(f"exactmax: error: {cert_error} (the certificate was not written)",
               file=sys.stderr)
         return EXIT_INPUT
+    if v.verdict == "proved" and v.trust != "kernel-checked":
+        return EXIT_SOLVER_ONLY
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
+
+
+def _about(a, b, dom, witness=None):
+    """(what a verdict is about: both models' and the domain's sha256, the domain's kind,
+    dimension and whether it is full-dimensional; the kernel-checked domain facts, from
+    ``witness`` when given)."""
+    from .io.certificates import content_hash
+    from .io.models import domain_to_json, model_to_json
+    from .prove.domain import domain_facts
+    facts = domain_facts(dom, witness)
+    about = {"a_sha256": content_hash(model_to_json(a)),
+             "b_sha256": content_hash(model_to_json(b)),
+             "domain": {"kind": "box" if isinstance(dom, Box) else "polyhedron",
+                        "dimension": dom.dim, "sha256": content_hash(domain_to_json(dom)),
+                        "empty": facts.empty, "full_dimensional": facts.full_dimensional}}
+    return about, facts
+
+
+def _about_line(about) -> str:
+    d = about["domain"]
+    shape = "empty" if d["empty"] else "full-dimensional" if d["full_dimensional"] else \
+        "lower-dimensional: no interior point, the claim holds on a thin set only"
+    return (f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
+            f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
+            f"({shape}), sha256 {d['sha256'][:16]}...")
+
+
+def _vacuous(args, about) -> int:
+    """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
+    nothing, so it is its own answer, never "proved" or "valid"."""
+    if args.json:
+        print(json.dumps({"verdict": "vacuous", "trust": "kernel-checked", "reason":
+                          "the domain is empty", "about": about}))
+    else:
+        print("vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
+              "every claim about it holds and says nothing")
+        print("  " + _about_line(about))
+    return EXIT_VACUOUS
 
 
 SHORT_SEARCH = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
@@ -513,12 +558,26 @@ def cmd_check_cert(args) -> int:
     from .kernel.certificate import check_equal_on_domain
     from .kernel.errors import CheckFailed
     from .kernel.program import Unsupported, program_of_maxout, program_of_transformer
-    a, b, dom, tree, hashes = load_certificate(args.cert)
+    a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):
         if content_hash(model_to_json(load_model(path))) != hashes[key]:
             print(f"rejected: {path} is not the model the certificate speaks about (its "
                   "content hash differs)")
             return EXIT_REFUTED
+    if args.domain:
+        from .io.models import domain_to_json
+        if content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != \
+                hashes["domain"]:
+            print(f"rejected: {args.domain} is not the domain the certificate speaks about "
+                  "(its content hash differs)")
+            return EXIT_REFUTED
+    try:
+        about, facts = _about(a, b, dom, witness)
+    except CheckFailed as e:
+        print(f"rejected: the domain's witness: {e}")
+        return EXIT_REFUTED
+    if facts.empty:
+        return _vacuous(args, about)
     from .kernel.layerwise import LayerwiseCertificate, check_layerwise
     t0 = time.monotonic()
     try:
@@ -535,11 +594,11 @@ def cmd_check_cert(args) -> int:
             print(f"rejected: {e}")
         return EXIT_REFUTED
     if args.json:
-        print(json.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
+        print(json.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
                           "time_s": round(time.monotonic() - t0, 3)}))
     else:
-        print(f"valid: the kernel checked {leaves} cells; A = B on the domain (A sha256 "
-              f"{hashes['a'][:16]}..., B sha256 {hashes['b'][:16]}...)")
+        print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
+        print("  " + _about_line(about))
     return EXIT_OK
 
 
@@ -559,7 +618,7 @@ def cmd_export_coq(args) -> int:
                          "--coq-lib DIR or set EXACTMAX_COQ_LIB")
     from .io.models import check_outputs
     check_outputs([("-o", args.output)], [("CERT.json", args.cert)])
-    a, b, dom, tree, _ = load_certificate(args.cert)
+    a, b, dom, tree, _, _ = load_certificate(args.cert)
     try:
         text = export_coq(a, b, dom, tree, module)
     except ExportUnsupported as e:
@@ -592,8 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="exactmax",
         description="Exact, checked statements about Maxout networks and Transformers. "
                     "Numbers are exact rationals throughout: integers, \"p/q\" or decimals.",
-        epilog="Exit status: 0 success or proved, 1 refuted, 2 usage or input error, "
-               "3 unknown.")
+        epilog="Exit status: 0 success or proved (kernel-checked), 1 refuted, 2 usage or "
+               "input error, 3 unknown, 4 proved by z3 alone (no certificate), 5 vacuous "
+               "(the domain is empty).")
     p.add_argument("--version", action="version", version=f"exactmax {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -713,12 +773,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(run=cmd_search)
 
     k = sub.add_parser("check-cert", help="re-check a certificate with the kernel alone",
-                       description="Check an exactmax/certificate with the trusted kernel only "
-                       "(no z3). Exit 0 when valid, 1 when rejected, 2 when unreadable. With "
-                       "--models, also confirm that the certificate speaks about these files.")
+                       description="Check an exactmax/certificate with the trusted kernel "
+                       "only (z3 at most finds a point or Farkas multipliers about the domain, "
+                       "which the kernel checks). Exit 0 when valid, 1 when rejected, 2 when "
+                       "unreadable, 5 when the domain is empty (vacuous: never valid). The "
+                       "answer names both models' and the domain's sha256, the domain's kind "
+                       "and dimension, and whether it is full-dimensional. With --models and "
+                       "--domain, also confirm that the certificate speaks about these files.")
     k.add_argument("cert", metavar="CERT.json[.gz]")
     k.add_argument("--models", nargs=2, metavar=("A.json", "B.json"),
                    help="the two model files the certificate should be about")
+    k.add_argument("--domain", metavar="D.json",
+                   help="the domain file (exactmax/domain) the certificate should be about")
     k.add_argument("--json", action="store_true", help="print one JSON object")
     k.set_defaults(run=cmd_check_cert)
 

@@ -188,3 +188,93 @@ def test_models_embedded_in_certificates_are_checked_as_model_files_are(tmp_path
     assert main(["check-cert", str(cert)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "models.a.model.version" in err
+
+
+# ------------------------------------------------------------------ what a verdict is about
+
+def _write(path, obj):
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+EMPTY = {"format": "exactmax/domain", "version": 1,
+         "polyhedron": {"A": [[1, 0], [-1, 0]], "b": [0, -1]}}        # x0 <= 0 and x0 >= 1
+POINT = {"format": "exactmax/domain", "version": 1,
+         "box": {"lower": ["1/3", "1/5"], "upper": ["1/3", "1/5"]}}
+
+
+def test_an_empty_domain_is_vacuous_never_proved_or_valid(tmp_path, capsys):
+    from exactmax.io import load_domain, load_model
+    from exactmax.io.certificates import certificate_to_json
+    from exactmax.kernel.certificate import Empty
+    empty = _write(tmp_path / "empty.json", EMPTY)
+    assert main(["equiv", TENT, BROKEN, "--domain", empty]) == 5
+    assert capsys.readouterr().out.startswith("vacuous: the domain is empty")
+    # a certificate over it, one Empty leaf: 0 - x0 >= 0 plus -1 + x0 >= 0 gives -1 >= 0
+    cert = certificate_to_json(load_model(TENT), load_model(BROKEN), load_domain(empty),
+                               Empty(((0, 1), (1, 1))), {})
+    c = _write(tmp_path / "c.json", cert)
+    assert main(["check-cert", c, "--models", TENT, BROKEN]) == 5
+    out = capsys.readouterr().out
+    assert "vacuous" in out and "valid" not in out.replace("vacuous", "")
+    assert main(["check-cert", c, "--json"]) == 5
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["verdict"] == "vacuous" and rep["about"]["domain"]["empty"] is True
+
+
+def test_a_one_point_domain_is_reported_as_lower_dimensional(tmp_path, capsys):
+    point = _write(tmp_path / "point.json", POINT)
+    assert main(["equiv", TENT, BROKEN, "--domain", point, "--no-search", "--json"]) == 0
+    about = json.loads(capsys.readouterr().out)["about"]
+    assert about["domain"] == {"kind": "box", "dimension": 2, "empty": False,
+                               "full_dimensional": False, "sha256": about["domain"]["sha256"]}
+    assert main(["equiv", TENT, BROKEN, "--domain", point, "--no-search"]) == 0
+    assert "lower-dimensional" in capsys.readouterr().out
+
+
+def test_check_cert_names_and_binds_the_domain(tmp_path, capsys):
+    cert, other = tmp_path / "c.json", _write(tmp_path / "d.json", POINT)
+    assert main(["verify", TENT, "--cert", str(cert)]) == 0
+    capsys.readouterr()
+    assert main(["check-cert", str(cert), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["about"]["domain"]["sha256"] == rep["sha256"]["domain"]
+    assert rep["about"]["domain"]["kind"] == "box" and rep["about"]["domain"]["dimension"] == 2
+    assert main(["check-cert", str(cert), "--domain", other]) == 1
+    assert "not the domain the certificate speaks about" in capsys.readouterr().out
+
+
+def test_a_proof_by_z3_alone_has_its_own_exit_status(tmp_path, capsys):
+    """Tied keys with different values (a head that jumps): no certificate can say it, z3
+    proves the Transformer equal to itself; exit 4, not 0."""
+    from mutants import value_differs_on_one_token
+    from exactmax.construct.transformer import compile_transformer
+    from exactmax.io import load_model
+    from exactmax.io.models import model_to_json
+    net = load_model(TENT)
+    tf = _write(tmp_path / "tf.json", model_to_json(
+        value_differs_on_one_token(net, compile_transformer(net))))
+    assert main(["equiv", tf, tf, "--strategy", "monolithic", "--no-search", "--json"]) == 4
+    assert json.loads(capsys.readouterr().out)["trust"] == "solver-only"
+
+
+def test_a_flat_polyhedron_is_shown_lower_dimensional_by_checked_witnesses(tmp_path, capsys):
+    """x0 + x1 = 0 inside [-1, 1]^2, written as two inequalities: the certificate carries a
+    member point and multipliers showing the two rows are equalities; check-cert checks
+    them with the kernel (no solver), and refuses them tampered."""
+    flat = _write(tmp_path / "flat.json", {
+        "format": "exactmax/domain", "version": 1,
+        "polyhedron": {"A": [[1, 1], [-1, -1], [1, 0], [-1, 0], [0, 1], [0, -1]],
+                       "b": [0, 0, 1, 1, 1, 1]}})
+    cert = tmp_path / "c.json"
+    assert main(["equiv", TENT, TENT, "--domain", flat, "--cert", str(cert), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["about"]["domain"]["full_dimensional"] is False
+    c = json.loads(cert.read_text())
+    assert set(c["domain"]["witness"]) == {"member", "flat"}
+    assert main(["check-cert", str(cert), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["about"]["domain"]["full_dimensional"] is False
+    for key, bad in (("member", ["1", "1"]), ("flat", ["1", "0", "0", "0", "0", "0"])):
+        t = json.loads(json.dumps(c))
+        t["domain"]["witness"][key] = bad
+        assert main(["check-cert", _write(tmp_path / "t.json", t)]) == 1
+        assert "witness" in capsys.readouterr().out

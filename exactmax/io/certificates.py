@@ -85,12 +85,16 @@ def layerwise_to_json(c: LayerwiseCertificate) -> dict:
         {} if c.unmerged is None else {"unmerged": model_to_json(c.unmerged)})
 
 
-def certificate_to_json(a, b, domain, cert, stats: dict) -> dict:
+def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = None) -> dict:
+    """The certificate file; ``witness`` (``prove/domain.py``) shows the domain non-empty
+    (and full- or lower-dimensional) or empty, for check-cert to check without a solver."""
     ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
     out = {"format": CERTIFICATE, "version": VERSION, "claim": CLAIM,
            "models": {"a": {"sha256": content_hash(ja), "model": ja},
                       "b": {"sha256": content_hash(jb), "model": jb}},
            "domain": {"sha256": content_hash(jd), "domain": jd}}
+    if witness is not None:
+        out["domain"]["witness"] = {k: [q_str(v) for v in vec] for k, vec in witness.items()}
     if isinstance(cert, LayerwiseCertificate):
         out["layerwise"] = layerwise_to_json(cert)
     else:
@@ -167,8 +171,8 @@ def read_tree(c: Cursor, dim: int, leaves=None) -> Tree:
 
 
 def load_certificate(path: str):
-    """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}); the embedded
-    hashes are recomputed and must match."""
+    """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}, domain
+    witness or None); the embedded hashes are recomputed and must match."""
     root = Cursor(path, "", read_json_file(path))
     if isinstance(root.value, dict) and \
             root.value.get("format") == "exactmax/region-certificate":
@@ -192,15 +196,20 @@ def load_certificate(path: str):
         hashes[name] = e["sha256"].string()
         if content_hash(model_to_json(models[name])) != hashes[name]:
             raise e["sha256"].error("does not match the embedded model")
-    df = f["domain"].fields(("sha256", "domain"))
+    df = f["domain"].fields(("sha256", "domain"), ("witness",))
     dim = models["a"].input_dim
     domain = read_domain(df["domain"], dim)
     hashes["domain"] = df["sha256"].string()
     if content_hash(domain_to_json(domain)) != hashes["domain"]:
         raise df["sha256"].error("does not match the embedded domain")
-    if "tree" in f:
-        return models["a"], models["b"], domain, read_tree(f["tree"], dim), hashes
-    return models["a"], models["b"], domain, read_layerwise(f["layerwise"], models["a"]), hashes
+    witness = None
+    if "witness" in df:
+        wf = df["witness"].fields((), ("interior", "member", "flat", "empty"))
+        witness = {k: c.vector(dim if k in ("interior", "member") else None)
+                   for k, c in wf.items()}
+    tree = read_tree(f["tree"], dim) if "tree" in f else \
+        read_layerwise(f["layerwise"], models["a"])
+    return models["a"], models["b"], domain, tree, hashes, witness
 
 
 def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:

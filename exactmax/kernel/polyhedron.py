@@ -98,6 +98,22 @@ def check_member(P: Polyhedron, x: Vector) -> None:
         raise CheckFailed(f"member: the point violates constraint {bad[0]}")
 
 
+def check_interior(P: Polyhedron, x: Vector) -> None:
+    """Accept iff A x < b in every row: x is an interior point, so P is full-dimensional."""
+    check_member(P, x)
+    if any(dot(row, x) == c for row, c in zip(P.A, P.b)):
+        raise CheckFailed("interior: the point lies on a constraint")
+
+
+def check_flat(P: Polyhedron, y: Vector) -> None:
+    """Accept iff y >= 0, y != 0, y^T A = 0 and y^T b = 0: then sum_i y_i (b_i - A_i x) = 0
+    with every term >= 0 on P, so each row with y_i > 0 is an equality on P, and P has no
+    interior point (it is lower-dimensional, or empty)."""
+    lin, const = _combination(P, y, "flat")
+    if not any(y) or any(lin) or const != 0:
+        raise CheckFailed("flat: y is zero, or y^T A or y^T b is not zero")
+
+
 def check_empty(P: Polyhedron, y: Vector) -> None:
     """Accept iff y is a Farkas certificate of emptiness: y >= 0, y^T A = 0, y^T b < 0."""
     lin, const = _combination(P, y, "empty")

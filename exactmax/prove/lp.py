@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import z3
 
 from .. import interruption
-from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_member,
-                                 check_unbounded, check_upper_bound)
+from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_flat,
+                                 check_interior, check_member, check_unbounded,
+                                 check_upper_bound)
 from ..kernel.rational import Q, ZERO
 from .smt import from_z3
 
@@ -171,3 +172,37 @@ def _range(P: Polyhedron, lp: DualLP, w, b) -> tuple[Q, Q]:
             raise ValueError("affine_range_over: the polyhedron is unbounded in this direction")
         ends.append(sign * check_upper_bound(P, c, y) + b)
     return ends[1], ends[0]
+
+
+def interior_point(P: Polyhedron) -> tuple[Q, ...] | None:
+    """A point strictly inside every constraint of P (kernel-checked), or None when P has
+    none (P is empty or lower-dimensional)."""
+    xs = [z3.Real(f"x{i}") for i in range(P.dim)]
+    t = z3.Real("t")
+    o = z3.Optimize()
+    for row, c in zip(P.A, P.b):
+        o.add(_lin(row, xs) + t <= _q(c))
+    o.add(t <= 1)
+    o.maximize(t)
+    if o.check() != z3.sat or _from_model(o.model(), t) <= 0:
+        return None
+    x = tuple(_from_model(o.model(), v) for v in xs)
+    check_interior(P, x)
+    return x
+
+
+def flat_multipliers(P: Polyhedron) -> tuple[Q, ...] | None:
+    """y >= 0, sum y = 1, y^T A = 0, y^T b = 0 (kernel-checked): a proof that P has no
+    interior point; None if there is none (P is full-dimensional)."""
+    ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
+    s = z3.SolverFor("QF_LRA")
+    s.add([y >= 0 for y in ys])
+    s.add(z3.Sum(ys + [z3.RealVal(0)]) == 1)
+    for j in range(P.dim):
+        s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == 0)
+    s.add(_lin(P.b, ys) == 0)
+    if s.check() != z3.sat:
+        return None
+    y = tuple(_from_model(s.model(), v) for v in ys)
+    check_flat(P, y)
+    return y
