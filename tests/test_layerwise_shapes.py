@@ -272,3 +272,15 @@ def test_an_unknown_answer_comes_within_the_time_limit_and_reports_its_real_time
     assert "layerwise: layerwise" not in out["reason"]
     assert out["stats"]["layerwise_failed"].startswith("layerwise: layer 1 differs")
     assert out["stats"]["layers"][0]["result"].startswith("layer 1 differs")
+
+
+def test_the_kernel_refuses_a_domain_whose_rows_do_not_fit_it():
+    from exactmax.kernel.certificate import domain_rows
+    net, tf, dom, cert = _polyhedral_case()
+    short = Polyhedron(dom.A[:-1] + ((Q(1),),), dom.b, 2)   # the last row lost an entry
+    with pytest.raises(CheckFailed, match="rows"):
+        domain_rows(short)
+    with pytest.raises(CheckFailed):
+        check_layerwise(net, tf, short, cert)
+    with pytest.raises(CheckFailed, match="rows"):             # a b entry missing
+        domain_rows(Polyhedron(dom.A, dom.b[:-1], 2))

@@ -96,7 +96,10 @@ Affine = tuple[tuple[Q, ...], Q]
 
 
 def domain_rows(P: Polyhedron) -> list[Row]:
-    """b_i - A_i x >= 0 for every row of the domain, in order."""
+    """b_i - A_i x >= 0 for every row of the domain, in order.  The kernel checks the shape
+    itself (one entry of b per row, every row of length P.dim): nothing is truncated."""
+    if len(P.A) != len(P.b) or any(len(a) != P.dim for a in P.A):
+        raise CheckFailed(f"the domain's rows do not all have {P.dim} entries, one b each")
     return [Row(tuple(-v for v in a), c) for a, c in zip(P.A, P.b)]
 
 
