@@ -10,7 +10,8 @@
      choice once on every path, as export-coq writes them, both accept the same trees);
    - Farkas entailment with strictness;
    - leaves that fix the argument of Max and Hardmax nodes (Hardmax ties through tie proofs),
-     the same-max rule and the composite rule for the outputs.
+     the same-max rule (a node that is not max-like is the max of itself) and the composite
+     rule for the outputs.
 
    Symbolic evaluation is partial: a node whose choice is missing or fails to check gets no
    affine map (None), and so does everything computed from it; only the outputs must come out
@@ -351,22 +352,27 @@ Fixpoint memb (a : aff) (l : list aff) : bool :=
 Definition same_set (A B : list aff) : bool :=
   forallb (fun a => memb a B) A && forallb (fun b => memb b A) B.
 
-(* node i of f and node j of g have the same value on the cell *)
+(* the affine maps whose max node i of p is on the cell: its arguments' for a max-like node
+   (a program's node reading only nodes before it), its own (max {a} = a) for any other *)
+Definition mvals (p : prog) (v : list (option aff)) (i : nat) : option (list aff) :=
+  match max_args (node_at p i) with
+  | Some ai =>
+      if (i <? length (p_nodes p)) && forallb (fun a => a <? i) ai
+      then all_some (map (get v) ai) else None
+  | None => match get v i with Some a => Some [a] | None => None end
+  end.
+
+(* node i of f and node j of g have the same value on the cell: equal maps, or (the same-max
+   rule) both the max of the same set of maps, a node that is not max-like counting as the
+   max of itself (units of lower rank and rank 1) *)
 Definition agree1 (f g : prog) (vf vg : list (option aff)) (i j : nat) : bool :=
   if match get vf i, get vg j with
      | Some a, Some b => aeqb a b
      | _, _ => false
      end
   then true else
-  match max_args (node_at f i), max_args (node_at g j) with
-  | Some ai, Some aj =>
-      (* the nodes must be programs' nodes that read only nodes before them *)
-      (i <? length (p_nodes f)) && (j <? length (p_nodes g)) &&
-      forallb (fun a => a <? i) ai && forallb (fun a => a <? j) aj &&
-      match all_some (map (get vf) ai), all_some (map (get vg) aj) with
-      | Some A, Some B => same_set A B
-      | _, _ => false
-      end
+  match mvals f vf i, mvals g vg j with
+  | Some A, Some B => same_set A B
   | _, _ => false
   end.
 

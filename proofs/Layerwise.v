@@ -183,11 +183,57 @@ Fixpoint layers_ok (dm : nat) (pos : list (list Q)) (out : option (mat * list Q)
   | _, _, _ => false
   end.
 
+(* (B'), for a Transformer: the first layer's claims over the domain's own rows (as the
+   kernel numbers them), and B_1 contains h^1 of every point of the domain because, per unit,
+   one piece is >= lo'_i and every piece is <= hi'_i over those rows (Farkas proofs) *)
+Definition dom_rows (D : domain) : list con :=
+  match D with DBox lo hi => rows_of_box lo hi | DPoly A b => rows_of_poly A b end.
+
+Definition no_piece : piece := {| pw := []; pb := 0 |}.
+
+Fixpoint image_poly_ok (P : list con) (L : list (list piece)) (lo' hi' : list Q)
+         (ws : list (nat * farkas * list farkas)) : bool :=
+  match L, lo', hi', ws with
+  | [], [], [], [] => true
+  | u :: L', l' :: lo'', h' :: hi'', (j, wl, wus) :: ws' =>
+      let p := nth j u no_piece in
+      (j <? length u)%nat &&
+      entails P (asub (pw p, pb p) ([], l')) false wl &&
+      forall2b (fun q wu => entails P (asub ([], h') (pw q, pb q)) false wu) u wus &&
+      (length wus =? length u)%nat &&
+      image_poly_ok P L' lo'' hi'' ws'
+  | _, _, _, _ => false
+  end.
+
+Definition first_ok (dm : nat) (pos : list (list Q)) (out : option (mat * list Q)) (m d : nat)
+           (P : list con) (Ls : list (list (list piece))) (subs : list sublayer)
+           (boxes : list (list Q * list Q)) (cls : list (list claim))
+           (ws : list (nat * farkas * list farkas)) : bool :=
+  match Ls, boxes, cls with
+  | [L], [_], [C] =>
+      (length subs =? 3)%nat && out_len_ok L out m && (length ws =? 0)%nat &&
+      match seg_program dm d pos subs with
+      | Some g => layer_ok (enc_layer_program L out d dm pos) g P C
+      | None => false
+      end
+  | L :: ((_ :: _) as Ls'), _ :: (((lo', hi') :: _) as boxes'), C :: cls' =>
+      image_poly_ok P L lo' hi' ws &&
+      match seg_program dm d pos (firstn 3 subs) with
+      | Some g => layer_ok (enc_layer_program L None d dm pos) g P C
+      | None => false
+      end &&
+      layers_ok dm pos out m Ls' (skipn 3 subs) boxes' cls'
+  | _, _, _ => false
+  end.
+
 Record lw_cert := {
   lw_boxes : list (list Q * list Q);          (* B_0 .. B_{D-1} *)
   lw_box_proofs : list (farkas * farkas);     (* (upper, lower) per coordinate of B_0, for a
                                                  polyhedral domain; [] for a box *)
-  lw_claims : list (list claim)               (* per layer *)
+  lw_claims : list (list claim);              (* per layer *)
+  lw_first : bool;                            (* (B'): the first layer over the domain *)
+  lw_image : list (nat * farkas * list farkas)   (* (B'): per unit of the first layer, the
+                                                 lower piece, its proof, the upper proofs *)
 }.
 
 (* how exported files write a layerwise certificate: after the tables of Checker.rd_tables,
@@ -207,8 +253,13 @@ Definition unpack_lw (a : PArray.array Uint63.int) : lw_cert :=
   let '(bs, l1) := rd_list rd_box l in
   let '(ps, l2) := rd_list (fun l => let '(u, l1) := rd_idx l in let '(o, l2) := rd_idx l1 in
                                      ((PArray.get F u, PArray.get F o), l2)) l1 in
-  let '(cs, _) := rd_list (rd_list (rd_claim (tb_trees tb))) l2 in
-  {| lw_boxes := bs; lw_box_proofs := ps; lw_claims := cs |}.
+  let '(cs, l3) := rd_list (rd_list (rd_claim (tb_trees tb))) l2 in
+  let '(first, l4) := rd_nat l3 in
+  let '(im, _) := rd_list (fun l => let '(j, l1) := rd_nat l in let '(o, l2) := rd_idx l1 in
+                                    let '(us, l3) := rd_list rd_idx l2 in
+                                    ((j, PArray.get F o, map (PArray.get F) us), l3)) l4 in
+  {| lw_boxes := bs; lw_box_proofs := ps; lw_claims := cs; lw_first := Nat.eqb first 1;
+     lw_image := im |}.
 
 Definition layerwise_ok (net : maxout) (tf : transformer) (D : domain) (c : lw_cert) : bool :=
   let dm := tf_dm tf in
@@ -220,7 +271,11 @@ Definition layerwise_ok (net : maxout) (tf : transformer) (D : domain) (c : lw_c
   match lw_boxes c with
   | (lo, hi) :: _ =>
       b0_ok D d lo hi (lw_box_proofs c) &&
-      layers_ok dm pos (mo_out net) m (mo_layers net) (tf_subs tf) (lw_boxes c) (lw_claims c)
+      if lw_first c
+      then first_ok dm pos (mo_out net) m d (dom_rows D) (mo_layers net) (tf_subs tf)
+                    (lw_boxes c) (lw_claims c) (lw_image c)
+      else layers_ok dm pos (mo_out net) m (mo_layers net) (tf_subs tf) (lw_boxes c)
+                     (lw_claims c)
   | [] => false
   end.
 
@@ -643,6 +698,77 @@ Proof.
     rewrite <- (firstn_skipn 3 subs), fold_left_app, E. exact E1.
 Qed.
 
+(* (B'): one layer over any rows the input satisfies *)
+Lemma layer_step_rows : forall dm pos L out n P C subs g h,
+  seg_program dm n pos subs = Some g ->
+  layer_ok (enc_layer_program L out n dm pos) g P C = true ->
+  Forall (fun p => length p = dm) pos -> satR P h -> length h = n ->
+  fold_left (fun X s => subR dm s X) subs (embR dm pos h) = embR dm pos (phiR out (layerR L h)).
+Proof.
+  intros dm pos L out n P C subs g h Hg Hl Hp HP Hn.
+  pose proof (layer_ok_sound _ _ _ _ h Hl HP) as E.
+  rewrite (enc_layer_correct L out _ dm pos h Hn), (seg_program_correct dm _ pos subs g h Hg Hn) in E.
+  rewrite (embR_encR dm pos (phiR out (layerR L h)) Hp).
+  destruct (subs_shape dm subs _ (embR_shape dm pos h)) as [S1 S2].
+  apply (concat_shape dm); [exact S1 | apply encR_shape | | symmetry; exact E].
+  rewrite S2. unfold embR, encR. rewrite !map_length. reflexivity.
+Qed.
+
+Lemma image_poly_sound : forall P L lo' hi' ws x, image_poly_ok P L lo' hi' ws = true ->
+  satR P x -> in_box lo' hi' (layerR L x).
+Proof.
+  intros P L. induction L as [|u L IH]; intros [|l' lo'] [|h' hi'] [|[[j wl] wus] ws] x H Hx;
+    cbn [image_poly_ok] in H; try discriminate; [exact I|].
+  apply andb_true_iff in H as [H HI]. apply andb_true_iff in H as [H HL].
+  apply andb_true_iff in H as [H HF]. apply andb_true_iff in H as [Hj HE].
+  apply Nat.ltb_lt in Hj.
+  cbn [layerR map in_box]. split; [|exact (IH lo' hi' ws x HI Hx)]. split.
+  - pose proof (entails_ge _ _ _ x Hx HE) as G. rewrite evalR_asub in G.
+    unfold evalR in G. cbn [fst snd dotR] in G.
+    eapply Rle_trans; [|apply maxlR_ub; apply in_map_iff; exists (nth j u no_piece);
+                        split; [reflexivity | apply nth_In; exact Hj]].
+    unfold pieceR. lra.
+  - apply maxlR_lub.
+    + destruct u; [cbn in Hj; lia | discriminate].
+    + intros w Hw. apply in_map_iff in Hw as [q [<- Hq]].
+      destruct (forall2b_In _ _ _ HF q Hq) as [wu Hwu].
+      pose proof (entails_ge _ _ _ x Hx Hwu) as G. rewrite evalR_asub in G.
+      unfold evalR in G. cbn [fst snd dotR] in G. unfold pieceR. lra.
+Qed.
+
+Lemma dom_rows_sound : forall D x, in_domain D x -> satR (dom_rows D) x.
+Proof.
+  intros [lo hi | A b] x H; cbn [in_domain dom_rows] in *;
+    [exact (box_rows_sound lo hi x H) | exact (poly_rows_sound A b x H)].
+Qed.
+
+Lemma first_ok_sound : forall dm pos out m d P Ls subs boxes cls ws h,
+  first_ok dm pos out m d P Ls subs boxes cls ws = true -> Forall (fun p => length p = dm) pos ->
+  satR P h -> length h = d ->
+  fold_left (fun X s => subR dm s X) subs (embR dm pos h) = embR dm pos (phiR out (layersR Ls h)) /\
+  length (phiR out (layersR Ls h)) = m.
+Proof.
+  intros dm pos out m d P Ls subs boxes cls ws h H Hp HP Hn.
+  destruct Ls as [|L [|L' Ls']]; [discriminate| |].
+  - destruct boxes as [|b0 [|b1 boxes]]; try discriminate.
+    destruct cls as [|C [|C' cls]]; try discriminate. cbn [first_ok] in H.
+    apply andb_true_iff in H as [H H4]. apply andb_true_iff in H as [H _].
+    apply andb_true_iff in H as [_ H2].
+    destruct (seg_program dm d pos subs) as [g|] eqn:Eg; [|discriminate].
+    cbn [layersR]. split; [exact (layer_step_rows dm pos L out d P C subs g h Eg H4 Hp HP Hn)|].
+    exact (out_len_sound L out m h H2).
+  - destruct boxes as [|b0 [|[lo' hi'] boxes']]; try discriminate.
+    destruct cls as [|C cls']; try discriminate. cbn [first_ok] in H.
+    apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+    destruct (seg_program dm d pos (firstn 3 subs)) as [g|] eqn:Eg; [|discriminate].
+    pose proof (layer_step_rows dm pos L None d P C _ g h Eg H2 Hp HP Hn) as E. cbn [phiR] in E.
+    pose proof (image_poly_sound P L lo' hi' ws h H1 HP) as Hh'.
+    destruct (layers_ok_sound dm pos out m (L' :: Ls') (skipn 3 subs) _ _ lo' hi' _ H3 Hp
+                eq_refl Hh') as [E1 E2].
+    cbn [layersR]. split; [|exact E2].
+    rewrite <- (firstn_skipn 3 subs), fold_left_app, E. exact E1.
+Qed.
+
 (** A layerwise certificate that checks proves that the Transformer equals the Maxout
     network at every real point of the domain. *)
 Theorem layerwise_sound : forall net tf D c, layerwise_ok net tf D c = true ->
@@ -657,7 +783,13 @@ Proof.
   { apply Forall_forall. intros p Hp. rewrite forallb_forall in H3. apply Nat.eqb_eq. exact (H3 p Hp). }
   pose proof (b0_sound D _ lo hi _ x H5 Hd Hx) as Hin.
   rewrite <- Eb in H6.
-  destruct (layers_ok_sound _ _ _ _ _ _ _ _ lo hi x H6 Hp ltac:(rewrite Eb; reflexivity) Hin) as [E L].
+  assert (EL : fold_left (fun X s => subR (tf_dm tf) s X) (tf_subs tf) (embR (tf_dm tf) (tf_pos tf) x)
+               = embR (tf_dm tf) (tf_pos tf) (phiR (mo_out net) (layersR (mo_layers net) x)) /\
+               length (phiR (mo_out net) (layersR (mo_layers net) x)) = length (tf_rW tf)).
+  { destruct (lw_first c).
+    - exact (first_ok_sound _ _ _ _ _ _ _ _ _ _ _ x H6 Hp (dom_rows_sound D x Hx) Hd).
+    - exact (layers_ok_sound _ _ _ _ _ _ _ _ lo hi x H6 Hp ltac:(rewrite Eb; reflexivity) Hin). }
+  destruct EL as [E L].
   unfold transformerR.
   replace (map (fun p => affR (tf_emb tf) p x) (tf_pos tf)) with (embR (tf_dm tf) (tf_pos tf) x).
   2: { unfold embR. apply map_ext. intros p. rewrite Hd. symmetry. apply affR_eqb. exact H2. }
@@ -700,7 +832,7 @@ Fixpoint mm_layers_ok (dm : nat) (outa outb : option (mat * list Q))
 
 (* d_m: the token width of the encoded layers (max of the widths and the output dimension) *)
 Definition mm_layerwise_ok (a b : maxout) (D : domain) (dm : nat) (c : lw_cert) : bool :=
-  (mo_dim a =? mo_dim b)%nat &&
+  negb (lw_first c) && (mo_dim a =? mo_dim b)%nat &&
   match lw_boxes c with
   | (lo, hi) :: _ =>
       b0_ok D (mo_dim a) lo hi (lw_box_proofs c) &&

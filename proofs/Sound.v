@@ -704,6 +704,21 @@ Proof.
   - destruct (IH H) as [c [Hc Ec]]. exists c. split; [right; exact Hc | exact Ec].
 Qed.
 
+Lemma mvals_value : forall (p : prog) x v i A,
+  agreeR x (runR (p_nodes p) x []) v -> mvals p v i = Some A ->
+  nth i (runR (p_nodes p) x []) 0 = maxlR (map (fun a => evalR a x) A).
+Proof.
+  intros p x v i A Hv H. unfold mvals in H.
+  destruct (max_args (node_at p i)) as [ai|] eqn:Mi.
+  - destruct ((i <? length (p_nodes p)) && forallb (fun a => a <? i) ai) eqn:G;
+      [|discriminate].
+    apply andb_true_iff in G as [Ni Li]. apply Nat.ltb_lt in Ni.
+    rewrite (max_args_value p x _ i ai eq_refl Ni Li Mi).
+    rewrite (values_of_args _ _ _ _ _ Hv H). reflexivity.
+  - destruct (get v i) as [a|] eqn:Ga; [|discriminate].
+    inversion H; subst A. cbn [map maxlR maxlR_aux]. exact (get_sound _ _ _ _ _ Hv Ga).
+Qed.
+
 Lemma agree1_sound : forall f g x vf vg i j,
   agreeR x (runR (p_nodes f) x []) vf -> agreeR x (runR (p_nodes g) x []) vg ->
   agree1 f g vf vg i j = true ->
@@ -713,16 +728,10 @@ Proof.
   - destruct (get vf i) as [a|] eqn:Ga; [|discriminate].
     destruct (get vg j) as [b|] eqn:Gb; [|discriminate].
     rewrite (get_sound _ _ _ _ _ Hf Ga), (get_sound _ _ _ _ _ Hg Gb). apply aeqb_soundR. exact H.
-  - destruct (max_args (node_at f i)) as [ai|] eqn:Mi; [|discriminate].
-    destruct (max_args (node_at g j)) as [aj|] eqn:Mj; [|discriminate].
-    apply andb_true_iff in H as [H HS]. apply andb_true_iff in H as [H Lj].
-    apply andb_true_iff in H as [H Li]. apply andb_true_iff in H as [Ni Nj].
-    apply Nat.ltb_lt in Ni. apply Nat.ltb_lt in Nj.
-    destruct (all_some (map (get vf) ai)) as [A|] eqn:EA; [|discriminate].
-    destruct (all_some (map (get vg) aj)) as [B|] eqn:EB; [|discriminate].
-    rewrite (max_args_value f x _ i ai eq_refl Ni Li Mi), (max_args_value g x _ j aj eq_refl Nj Lj Mj).
-    rewrite (values_of_args _ _ _ _ _ Hf EA), (values_of_args _ _ _ _ _ Hg EB).
-    unfold same_set in HS. apply andb_true_iff in HS as [HAB HBA].
+  - destruct (mvals f vf i) as [A|] eqn:EA; [|discriminate].
+    destruct (mvals g vg j) as [B|] eqn:EB; [|discriminate].
+    rewrite (mvals_value f x vf i A Hf EA), (mvals_value g x vg j B Hg EB).
+    unfold same_set in H. apply andb_true_iff in H as [HAB HBA].
     rewrite forallb_forall in HAB, HBA.
     apply maxlR_same; intros w Hw; apply in_map_iff in Hw as [a [<- Ha]].
     + specialize (HAB a Ha). apply memb_In in HAB as [b [Hb E]].

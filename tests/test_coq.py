@@ -4,6 +4,7 @@ are rejected by coqc (the exporter writes what it is given; Coq decides)."""
 
 import copy
 import json
+from fractions import Fraction
 import os
 import re
 import shutil
@@ -293,3 +294,86 @@ def test_a_layerwise_certificate_between_two_maxout_networks_exports(library, tm
     capsys.readouterr()
     assert export(tmp_path, c, "TwoMaxoutWeight") == 1
     assert "mm_layerwise_ok net_a net_b" in capsys.readouterr().out
+
+
+# ------------------------------------------------------- mixed ranks, polyhedra, merged
+
+MIXED = {"format": "exactmax/maxout", "version": 1, "input_dim": 2,
+         "layers": [{"units": [{"pieces": [{"w": ["1", "-1/2"], "b": "0"}]},          # rank 1
+                               {"pieces": [{"w": ["1/3", "1"], "b": "1/4"},
+                                           {"w": ["-1", "2/3"], "b": "0"},
+                                           {"w": ["1/3", "1"], "b": "1/4"}]},          # a repeat
+                               {"pieces": [{"w": ["2", "0"], "b": "-1/3"},
+                                           {"w": ["0", "-1"], "b": "1/5"}]}]},
+                    {"units": [{"pieces": [{"w": ["1", "1", "-1"], "b": "0"}]},
+                               {"pieces": [{"w": ["1/2", "0", "1"], "b": "0"},
+                                           {"w": ["0", "-1", "1/2"], "b": "1"}]}]}],
+         "output": {"W": [["1", "-2"], ["1/3", "1"]], "b": ["0", "1/7"]}}
+CUT = {"polyhedron": {"A": [[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1], ["-1/2", 1]],
+                      "b": [1, 1, 1, 1, "1/2", "3/4"]}}
+
+
+def _layerwise_cert(tmp_path, net, name, *extra):
+    p, cert = tmp_path / f"{name}.json", tmp_path / f"{name}.cert.json"
+    p.write_text(json.dumps(net))
+    assert main(["verify", str(p), "--cert", str(cert), "--json", "--no-search", *extra]) == 0
+    c = json.loads(cert.read_text())
+    assert "layerwise" in c
+    return c
+
+
+def test_mixed_ranks_and_the_first_layer_over_a_polyhedron_are_proved_in_coq(library,
+                                                                            tmp_path, capsys):
+    """Units of rank 1 and repeated pieces under an output map (the same-max rule with a
+    node that is not max-like), on a box and on a polyhedron (rule (B'): the first layer
+    over the domain's rows, B_1 by Farkas proofs)."""
+    box = _layerwise_cert(tmp_path, dict(MIXED, domain={"box": {"lower": [-1, -1],
+                                                                "upper": [1, 1]}}), "box")
+    poly = _layerwise_cert(tmp_path, dict(MIXED, domain=CUT), "poly")
+    assert "image" not in box["layerwise"] and len(poly["layerwise"]["image"]) == 3
+    for name, cert in (("MixedBox", box), ("MixedPoly", poly)):
+        assert kernel(tmp_path, cert) == 0, name
+        assert export(tmp_path, cert, name) == 0, name
+        assert "theorem net_equiv proved in Coq" in capsys.readouterr().out
+
+
+def test_a_tampered_first_layer_image_fails_both_checkers(library, tmp_path, capsys):
+    poly = _layerwise_cert(tmp_path, dict(MIXED, domain=CUT), "poly")
+    tampered = []
+    cert = copy.deepcopy(poly)                    # B_1 tighter than its proofs show
+    box = cert["layerwise"]["boxes"][1]
+    box["lower"][1] = str((Fraction(box["lower"][1]) + Fraction(box["upper"][1])) / 2)
+    tampered.append(("ImageBound", cert))
+    cert = copy.deepcopy(poly)                    # one upper proof's multiplier
+    _bump(next(u for im in cert["layerwise"]["image"] for u in im["upper"] if u)[0])
+    tampered.append(("ImageProof", cert))
+    cert = copy.deepcopy(poly)                    # the lower piece of a unit moved
+    im = next(im for im in cert["layerwise"]["image"] if len(im["upper"]) > 1)
+    im["lower_piece"] = (im["lower_piece"] + 1) % len(im["upper"])
+    tampered.append(("ImagePiece", cert))
+    cert = copy.deepcopy(poly)                    # (B') claimed, the first layer over B_0
+    del cert["layerwise"]["image"]
+    tampered.append(("NoImage", cert))
+    for name, cert in tampered:
+        assert kernel(tmp_path, cert) == 1, name
+        capsys.readouterr()
+        assert export(tmp_path, cert, f"Tampered{name}") == 1, name
+        assert "coqc rejected" in capsys.readouterr().out, name
+
+
+def test_a_merged_transformers_certificate_is_refused_by_the_exporter_with_a_reason(
+        tmp_path, capsys):
+    cert = _layerwise_cert(tmp_path, dict(MIXED, domain=CUT), "merged", "--transformer",
+                           str(_compile_merged(tmp_path)))
+    c = tmp_path / "m.json"
+    c.write_text(json.dumps(cert))
+    assert main(["export-coq", str(c), "-o", str(tmp_path / "Merged.v")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "merged" in err and "--strategy monolithic" in err
+
+
+def _compile_merged(tmp_path):
+    net, tf = tmp_path / "mnet.json", tmp_path / "mtf.json"
+    net.write_text(json.dumps(dict(MIXED, domain=CUT)))
+    assert main(["compile", str(net), "-o", str(tf), "--merged"]) == 0
+    return tf

@@ -395,13 +395,19 @@ def _domain_text(domain) -> tuple[str, str, str]:
 def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) -> str:
     """A layerwise certificate (kernel/layerwise.py): the models, the boxes B_0 .. B_{D-1},
     the Farkas proofs of B_0 for a polyhedral domain, and per layer the claims (outputs and a
-    split tree over the layer's box, program 0 the encoded Maxout layer, program 1 the
+    split tree over the layer's box, or over the domain's rows for the first layer under
+    rule (B'), whose Farkas proofs of B_1 follow the claims, program 0 the encoded Maxout layer, program 1 the
     Transformer's three sub-layers or the other network's encoded layer); ``net_equiv``
     follows from ``layerwise_sound`` (or ``mm_layerwise_sound`` for two Maxout networks) of
     ``proofs/Layerwise.v``, the composition theorems proved once."""
     if not isinstance(net, MaxoutNetwork):
         raise ExportUnsupported("a layerwise certificate's first model must be the Maxout "
                                 "network")
+    if cert.unmerged is not None:
+        raise ExportUnsupported("the Coq library has no rule yet for a merged Transformer "
+                                "checked through its unmerged form (rule (M)); for a Coq "
+                                "proof, verify with --strategy monolithic, or compile "
+                                "without --merged")
     t = _Tables()
     if isinstance(tf, Transformer):
         dt, term_tf = _transformer_defs(tf, "net_b")
@@ -419,6 +425,8 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     claims = []
     for l, layer in enumerate(cert.layers):
         rows = 2 * cert.boxes[l].dim
+        if l == 0 and cert.image is not None:   # (B'): over the domain's own rows
+            rows = len(domain.as_polyhedron().b)
         claims.append(len(layer))
         for claim in layer:
             root = _TreeWriter(t, rows).tree(claim.tree)
@@ -430,7 +438,12 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
             boxes += [len(v), *(n for q in v for n in _qnums(q))]
     proofs = [0] if cert.box_proofs is None else [len(cert.box_proofs)] + [
         fw.farkas(F) for pair in cert.box_proofs for F in pair]
-    packed = _pack(t.stream(boxes + proofs + [len(cert.layers)] + claims))
+    image = [0] if cert.image is None else [1, len(cert.image)] + [
+        n for im in cert.image for n in (im.lower_piece, fw.farkas(im.lower), len(im.upper),
+                                         *(fw.farkas(u) for u in im.upper))]
+    if cert.image is None:
+        image.append(0)
+    packed = _pack(t.stream(boxes + proofs + [len(cert.layers)] + claims + image))
     dom_defs, in_dom, dom = _domain_text(domain)
     check, sound = check.format(dom=dom), sound.format(dom=dom)
     return f"""(* {module}.v -- written by exactmax export-coq from a layerwise certificate.  Check it with
