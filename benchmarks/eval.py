@@ -39,12 +39,15 @@ BATCH = 256
 
 
 def random_network(rng, d, N, k, D) -> MaxoutNetwork:
+    """Random weights as above; k is every unit's rank, or a tuple of ranks to draw each
+    unit's from."""
     layers, width = [], d
     for _ in range(D):
         layers.append(Layer(tuple(
             Unit(tuple(Piece(tuple(Q(rng.randint(-8, 8), rng.randint(1, 16))
                                    for _ in range(width)),
-                             Q(rng.randint(-8, 8), rng.randint(1, 16))) for _ in range(k)))
+                             Q(rng.randint(-8, 8), rng.randint(1, 16)))
+                       for _ in range(k if isinstance(k, int) else rng.choice(k))))
             for _ in range(N))))
         width = N
     return MaxoutNetwork(d, tuple(layers))

@@ -21,7 +21,6 @@ import time
 
 from eval import random_network
 from exactmax.construct.transformer import CompileOptions, compile_transformer
-from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q
 from exactmax.prove.verify import VerifyOptions, verify_equal
@@ -45,20 +44,6 @@ def cell(r):
     if r["kernel_checked"]:
         return f"{r['time_s']:.1f} s ({r['leaves']} cells)"
     return f"> cap ({r['verdict']})" if r["verdict"] == "unknown" else r["verdict"]
-
-
-def random_mixed_network(rng, d, N, ranks, D) -> MaxoutNetwork:
-    """As ``eval.random_network``, but every unit's rank is drawn from ``ranks``."""
-    layers, width = [], d
-    for _ in range(D):
-        layers.append(Layer(tuple(
-            Unit(tuple(Piece(tuple(Q(rng.randint(-8, 8), rng.randint(1, 16))
-                                   for _ in range(width)),
-                             Q(rng.randint(-8, 8), rng.randint(1, 16)))
-                       for _ in range(rng.choice(ranks))))
-            for _ in range(N))))
-        width = N
-    return MaxoutNetwork(d, tuple(layers))
 
 
 def cut_box(rng, d, cuts) -> Polyhedron:
@@ -87,7 +72,7 @@ SHAPES = [  # name, ranks, polyhedral domain, merged construction
 
 def shape_run(name, ranks, poly, merged, d, N, D, cap, seed):
     rng = random.Random(seed)
-    net = random_mixed_network(rng, d, N, ranks, D)
+    net = random_network(rng, d, N, ranks, D)
     dom = cut_box(rng, d, 4) if poly else Box((Q(-1),) * d, (Q(1),) * d)
     t0 = time.perf_counter()
     tf = compile_transformer(net, dom, CompileOptions(merged=merged)).transformer

@@ -646,7 +646,23 @@ Qed.
 Lemma in_box_length : forall lo hi x, in_box lo hi x -> length x = length lo.
 Proof. intros lo hi x H. symmetry. exact (proj1 (in_box_nth lo hi x H)). Qed.
 
-(* one layer: the segment maps encode(h) to encode(Phi(h)) for h in the box *)
+(* one layer: the segment maps encode(h) to encode(Phi(h)) for every h of length n that
+   satisfies the rows P (the layer's box, or, under (B'), the domain) *)
+Lemma layer_step_rows : forall dm pos L out n P C subs g h,
+  seg_program dm n pos subs = Some g ->
+  layer_ok (enc_layer_program L out n dm pos) g P C = true ->
+  Forall (fun p => length p = dm) pos -> satR P h -> length h = n ->
+  fold_left (fun X s => subR dm s X) subs (embR dm pos h) = embR dm pos (phiR out (layerR L h)).
+Proof.
+  intros dm pos L out n P C subs g h Hg Hl Hp HP Hn.
+  pose proof (layer_ok_sound _ _ _ _ h Hl HP) as E.
+  rewrite (enc_layer_correct L out _ dm pos h Hn), (seg_program_correct dm _ pos subs g h Hg Hn) in E.
+  rewrite (embR_encR dm pos (phiR out (layerR L h)) Hp).
+  destruct (subs_shape dm subs _ (embR_shape dm pos h)) as [S1 S2].
+  apply (concat_shape dm); [exact S1 | apply encR_shape | | symmetry; exact E].
+  rewrite S2. unfold embR, encR. rewrite !map_length. reflexivity.
+Qed.
+
 Lemma layer_step : forall dm pos L out lo hi C subs g h,
   seg_program dm (length lo) pos subs = Some g ->
   layer_ok (enc_layer_program L out (length lo) dm pos) g (rows_of_box lo hi) C = true ->
@@ -654,13 +670,8 @@ Lemma layer_step : forall dm pos L out lo hi C subs g h,
   fold_left (fun X s => subR dm s X) subs (embR dm pos h) = embR dm pos (phiR out (layerR L h)).
 Proof.
   intros dm pos L out lo hi C subs g h Hg Hl Hp Hh.
-  pose proof (in_box_length _ _ _ Hh) as Hn.
-  pose proof (layer_ok_sound _ _ _ _ h Hl (box_rows_sound lo hi h Hh)) as E.
-  rewrite (enc_layer_correct L out _ dm pos h Hn), (seg_program_correct dm _ pos subs g h Hg Hn) in E.
-  rewrite (embR_encR dm pos (phiR out (layerR L h)) Hp).
-  destruct (subs_shape dm subs _ (embR_shape dm pos h)) as [S1 S2].
-  apply (concat_shape dm); [exact S1 | apply encR_shape | | symmetry; exact E].
-  rewrite S2. unfold embR, encR. rewrite !map_length. reflexivity.
+  exact (layer_step_rows dm pos L out _ _ C subs g h Hg Hl Hp (box_rows_sound lo hi h Hh)
+           (in_box_length _ _ _ Hh)).
 Qed.
 
 Lemma out_len_sound : forall L out m h, out_len_ok L out m = true ->
@@ -696,22 +707,6 @@ Proof.
     destruct (IH (skipn 3 subs) _ _ lo' hi' _ H3 Hp eq_refl Hh') as [E1 E2].
     cbn [layersR]. split; [|exact E2].
     rewrite <- (firstn_skipn 3 subs), fold_left_app, E. exact E1.
-Qed.
-
-(* (B'): one layer over any rows the input satisfies *)
-Lemma layer_step_rows : forall dm pos L out n P C subs g h,
-  seg_program dm n pos subs = Some g ->
-  layer_ok (enc_layer_program L out n dm pos) g P C = true ->
-  Forall (fun p => length p = dm) pos -> satR P h -> length h = n ->
-  fold_left (fun X s => subR dm s X) subs (embR dm pos h) = embR dm pos (phiR out (layerR L h)).
-Proof.
-  intros dm pos L out n P C subs g h Hg Hl Hp HP Hn.
-  pose proof (layer_ok_sound _ _ _ _ h Hl HP) as E.
-  rewrite (enc_layer_correct L out _ dm pos h Hn), (seg_program_correct dm _ pos subs g h Hg Hn) in E.
-  rewrite (embR_encR dm pos (phiR out (layerR L h)) Hp).
-  destruct (subs_shape dm subs _ (embR_shape dm pos h)) as [S1 S2].
-  apply (concat_shape dm); [exact S1 | apply encR_shape | | symmetry; exact E].
-  rewrite S2. unfold embR, encR. rewrite !map_length. reflexivity.
 Qed.
 
 Lemma image_poly_sound : forall P L lo' hi' ws x, image_poly_ok P L lo' hi' ws = true ->

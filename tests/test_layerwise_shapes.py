@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from exactmax.construct.transformer import CompileOptions, compile_transformer
-from exactmax.kernel.affine import Affine
 from exactmax.kernel.certificate import Leaf
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.layerwise import UnitImage, check_layerwise
@@ -21,49 +20,12 @@ from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q
 from exactmax.kernel.transformer import FeedForward, evaluate_transformer
 from exactmax.prove.verify import VerifyOptions, verify_equal
+from exactmax.strategies import domains, maxout_networks
 
-rationals = st.builds(Q, st.integers(-6, 6), st.integers(1, 4))
-
-
-@st.composite
-def networks(draw, max_d=3, max_width=4, max_depth=3):
-    """Maxout networks whose units have 1 to 4 pieces, some of them repeated (ties), and
-    sometimes an output map."""
-    d = draw(st.integers(1, max_d))
-    width, layers = d, []
-    for _ in range(draw(st.integers(1, max_depth))):
-        units = []
-        for _ in range(draw(st.integers(1, max_width))):
-            pieces = [Piece(tuple(draw(rationals) for _ in range(width)), draw(rationals))
-                      for _ in range(draw(st.integers(1, 4)))]
-            if len(pieces) > 1 and draw(st.booleans()):
-                pieces.append(pieces[draw(st.integers(0, len(pieces) - 1))])  # a repeat
-            units.append(Unit(tuple(pieces)))
-        layers.append(Layer(tuple(units)))
-        width = len(units)
-    output = None
-    if draw(st.booleans()):
-        m = draw(st.integers(1, 2))
-        output = Affine(tuple(tuple(draw(rationals) for _ in range(width)) for _ in range(m)),
-                        tuple(draw(rationals) for _ in range(m)), width)
-    return MaxoutNetwork(d, tuple(layers), output)
-
-
-@st.composite
-def domains(draw, d):
-    """The box [-1, 1]^d, or that box cut by half-spaces a . x <= c with c > 0 (so the
-    origin stays inside: non-empty and full-dimensional)."""
-    if draw(st.booleans()):
-        return Box((Q(-1),) * d, (Q(1),) * d)
-    A, b = [], []
-    for i in range(d):
-        A += [tuple(Q(1 if j == i else 0) for j in range(d)),
-              tuple(Q(-1 if j == i else 0) for j in range(d))]
-        b += [Q(1), Q(1)]
-    for _ in range(draw(st.integers(1, 3))):
-        A.append(tuple(draw(rationals) for _ in range(d)))
-        b.append(Q(draw(st.integers(1, 4)), 4))
-    return Polyhedron(tuple(A), tuple(b), d)
+def networks():
+    """Maxout networks whose units have 1 to 4 pieces, some of them repeated (ties), some
+    with an output map, some with numbers of 30 digits (``exactmax.strategies``)."""
+    return maxout_networks(max_depth=3, max_width=4, max_rank=4, dims=(1, 3))
 
 
 def _leaves_are_single(cert) -> bool:
