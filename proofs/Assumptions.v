@@ -5,3 +5,4 @@ Print Assumptions transformer_program_correct.
 Print Assumptions equiv_sound.
 Print Assumptions layerwise_sound.
 Print Assumptions mm_layerwise_sound.
+Print Assumptions merged_layerwise_sound.

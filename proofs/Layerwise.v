@@ -906,3 +906,208 @@ Proof.
   unfold maxoutR.
   exact (mm_layers_ok_sound dm _ _ _ _ _ _ lo hi x H2 ltac:(rewrite Eb; reflexivity) Hin).
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * (M): a merged Transformer, through its unmerged form
+
+   The merged construction fuses the clean-up of layer l and the gate of layer l + 1 into one
+   feed-forward sub-layer.  The certificate gives, for every sub-layer of the merged
+   Transformer, nothing (kept) or the two feed-forward sub-layers that replace it; each
+   replacement is checked as an identity of the translation on one symbolic token of d_m
+   coordinates (the Python kernel's same_feedforward), and every sub-layer keeps tokens of
+   d_m coordinates.  The two Transformers then compute the same function, and the layerwise
+   certificate is checked for the unmerged one. *)
+
+Local Open Scope Q_scope.
+
+Definition expr_eqb (e f : expr) : bool :=
+  let '(xs, c, ts) := e in let '(ys, d, us) := f in
+  sparse_eqb xs ys && Qeq_bool c d && sparse_eqb ts us.
+
+Definition is_ff (s : sublayer) : bool :=
+  match s with FeedForward _ _ _ _ => true | Attention _ => false end.
+
+(* s(t) = b(a(t)) for every token t of dm coordinates *)
+Definition same_ff (dm : nat) (s a b : sublayer) : bool :=
+  is_ff s && is_ff a && is_ff b &&
+  match bind (sub_tokens dm s [inputs dm]) (fun A =>
+        bind (foldM (fun X u => sub_tokens dm u X) [a; b] [inputs dm]) (fun B => ret (A, B))) []
+  with
+  | Some (_, ([ea], [eb])) => forall2b expr_eqb ea eb
+  | _ => false
+  end.
+
+(* the sub-layer writes d_m coordinates of every token *)
+Definition keeps_dm (dm : nat) (s : sublayer) : bool :=
+  match s with
+  | FeedForward _ _ W2 b2 => (length W2 =? dm)%nat && (length b2 =? dm)%nat
+  | Attention hs => forallb (fun hd => length (h_out hd) =? dm)%nat hs
+  end.
+
+Fixpoint unmerge (dm : nat) (subs : list sublayer) (splits : list (option (sublayer * sublayer)))
+  : option (list sublayer) :=
+  match subs, splits with
+  | [], [] => Some []
+  | s :: subs', o :: splits' =>
+      if keeps_dm dm s then
+        match unmerge dm subs' splits', o with
+        | Some rest, None => Some (s :: rest)
+        | Some rest, Some (a, b) => if same_ff dm s a b then Some (a :: b :: rest) else None
+        | None, _ => None
+        end
+      else None
+  | _, _ => None
+  end.
+
+Definition with_subs (tf : transformer) (us : list sublayer) : transformer :=
+  {| tf_dim := tf_dim tf; tf_dm := tf_dm tf; tf_emb := tf_emb tf; tf_pos := tf_pos tf;
+     tf_subs := us; tf_token := tf_token tf; tf_rW := tf_rW tf; tf_rb := tf_rb tf |}.
+
+Definition merged_layerwise_ok (net : maxout) (tf : transformer) (D : domain)
+           (splits : list (option (sublayer * sublayer))) (c : lw_cert) : bool :=
+  match unmerge (tf_dm tf) (tf_subs tf) splits with
+  | Some us => layerwise_ok net (with_subs tf us) D c
+  | None => false
+  end.
+
+Local Open Scope R_scope.
+
+Lemma expr_eqb_sound : forall e f x env, expr_eqb e f = true -> evalE e x env = evalE f x env.
+Proof.
+  intros [[xs c] ts] [[ys d] us] x env H. cbn [expr_eqb] in H.
+  apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+  cbn [evalE]. rewrite (sparse_eqb_sum xs ys x H1), (sparse_eqb_sum ts us env H3).
+  apply Qeq_bool_eq, Qeq_eqR in H2. rewrite H2. reflexivity.
+Qed.
+
+Lemma exprs_eqb_vals : forall x st ea eb, forall2b expr_eqb ea eb = true ->
+  map (val x st) ea = map (val x st) eb.
+Proof.
+  intros x st ea. induction ea as [|e ea IH]; intros [|f eb] H; cbn [forall2b] in H;
+    try discriminate; [reflexivity|].
+  apply andb_true_iff in H as [H1 H2]. cbn [map]. unfold val at 1 3.
+  rewrite (expr_eqb_sound e f x _ H1), (IH eb H2). reflexivity.
+Qed.
+
+Lemma Forall2_one : forall {A B} (P : A -> B -> Prop) a l, Forall2 P [a] l ->
+  exists b, l = [b] /\ P a b.
+Proof.
+  intros A B P a l H. inversion H as [|a' b l1 l2 Hab Hrest]; subst.
+  inversion Hrest; subst. exists b. split; [reflexivity | exact Hab].
+Qed.
+
+Lemma same_ff_token : forall dm s a b t, same_ff dm s a b = true -> length t = dm ->
+  subR dm s [t] = subR dm b (subR dm a [t]).
+Proof.
+  intros dm s a b t H Ht. unfold same_ff in H.
+  apply andb_true_iff in H as [_ H].
+  assert (Hin : forall st, Forall2 (Forall2 (ev t st)) [inputs dm] [t]).
+  { intros st. constructor; [|constructor]. unfold inputs. rewrite <- Ht. apply ev_inputs. }
+  pose proof (spec_sub t dm s [inputs dm] [t] [] (fun k Hk j Hj => ltac:(simpl in Hk; lia))
+                (Hin [])) as S1.
+  unfold bind in H. destruct (sub_tokens dm s [inputs dm] []) as [[st1 A]|]; [|discriminate].
+  destruct S1 as [W1 [X1 E1]].
+  pose proof (spec_subs t dm [a; b] [inputs dm] [t] st1 W1 (Hin st1)) as S2.
+  destruct (foldM _ [a; b] [inputs dm] st1) as [[st2 B]|]; [|discriminate].
+  destruct S2 as [W2 [X2 E2]]. cbn [ret] in H.
+  pose proof (ev2_stable t _ _ st1 st2 E1 W2 X2) as E1'.
+  destruct A as [|ea [|]]; try discriminate. destruct B as [|eb [|]]; try discriminate.
+  destruct (Forall2_one _ _ _ E1') as [va [Ea Ha]].
+  destruct (Forall2_one _ _ _ E2) as [vb [Eb Hb]].
+  cbn [fold_left] in Eb. rewrite Ea, Eb.
+  rewrite <- (Forall2_ev_val t st2 ea va Ha), <- (Forall2_ev_val t st2 eb vb Hb).
+  rewrite (exprs_eqb_vals t st2 ea eb H). reflexivity.
+Qed.
+
+Lemma vplus_length_eq : forall u v, length (vplus u v) = Nat.min (length u) (length v).
+Proof. intros. unfold vplus. rewrite map_length, combine_length. reflexivity. Qed.
+
+Lemma affR_length : forall M b v, length (affR M b v) = Nat.min (length M) (length b).
+Proof. intros. unfold affR. rewrite map_length, combine_length. reflexivity. Qed.
+
+Lemma head_update_length : forall hd X t acc dm, length (h_out hd) = dm -> length acc = dm ->
+  length (head_update hd X t acc) = dm.
+Proof.
+  intros hd X t acc dm Ho Ha. unfold head_update.
+  generalize (seq 0 (length (h_value hd))). intros rs. revert acc Ha.
+  induction rs as [|r rs IH]; intros acc Ha; cbn [fold_left]; [exact Ha|].
+  apply IH. rewrite vplus_length_eq, map_length, Ha, Ho. lia.
+Qed.
+
+Lemma keeps_dm_sound : forall dm s X, keeps_dm dm s = true ->
+  Forall (fun t => length t = dm) X -> Forall (fun t => length t = dm) (subR dm s X).
+Proof.
+  intros dm [W1 b1 W2 b2 | hs] X H HX; cbn [keeps_dm subR] in *; apply Forall_map;
+    eapply Forall_impl; try exact HX; intros t Ht; cbn beta in *.
+  - apply andb_true_iff in H as [H1 H2]. apply Nat.eqb_eq in H1, H2.
+    unfold ffR. rewrite vplus_length_eq, affR_length, H1, H2, Ht. lia.
+  - rewrite vplus_length_eq, Ht.
+    assert (L : length (fold_left (fun acc hd => head_update hd X t acc) hs (repeat 0 dm)) = dm).
+    { assert (L0 : length (repeat 0 dm) = dm) by apply repeat_length.
+      revert L0. generalize (repeat 0 dm). rewrite forallb_forall in H.
+      induction hs as [|hd hs IH]; intros acc Ha; cbn [fold_left]; [exact Ha|].
+      apply IH; [intros h Hh; apply H; right; exact Hh|].
+      apply head_update_length; [apply Nat.eqb_eq, H; left; reflexivity | exact Ha]. }
+    rewrite L. lia.
+Qed.
+
+Lemma same_ff_map : forall dm s a b X, same_ff dm s a b = true ->
+  Forall (fun t => length t = dm) X -> subR dm s X = subR dm b (subR dm a X).
+Proof.
+  intros dm s a b X H HX.
+  assert (Hff : is_ff s && is_ff a && is_ff b = true).
+  { unfold same_ff in H. apply andb_true_iff in H as [H _]. exact H. }
+  destruct s as [W1 b1 W2 b2 | ]; [|discriminate]. destruct a as [A1 c1 A2 c2 | ]; [|discriminate].
+  destruct b as [B1 d1 B2 d2 | ]; [|discriminate].
+  cbn [subR]. rewrite map_map. apply map_ext_in. intros t Ht.
+  pose proof (same_ff_token dm _ _ _ t H (proj1 (Forall_forall _ _) HX t Ht)) as E.
+  cbn [subR map] in E. inversion E. reflexivity.
+Qed.
+
+Lemma unmerge_sound : forall dm subs splits us X, unmerge dm subs splits = Some us ->
+  Forall (fun t => length t = dm) X ->
+  fold_left (fun X s => subR dm s X) subs X = fold_left (fun X s => subR dm s X) us X.
+Proof.
+  intros dm subs. induction subs as [|s subs IH]; intros [|o splits] us X H HX;
+    cbn [unmerge] in H; try discriminate.
+  - inversion H; subst. reflexivity.
+  - destruct (keeps_dm dm s) eqn:K; [|discriminate].
+    destruct (unmerge dm subs splits) as [rest|] eqn:U; [|discriminate].
+    pose proof (keeps_dm_sound dm s X K HX) as HX'.
+    destruct o as [[a b]|].
+    + destruct (same_ff dm s a b) eqn:S; [|discriminate]. inversion H; subst.
+      cbn [fold_left]. rewrite <- (same_ff_map dm s a b X S HX).
+      exact (IH splits rest _ U HX').
+    + inversion H; subst. cbn [fold_left]. exact (IH splits rest _ U HX').
+Qed.
+
+Lemma forall2b_length : forall {A B} (f : A -> B -> bool) l1 l2, forall2b f l1 l2 = true ->
+  length l1 = length l2.
+Proof.
+  intros A B f l1. induction l1 as [|a l1 IH]; intros [|b l2] H; cbn [forall2b] in H;
+    try discriminate; [reflexivity|].
+  apply andb_true_iff in H as [_ H]. cbn. f_equal. exact (IH l2 H).
+Qed.
+
+(** A merged Transformer equals the Maxout network on the domain when its unmerged form does,
+    by a layerwise certificate. *)
+Theorem merged_layerwise_sound : forall net tf D splits c,
+  merged_layerwise_ok net tf D splits c = true ->
+  forall x : list R, length x = mo_dim net -> in_domain D x -> transformerR tf x = maxoutR net x.
+Proof.
+  intros net tf D splits c H x Hd Hx. unfold merged_layerwise_ok in H.
+  destruct (unmerge (tf_dm tf) (tf_subs tf) splits) as [us|] eqn:U; [|discriminate].
+  rewrite <- (layerwise_sound net (with_subs tf us) D c H x Hd Hx).
+  unfold layerwise_ok in H. cbn [with_subs tf_emb tf_pos tf_dm tf_dim] in H.
+  apply andb_true_iff in H as [H _]. apply andb_true_iff in H as [H _].
+  apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [_ H2].
+  assert (LE : length (tf_emb tf) = tf_dm tf).
+  { rewrite (forall2b_length _ _ _ H2). unfold place. rewrite map_length, seq_length.
+    reflexivity. }
+  assert (R : forall X, readoutR (with_subs tf us) X = readoutR tf X)
+    by (intros; unfold readoutR; reflexivity).
+  unfold transformerR. rewrite R. cbn [with_subs tf_emb tf_pos tf_dm tf_subs]. f_equal.
+  apply (unmerge_sound _ _ splits us _ U).
+  apply Forall_map. apply Forall_forall. intros p Hp. rewrite forallb_forall in H3.
+  rewrite affR_length, LE. rewrite (proj1 (Nat.eqb_eq _ _) (H3 p Hp)). lia.
+Qed.

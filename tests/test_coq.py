@@ -40,7 +40,7 @@ def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):
     axioms = set(re.findall(r"^(\S+)\n  :", library, re.M))
     assert axioms == {"ClassicalDedekindReals.sig_forall_dec",
                       "FunctionalExtensionality.functional_extensionality_dep"}, axioms
-    assert library.count("Axioms:") == 6     # the six theorems of Assumptions.v
+    assert library.count("Axioms:") == 7     # the seven theorems of Assumptions.v
 
 
 def certify(tmp_path, a, b, *extra):
@@ -361,15 +361,24 @@ def test_a_tampered_first_layer_image_fails_both_checkers(library, tmp_path, cap
         assert "coqc rejected" in capsys.readouterr().out, name
 
 
-def test_a_merged_transformers_certificate_is_refused_by_the_exporter_with_a_reason(
-        tmp_path, capsys):
+def test_a_merged_transformer_is_proved_in_coq_through_its_unmerged_form(library, tmp_path,
+                                                                         capsys):
+    """Rule (M): every merged feed-forward sub-layer is the unmerged pair, an identity of the
+    translation on one symbolic token (Layerwise.same_ff), then the unmerged Transformer is
+    checked layer by layer; a pair that is not the merged sub-layer fails both checkers."""
     cert = _layerwise_cert(tmp_path, dict(MIXED, domain=CUT), "merged", "--transformer",
                            str(_compile_merged(tmp_path)))
-    c = tmp_path / "m.json"
-    c.write_text(json.dumps(cert))
-    assert main(["export-coq", str(c), "-o", str(tmp_path / "Merged.v")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "merged" in err and "--strategy monolithic" in err
+    assert "unmerged" in cert["layerwise"]
+    assert export(tmp_path, cert, "Merged") == 0
+    assert "theorem net_equiv proved in Coq" in capsys.readouterr().out
+    assert "merged_layerwise_sound" in (tmp_path / "Merged.v").read_text()
+    bad = copy.deepcopy(cert)
+    gate = bad["layerwise"]["unmerged"]["sublayers"][3]["feedforward"]   # F_1, unmerged
+    gate["b1"][0] = str(Fraction(gate["b1"][0]) + 1)
+    assert kernel(tmp_path, bad) == 1
+    capsys.readouterr()
+    assert export(tmp_path, bad, "MergedTampered") == 1
+    assert "coqc rejected" in capsys.readouterr().out
 
 
 def _compile_merged(tmp_path):

@@ -156,10 +156,7 @@ def _transformer_defs(tf: Transformer, name: str) -> tuple[str, str]:
 
     for i, s in enumerate(tf.sublayers):
         if isinstance(s, FeedForward):
-            subs.append(f"FeedForward {define(f'ff{i}_W1', 'mat', _mat(s.inner.W))} "
-                        f"{define(f'ff{i}_b1', 'list Q', _qlist(s.inner.b))} "
-                        f"{define(f'ff{i}_W2', 'mat', _mat(s.outer.W))} "
-                        f"{define(f'ff{i}_b2', 'list Q', _qlist(s.outer.b))}")
+            subs.append(_ff_term(s, f"ff{i}", define))
             continue
         if s.kind != HARDMAX:
             raise ExportUnsupported("the Transformer has softmax attention, which has no exact "
@@ -178,6 +175,35 @@ def _transformer_defs(tf: Transformer, name: str) -> tuple[str, str]:
             + f"];\n  tf_token := {token};\n  tf_rW := {_mat(r.map.W)};\n  "
             f"tf_rb := {_qlist(r.map.b)} |}}")
     return "\n\n".join(defs) + "\n\n", term
+
+
+def _ff_term(s: FeedForward, part: str, define) -> str:
+    """A feed-forward sub-layer as a Coq term, its matrices as named definitions."""
+    return (f"FeedForward {define(f'{part}_W1', 'mat', _mat(s.inner.W))} "
+            f"{define(f'{part}_b1', 'list Q', _qlist(s.inner.b))} "
+            f"{define(f'{part}_W2', 'mat', _mat(s.outer.W))} "
+            f"{define(f'{part}_b2', 'list Q', _qlist(s.outer.b))}")
+
+
+def _splits_defs(tf: Transformer, u: Transformer) -> str:
+    """Rule (M): for every sub-layer of the merged Transformer, None (kept) or the two
+    sub-layers of the unmerged one that replace it (Layerwise.unmerge)."""
+    defs, items = [], []
+
+    def define(part: str, typ: str, text: str) -> str:
+        defs.append(f"Definition split_{part} : {typ} :=\n  {text}.")
+        return f"split_{part}"
+    D = (len(tf.sublayers) - 1) // 2
+    merged = {2 + 2 * l: (u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l]) for l in range(D - 1)}
+    for i in range(len(tf.sublayers)):
+        if i in merged:
+            a, b = merged[i]
+            items.append(f"Some ({_ff_term(a, f'{i}a', define)},\n      "
+                         f"{_ff_term(b, f'{i}b', define)})")
+        else:
+            items.append("None")
+    return ("\n\n".join(defs) + "\n\nDefinition splits : list (option (sublayer * sublayer)) "
+            ":=\n  [" + ";\n   ".join(items) + "].\n\n")
 
 
 def _model(m, name: str) -> tuple[str, str, str, str, str]:
@@ -403,17 +429,16 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     if not isinstance(net, MaxoutNetwork):
         raise ExportUnsupported("a layerwise certificate's first model must be the Maxout "
                                 "network")
-    if cert.unmerged is not None:
-        raise ExportUnsupported("the Coq library has no rule yet for a merged Transformer "
-                                "checked through its unmerged form (rule (M)); for a Coq "
-                                "proof, verify with --strategy monolithic, or compile "
-                                "without --merged")
     t = _Tables()
     if isinstance(tf, Transformer):
         dt, term_tf = _transformer_defs(tf, "net_b")
         typ, sem = "transformer", "transformerR"
         check, sound = "layerwise_ok net_a net_b {dom}", "layerwise_sound net_a net_b {dom}"
         what = "the Transformer below equals the Maxout network"
+        if cert.unmerged is not None:   # rule (M): checked through its unmerged form
+            dt += _splits_defs(tf, cert.unmerged)
+            check = "merged_layerwise_ok net_a net_b {dom} splits"
+            sound = "merged_layerwise_sound net_a net_b {dom} splits"
     else:
         # both encoded with one token of width d_m and no positional vector (layer_programs)
         dm = max(net.widths + (net.out_dim,))
