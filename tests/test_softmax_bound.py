@@ -212,3 +212,42 @@ def test_over_a_polyhedron_the_root_box_must_be_shown_to_contain_it():
     away = (Q(2), Q(2)), (Q(3), Q(3))                       # outside the triangle: all "out"
     with pytest.raises(CheckFailed, match="does not contain"):
         check_softmax_bound(*args, *away, ("out", 2), s.first_multipliers, s.root_multipliers)
+
+
+def test_the_observed_error_of_a_deep_thin_network_is_a_real_lower_bound():
+    """Ten layers of two units with weights up to 24: 128-bit balls of T_lam(x) are wider
+    than the error, whose lower end was then 0.  The observed error must be what the
+    exact network and the softmax Transformer, evaluated at enough precision, show."""
+    import random
+    from exactmax.softmax.bound import _tight_softmax
+    from exactmax.kernel.maxout import MaxoutEvaluator
+    rng = random.Random(4)
+    layers, width = [], 2
+    for _ in range(10):
+        layers.append(Layer(tuple(Unit(tuple(
+            Piece(tuple(Q(3 * rng.randint(-8, 8), rng.randint(1, 16)) for _ in range(width)),
+                  Q(3 * rng.randint(-8, 8), rng.randint(1, 16))) for _ in range(3)))
+            for _ in range(2))))
+    net = MaxoutNetwork(2, tuple(layers), None, Box((Q(-1), Q(-1)), (Q(1), Q(1))))
+    s = setting_of(net, net.domain)
+    x = (Q(-2, 5), Q(-2, 5))            # found by a grid: the error there is about 147
+    soft, _ = _tight_softmax(s.tf, x, Q(10), 128)
+    there = max((v - arb(q)).abs_lower() for v, q in zip(soft, MaxoutEvaluator(net).evaluate(x)))
+    assert there > 100
+    obs = observed_error(s, Q(10), [], budget_s=2.0)
+    assert obs.error > 100 and net.domain.contains(obs.x)
+
+
+@pytest.mark.parametrize("k, d, D", [(2, 1, 3), (3, 1, 2)])
+def test_the_sawtooth_family_is_certified(k, d, D):
+    """The sawtooth's pre-activations reach their bounds exactly, so gate constants equal
+    to the bounds left no room for the softmax perturbation (unknown); the construction's
+    strict margin does, and the bound is certified, with a real lower bound below it."""
+    from exactmax.regions.sawtooth import sawtooth_network
+    net = sawtooth_network(k, d, D)
+    s = setting_of(net, net.domain)
+    assert all(C > b for C, b in zip(s.gates, s.gate_bounds))
+    c = certify(s, Q(100), max_cells=4000, timeout_s=60)
+    assert c.verdict == "certified", c.reason
+    obs = observed_error(s, Q(100), c.search.worst, budget_s=1.0)
+    assert 0 < obs.error <= c.bound

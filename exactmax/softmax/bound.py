@@ -587,12 +587,26 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     best_x = (arb(0), finals[0])
     for x in finals:
         exact = ev.evaluate(x)
-        soft = evaluate_softmax(s.tf, x, lam, bits)
-        with precision(bits):
+        soft, used = _tight_softmax(s.tf, x, lam, bits)
+        with precision(used):
             err = max(((v - arb(q)).abs_lower() for v, q in zip(soft, exact)), default=arb(0))
         if err > best_x[0]:
             best_x = (err, x)
     return Observed(best_x[0], best_x[1], tried)
+
+
+def _tight_softmax(tf, x, lam: Q, bits: int, max_bits: int = 8192):
+    """T_lam(x) in balls, the precision doubled until every ball is finite and narrow
+    (radius <= 2^-30 (1 + |midpoint|)), up to ``max_bits``: a deep network loses many bits
+    in the exponentials, and a wide ball would make the observed error's lower end 0."""
+    while True:
+        soft = evaluate_softmax(tf, x, lam, bits)
+        with precision(bits):
+            narrow = all(v.is_finite() and v.rad() <= (1 + abs(v.mid())) * arb(2) ** -30
+                         for v in soft)
+        if narrow or 2 * bits > max_bits:
+            return soft, bits
+        bits *= 2
 
 
 # ----------------------------------------------------------------------------- closed form
