@@ -54,7 +54,9 @@ class TieProof:
 @dataclass(frozen=True, slots=True)
 class Choice:
     """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node
-    (proofs[j]: a Farkas proof of s_k - s_j > 0, or a TieProof); proofs[k] is None."""
+    (proofs[j]: a Farkas proof of s_k - s_j > 0, or a TieProof).  Every j is checked, k
+    included, exactly as the Coq checker does (``Checker.max_ok``, ``sel_ok``): None stands
+    for "the two maps are equal" (always so at j = k), and is refused where they differ."""
 
     k: int
     proofs: tuple[Farkas | TieProof | None, ...]
@@ -65,13 +67,12 @@ Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, c
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
-    """With ``same_max``, an output whose node in either program is max-like (a Max node
-    over a_1..a_m, or a hardmax head with every score equal to its value, over v_1..v_n) is
-    accepted when the two nodes are the max of the same set of affine maps on the cell: the
-    arguments' maps for a max-like node, the node's own map for any other node (max{a} = a).
-    Both are then the max of the same functions (the mean over tied maximal values is that
-    max), with no choice for the max-like nodes and no split between their arguments.  This
-    covers units of lower rank, whose padded hardmax repeats a piece, and rank-1 units."""
+    """The choices that fix, on the cell, the argument of the Max and Hardmax nodes the
+    outputs need.  A node without a choice is unknown, which is no failure by itself: an
+    output is accepted when its two nodes have equal maps, or are the max of the same set of
+    maps (the same-max rule), or are the same combination of such nodes (see
+    ``outputs_agree``).  ``same_max`` only records that the producer used that rule (the
+    checker needs no flag, as the Coq checker has none)."""
 
     choices: Choices = ()
     same_max: bool = False
@@ -163,9 +164,12 @@ def cone(p: Program, roots) -> set[int]:
 
 
 def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
-                  needed: set[int] | None = None) -> list[Affine | None]:
+                  needed: set[int] | None = None, partial: bool = False) -> list[Affine | None]:
     """The affine map on the cell of every node of p in ``needed`` (default: all), after
-    checking the choices there; other nodes get None."""
+    checking the choices there; other nodes get None.  With ``partial`` (as the Coq checker
+    evaluates), a Max or Hardmax node without a choice, or a node reading an unknown one, is
+    unknown (None) and its choice, if any, is not checked; a choice that is checked and
+    wrong rejects either way."""
     d = p.dim
     vals: list[Affine | None] = []
     for index, node in enumerate(p.nodes):
@@ -173,29 +177,41 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
             vals.append(None)
             continue
         at = f"{where}, node {index}"
+        reads = [j for j, _ in node.terms] if isinstance(node, Lin) else \
+            list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
+        ch = choices.get(index)
+        if partial and (any(vals[j] is None for j in reads) or
+                        (ch is None and not isinstance(node, Lin))):
+            vals.append(None)
+            continue
         if isinstance(node, Lin):
             vals.append(lin_affine(node, vals, d))
             continue
-        ch = choices.get(index)
         args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
         if ch is None or not 0 <= ch.k < len(args) or len(ch.proofs) != len(args):
             raise CheckFailed(f"{at}: no valid choice for this {type(node).__name__} node")
         if isinstance(node, Max):
-            for j, pr in enumerate(ch.proofs):
-                if j != ch.k:
-                    if not isinstance(pr, tuple):
-                        raise CheckFailed(f"{at}: argument {j} has no Farkas proof")
-                    check_entails(rows, _sub(vals[args[ch.k]], vals[args[j]]), False, pr,
-                                  f"{at}, argument {ch.k} >= {j}")
-            vals.append(vals[args[ch.k]])
+            ak = vals[args[ch.k]]
+            for j, pr in enumerate(ch.proofs):   # j = k included, as in the Coq checker
+                aj, what = vals[args[j]], f"{at}, argument {ch.k} >= {j}"
+                if pr is None:
+                    if ak != aj:
+                        raise CheckFailed(f"{what}: no proof, and the two maps differ")
+                elif isinstance(pr, tuple):
+                    check_entails(rows, _sub(ak, aj), False, pr, what)
+                else:
+                    raise CheckFailed(f"{what}: a tie proof for a Max node")
+            vals.append(ak)
             continue
         sk, vk = node.pairs[ch.k]
-        for j, pr in enumerate(ch.proofs):
-            if j == ch.k:
-                continue
+        for j, pr in enumerate(ch.proofs):       # j = k included, as in the Coq checker
             sj, vj = node.pairs[j]
             gap = _sub(vals[sk], vals[sj])
-            if isinstance(pr, TieProof):
+            if pr is None:
+                if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
+                    raise CheckFailed(f"{at}: key {j} has no proof, and its score or value "
+                                      f"differs from key {ch.k}'s")
+            elif isinstance(pr, TieProof):
                 check_entails(rows, gap, False, pr.dominance, f"{at}, score {ch.k} >= {j}")
                 tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
                 check_entails(tie, _sub(vals[vj], vals[vk]), False, pr.upper,
@@ -205,7 +221,7 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
             elif isinstance(pr, tuple):
                 check_entails(rows, gap, True, pr, f"{at}, score {ch.k} > {j}")
             else:
-                raise CheckFailed(f"{at}: key {j} has no proof")
+                raise CheckFailed(f"{at}: key {j} has no valid proof")
         vals.append(vals[vk])
     return vals
 
@@ -248,94 +264,53 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
             continue
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
-        nf, ng, rf, rg, cf, cg = need_f, need_g, set(), set(), set(), set()
-        if node.same_max:
-            rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
         vf = affine_values(f, rows, {i: c for (s, i), c in choices.items() if s == 0},
-                           f"{where}, first program", nf)
+                           f"{where}, first program", need_f, partial=True)
         vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
-                           f"{where}, second program", ng)
+                           f"{where}, second program", need_g, partial=True)
         for o in outputs:
-            if not outputs_agree(f, g, vf, vg, o, rf, rg, cf, cg):
+            if not outputs_agree(f, g, vf, vg, f.outputs[o], g.outputs[o]):
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
     return leaves
 
 
-def outputs_agree(f: Program, g: Program, vf: list, vg: list, o: int, rf=(), rg=(),
-                  cf=(), cg=()) -> bool:
-    """Output o has the same affine map on the cell in both programs; or (same-max rule, roots
-    rf, rg) both are the max of the same set of affine maps; or (composite outputs cf, cg) both
-    are the same linear combination, term by term, of nodes that agree in one of these ways."""
-    i, j = f.outputs[o], g.outputs[o]
-    return _agree(f, g, vf, vg, i, j, rf, rg) or (
-        i in cf and j in cg and _same_combination(f, g, vf, vg, i, j, rf, rg))
-
-
-def _agree(f, g, vf, vg, i, j, rf, rg) -> bool:
-    if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
+def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) -> bool:
+    """Node i of f and node j of g have the same value on the cell (``Checker.agree_out``):
+    by ``_agree``, or both are Lin nodes with the same input coefficients and constant and
+    a one-to-one matching of their terms, with equal weights, on nodes that agree by
+    ``_agree`` (the composite rule: an output map over units)."""
+    if _agree(f, g, vf, vg, i, j):
         return True
-    if i in rf or j in rg:
-        mf, mg = _max_set(f, vf, i, rf), _max_set(g, vg, j, rg)
-        return None not in mf and None not in mg and \
-            all(m in mg for m in mf) and all(m in mf for m in mg)
-    return False
-
-
-def _max_set(p: Program, vals: list, i: int, roots) -> list:
-    """The affine maps whose max node i is on the cell: its arguments' for a root of the
-    same-max rule, its own otherwise."""
-    return [vals[a] for a in _max_args(p.nodes[i])] if i in roots else [vals[i]]
-
-
-def _same_combination(f, g, vf, vg, i, j, rf, rg) -> bool:
-    """Lin nodes i, j with equal input coefficients and constants, and a one-to-one matching
-    of their terms with equal weights on nodes that agree; then f_i = g_j on the cell."""
     fi, gj = f.nodes[i], g.nodes[j]
-    if fi.x != gj.x or fi.c != gj.c or len(fi.terms) != len(gj.terms):
+    if not (isinstance(fi, Lin) and isinstance(gj, Lin)) or fi.x != gj.x or fi.c != gj.c \
+            or len(fi.terms) != len(gj.terms):
         return False
     left = list(gj.terms)
     for a, w in fi.terms:
         k = next((k for k, (b, w2) in enumerate(left)
-                  if w2 == w and _agree(f, g, vf, vg, a, b, rf, rg)), None)
+                  if w2 == w and _agree(f, g, vf, vg, a, b)), None)
         if k is None:
             return False
         del left[k]
     return True
 
 
-def same_max_roots(f: Program, g: Program, outputs):
-    """For the same-max rule: (rf, rg) the max-like nodes compared by their sets of arguments
-    (outputs, and terms of composite outputs), (cf, cg) the composite outputs (Lin nodes with
-    a max-like term on either side), and the nodes that must then be evaluated: the roots'
-    arguments' cones and everything else the outputs read, without the roots and composites."""
-    rf, rg, cf, cg, start_f, start_g = set(), set(), set(), set(), [], []
+def _agree(f, g, vf, vg, i, j) -> bool:
+    """Equal affine maps on the cell; or (the same-max rule) both nodes the max of the same
+    set of affine maps, a max-like node of its arguments', any other node of its own (max{a}
+    = a): then both equal that max (the mean over tied maximal values is that max)."""
+    if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
+        return True
+    mf, mg = _max_set(f, vf, i), _max_set(g, vg, j)
+    return mf is not None and mg is not None and \
+        all(m in mg for m in mf) and all(m in mf for m in mg)
 
-    def root(p, node, roots, start):
-        if _max_args(p.nodes[node]):
-            roots.add(node)
-            start.extend(_max_args(p.nodes[node]))
-        else:
-            start.append(node)
 
-    for o in outputs:
-        i, j = f.outputs[o], g.outputs[o]
-        fi, gj = f.nodes[i], g.nodes[j]
-        if _max_args(fi) or _max_args(gj):
-            root(f, i, rf, start_f)
-            root(g, j, rg, start_g)
-        elif isinstance(fi, Lin) and isinstance(gj, Lin) and (
-                any(_max_args(f.nodes[a]) for a, _ in fi.terms) or
-                any(_max_args(g.nodes[b]) for b, _ in gj.terms)):
-            cf.add(i)
-            cg.add(j)
-            for a, _ in fi.terms:
-                root(f, a, rf, start_f)
-            for b, _ in gj.terms:
-                root(g, b, rg, start_g)
-        else:
-            start_f.append(i)
-            start_g.append(j)
-    return rf, rg, cf, cg, cone(f, start_f), cone(g, start_g)
+def _max_set(p: Program, vals: list, i: int):
+    """The affine maps whose max node i is on the cell (``Checker.mvals``), None if one is
+    unknown."""
+    maps = [vals[a] for a in _max_args(p.nodes[i])] or [vals[i]]
+    return None if any(m is None for m in maps) else maps
 
 
 def _max_args(node) -> tuple[int, ...]:

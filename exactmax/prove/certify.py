@@ -21,8 +21,7 @@ import z3
 
 from .. import interruption
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  cone, domain_rows, lin_affine, outputs_agree,
-                                  same_max_roots)
+                                  _max_args, cone, domain_rows, lin_affine, outputs_agree)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
@@ -491,9 +490,44 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
         vg, choices_g = _walk(g, 1, rows, point, oracle, {}, ng)
     except (_SplitOn, NoCertificate):
         return None
-    if not all(outputs_agree(f, g, vf, vg, o, rf, rg, cf, cg) for o in outputs):
+    if not all(outputs_agree(f, g, vf, vg, f.outputs[o], g.outputs[o]) for o in outputs):
         return None
     return Leaf(tuple(choices_f + choices_g), same_max=True)
+
+
+def same_max_roots(f: Program, g: Program, outputs):
+    """For a same-max leaf: (rf, rg) the max-like nodes compared by their sets of arguments
+    (outputs, and terms of composite outputs), (cf, cg) the composite outputs (Lin nodes with
+    a max-like term on either side), and the nodes that must then be evaluated: the roots'
+    arguments' cones and everything else the outputs read, without the roots and composites."""
+    rf, rg, cf, cg, start_f, start_g = set(), set(), set(), set(), [], []
+
+    def root(p, node, roots, start):
+        if _max_args(p.nodes[node]):
+            roots.add(node)
+            start.extend(_max_args(p.nodes[node]))
+        else:
+            start.append(node)
+
+    for o in outputs:
+        i, j = f.outputs[o], g.outputs[o]
+        fi, gj = f.nodes[i], g.nodes[j]
+        if _max_args(fi) or _max_args(gj):
+            root(f, i, rf, start_f)
+            root(g, j, rg, start_g)
+        elif isinstance(fi, Lin) and isinstance(gj, Lin) and (
+                any(_max_args(f.nodes[a]) for a, _ in fi.terms) or
+                any(_max_args(g.nodes[b]) for b, _ in gj.terms)):
+            cf.add(i)
+            cg.add(j)
+            for a, _ in fi.terms:
+                root(f, a, rf, start_f)
+            for b, _ in gj.terms:
+                root(g, b, rg, start_g)
+        else:
+            start_f.append(i)
+            start_g.append(j)
+    return rf, rg, cf, cg, cone(f, start_f), cone(g, start_g)
 
 
 def _differing_point(oracle: _Oracle, rows, diff):

@@ -1,0 +1,190 @@
+"""A corpus of valid and tampered certificates, for running both checkers (the kernel's
+check-cert and Coq through export-coq) on the same files: they must accept exactly the same
+ones.  Used by tests/test_checkers_agree.py (a sample, in CI) and benchmarks/checkers.py (all).
+
+Sources are certificates exactmax writes for the bundled examples and for small networks of
+the shapes the construction compiles (monolithic and layerwise, box and polyhedral domains,
+mixed ranks, the merged construction).  Tampering edits one thing at a time: a choice's
+argument, the proof at the chosen index or at another one, a choice's program, a multiplier,
+a box bound, a first-layer image proof, a weight of a model (hash recomputed).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+from fractions import Fraction
+
+from exactmax.cli import main
+from exactmax.io.certificates import content_hash
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EX = os.path.join(ROOT, "examples")
+
+MIXED = {"format": "exactmax/maxout", "version": 1, "input_dim": 2,
+         "layers": [{"units": [{"pieces": [{"w": ["1", "-1/2"], "b": "0"}]},
+                               {"pieces": [{"w": ["1/3", "1"], "b": "1/4"},
+                                           {"w": ["-1", "2/3"], "b": "0"},
+                                           {"w": ["1/3", "1"], "b": "1/4"}]},
+                               {"pieces": [{"w": ["2", "0"], "b": "-1/3"},
+                                           {"w": ["0", "-1"], "b": "1/5"}]}]},
+                    {"units": [{"pieces": [{"w": ["1", "1", "-1"], "b": "0"}]},
+                               {"pieces": [{"w": ["1/2", "0", "1"], "b": "0"},
+                                           {"w": ["0", "-1", "1/2"], "b": "1"}]}]}],
+         "output": {"W": [["1", "-2"], ["1/3", "1"]], "b": ["0", "1/7"]}}
+CUT = {"polyhedron": {"A": [[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1], ["-1/2", 1]],
+                      "b": [1, 1, 1, 1, "1/2", "3/4"]}}
+BOX = {"box": {"lower": [-1, -1], "upper": [1, 1]}}
+
+
+def sources(tmp) -> dict[str, dict]:
+    """name -> a valid certificate (JSON), written by exactmax into the folder ``tmp``."""
+    import contextlib
+    import io
+    out = {}
+
+    def run(name, args):
+        cert = os.path.join(tmp, f"{name}.cert.json")
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(args + ["--cert", cert, "--no-search", "--json"]) == 0, name
+        with open(cert) as f:
+            out[name] = json.load(f)
+
+    tent = os.path.join(EX, "tent.json")
+    run("tent-layerwise", ["verify", tent])
+    run("tent-monolithic", ["verify", tent, "--strategy", "monolithic"])
+    run("triangle-layerwise", ["verify", os.path.join(EX, "relu_triangle.json")])
+    for name, dom in (("mixed-box", BOX), ("mixed-poly", CUT)):
+        net = os.path.join(tmp, f"{name}.json")
+        with open(net, "w") as f:
+            json.dump(dict(MIXED, domain=dom), f)
+        run(name, ["verify", net])
+        tf = os.path.join(tmp, f"{name}.merged.json")
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["compile", net, "-o", tf, "--merged"]) == 0
+        run(f"{name}-merged", ["verify", net, "--transformer", tf])
+    return out
+
+
+def _trees(cert):
+    if "tree" in cert:
+        yield cert["tree"]
+        return
+    for layer in cert["layerwise"]["layers"]:
+        for claim in layer:
+            yield claim["tree"]
+
+
+def _nodes(tree):
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        yield t
+        if "split" in t:
+            todo += [t["ge"], t["lt"]]
+
+
+def _choices(cert):
+    return [ch for t in _trees(cert) for n in _nodes(t)
+            for ch in n.get("leaf", n).get("choices", ())]
+
+
+def _bump(v: str) -> str:
+    return str(Fraction(v) + Fraction(1, 7))
+
+
+def tamper(cert: dict, rng: random.Random):
+    """(kind, a copy of cert with one thing edited), or None when cert has nothing of that
+    kind; the kinds cycle through the list below."""
+    kinds = ["choice", "proof-at-k", "proof-to-none", "program", "multiplier", "drop-choice",
+             "box", "image", "weight"]
+    kind = rng.choice(kinds)
+    c = copy.deepcopy(cert)
+    chs = _choices(c)
+    multi = [ch for ch in chs if len(ch["proofs"]) > 1]
+    if kind == "choice" and multi:
+        ch = rng.choice(multi)
+        ch["k"] = (ch["k"] + rng.randrange(1, len(ch["proofs"]))) % len(ch["proofs"])
+    elif kind == "proof-at-k" and multi:
+        ch = rng.choice(multi)
+        other = next((p for p in ch["proofs"] if p is not None), None)
+        if other is None:
+            return None
+        ch["proofs"][ch["k"]] = copy.deepcopy(other)
+    elif kind == "proof-to-none" and multi:
+        ch = rng.choice(multi)
+        js = [j for j, p in enumerate(ch["proofs"]) if p is not None]
+        if not js:
+            return None
+        ch["proofs"][rng.choice(js)] = None
+    elif kind == "program" and chs:
+        ch = rng.choice(chs)
+        ch["program"] = 1 - ch["program"]
+    elif kind == "multiplier":
+        lists = [p for ch in chs for p in ch["proofs"] if isinstance(p, list) and p]
+        if not lists:
+            return None
+        pair = rng.choice(rng.choice(lists))
+        pair[1] = _bump(pair[1])
+    elif kind == "drop-choice":
+        holders = [n.get("leaf", n) for t in _trees(c) for n in _nodes(t)
+                   if n.get("leaf", n).get("choices")]
+        if not holders:
+            return None
+        h = rng.choice(holders)
+        del h["choices"][rng.randrange(len(h["choices"]))]
+    elif kind == "box" and "layerwise" in c and len(c["layerwise"]["boxes"]) > 1:
+        box = rng.choice(c["layerwise"]["boxes"][1:])
+        side = rng.choice(["lower", "upper"])
+        i = rng.randrange(len(box[side]))
+        sign = 1 if side == "lower" else -1
+        box[side][i] = str(Fraction(box[side][i]) + sign * Fraction(1, 3))
+    elif kind == "image" and "layerwise" in c and c["layerwise"].get("image"):
+        im = rng.choice(c["layerwise"]["image"])
+        proofs = [im["lower"]] + im["upper"]
+        nonempty = [p for p in proofs if p]
+        if not nonempty:
+            return None
+        pair = rng.choice(rng.choice(nonempty))
+        pair[1] = _bump(pair[1])
+    elif kind == "weight":
+        model = c["models"]["a"]["model"]
+        piece = rng.choice([p for layer in model["layers"] for u in layer["units"]
+                            for p in u["pieces"]])
+        piece["b"] = _bump(str(piece["b"]))
+        c["models"]["a"]["sha256"] = content_hash(model)
+    else:
+        return None
+    return kind, c
+
+
+def corpus(sources: dict, per_source: int, seed: int = 0):
+    """(name, certificate) pairs: every source, then ``per_source`` tamperings of each."""
+    rng = random.Random(seed)
+    for name, cert in sources.items():
+        yield name, cert
+        made = 0
+        for _ in range(20 * per_source):
+            if made == per_source:
+                break
+            t = tamper(cert, rng)
+            if t is not None:
+                made += 1
+                yield f"{name}/{t[0]}#{made}", t[1]
+
+
+def verdicts(tmp, name: str, cert: dict, library: str) -> tuple[bool, bool]:
+    """(the kernel accepts, Coq accepts) the certificate."""
+    import contextlib
+    import io
+    path = os.path.join(tmp, "corpus.json")
+    with open(path, "w") as f:
+        json.dump(cert, f)
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        kernel = main(["check-cert", path]) == 0
+        coq = main(["export-coq", path, "-o", os.path.join(tmp, "Corpus.v"), "--check",
+                    "--coq-lib", library]) == 0
+    return kernel, coq
