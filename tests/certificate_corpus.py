@@ -77,7 +77,8 @@ def _trees(cert):
             yield claim["tree"]
 
 
-def _nodes(tree):
+def walk(tree):
+    """Every node of a certificate tree (JSON), depth first."""
     todo = [tree]
     while todo:
         t = todo.pop()
@@ -87,7 +88,7 @@ def _nodes(tree):
 
 
 def _choices(cert):
-    return [ch for t in _trees(cert) for n in _nodes(t)
+    return [ch for t in _trees(cert) for n in walk(t)
             for ch in n.get("leaf", n).get("choices", ())]
 
 
@@ -129,7 +130,7 @@ def tamper(cert: dict, rng: random.Random):
         pair = rng.choice(rng.choice(lists))
         pair[1] = _bump(pair[1])
     elif kind == "drop-choice":
-        holders = [n.get("leaf", n) for t in _trees(c) for n in _nodes(t)
+        holders = [n.get("leaf", n) for t in _trees(c) for n in walk(t)
                    if n.get("leaf", n).get("choices")]
         if not holders:
             return None

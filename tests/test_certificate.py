@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from certificate_corpus import walk
 from exactmax.cli import main
 from exactmax.io.certificates import content_hash
 from exactmax.kernel.certificate import Row, check_entails
@@ -60,16 +61,6 @@ def check(obj, tmp_path) -> int:
     p = tmp_path / "c.json"
     p.write_text(json.dumps(obj))
     return main(["check-cert", str(p)])
-
-
-def walk(tree):
-    """Every node of a certificate tree (JSON), depth first."""
-    todo = [tree]
-    while todo:
-        t = todo.pop()
-        yield t
-        if "split" in t:
-            todo += [t["ge"], t["lt"]]
 
 
 def multipliers(cert):

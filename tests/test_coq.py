@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from certificate_corpus import CUT, MIXED, walk
 from exactmax.cli import main
 from exactmax.io.certificates import content_hash
 
@@ -81,13 +82,6 @@ def test_the_examples_export_and_coq_accepts_them(library, tent, tmp_path, capsy
     assert "in_poly A b x" in (tmp_path / "Triangle.v").read_text()
 
 
-def walk(tree):
-    todo = [tree]
-    while todo:
-        t = todo.pop()
-        yield t
-        if "split" in t:
-            todo += [t["ge"], t["lt"]]
 
 
 def test_a_changed_multiplier_choice_or_weight_fails_coqc(library, tent, tmp_path, capsys):
@@ -298,19 +292,6 @@ def test_a_layerwise_certificate_between_two_maxout_networks_exports(library, tm
 
 # ------------------------------------------------------- mixed ranks, polyhedra, merged
 
-MIXED = {"format": "exactmax/maxout", "version": 1, "input_dim": 2,
-         "layers": [{"units": [{"pieces": [{"w": ["1", "-1/2"], "b": "0"}]},          # rank 1
-                               {"pieces": [{"w": ["1/3", "1"], "b": "1/4"},
-                                           {"w": ["-1", "2/3"], "b": "0"},
-                                           {"w": ["1/3", "1"], "b": "1/4"}]},          # a repeat
-                               {"pieces": [{"w": ["2", "0"], "b": "-1/3"},
-                                           {"w": ["0", "-1"], "b": "1/5"}]}]},
-                    {"units": [{"pieces": [{"w": ["1", "1", "-1"], "b": "0"}]},
-                               {"pieces": [{"w": ["1/2", "0", "1"], "b": "0"},
-                                           {"w": ["0", "-1", "1/2"], "b": "1"}]}]}],
-         "output": {"W": [["1", "-2"], ["1/3", "1"]], "b": ["0", "1/7"]}}
-CUT = {"polyhedron": {"A": [[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1], ["-1/2", 1]],
-                      "b": [1, 1, 1, 1, "1/2", "3/4"]}}
 
 
 def _layerwise_cert(tmp_path, net, name, *extra):
