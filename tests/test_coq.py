@@ -82,8 +82,6 @@ def test_the_examples_export_and_coq_accepts_them(library, tent, tmp_path, capsy
     assert "in_poly A b x" in (tmp_path / "Triangle.v").read_text()
 
 
-
-
 def test_a_changed_multiplier_choice_or_weight_fails_coqc(library, tent, tmp_path, capsys):
     # one multiplier, in the first leaf choice that has a Farkas proof
     cert = copy.deepcopy(tent)
@@ -291,7 +289,6 @@ def test_a_layerwise_certificate_between_two_maxout_networks_exports(library, tm
 
 
 # ------------------------------------------------------- mixed ranks, polyhedra, merged
-
 
 
 def _layerwise_cert(tmp_path, net, name, *extra):
