@@ -16,6 +16,10 @@
    (B) B_0 contains the domain (box: compare bounds; polyhedron: Farkas proofs of the upper
        and lower bound of every coordinate), and B_{l+1} contains the exact interval image
        of B_l under Phi_l;
+   (B') or, with lw_first (first_ok), the first layer's claims are checked over the domain's
+       own rows instead of B_0, and B_1 contains h^1 of the domain by Farkas proofs over
+       those rows: per unit, one piece is >= the lower bound, every piece <= the upper
+       bound (image_poly_ok, image_poly_sound, first_ok_sound);
    (S) per layer l, the program of the three sub-layers fed encode(h) and the program of
        encode(Phi_l(h)) (built node for node as program_of_segment and
        program_of_encoded_layer of exactmax/kernel/program.py) agree on B_l: every output is
@@ -238,8 +242,13 @@ Record lw_cert := {
 
 (* how exported files write a layerwise certificate: after the tables of Checker.rd_tables,
    the boxes (their number, and each its lower and upper bounds as lists of rationals), the
-   Farkas proofs of B_0 (their number, and each its upper and lower proofs' indices), and the
-   claims (the number of layers, and each layer's claims: outputs, then the tree's index) *)
+   Farkas proofs of B_0 (their number, and each its upper and lower proofs' indices), the
+   claims (the number of layers, and each layer's claims: outputs, then the tree's index),
+   then rule (B'): a flag (1: the first layer over the domain's rows, 0: not) and the image
+   proofs (their number, and per unit of the first layer its lower piece, the index of that
+   piece's Farkas proof, and the list of the indices of the upper proofs, one per piece; the
+   exporter writes 0 0 without (B')).  Farkas proofs over the domain read its rows in the
+   kernel's order (dom_rows), unscaled. *)
 Definition rd_box : reader (list Q * list Q) :=
   fun l => let '(lo, l1) := rd_list rd_Q l in let '(hi, l2) := rd_list rd_Q l1 in ((lo, hi), l2).
 

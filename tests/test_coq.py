@@ -364,3 +364,143 @@ def _compile_merged(tmp_path):
     net.write_text(json.dumps(dict(MIXED, domain=CUT)))
     assert main(["compile", str(net), "-o", str(tf), "--merged"]) == 0
     return tf
+
+
+# ------------------------------------------- ranks 1 to 4, exact image bounds, same-max leaves
+
+
+def _piece(w, b):
+    return {"w": [str(v) for v in w], "b": str(b)}
+
+
+# units of ranks 1, 2, 3, 4 then 4, 1, 2 (the compiled Transformer pads lower ranks by
+# repeating a piece; a unit of rank 1 is the piece's own node on the Maxout side), under an
+# output map: the same-max rule with a node that is not max-like, inside the composite rule
+RANKS = {"format": "exactmax/maxout", "version": 1, "input_dim": 2,
+         "layers": [{"units": [
+             {"pieces": [_piece([1, "-1/2"], 0)]},
+             {"pieces": [_piece(["1/3", 1], "1/4"), _piece([-1, "2/3"], 0)]},
+             {"pieces": [_piece([2, 0], "-1/3"), _piece([0, -1], "1/5"),
+                         _piece(["1/2", "1/2"], 0)]},
+             {"pieces": [_piece([1, 0], 0), _piece([-1, 0], 0), _piece([0, 1], 0),
+                         _piece([0, -1], 0)]}]},
+             {"units": [
+                 {"pieces": [_piece([1, 1, -1, "1/2"], 0), _piece(["1/2", 0, 1, 0], "-1/3"),
+                             _piece([0, -1, "1/2", 1], 1), _piece([-1, 0, 0, 0], "1/7")]},
+                 {"pieces": [_piece([1, -1, 0, "1/3"], "1/2")]},
+                 {"pieces": [_piece([0, "1/2", -1, 0], 0), _piece([1, 0, 0, -1], "-1/4")]}]}],
+         "output": {"W": [["1", "-2", "1/2"], ["1/3", "1", "0"]], "b": ["0", "1/7"]}}
+STEP = Fraction(1, 2 ** 20)
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """RANKS on a box and on the polyhedron CUT, layerwise (verify's default) and monolithic."""
+    d = tmp_path_factory.mktemp("ranks")
+    out = {}
+    for dname, dom in (("box", {"box": {"lower": [-1, -1], "upper": [1, 1]}}), ("poly", CUT)):
+        net = dict(RANKS, domain=dom)
+        out[dname, "layerwise"] = _layerwise_cert(d, net, f"{dname}-layerwise")
+        out[dname, "monolithic"] = _monolithic_cert(d, net, f"{dname}-monolithic")
+    return out
+
+
+def _monolithic_cert(tmp_path, net, name):
+    p, cert = tmp_path / f"{name}.json", tmp_path / f"{name}.cert.json"
+    p.write_text(json.dumps(net))
+    assert main(["verify", str(p), "--cert", str(cert), "--json", "--no-search",
+                 "--strategy", "monolithic"]) == 0
+    c = json.loads(cert.read_text())
+    assert "tree" in c
+    return c
+
+
+def _same_max_leaves(cert):
+    return sum(1 for layer in cert["layerwise"]["layers"] for claim in layer
+               for n in walk(claim["tree"]) if n.get("leaf", {}).get("same_max"))
+
+
+def test_units_of_ranks_one_to_four_under_an_output_map_are_proved_in_coq(library, ranks,
+                                                                         tmp_path, capsys):
+    assert _same_max_leaves(ranks["box", "layerwise"]) > 0
+    assert _same_max_leaves(ranks["poly", "layerwise"]) > 0
+    assert "image" not in ranks["box", "layerwise"]["layerwise"]
+    assert len(ranks["poly", "layerwise"]["layerwise"]["image"]) == 4   # (B')
+    for (dname, strategy), cert in sorted(ranks.items()):
+        name = f"Ranks{dname.capitalize()}{strategy.capitalize()}"
+        assert kernel(tmp_path, cert) == 0, name
+        capsys.readouterr()
+        assert export(tmp_path, cert, name) == 0, name
+        assert "theorem net_equiv proved in Coq" in capsys.readouterr().out, name
+
+
+def _rows_b(cert):
+    return [Fraction(str(v)) for v in cert["domain"]["domain"]["polyhedron"]["b"]]
+
+
+def _proved(proof, b):
+    """sum y_i b_i: a Farkas list over the domain's rows b_i - A_i x >= 0 shows
+    e(x) >= 0 for e = sum y_i (b_i - A_i x) + r with r >= 0, the constant left over."""
+    return sum((Fraction(y) * b[i] for i, y in proof), Fraction(0))
+
+
+def _exact_image(cert):
+    """The bounds of B_1 exactly as the image proofs show them: for unit i, lower piece p,
+    p.b - lower_i >= sum y b over the rows, so lower_i <= p.b - sum y b; for piece j,
+    upper_i - p_j.b >= sum y b, so upper_i >= p_j.b + sum y b."""
+    b = _rows_b(cert)
+    units = cert["models"]["a"]["model"]["layers"][0]["units"]
+    lower, upper = [], []
+    for unit, im in zip(units, cert["layerwise"]["image"]):
+        pieces = unit["pieces"]
+        lower.append(Fraction(pieces[im["lower_piece"]]["b"]) - _proved(im["lower"], b))
+        upper.append(max(Fraction(p["b"]) + _proved(u, b) for p, u in zip(pieces, im["upper"])))
+    return lower, upper
+
+
+def test_image_bounds_exactly_as_proved_pass_and_one_step_beyond_fail_both_checkers(
+        library, ranks, tmp_path, capsys):
+    """B_1 moved to exactly the bounds the Farkas proofs of (B') show is accepted by both
+    checkers; any one bound 1/2^20 beyond is rejected by both."""
+    poly = ranks["poly", "layerwise"]
+    lower, upper = _exact_image(poly)
+    exact = copy.deepcopy(poly)
+    exact["layerwise"]["boxes"][1] = {"lower": [str(v) for v in lower],
+                                      "upper": [str(v) for v in upper]}
+    assert exact["layerwise"]["boxes"][1] != poly["layerwise"]["boxes"][1]   # tighter
+    assert kernel(tmp_path, exact) == 0
+    capsys.readouterr()
+    assert export(tmp_path, exact, "ImageExact") == 0
+    assert "theorem net_equiv proved in Coq" in capsys.readouterr().out
+    for i in range(len(lower)):
+        for side, step in (("lower", STEP), ("upper", -STEP)):
+            cert = copy.deepcopy(exact)
+            box = cert["layerwise"]["boxes"][1]
+            box[side][i] = str(Fraction(box[side][i]) + step)
+            name = f"Image{side.capitalize()}{i}"
+            assert kernel(tmp_path, cert) == 1, name
+            capsys.readouterr()
+            assert export(tmp_path, cert, name) == 1, name
+            out = capsys.readouterr().out
+            assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name
+
+
+def test_a_same_max_leaf_with_one_piece_changed_fails_both_checkers(library, ranks, tmp_path,
+                                                                    capsys):
+    """A piece of the last layer's unit of rank 1 (a node that is not max-like against a
+    hardmax head over four copies) or of rank 2 (a head over a repeated piece) moved by
+    1/2^20 in the Maxout network: the sets of maps of a same-max leaf differ."""
+    for dname in ("box", "poly"):
+        valid = ranks[dname, "layerwise"]
+        for unit, piece in ((1, 0), (2, 1)):
+            cert = copy.deepcopy(valid)
+            net = cert["models"]["a"]["model"]
+            p = net["layers"][1]["units"][unit]["pieces"][piece]
+            p["b"] = str(Fraction(p["b"]) + STEP)
+            cert["models"]["a"]["sha256"] = content_hash(net)
+            name = f"SameMax{dname.capitalize()}{unit}"
+            assert kernel(tmp_path, cert) == 1, name
+            capsys.readouterr()
+            assert export(tmp_path, cert, name) == 1, name
+            out = capsys.readouterr().out
+            assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name

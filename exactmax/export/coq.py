@@ -422,8 +422,9 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     """A layerwise certificate (kernel/layerwise.py): the models, the boxes B_0 .. B_{D-1},
     the Farkas proofs of B_0 for a polyhedral domain, and per layer the claims (outputs and a
     split tree over the layer's box, or over the domain's rows for the first layer under
-    rule (B'), whose Farkas proofs of B_1 follow the claims, program 0 the encoded Maxout layer, program 1 the
-    Transformer's three sub-layers or the other network's encoded layer); ``net_equiv``
+    rule (B'); program 0 the encoded Maxout layer, program 1 the Transformer's three
+    sub-layers or the other network's encoded layer), then (B')'s flag and the Farkas proofs
+    of B_1 over the domain's rows (Layerwise.unpack_lw); ``net_equiv``
     follows from ``layerwise_sound`` (or ``mm_layerwise_sound`` for two Maxout networks) of
     ``proofs/Layerwise.v``, the composition theorems proved once."""
     if not isinstance(net, MaxoutNetwork):
