@@ -6,7 +6,8 @@ Sources are certificates exactmax writes for the bundled examples and for small 
 the shapes the construction compiles (monolithic and layerwise, box and polyhedral domains,
 mixed ranks, the merged construction).  Tampering edits one thing at a time: a choice's
 argument, the proof at the chosen index or at another one, a choice's program, a multiplier,
-a box bound, a first-layer image proof, a weight of a model (hash recomputed).
+a box bound, a first-layer image proof, the unmerged Transformer of a merged one, the
+domain's witness, a weight of a model (hash recomputed).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def tamper(cert: dict, rng: random.Random):
     """(kind, a copy of cert with one thing edited), or None when cert has nothing of that
     kind; the kinds cycle through the list below."""
     kinds = ["choice", "proof-at-k", "proof-to-none", "program", "multiplier", "drop-choice",
-             "box", "image", "weight"]
+             "box", "image", "weight", "unmerged", "witness"]
     kind = rng.choice(kinds)
     c = copy.deepcopy(cert)
     chs = _choices(c)
@@ -150,6 +151,21 @@ def tamper(cert: dict, rng: random.Random):
             return None
         pair = rng.choice(rng.choice(nonempty))
         pair[1] = _bump(pair[1])
+    elif kind == "unmerged" and "layerwise" in c and "unmerged" in c["layerwise"]:
+        u = c["layerwise"]["unmerged"]
+        what = rng.choice(["readout", "position", "pair", "attention"])
+        if what == "readout":
+            u["readout"]["b"][0] = _bump(str(u["readout"]["b"][0]))
+        elif what == "position":
+            u["positions"][0][-1] = _bump(str(u["positions"][0][-1]))
+        elif what == "pair":
+            ff = u["sublayers"][3]["feedforward"]
+            ff["b1"][0] = _bump(str(ff["b1"][0]))
+        else:
+            u["sublayers"][1] = copy.deepcopy(u["sublayers"][-2])
+    elif kind == "witness" and c["domain"].get("witness", {}).get("interior"):
+        w = c["domain"]["witness"]
+        w["interior"] = [str(Fraction(v) * 0) for v in w["interior"]]
     elif kind == "weight":
         model = c["models"]["a"]["model"]
         piece = rng.choice([p for layer in model["layers"] for u in layer["units"]

@@ -276,5 +276,26 @@ def test_a_flat_polyhedron_is_shown_lower_dimensional_by_checked_witnesses(tmp_p
     for key, bad in (("member", ["1", "1"]), ("flat", ["1", "0", "0", "0", "0", "0"])):
         t = json.loads(json.dumps(c))
         t["domain"]["witness"][key] = bad
-        assert main(["check-cert", _write(tmp_path / "t.json", t)]) == 1
-        assert "witness" in capsys.readouterr().out
+        # the witness is no part of the claim (as for the Coq checker): set aside, the
+        # facts found afresh, and said
+        assert main(["check-cert", _write(tmp_path / "t.json", t), "--json"]) == 0
+        about = json.loads(capsys.readouterr().out)["about"]["domain"]
+        assert about["full_dimensional"] is False and "witness_rejected" in about
+
+
+def test_a_row_of_zeros_does_not_make_a_domain_flat(tmp_path, capsys):
+    """0 . x <= 0 holds everywhere: multipliers on it show nothing, and a point strictly
+    inside every other row is interior."""
+    from exactmax.kernel.errors import CheckFailed
+    from exactmax.kernel.polyhedron import Polyhedron, check_flat, check_interior
+    from exactmax.kernel.rational import Q
+    P = Polyhedron(((Q(-1), Q(0)), (Q(0), Q(-1)), (Q(1), Q(1)), (Q(0), Q(0))),
+                   (Q(0), Q(0), Q(1), Q(0)), 2)
+    with pytest.raises(CheckFailed):
+        check_flat(P, (Q(0), Q(0), Q(0), Q(1)))
+    check_interior(P, (Q(1, 4), Q(1, 4)))
+    dom = _write(tmp_path / "d.json", {"format": "exactmax/domain", "version": 1,
+                                       "polyhedron": {"A": [[-1, 0], [0, -1], [1, 1], [0, 0]],
+                                                      "b": [0, 0, 1, 0]}})
+    assert main(["equiv", TENT, TENT, "--domain", dom, "--json", "--no-search"]) == 0
+    assert json.loads(capsys.readouterr().out)["about"]["domain"]["full_dimensional"] is True

@@ -173,10 +173,13 @@ def test_a_merged_transformer_is_checked_through_its_unmerged_form_and_tampering
     b1[0] += 1
     moved = FeedForward(dataclasses.replace(gate.inner, b=tuple(b1)), gate.outer)
     for bad in (with_sublayer(u, 3, moved),   # the unmerged gate is not the merged one's
-                with_sublayer(u, 1, u.sublayers[4]),   # another attention
-                dataclasses.replace(u, sublayers=u.sublayers[:-1])):
+                with_sublayer(u, 3, u.sublayers[4]),   # an attention where a gate should be
+                dataclasses.replace(u, sublayers=u.sublayers[:3])):   # a pair missing
         with pytest.raises(CheckFailed):
             check_layerwise(net, tf, dom, dataclasses.replace(cert, unmerged=bad))
+    # only the pairs are read (the rest is the merged Transformer's own, as in Coq)
+    other = with_sublayer(u, 1, u.sublayers[4])
+    assert check_layerwise(net, tf, dom, dataclasses.replace(cert, unmerged=other)) > 0
     # the merged Transformer itself broken in its merged sub-layer: no unmerged form fits
     merged = tf.sublayers[2]
     b1 = list(merged.inner.b)

@@ -194,9 +194,10 @@ def _splits_defs(tf: Transformer, u: Transformer) -> str:
         defs.append(f"Definition split_{part} : {typ} :=\n  {text}.")
         return f"split_{part}"
     D = (len(tf.sublayers) - 1) // 2
-    merged = {2 + 2 * l: (u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l]) for l in range(D - 1)}
+    merged = {2 + 2 * l: (u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l]) for l in range(D - 1)
+              if 3 + 3 * l < len(u.sublayers)}   # a missing pair: kept, and Coq rejects
     for i in range(len(tf.sublayers)):
-        if i in merged:
+        if i in merged and all(isinstance(x, FeedForward) for x in merged[i]):
             a, b = merged[i]
             items.append(f"Some ({_ff_term(a, f'{i}a', define)},\n      "
                          f"{_ff_term(b, f'{i}b', define)})")

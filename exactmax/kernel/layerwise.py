@@ -20,12 +20,11 @@ Suppose
 Then by induction on l the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
 
 (M) A Transformer with 2D + 1 sub-layers (the merged construction: the clean-up of layer l and
-the gate of layer l + 1 in one feed-forward sub-layer) is checked through an unmerged one U
-given in the certificate: U has the same embedding, positions and read-out, its sub-layers
-are T's with each merged feed-forward M_l replaced by two, C_l then F_{l+1}, and
-M_l(s) = F_{l+1}(C_l(s)) for every token state s (``same_feedforward``, an identity of the
-translation, checked without a solver).  Then T = U as functions, and (E), (B), (S), (R) are
-checked for U.
+the gate of layer l + 1 in one feed-forward sub-layer) is checked through an unmerged one U:
+T with each merged feed-forward M_l replaced by two, C_l then F_{l+1}, taken from the
+certificate's unmerged Transformer, with M_l(s) = F_{l+1}(C_l(s)) for every token state s
+(``same_feedforward``, an identity of the translation, checked without a solver).  Then
+T = U as functions, and (E), (B), (S), (R) are checked for U.
 (S) is a family of ordinary certificates, each over a box (or over P, for the first layer
 under (B')), one per group of segment outputs that share their pair of program nodes; (E),
 (B), (B') and (R) are checked here exactly.
@@ -146,8 +145,7 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
     if cert.unmerged is not None:
         if not isinstance(other, Transformer):
             raise CheckFailed("layerwise: an unmerged Transformer is for a Transformer")
-        check_unmerged(other, cert.unmerged)
-        other = cert.unmerged
+        other = check_unmerged(other, cert.unmerged)
     if isinstance(other, Transformer):
         check_structure(net, other)
     else:
@@ -201,33 +199,40 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
     return leaves
 
 
-def check_unmerged(tf: Transformer, u: Transformer) -> None:
-    """(M): tf = u as functions, u having a feed-forward pair where tf has one merged one."""
-    if (tf.input_dim, tf.d_model, tf.embedding, tf.positions, tf.readout) != \
-            (u.input_dim, u.d_model, u.embedding, u.positions, u.readout):
-        raise CheckFailed("layerwise: the unmerged Transformer has another embedding, "
-                          "positions or read-out")
-    n, m = len(tf.sublayers), len(u.sublayers)
-    if n < 3 or n % 2 == 0 or m != 3 * (n - 1) // 2:
-        raise CheckFailed(f"layerwise: {n} sub-layers cannot be the merge of {m}")
+def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
+    """(M): the Transformer U that tf equals as a function, and whose layers the claims are
+    about: tf with each merged feed-forward sub-layer M_l (index 2 + 2 l, l < D - 1)
+    replaced by the pair of u's sub-layers 2 + 3 l and 3 + 3 l, checked to compose to M_l
+    (``same_feedforward``).  Only those pairs are read from u; all else is tf's, as in the
+    Coq checker (``Layerwise.unmerge``)."""
+    n = len(tf.sublayers)
+    if n < 3 or n % 2 == 0:
+        raise CheckFailed(f"layerwise: {n} sub-layers are not 2 D + 1")
+    D = (n - 1) // 2
+    if len(u.sublayers) < 3 * D - 1:
+        raise CheckFailed(f"layerwise: the unmerged Transformer has {len(u.sublayers)} "
+                          f"sub-layers, fewer than the pairs of {D - 1} merged ones need")
+    subs = [tf.sublayers[0]]
+    for l in range(D - 1):
+        merged, first, second = tf.sublayers[2 + 2 * l], u.sublayers[2 + 3 * l], \
+            u.sublayers[3 + 3 * l]
+        subs += [tf.sublayers[1 + 2 * l], first, second]
+        if not all(isinstance(x, FeedForward) for x in (merged, first, second)):
+            raise CheckFailed(f"layerwise: sub-layer {2 + 2 * l} and its pair are not all "
+                              "feed-forward sub-layers")
+    U = Transformer(tf.input_dim, tf.d_model, tf.embedding, tf.positions,
+                    tuple(subs) + tuple(tf.sublayers[n - 2:]), tf.readout, tf.domain)
     try:
         check_transformer_shapes(tf)
-        check_transformer_shapes(u)
+        check_transformer_shapes(U)
     except (ValueError, TypeError) as e:
         raise CheckFailed(f"layerwise: {e}") from None
-    # tf: F_0, (A_l, M_l) for l < D - 1, A_{D-1}, C_{D-1};  u: (F_l, A_l, C_l) for l < D
-    if tf.sublayers[0] != u.sublayers[0] or tf.sublayers[-2:] != u.sublayers[-2:]:
-        raise CheckFailed("layerwise: the first or last sub-layers differ from the unmerged")
-    for l in range((n - 1) // 2 - 1):
-        att, merged = tf.sublayers[1 + 2 * l], tf.sublayers[2 + 2 * l]
-        if att != u.sublayers[1 + 3 * l]:
-            raise CheckFailed(f"layerwise: attention sub-layer {1 + 2 * l} differs from the "
-                              "unmerged one")
-        first, second = u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l]
-        if not all(isinstance(s, FeedForward) for s in (merged, first, second)) or \
-                not same_feedforward(tf, merged, first, second):
+    for l in range(D - 1):
+        if not same_feedforward(tf, tf.sublayers[2 + 2 * l], U.sublayers[2 + 3 * l],
+                                U.sublayers[3 + 3 * l]):
             raise CheckFailed(f"layerwise: sub-layer {2 + 2 * l} is not the unmerged "
                               f"sub-layers {2 + 3 * l} and {3 + 3 * l} in one")
+    return U
 
 
 def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertificate) -> None:

@@ -99,19 +99,23 @@ def check_member(P: Polyhedron, x: Vector) -> None:
 
 
 def check_interior(P: Polyhedron, x: Vector) -> None:
-    """Accept iff A x < b in every row: x is an interior point, so P is full-dimensional."""
+    """Accept iff x is in P and A_i x < b_i in every row with A_i != 0 (a row 0 . x <= b_i
+    with b_i >= 0 holds everywhere and says nothing): x is an interior point, so P is
+    full-dimensional."""
     check_member(P, x)
-    if any(dot(row, x) == c for row, c in zip(P.A, P.b)):
+    if any(any(row) and dot(row, x) == c for row, c in zip(P.A, P.b)):
         raise CheckFailed("interior: the point lies on a constraint")
 
 
 def check_flat(P: Polyhedron, y: Vector) -> None:
-    """Accept iff y >= 0, y != 0, y^T A = 0 and y^T b = 0: then sum_i y_i (b_i - A_i x) = 0
-    with every term >= 0 on P, so each row with y_i > 0 is an equality on P, and P has no
-    interior point (it is lower-dimensional, or empty)."""
+    """Accept iff y >= 0, y^T A = 0, y^T b = 0 and y_i > 0 on some row with A_i != 0: then
+    sum_i y_i (b_i - A_i x) = 0 with every term >= 0 on P, so that row is an equality
+    A_i x = b_i on P, a hyperplane, and P has no interior point (lower-dimensional, or
+    empty).  (Weight on zero rows only would show nothing.)"""
     lin, const = _combination(P, y, "flat")
-    if not any(y) or any(lin) or const != 0:
-        raise CheckFailed("flat: y is zero, or y^T A or y^T b is not zero")
+    if any(lin) or const != 0 or not any(v and any(row) for v, row in zip(y, P.A)):
+        raise CheckFailed("flat: y^T A or y^T b is not zero, or y has no weight on a "
+                          "non-zero row")
 
 
 def check_empty(P: Polyhedron, y: Vector) -> None:

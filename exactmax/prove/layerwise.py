@@ -196,8 +196,7 @@ def _unmerged(tf: Transformer) -> Transformer:
         subs += tf.sublayers[n - 2:]
         u = dataclasses.replace(tf, sublayers=tuple(subs), meta=None)
         try:
-            check_unmerged(tf, u)
-            return u
+            return check_unmerged(tf, u)
         except CheckFailed as e:
             last = e
     raise last

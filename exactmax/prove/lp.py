@@ -181,7 +181,7 @@ def interior_point(P: Polyhedron) -> tuple[Q, ...] | None:
     t = z3.Real("t")
     o = z3.Optimize()
     for row, c in zip(P.A, P.b):
-        o.add(_lin(row, xs) + t <= _q(c))
+        o.add(_lin(row, xs) + t <= _q(c) if any(row) else z3.RealVal(0) <= _q(c))
     o.add(t <= 1)
     o.maximize(t)
     if o.check() != z3.sat or _from_model(o.model(), t) <= 0:
@@ -192,12 +192,12 @@ def interior_point(P: Polyhedron) -> tuple[Q, ...] | None:
 
 
 def flat_multipliers(P: Polyhedron) -> tuple[Q, ...] | None:
-    """y >= 0, sum y = 1, y^T A = 0, y^T b = 0 (kernel-checked): a proof that P has no
-    interior point; None if there is none (P is full-dimensional)."""
+    """y >= 0 with weight 1 on the non-zero rows, y^T A = 0, y^T b = 0 (kernel-checked): a
+    proof that P has no interior point; None if there is none (P is full-dimensional)."""
     ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
     s = z3.SolverFor("QF_LRA")
     s.add([y >= 0 for y in ys])
-    s.add(z3.Sum(ys + [z3.RealVal(0)]) == 1)
+    s.add(z3.Sum([y for y, row in zip(ys, P.A) if any(row)] + [z3.RealVal(0)]) == 1)
     for j in range(P.dim):
         s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == 0)
     s.add(_lin(P.b, ys) == 0)
