@@ -477,12 +477,16 @@ def test_image_bounds_exactly_as_proved_pass_and_one_step_beyond_fail_both_check
             cert = copy.deepcopy(exact)
             box = cert["layerwise"]["boxes"][1]
             box[side][i] = str(Fraction(box[side][i]) + step)
-            name = f"Image{side.capitalize()}{i}"
-            assert kernel(tmp_path, cert) == 1, name
-            capsys.readouterr()
-            assert export(tmp_path, cert, name) == 1, name
-            out = capsys.readouterr().out
-            assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name
+            _both_reject(tmp_path, capsys, cert, f"Image{side.capitalize()}{i}")
+
+
+def _both_reject(tmp_path, capsys, cert, name):
+    """The kernel rejects the certificate, and coqc rejects it in the layerwise check."""
+    assert kernel(tmp_path, cert) == 1, name
+    capsys.readouterr()
+    assert export(tmp_path, cert, name) == 1, name
+    out = capsys.readouterr().out
+    assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name
 
 
 def test_a_same_max_leaf_with_one_piece_changed_fails_both_checkers(library, ranks, tmp_path,
@@ -498,9 +502,4 @@ def test_a_same_max_leaf_with_one_piece_changed_fails_both_checkers(library, ran
             p = net["layers"][1]["units"][unit]["pieces"][piece]
             p["b"] = str(Fraction(p["b"]) + STEP)
             cert["models"]["a"]["sha256"] = content_hash(net)
-            name = f"SameMax{dname.capitalize()}{unit}"
-            assert kernel(tmp_path, cert) == 1, name
-            capsys.readouterr()
-            assert export(tmp_path, cert, name) == 1, name
-            out = capsys.readouterr().out
-            assert "coqc rejected" in out and "layerwise_ok net_a net_b" in out, name
+            _both_reject(tmp_path, capsys, cert, f"SameMax{dname.capitalize()}{unit}")
