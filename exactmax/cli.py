@@ -716,16 +716,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write the kernel-checked certificate here (models and domain "
                        "embedded, bound by SHA-256)")
         p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                       help="give up after S seconds with 'unknown' (default 60)")
+                       help="give up after S seconds with 'unknown', counted from the "
+                       "command's start (default 60)")
         p.add_argument("--max-leaves", type=int, default=20000, metavar="N",
                        help="largest certificate to build (default 20000 cells)")
         p.add_argument("--strategy", choices=("auto", "layerwise", "monolithic"),
                        default="auto",
                        help="layerwise: one small certificate per Maxout layer and output "
-                       "group over certified interval boxes (for a Transformer with three "
-                       "sub-layers per Maxout layer); monolithic: one certificate over the "
-                       "whole domain, for any two models; auto tries layerwise first where "
-                       "it applies, then monolithic, then z3 alone")
+                       "group over certified boxes (for a Transformer with three sub-layers "
+                       "per Maxout layer, or 2D + 1 for the merged construction, with units "
+                       "of any ranks, on a box or a polyhedron; a layer that differs yields "
+                       "a counterexample); monolithic: one certificate over the whole domain, "
+                       "for any two models; auto tries layerwise first where it applies, "
+                       "then monolithic, then z3 alone")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.add_argument("--no-search", action="store_true",
                        help="skip the short counterexample search (vertices, tie sets, a few "
@@ -734,10 +737,12 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
                        description="Prove that the Transformer (compiled from NET, or given "
                        "with --transformer) equals the Maxout network at every point of the "
-                       "domain. Answers: proved (exit 0; 'certificate checked by the kernel', or "
-                       "'proved by z3, no certificate' when none could be built), refuted (exit "
-                       "1, with an exact counterexample evaluated by the kernel), unknown (exit "
-                       "3, with the reason).")
+                       "domain. Answers: proved (exit 0, 'certificate checked by the kernel'), "
+                       "proved by z3 alone with no certificate (exit 4), refuted (exit 1, with "
+                       "an exact counterexample evaluated by the kernel), unknown (exit 3, with "
+                       "the reason), vacuous (exit 5: the domain is empty). Every answer names "
+                       "both models' and the domain's sha256 and the domain's kind and "
+                       "dimension.")
     v.add_argument("model", metavar="NET.json", help="an exactmax/maxout network")
     v.add_argument("--transformer", metavar="TF.json",
                    help="the Transformer to check (default: compile NET)")
