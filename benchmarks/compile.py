@@ -21,7 +21,7 @@ import time
 from eval import BATCH, SIZES, random_network, timed
 from exactmax.construct.size import size_report
 from exactmax.construct.transformer import CompileOptions, compile_transformer
-from exactmax.kernel.maxout import MaxoutEvaluator
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
 from exactmax.vectorized import batch_evaluator

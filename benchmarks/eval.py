@@ -30,7 +30,8 @@ import gmpy2
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.rational import Q
 from exactmax.vectorized import batch_evaluator
 

@@ -8,7 +8,7 @@ import pytest
 
 from exactmax.cli import main
 from exactmax.io import load_model
-from exactmax.kernel.maxout import MaxoutEvaluator
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.rational import Q, q_str
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -62,7 +62,7 @@ def test_a_missing_file_and_both_options(tmp_path, capsys):
 
 
 def test_a_transformer_batch_and_softmax_refused(tmp_path, capsys):
-    from exactmax.kernel.transformer import TransformerEvaluator
+    from exactmax.vectorized.scaled import TransformerEvaluator
     tf_path = os.path.join(ROOT, "examples", "tent_broken.transformer.json")
     tf = load_model(tf_path)
     xs = [(Q(i, 7), Q(-i, 11)) for i in range(-40, 40)]

@@ -19,7 +19,7 @@ from exactmax.kernel.affine import dot
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q
-from exactmax.kernel.transformer import TransformerEvaluator
+from exactmax.vectorized.scaled import TransformerEvaluator
 from strategies_local import maxout_networks, rationals, vectors
 
 VARIANTS = [CompileOptions(), CompileOptions(merged=True), CompileOptions(positional="scalar"),

@@ -19,7 +19,8 @@ from exactmax.cpwl.convert import (compile_cpwl, compile_lattice, compile_lattic
 from exactmax.cpwl.convex import approximate_convex, parse_polynomial, sqrt_upper
 from exactmax.cpwl.spec import BreakpointSpec, LatticeSpec, AffineMap, load_spec
 from exactmax.io import load_model
-from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q, to_fraction
 from exactmax.prove.verify import VerifyOptions, verify_equal

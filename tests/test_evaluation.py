@@ -7,7 +7,8 @@ from hypothesis import given, strategies as st
 
 from exactmax.io.models import model_to_json, read_maxout, read_transformer
 from exactmax.io.jsonfile import Cursor, parse_json_text
-from exactmax.kernel.maxout import MaxoutEvaluator, evaluate_maxout
+from exactmax.kernel.maxout import evaluate_maxout
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.rational import Q, rational, to_fraction
 from exactmax.kernel.transformer import evaluate_transformer
 from reference import maxout_reference, pre_activations, transformer_reference
@@ -87,7 +88,7 @@ def test_rational_accepts_the_exact_types(q):
 
 @given(st.data())
 def test_transformer_batch_evaluation_equals_pointwise_evaluation(data):
-    from exactmax.kernel.transformer import TransformerEvaluator
+    from exactmax.vectorized.scaled import TransformerEvaluator
     tf = data.draw(transformers())
     xs = data.draw(st.lists(vectors(tf.input_dim, max_num=2, max_den=2, large=False),
                             min_size=1, max_size=4))
@@ -95,3 +96,46 @@ def test_transformer_batch_evaluation_equals_pointwise_evaluation(data):
     assert ev.evaluate_batch(xs) == [ev.evaluate(x) for x in xs]
     assert [fractions(y) for y in ev.evaluate_batch(xs)] == [
         transformer_reference(tf, fractions(x)) for x in xs]
+
+
+@given(st.data())
+def test_the_scaled_evaluators_equal_the_kernels_definitional_ones(data):
+    """The fast evaluators producers use (untrusted) give exactly the kernel's values, at
+    random points and at points where hardmax and max ties occur (small integers)."""
+    from exactmax.vectorized.scaled import TransformerEvaluator
+    net = data.draw(maxout_networks())
+    xs = data.draw(st.lists(vectors(net.input_dim, max_num=2, max_den=1, large=False),
+                            min_size=1, max_size=4))
+    assert MaxoutEvaluator(net).evaluate_batch(xs) == [evaluate_maxout(net, x) for x in xs]
+    tf = data.draw(transformers())
+    xs = data.draw(st.lists(vectors(tf.input_dim, max_num=2, max_den=1, large=False),
+                            min_size=1, max_size=4))
+    assert TransformerEvaluator(tf).evaluate_batch(xs) == [evaluate_transformer(tf, x)
+                                                           for x in xs]
+
+
+def test_the_kernel_evaluators_refuse_what_has_no_exact_value():
+    """A wrong input length, a float and softmax attention are refused, not guessed."""
+    from dataclasses import replace
+    from exactmax.kernel.transformer import SOFTMAX, Attention
+    from exactmax.kernel.affine import Affine
+    from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+    from exactmax.construct.transformer import compile_transformer
+    from exactmax.kernel.polyhedron import Box
+    net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
+    tf = compile_transformer(net, Box((Q(-4),), (Q(4),))).transformer
+    assert evaluate_maxout(net, (Q(-3),)) == (Q(3),) == evaluate_transformer(tf, (Q(-3),))
+    for bad in [(Q(1), Q(2)), ()]:
+        with pytest.raises(ValueError):
+            evaluate_maxout(net, bad)
+        with pytest.raises(ValueError):
+            evaluate_transformer(tf, bad)
+    with pytest.raises(TypeError):
+        evaluate_maxout(net, (0.5,))
+    with pytest.raises(TypeError):
+        evaluate_transformer(tf, (0.5,))
+    i = next(i for i, s in enumerate(tf.sublayers) if isinstance(s, Attention))
+    soft = replace(tf, sublayers=tf.sublayers[:i] + (replace(tf.sublayers[i], kind=SOFTMAX),)
+                   + tf.sublayers[i + 1:])
+    with pytest.raises(ValueError, match="softmax"):
+        evaluate_transformer(soft, (Q(1),))

@@ -13,12 +13,12 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.rational import Q, to_fraction
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.transformer import (
-    Attention, Head, Readout, Transformer, TransformerEvaluator,
-)
+from exactmax.kernel.transformer import Attention, Head, Readout, Transformer
+from exactmax.vectorized.scaled import TransformerEvaluator
 from exactmax.strategies import (
     compiled_transformers, domain_points, maxout_networks, transformers, vectors,
 )

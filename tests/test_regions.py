@@ -17,7 +17,8 @@ from exactmax.construct.transformer import compile_transformer
 from exactmax.kernel.affine import Affine
 from exactmax.kernel.certificate import Split
 from exactmax.kernel.errors import CheckFailed
-from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q, ZERO, ONE, to_fraction
 from exactmax.kernel.certificate import Row

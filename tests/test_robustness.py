@@ -11,10 +11,10 @@ from exactmax.cli import main
 from exactmax.construct.bounds import DomainError
 from exactmax.construct.transformer import compile_transformer
 from exactmax.io import load_model
-from exactmax.kernel.maxout import MaxoutEvaluator
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
-from exactmax.kernel.transformer import TransformerEvaluator
+from exactmax.vectorized.scaled import TransformerEvaluator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TENT = os.path.join(ROOT, "examples", "tent.json")

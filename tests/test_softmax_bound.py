@@ -75,7 +75,7 @@ from decimal import Decimal, getcontext  # noqa: E402
 from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
 
 from exactmax.construct.transformer import CompileOptions, compile_transformer  # noqa: E402
-from exactmax.kernel.maxout import MaxoutEvaluator  # noqa: E402
+from exactmax.vectorized.scaled import MaxoutEvaluator  # noqa: E402
 from exactmax.kernel.softmax import deviation_peak  # noqa: E402
 from exactmax.softmax.bound import closed_form_slack  # noqa: E402
 from exactmax.softmax.evaluate import evaluate_softmax  # noqa: E402
@@ -220,7 +220,7 @@ def test_the_observed_error_of_a_deep_thin_network_is_a_real_lower_bound():
     exact network and the softmax Transformer, evaluated at enough precision, show."""
     import random
     from exactmax.softmax.bound import _tight_softmax
-    from exactmax.kernel.maxout import MaxoutEvaluator
+    from exactmax.vectorized.scaled import MaxoutEvaluator
     rng = random.Random(4)
     layers, width = [], 2
     for _ in range(10):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.rational import Q, to_fraction
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.transformer import (
-    HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout, Transformer, TransformerEvaluator,
-)
+from exactmax.kernel.transformer import (HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout, Transformer)
+from exactmax.vectorized.scaled import TransformerEvaluator
 from exactmax.vectorized import batch_evaluator
 from exactmax.vectorized.integers import (
     CHUNK, R, IntArray, IntMatrixDigits, add, carry, equal, inner_products, matmul, maximum,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 
-from .rational import Q, ZERO, common_denominator
+from .rational import Q, ZERO
 
 Vector = tuple[Q, ...]
 Matrix = tuple[Vector, ...]
@@ -31,21 +30,3 @@ def dot(u: Vector, v: Vector) -> Q:
         if a:
             s += a * c
     return s
-
-
-def scaled_rows(W: Matrix, b: Vector) -> tuple[int, list[list[int]]]:
-    """(D, rows) with rows[r] = D * [W_r | b_r] integral, D the least common denominator.
-
-    This is the scaling behind the fast exact evaluator: for h = u / E (u integral),
-    W h + b = (rows . [u; E]) / (D E), so one integer matrix product evaluates a whole layer.
-    """
-    D = common_denominator(chain((v for row in W for v in row), b))
-    rows = [[int(v * D) for v in row] + [int(c * D)] for row, c in zip(W, b)]
-    return D, rows
-
-
-def scaled_matrix(W: Matrix, ncols: int) -> tuple[int, list[list[int]]]:
-    """(D, rows) with rows = D * W integral, D the least common denominator (W has ncols
-    columns, kept for W with no rows)."""
-    D = common_denominator(v for row in W for v in row)
-    return D, [[int(v * D) for v in row] for row in W]

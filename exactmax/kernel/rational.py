@@ -1,7 +1,8 @@
 """The one exact rational backend of exactmax, chosen here and imported everywhere.
 
-Choice: python-flint's ``fmpq`` (rationals in lowest terms, FLINT/GMP underneath) for scalars
-and ``fmpz_mat`` for the integer matrix products of the scaled evaluator in ``maxout.py``.
+Choice: python-flint's ``fmpq`` (rationals in lowest terms, FLINT/GMP underneath) for scalars,
+``fmpq_mat`` for the kernel's matrix products and ``fmpz_mat`` for the integer-scaled evaluators
+outside it (``vectorized/scaled.py``).
 
 Why (measured in ``benchmarks/eval.py``, see README): scaling every layer to one common
 denominator and multiplying integer matrices with ``fmpz_mat`` beats ``fractions.Fraction`` by
@@ -21,7 +22,7 @@ from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
 
 __all__ = [
     "Q", "Z", "IntMatrix", "RatMatrix", "rational", "ZERO", "ONE",
-    "to_fraction", "q_str", "common_denominator",
+    "to_fraction", "q_str",
 ]
 
 Q = fmpq
@@ -67,13 +68,3 @@ def to_fraction(value: Q) -> Fraction:
 def q_str(value: Q) -> str:
     """Canonical text of a rational: ``"-3"`` or ``"p/q"`` in lowest terms, q > 0."""
     return str(rational(value))
-
-
-def common_denominator(values) -> int:
-    """The least common multiple of the denominators of ``values`` (1 for no values)."""
-    den = fmpz(1)
-    for v in values:
-        q = v.q
-        if q != 1:
-            den = den.lcm(q)
-    return int(den)

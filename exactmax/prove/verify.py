@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from ..kernel.certificate import Tree, check_equal_on_domain
 from ..kernel.errors import CheckFailed
-from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
 from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
-from ..kernel.transformer import Transformer, TransformerEvaluator
+from ..kernel.transformer import Transformer, evaluate_transformer
 from .certify import CounterexampleFound, Limits, NoCertificate, build_certificate
 from .layerwise import LayerDiffers, build_layerwise
 from .pullback import layer_difference_points
@@ -52,9 +52,9 @@ def program_of(model) -> Program:
 
 
 def evaluate(model, x):
-    """The kernel's exact evaluation of either kind of model."""
-    ev = MaxoutEvaluator(model) if isinstance(model, MaxoutNetwork) else TransformerEvaluator(model)
-    return ev.evaluate(x)
+    """The kernel's exact, definitional evaluation of either kind of model."""
+    return evaluate_maxout(model, x) if isinstance(model, MaxoutNetwork) else \
+        evaluate_transformer(model, x)
 
 
 def refute(a, b, domain: Domain, x) -> Verdict | None:

@@ -35,11 +35,12 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hseed, sett
 from hypothesis import strategies as st, target
 
 from .. import interruption
-from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.maxout import MaxoutNetwork
+from ..vectorized.scaled import MaxoutEvaluator
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
-from ..kernel.transformer import TransformerEvaluator
+from ..vectorized.scaled import TransformerEvaluator
 from .ties import evaluate_nodes, local_forms, project_to_tie, tie_gap, ties_of
 from .vertices import centroid, simplest_between, vertices
 

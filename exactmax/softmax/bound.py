@@ -31,7 +31,8 @@ from flint import arb
 from ..construct.bounds import certified_bounding_box, layer_bounds
 from ..construct.transformer import CompileOptions, compile_transformer
 from ..kernel.errors import CheckFailed
-from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
+from ..kernel.maxout import MaxoutNetwork
+from ..vectorized.scaled import MaxoutEvaluator
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.rational import ONE, Q, ZERO
 from ..kernel.softmax import (_excluded, _tokens, cell_bound, check_first_layer,

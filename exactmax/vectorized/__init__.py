@@ -11,8 +11,9 @@ on this package, and the tests compare them on random networks with ties.
 
 from __future__ import annotations
 
-from ..kernel.maxout import MaxoutEvaluator, MaxoutNetwork
-from ..kernel.transformer import TransformerEvaluator
+from ..kernel.maxout import MaxoutNetwork
+from .scaled import MaxoutEvaluator
+from .scaled import TransformerEvaluator
 
 MAXOUT_FIXED_UNTIL = 200_000
 TRANSFORMER_FIXED_UNTIL = 1_200_000

@@ -22,7 +22,8 @@ used.
 from __future__ import annotations
 
 from ..kernel.affine import Vector
-from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes, scaled_layers
+from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
+from .scaled import scaled_layers
 from ..kernel.rational import Q, RatMatrix, Z, rational
 from ..kernel.transformer import Transformer
 
@@ -140,7 +141,7 @@ class FixedWidthTransformerEvaluator:
     __slots__ = ("input_dim", "n_tokens", "_embed", "_steps", "_read", "_token", "macs")
 
     def __init__(self, tf: Transformer):
-        from ..kernel.transformer import TransformerEvaluator
+        from .scaled import TransformerEvaluator
         kernel = TransformerEvaluator(tf)   # checks the shapes, refuses softmax
         d, n, din = tf.d_model, tf.n_tokens, tf.input_dim
         if n > 64:

@@ -12,7 +12,8 @@ which leaves the max unchanged).
 from __future__ import annotations
 
 from ..kernel.affine import Vector
-from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes, scaled_layers
+from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
+from .scaled import scaled_layers
 from ..kernel.rational import RatMatrix, rational
 from .integers import IntArray, IntMatrixDigits, matmul, maximum, one_blas_thread
 

@@ -16,8 +16,10 @@ from math import lcm
 
 import numpy as np
 
-from ..kernel.affine import Vector, scaled_matrix, scaled_rows
-from ..kernel.rational import ONE, ZERO, RatMatrix, common_denominator, rational
+from ..kernel.affine import Vector
+from .scaled import scaled_matrix, scaled_rows
+from ..kernel.rational import ONE, ZERO, RatMatrix, rational
+from .scaled import common_denominator
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
 from .integers import (
     CHUNK, IntArray, IntMatrixDigits, add, add_rows, at_least, carry, equal, inner_products,

@@ -1,4 +1,5 @@
-"""The kernel's evaluators against the plain Fraction semantics of ``reference.py``, on the
+"""The integer-scaled evaluators (``vectorized/scaled.py``, untrusted) against the plain
+Fraction semantics of ``reference.py`` and the kernel's definitional evaluators, on the
 shapes their layouts treat specially: Maxout layers stored piece-major (units of different
 ranks padded with their first piece, rank-1 layers without a max, empty output maps), and
 Transformer feed-forwards whose ReLU(z), ReLU(-z) pairs are folded into linear units,
@@ -11,10 +12,11 @@ import random
 from hypothesis import given, strategies as st
 
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.maxout import Layer, MaxoutEvaluator, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.rational import Q, to_fraction
-from exactmax.kernel.transformer import (Attention, FeedForward, Head, Readout, Transformer,
-                                         TransformerEvaluator)
+from exactmax.kernel.transformer import Attention, FeedForward, Head, Readout, Transformer
+from exactmax.vectorized.scaled import TransformerEvaluator
 from reference import maxout_reference, transformer_reference
 from strategies_local import maxout_networks, transformers, vectors
 
