@@ -554,9 +554,8 @@ def cmd_search(args) -> int:
 def cmd_check_cert(args) -> int:
     from .io.certificates import content_hash, load_certificate
     from .io.models import model_to_json
-    from .kernel.certificate import check_equal_on_domain
     from .kernel.errors import CheckFailed
-    from .kernel.program import Unsupported, program_of_maxout, program_of_transformer
+    from .kernel.program import Unsupported
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):
         if content_hash(model_to_json(load_model(path))) != hashes[key]:
@@ -570,15 +569,10 @@ def cmd_check_cert(args) -> int:
             print(f"rejected: {args.domain} is not the domain the certificate speaks about "
                   "(its content hash differs)")
             return EXIT_REFUTED
-    from .kernel.layerwise import LayerwiseCertificate, check_layerwise
+    from .kernel.equivalence import check_equivalence
     t0 = time.monotonic()
     try:
-        if isinstance(tree, LayerwiseCertificate):
-            leaves = check_layerwise(a, b, dom, tree)
-        else:
-            prog = [program_of_maxout(m) if isinstance(m, MaxoutNetwork)
-                    else program_of_transformer(m) for m in (a, b)]
-            leaves = check_equal_on_domain(prog[0], prog[1], dom.as_polyhedron(), tree)
+        leaves = check_equivalence(a, b, dom, tree)
     except (CheckFailed, Unsupported) as e:
         if args.json:
             print(json.dumps({"valid": False, "reason": str(e)}))

@@ -28,7 +28,12 @@ def test_good_run_prints_the_three_numbers_and_exits_0(capsys):
     code, out, _ = _run(capsys, ["softmax-bound", TENT, "--lambda", "100", "--max-cells",
                                  "150"])
     assert code == 0
-    assert out.startswith("certified (bound re-checked by the kernel in exact rationals)")
+    lines = out.splitlines()
+    assert lines[0].startswith("certified: |T_lambda(x) - N(x)|_inf <= ")
+    # the verdict names what the kernel checked and what it takes from outside (#18.6)
+    assert lines[1].startswith("  the kernel checked: in exact rationals")
+    assert lines[2].startswith("  outside the kernel: that the Transformer is the construction")
+    assert "on paper" in lines[2]
     for label in ("closed-form bound", "certified bound U", "observed worst error W", "U / W"):
         assert label in out
 
@@ -42,6 +47,7 @@ def test_json_keys_and_order_of_the_numbers(capsys):
                 "cells", "certified_bound_exact", "ratio_U_W"):
         assert key in rep
     assert rep["verdict"] == "certified" and rep["lambda"] == "1000"
+    assert "softmax recursion" in rep["kernel_checked"] and len(rep["outside_kernel"]) == 2
     U, W, C = (parse_rational(rep[k]) for k in ("certified_bound", "observed_error", "closed_form_bound"))
     assert 0 < W <= U <= C
     assert U >= parse_rational(rep["certified_bound_exact"])   # the printed decimal is rounded up

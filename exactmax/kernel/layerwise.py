@@ -38,7 +38,7 @@ from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, dom
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Box, Domain, check_upper_bound
-from .program import (place, program_of_encoded_layer, program_of_segment,
+from .program import (check_shapes, place, program_of_encoded_layer, program_of_segment,
                       same_feedforward)
 from .rational import ONE, Q, ZERO
 from .transformer import FeedForward, Transformer, check_transformer_shapes
@@ -142,6 +142,9 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
     Transformer (see the module docstring) or another Maxout network of the same layer widths
     (then (S) reads Phi^N_l = Phi^T_l on B_{l-1}, with no embedding or read-out to check);
     returns the number of leaves checked."""
+    check_shapes((net, other), domain)
+    if not isinstance(net, MaxoutNetwork):
+        raise CheckFailed("layerwise: the first model must be a Maxout network")
     if cert.unmerged is not None:
         if not isinstance(other, Transformer):
             raise CheckFailed("layerwise: an unmerged Transformer is for a Transformer")
@@ -150,9 +153,6 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
         check_structure(net, other)
     else:
         check_same_shape(net, other)
-    if domain.dim != net.input_dim:
-        raise CheckFailed(f"layerwise: the domain has dimension {domain.dim}, the network's "
-                          f"input {net.input_dim}")
     if len(cert.boxes) != len(net.layers) or len(cert.layers) != len(net.layers):
         raise CheckFailed("layerwise: one box and one list of claims per layer are needed")
     for l, box in enumerate(cert.boxes):

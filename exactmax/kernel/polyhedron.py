@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .affine import Vector, Matrix, dot
 from .errors import CheckFailed
-from .rational import Q, ZERO
+from .rational import Q, ZERO, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,8 @@ class Box:
     def as_polyhedron(self) -> Polyhedron:
         """Rows x_i <= upper_i, then -x_i <= -lower_i, for i = 0..dim-1."""
         d = self.dim
+        if len(self.upper) != d:
+            raise ValueError(f"a box with {d} lower and {len(self.upper)} upper bounds")
         one, zero = Q(1), ZERO
         rows, rhs = [], []
         for i in range(d):
@@ -75,6 +77,25 @@ class Box:
 
 
 Domain = Box | Polyhedron
+
+
+def check_domain(domain: Domain, dim: int) -> None:
+    """Accept iff the domain is a box or a polyhedron of dimension ``dim`` whose every bound,
+    row and right-hand side has the length that dimension needs, with exact rational entries
+    (the kernel relies on no reader for this: nothing is truncated)."""
+    if isinstance(domain, Box):
+        rows, numbers = (domain.lower, domain.upper), domain.lower + domain.upper
+    elif isinstance(domain, Polyhedron) and domain.dim == dim and len(domain.A) == len(domain.b):
+        rows, numbers = domain.A, tuple(domain.b) + tuple(v for a in domain.A for v in a)
+    else:
+        raise CheckFailed(f"the domain is not a box or a polyhedron of dimension {dim} with "
+                          "one right-hand side per row")
+    if any(len(v) != dim for v in rows):
+        raise CheckFailed(f"the domain has a bound or row whose length is not {dim}")
+    try:
+        [rational(v) for v in numbers]
+    except TypeError as e:
+        raise CheckFailed(f"the domain: {e}") from None
 
 
 def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:

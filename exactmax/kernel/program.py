@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
+from .polyhedron import Domain, check_domain
 from .rational import ONE, Q, ZERO, rational
 from .transformer import Attention, FeedForward, Transformer, check_transformer_shapes
 
@@ -54,6 +56,19 @@ class Program:
 
 class Unsupported(ValueError):
     """The network has a feature no certificate can speak about (e.g. bilinear scores)."""
+
+
+def check_shapes(models, domain: Domain) -> None:
+    """Accept iff every model (Maxout network or Transformer) has the shapes its definition
+    needs, all of one input dimension, and the domain has that dimension too."""
+    try:
+        for m in models:
+            (check_maxout_shapes if isinstance(m, MaxoutNetwork) else check_transformer_shapes)(m)
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"a model is malformed: {e}") from None
+    if len({m.input_dim for m in models}) != 1:
+        raise CheckFailed("the models have different input dimensions")
+    check_domain(domain, models[0].input_dim)
 
 
 def evaluate_program(p: Program, x) -> tuple[Q, ...]:

@@ -39,8 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork
-from .polyhedron import Box, Domain, check_upper_bound
+from .maxout import MaxoutNetwork, check_maxout_shapes
+from .polyhedron import Box, Domain, check_domain, check_upper_bound
 from .rational import ONE, Q, ZERO
 
 GRID_BITS = 64
@@ -333,6 +333,13 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
     showing x_i <= root_hi[i] and -x_i <= -root_lo[i] on it.  ``first_multipliers`` (see
     ``check_first_layer``) may bound layer 1 over the polyhedron itself, which also checks
     its gates there.  A tree none of whose cells meets the domain is refused."""
+    try:
+        check_maxout_shapes(net)
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"softmax: the network is malformed: {e}") from None
+    check_domain(domain, net.input_dim)
+    if len(root_lo) != net.input_dim or len(root_hi) != net.input_dim:
+        raise CheckFailed(f"softmax: the root box needs {net.input_dim} bounds on each side")
     if not lam > 0:
         raise CheckFailed("softmax: lambda must be positive")
     if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):

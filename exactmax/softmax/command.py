@@ -193,6 +193,15 @@ def _not_certified(args, s, r, lam, out) -> int:
     return EXIT_UNKNOWN
 
 
+KERNEL_CHECKED = ("in exact rationals, on every cell of the domain, the bound of the softmax "
+                  "recursion of construction.md §3 for NET with gates C, and |z~^l| <= C_l")
+OUTSIDE_KERNEL = ("that the Transformer is the construction of NET with gates C (built, or "
+                  "rebuilt and compared with --transformer, by untrusted code)",
+                  "that T_lambda follows that recursion when the gates hold (the argument of "
+                  "construction.md §3, on paper)")
+"""What a "certified" bound rests on: the verdict line and --json name both parts."""
+
+
 # ----------------------------------------------------------------------------------- run
 
 def run(args) -> int:
@@ -229,6 +238,7 @@ def run(args) -> int:
         cf = _arb_up(closed_form(s.net, s.n, lam))
         ratio = None if W == 0 else r.bound / W
         out.update(verdict="certified", trust="kernel-checked",
+                   kernel_checked=KERNEL_CHECKED, outside_kernel=list(OUTSIDE_KERNEL),
                    certified_bound=_up(r.bound), certified_bound_exact=q_str(r.bound),
                    observed_error=_down(W), observed_x=[q_str(v) for v in obs.x],
                    observed_points=obs.points,
@@ -237,9 +247,10 @@ def run(args) -> int:
                    search_time_s=round(r.search.time_s, 3), check_time_s=round(t_check, 3),
                    time_s=round(total, 3))
         lines += [
-            f"certified (bound re-checked by the kernel in exact rationals): "
-            f"|T_lambda(x) - N(x)|_inf <= {out['certified_bound']} for every x in the domain, "
-            f"lambda = {q_str(lam)}",
+            f"certified: |T_lambda(x) - N(x)|_inf <= {out['certified_bound']} for every x in "
+            f"the domain, lambda = {q_str(lam)}",
+            f"  the kernel checked: {KERNEL_CHECKED}",
+            f"  outside the kernel: {OUTSIDE_KERNEL[0]}; {OUTSIDE_KERNEL[1]}",
             f"  closed-form bound (construction.md §3)  {out['closed_form_bound']}",
             f"  certified bound U                       {out['certified_bound']}   "
             f"({r.search.leaves} cells; ball search {r.search.time_s:.2f} s, untrusted; "
