@@ -7,7 +7,8 @@ the shapes the construction compiles (monolithic and layerwise, box and polyhedr
 mixed ranks, the merged construction).  Tampering edits one thing at a time: a choice's
 argument, the proof at the chosen index or at another one, a choice's program, a multiplier,
 a box bound, a first-layer image proof, the unmerged Transformer of a merged one, the
-domain's witness, a weight of a model (hash recomputed).
+domain's witness, a weight of a model (hash recomputed), a bound of the domain (grown or
+shrunk, its hash recomputed or not).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def tamper(cert: dict, rng: random.Random):
     """(kind, a copy of cert with one thing edited), or None when cert has nothing of that
     kind; the kinds cycle through the list below."""
     kinds = ["choice", "proof-at-k", "proof-to-none", "program", "multiplier", "drop-choice",
-             "box", "image", "weight", "unmerged", "witness"]
+             "box", "image", "weight", "unmerged", "witness", "domain"]
     kind = rng.choice(kinds)
     c = copy.deepcopy(cert)
     chs = _choices(c)
@@ -166,6 +167,8 @@ def tamper(cert: dict, rng: random.Random):
     elif kind == "witness" and c["domain"].get("witness", {}).get("interior"):
         w = c["domain"]["witness"]
         w["interior"] = [str(Fraction(v) * 0) for v in w["interior"]]
+    elif kind == "domain":
+        tamper_domain(c, rng.choice([1, -1]) * Fraction(1, 3), rng.random() < 0.5, rng)
     elif kind == "weight":
         model = c["models"]["a"]["model"]
         piece = rng.choice([p for layer in model["layers"] for u in layer["units"]
@@ -175,6 +178,24 @@ def tamper(cert: dict, rng: random.Random):
     else:
         return None
     return kind, c
+
+
+def tamper_domain(c: dict, delta: Fraction, rehash: bool, rng=None) -> None:
+    """Move one bound of the certificate's domain outward by delta (> 0 grows the domain,
+    < 0 shrinks it): an upper bound or right-hand side up, a lower bound down; recompute the
+    domain's hash when ``rehash`` (else the file no longer matches its own hash)."""
+    rng = rng or random.Random(0)
+    dom = c["domain"]["domain"]
+    if "box" in dom:
+        side = rng.choice(["lower", "upper"])
+        vec, sign = dom["box"][side], 1 if side == "upper" else -1
+    else:
+        vec, sign = dom["polyhedron"]["b"], 1
+    i = rng.randrange(len(vec))
+    vec[i] = str(Fraction(vec[i]) + sign * delta)
+    c["domain"].pop("witness", None)    # a witness of the old domain is no part of the claim
+    if rehash:
+        c["domain"]["sha256"] = content_hash(dom)
 
 
 def corpus(sources: dict, per_source: int, seed: int = 0):
