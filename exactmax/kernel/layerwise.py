@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, domain_rows
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
-from .polyhedron import Box, Domain, check_upper_bound
+from .polyhedron import Box, Domain, check_box_contains
 from .program import (check_shapes, place, program_of_encoded_layer, program_of_segment,
                       same_feedforward)
 from .rational import ONE, Q, ZERO
@@ -164,15 +164,9 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
                    zip(B.lower, domain.lower, domain.upper, B.upper)):
             raise CheckFailed("layerwise: B_0 does not contain the domain box")
     else:
-        if cert.box_proofs is None or len(cert.box_proofs) != B.dim:
-            raise CheckFailed("layerwise: B_0 needs a Farkas proof per coordinate")
-        P = domain.as_polyhedron()
-        for i, (up, low) in enumerate(cert.box_proofs):
-            e = tuple(ONE if j == i else ZERO for j in range(B.dim))
-            if check_upper_bound(P, e, tuple(_dense(up, len(P.b)))) > B.upper[i] or \
-                    -check_upper_bound(P, tuple(-v for v in e),
-                                       tuple(_dense(low, len(P.b)))) < B.lower[i]:
-                raise CheckFailed(f"layerwise: the bound of B_0 on x[{i}] is not proved")
+        m = len(domain.b)
+        check_box_contains(domain, B.lower, B.upper, [
+            (_dense(up, m), _dense(low, m)) for up, low in cert.box_proofs or ()], "layerwise: B_0")
     if cert.image is not None:
         if not isinstance(other, Transformer):
             raise CheckFailed("layerwise: image proofs are for a Transformer's first layer")
@@ -257,10 +251,11 @@ def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertifi
                           f"{where}, upper, piece {j}")
 
 
-def _dense(F: Farkas, n: int) -> list[Q]:
+def _dense(F: Farkas, n: int) -> tuple[Q, ...]:
+    """The multipliers of a sparse Farkas proof, one per constraint of n."""
     y = [ZERO] * n
     for i, v in F:
         if not 0 <= i < n:
             raise CheckFailed("layerwise: a Farkas row index is out of range")
         y[i] += v
-    return y
+    return tuple(y)

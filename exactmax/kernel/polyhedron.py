@@ -90,8 +90,10 @@ def check_domain(domain: Domain, dim: int) -> None:
     else:
         raise CheckFailed(f"the domain is not a box or a polyhedron of dimension {dim} with "
                           "one right-hand side per row")
-    if any(len(v) != dim for v in rows):
-        raise CheckFailed(f"the domain has a bound or row whose length is not {dim}")
+    bad = next((len(v) for v in rows if len(v) != dim), None)
+    if bad is not None:
+        raise CheckFailed(f"the domain has a bound or row of length {bad}, but the input "
+                          f"dimension is {dim}")
     try:
         [rational(v) for v in numbers]
     except TypeError as e:
@@ -154,6 +156,18 @@ def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
     if tuple(lin) != tuple(c):
         raise CheckFailed("bound: y^T A differs from the bounded direction")
     return const
+
+
+def check_box_contains(P: Polyhedron, lower: Vector, upper: Vector, proofs, what: str) -> None:
+    """Accept iff ``proofs[i] = (y_up, y_low)`` show x_i <= upper_i and -x_i <= -lower_i on P
+    (``check_upper_bound``) for every coordinate i: then the box contains P."""
+    if not len(proofs) == len(lower) == len(upper) == P.dim:
+        raise CheckFailed(f"{what}: one pair of Farkas bounds per coordinate is needed")
+    for i, (y_up, y_low) in enumerate(proofs):
+        e = tuple(Q(int(j == i)) for j in range(P.dim))
+        if check_upper_bound(P, e, y_up) > upper[i] or \
+                check_upper_bound(P, tuple(-v for v in e), y_low) > -lower[i]:
+            raise CheckFailed(f"{what}: the box does not contain the domain in coordinate {i}")
 
 
 def check_unbounded(P: Polyhedron, x0: Vector, r: Vector) -> None:

@@ -163,18 +163,23 @@ def _is_constant(e) -> bool:
     return not e[0] and not e[2]
 
 
+def _maxout_layer(b: _Builder, layer, h: list) -> list:
+    """The expressions max_j (w_j . h + b_j) of the layer's units (a unit of one piece is
+    that piece, with no Max node)."""
+    out = []
+    for unit in layer.units:
+        args = tuple(b.node_of(_combine(p.w, h, p.b)) for p in unit.pieces)
+        out.append(_expr(terms={args[0] if len(args) == 1 else b.add(Max(args)): ONE}))
+    return out
+
+
 def program_of_maxout(net: MaxoutNetwork) -> Program:
     """The program of h^l_i = max_j (w . h^{l-1} + b), y = A h^D + c."""
     check_maxout_shapes(net)
     b = _Builder(net.input_dim)
     h = [_expr({i: ONE}) for i in range(net.input_dim)]
     for layer in net.layers:
-        new = []
-        for unit in layer.units:
-            args = tuple(b.node_of(_combine(p.w, h, p.b)) for p in unit.pieces)
-            new.append(_expr(terms={args[0]: ONE}) if len(args) == 1 else
-                       _expr(terms={b.add(Max(args)): ONE}))
-        h = new
+        h = _maxout_layer(b, layer, h)
     if net.output is not None:
         outs = [b.node_of(_combine(row, h, c)) for row, c in zip(net.output.W, net.output.b)]
     else:
@@ -301,11 +306,7 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     check_maxout_shapes(net)
     dim = net.widths[layer]
     b = _Builder(dim)
-    h = [_expr({i: ONE}) for i in range(dim)]
-    units = []
-    for unit in net.layers[layer].units:
-        args = tuple(b.node_of(_combine(p.w, h, p.b)) for p in unit.pieces)
-        units.append(_expr(terms={args[0] if len(args) == 1 else b.add(Max(args)): ONE}))
+    units = _maxout_layer(b, net.layers[layer], [_expr({i: ONE}) for i in range(dim)])
     if layer == len(net.layers) - 1 and net.output is not None:
         units = [_combine(row, units, c) for row, c in zip(net.output.W, net.output.b)]
     outs = []

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
-from .polyhedron import Box, Domain, check_domain, check_upper_bound
+from .polyhedron import Box, Domain, check_box_contains, check_domain, check_upper_bound
 from .rational import ONE, Q, ZERO
 
 GRID_BITS = 64
@@ -348,17 +348,7 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
                                     or tuple(domain.upper) != tuple(root_hi)):
         raise CheckFailed("softmax: the root cell is not the domain box")
     if not isinstance(domain, Box):
-        P = domain.as_polyhedron()
-        if root_multipliers is None or len(root_multipliers) != P.dim or \
-                len(root_lo) != P.dim or len(root_hi) != P.dim:
-            raise CheckFailed("softmax: the root box of a polyhedron needs one pair of "
-                              "Farkas bounds per coordinate")
-        for i, (y_up, y_low) in enumerate(root_multipliers):
-            e = tuple(ONE if j == i else ZERO for j in range(P.dim))
-            if check_upper_bound(P, e, y_up) > root_hi[i] or \
-                    check_upper_bound(P, tuple(-v for v in e), y_low) > -root_lo[i]:
-                raise CheckFailed(f"softmax: the root box does not contain the domain "
-                                  f"(coordinate {i})")
+        check_box_contains(domain, root_lo, root_hi, root_multipliers or (), "softmax: root")
     first = None if first_multipliers is None else \
         check_first_layer(net, gates, domain, first_multipliers)
     best, leaves, excluded = ZERO, 0, 0
