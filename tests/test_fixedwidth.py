@@ -334,10 +334,10 @@ def test_batch_evaluator_takes_fixed_width_words_for_small_batches(monkeypatch):
             used.append(self.name)
             return self.inner.evaluate_batch(xs)
 
-    for name in ("kernel", "fixed", "vectorized"):
+    for name in ("scaled", "fixed", "vectorized"):
         monkeypatch.setattr(ev, name, Spy(name))
     monkeypatch.setattr(ev, "fixed_until", 30)     # 3 multiply-adds per input: 10 inputs
     for B in (1, 9, 10, 3000):
         xs = [(Q(v - B // 2, 7),) for v in range(B)]
         assert ev.evaluate_batch(xs) == [(abs(x[0]),) for x in xs]
-    assert used == ["fixed", "fixed", "kernel", "vectorized"]
+    assert used == ["fixed", "fixed", "scaled", "vectorized"]

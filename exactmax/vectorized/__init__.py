@@ -3,9 +3,10 @@
 integer arrays in radix 2^21 on numpy (``integers.py``) for large batches, and the Maxout and
 hardmax Transformer evaluators built on each.
 
-Untrusted, like every producer: the kernel's evaluators (``kernel/maxout.py``,
+Untrusted, like every producer: the kernel's definitional evaluators (``kernel/maxout.py``,
 ``kernel/transformer.py``) are the reference, nothing that says "proved" or "refuted" depends
-on this package, and the tests compare them on random networks with ties.
+on this package, and the tests compare them on random networks with ties.  The integer-scaled
+evaluators of ``scaled.py`` are the base the others are built on and the fallback.
 :func:`batch_evaluator` picks, per call, whichever is fastest for the batch.
 """
 
@@ -27,7 +28,7 @@ about 18 and 4 inputs, at (4, 8, 3, 3) (2,832) not before 256."""
 MAXOUT_FROM = 4000
 TRANSFORMER_FROM = 10000
 """Batches whose work (inputs times pre-activations, or times token rows, per input) reaches
-these go to the vectorized evaluator, below them to the kernel's, when the fixed-width
+these go to the vectorized evaluator, below them to the integer-scaled one, when the fixed-width
 evaluator is not there (no C compiler at install time) or a number outgrows its words.
 Measured on the benchmark networks: the vectorized Maxout evaluator wins from 28 inputs at
 (4, 8, 3, 3), 6 at (16, 32, 4, 4) and 4 at (64, 64, 4, 6); the Transformer one from 6, 1 and
@@ -41,10 +42,11 @@ keeps the digit arrays at tens of megabytes however long the batch is."""
 
 class BatchEvaluator:
     """Exact evaluation of one Maxout network or hardmax Transformer, prepared once: single
-    inputs and small batches on fixed-width words, large batches vectorized; the kernel's
-    evaluator when the fixed-width one is missing or overflows and the batch is small."""
+    inputs and small batches on fixed-width words, large batches vectorized; the
+    integer-scaled evaluator when the fixed-width one is missing or overflows and the batch
+    is small."""
 
-    __slots__ = ("kernel", "fixed", "fixed_until", "vectorized", "work", "threshold")
+    __slots__ = ("scaled", "fixed", "fixed_until", "vectorized", "work", "threshold")
 
     def __init__(self, model):
         from .fixedwidth import (AVAILABLE, FixedWidthMaxoutEvaluator,
@@ -53,7 +55,7 @@ class BatchEvaluator:
         from .transformer import VectorizedTransformerEvaluator, supports
         self.fixed = None
         if isinstance(model, MaxoutNetwork):
-            self.kernel = MaxoutEvaluator(model)
+            self.scaled = MaxoutEvaluator(model)
             if AVAILABLE:
                 try:
                     self.fixed = FixedWidthMaxoutEvaluator(model)
@@ -64,7 +66,7 @@ class BatchEvaluator:
             self.work = sum(l.rank * l.width for l in model.layers)
             self.threshold = MAXOUT_FROM
         else:
-            self.kernel = TransformerEvaluator(model)
+            self.scaled = TransformerEvaluator(model)
             if AVAILABLE:
                 try:
                     self.fixed = FixedWidthTransformerEvaluator(model)
@@ -92,7 +94,7 @@ class BatchEvaluator:
             except OverflowError:   # numbers beyond the word limit: FLINT/numpy have none
                 pass
         if self.vectorized is None or len(xs) * self.work < self.threshold:
-            return self.kernel.evaluate_batch(xs)
+            return self.scaled.evaluate_batch(xs)
         size = max(1, CHUNK_WORK // max(1, self.work))
         out = []
         for start in range(0, len(xs), size):

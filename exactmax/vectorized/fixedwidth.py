@@ -1,8 +1,7 @@
 """Exact evaluation on fixed-width integer words (the C extension ``_fixedwidth``), the fast path
 for single inputs and small batches.
 
-The same integer scaling as the kernel's evaluators (``kernel/maxout.py``,
-``kernel/transformer.py``): the state is a matrix of integer numerators over one common
+The same integer scaling as the integer-scaled evaluators (``scaled.py``): the state is a matrix of integer numerators over one common
 denominator E, one column per input (or per token), with a last row of E's, so that an affine
 map with rows D [W | b] is one integer product and max, ReLU and argmax are taken on the
 numerators (D E > 0).  Here the numerators live in ``Words``: each entry is a fixed number of
@@ -11,10 +10,11 @@ max_i ||W_i||_1 max |X|, |X + Y| <= 2 max, |X^T Y| <= rows max |X| max |Y|) and 
 it modulo 2^(64 L) for an L that holds the bound.  Modular arithmetic cannot get a residue
 wrong, and a value inside the signed range is determined by its residue: the results are
 exact.  A result beyond ``MAX_LIMBS`` limbs, or a scaled weight beyond 64 bits, raises
-``OverflowError``, and :class:`~exactmax.vectorized.BatchEvaluator` then uses the kernel.
+``OverflowError``, and :class:`~exactmax.vectorized.BatchEvaluator` then uses ``scaled.py``.
 
 Untrusted, like the rest of this package: nothing that says "proved" or "refuted" uses it, and
-the tests compare it with the kernel's evaluators and with a ``Fraction`` reference.  When the
+the tests compare it with the kernel's and the integer-scaled evaluators and with a ``Fraction``
+reference.  When the
 extension could not be compiled at install time, ``AVAILABLE`` is False and nothing here is
 used.
 """
@@ -30,7 +30,7 @@ from ..kernel.transformer import Transformer
 try:
     from ._fixedwidth import Weights, Words
     AVAILABLE = True
-except ImportError:  # no C compiler at install time: the kernel's evaluators are used
+except ImportError:  # no C compiler at install time: the integer-scaled evaluators are used
     Weights = Words = None
     AVAILABLE = False
 
@@ -124,10 +124,10 @@ def _weights(M) -> "Weights":
 
 class FixedWidthTransformerEvaluator:
     """Exact hardmax evaluation of one Transformer on fixed-width words, prepared once from the
-    kernel's integer-scaled sub-layers (``TransformerEvaluator``: the same matrices, the same
+    integer-scaled sub-layers of ``scaled.TransformerEvaluator`` (: the same matrices, the same
     merged ReLU pairs).
 
-    The state is (d_m + 1) x (n B) as in the kernel: column b n + t is token t of input b over
+    The state is (d_m + 1) x (n B) as in ``scaled.py``: column b n + t is token t of input b over
     the common denominator in the last row.  The embedding applies, for each token t, the map
     [u; E] -> [D_P E_m u + D_E p_t E; D_E D_P E] to the input's numerators, stacked over t and
     unstacked into columns.  An attention sub-layer is one ``hardmax_attention`` call on the
@@ -142,18 +142,18 @@ class FixedWidthTransformerEvaluator:
 
     def __init__(self, tf: Transformer):
         from .scaled import TransformerEvaluator
-        kernel = TransformerEvaluator(tf)   # checks the shapes, refuses softmax
+        scaled = TransformerEvaluator(tf)   # checks the shapes, refuses softmax
         d, n, din = tf.d_model, tf.n_tokens, tf.input_dim
         if n > 64:
             raise OverflowError(f"{n} tokens: the fixed-width evaluator takes at most 64")
         self.input_dim, self.n_tokens = din, n
-        _, M = kernel._embed
+        _, M = scaled._embed
         rows = [[int(v) for v in M.entries()[r * (din + n):(r + 1) * (din + n)]]
                 for r in range(d + 1)]
         self._embed = Weights(n * (d + 1), din + 1,
                               [v for t in range(n) for r in rows for v in r[:din] + [r[din + t]]])
         self._steps = []
-        for step in kernel._steps:
+        for step in scaled._steps:
             if step[0] == "ff":
                 _, D, L1, L2, N1, N2 = step
                 self._steps.append(("ff", int(D), None if L1 is None else _weights(L1),
@@ -162,7 +162,7 @@ class FixedWidthTransformerEvaluator:
             elif step[0] == "attn":
                 _, S, spans, nv, D, O = step
                 self._steps.append(("attn", _weights(S), spans, int(D), _weights(O)))
-        D, R, m = kernel._read
+        D, R, m = scaled._read
         # the read-out on homogeneous columns, with a last row (0, ..., 0, D): the denominator
         self._read = Weights(m + 1, d + 1, ([int(v) for v in R.entries()] if m else [])
                              + [0] * d + [int(D)])

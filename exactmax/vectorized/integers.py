@@ -15,7 +15,7 @@ converted to int64, summed and carried in int64, and digit sums are settled befo
 reach 2^62.  No rounding happens anywhere; the tests compare every result with Python
 integers.
 
-This module sits outside the kernel: the kernel's evaluators (``kernel/maxout.py``,
+This module sits outside the kernel: the kernel's definitional evaluators (``kernel/maxout.py``,
 ``kernel/transformer.py``) stay the reference, and nothing that says "proved" depends on this.
 """
 

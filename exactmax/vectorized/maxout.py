@@ -1,6 +1,6 @@
 """Batched exact evaluation of Maxout networks on radix-2^21 integer arrays.
 
-The same integer scaling as the kernel's evaluator (``kernel/maxout.py``): with h = u / E and
+The same integer scaling as the integer-scaled evaluator (``scaled.py``): with h = u / E and
 a layer's pieces scaled by their least common denominator D_l, every pre-activation is
 (D_l [w | b] . [u; E]) / (D_l E), so the max over pieces is taken on integer numerators.  Here
 the numerators of a whole batch live in one :class:`IntArray` and the layer is one exact

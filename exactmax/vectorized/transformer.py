@@ -1,7 +1,7 @@
 """Batched exact hardmax evaluation of Transformers on radix-2^21 integer arrays.
 
-The semantics of construction.md §1 and the integer scaling of the kernel's evaluator
-(``kernel/transformer.py``): all tokens of all inputs are the columns c = b n + t of one
+The semantics of construction.md §1 and the integer scaling of the integer-scaled evaluator
+(``scaled.py``): all tokens of all inputs are the columns c = b n + t of one
 integer array X over one common denominator E; a linear map with rows scaled by their least
 common denominator is one exact product; ReLU, argmax and comparisons are taken on numerators;
 a hardmax mean over a tie set S is kept integral as (L / |S|) sum_S, L = lcm of the tie-set
@@ -35,7 +35,7 @@ MAX_TOKENS = 24
 
 def supports(tf: Transformer) -> bool:
     """Whether this evaluator takes ``tf`` (hardmax only, at most MAX_TOKENS tokens, key
-    dimensions at most CHUNK); the kernel's evaluator takes every hardmax Transformer."""
+    dimensions at most CHUNK); the integer-scaled evaluator takes every hardmax Transformer."""
     for s in tf.sublayers:
         if not isinstance(s, FeedForward):
             if s.kind != HARDMAX or any(len(h.key) > CHUNK for h in s.heads):
