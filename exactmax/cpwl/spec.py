@@ -102,7 +102,13 @@ Spec = ReluSpec | BreakpointSpec | LatticeSpec | DCSpec
 
 def load_spec(path: str) -> Spec:
     """Read an exactmax/cpwl file; InputError (file, JSON path, expectation) if it is not one."""
-    root = Cursor(path, "", read_json_file(path))
+    root = Cursor(path, "", read_json_file(path, _shape))
+    kind, f = _shape(root)
+    return _body(root, kind, f)
+
+
+def _shape(root: Cursor):
+    """(kind, fields) of a spec's top level: format, version, kind and keys."""
     if not isinstance(root.value, dict):
         raise root.error(f"expected a JSON object, got {describe(root.value)}")
     fmt = root.value.get("format")
@@ -120,9 +126,20 @@ def load_spec(path: str) -> Spec:
         raise root.child("version").error(
             f"{CPWL} version {v} is not supported (this exactmax reads version {VERSION})")
     kind = root.child("kind").string(KINDS)
-    head = ("format", "version", "kind")
+    return kind, root.fields(*_KEYS[kind])
+
+
+_KEYS = {"relu": (("format", "version", "kind", "input_dim", "layers"),
+                  ("output", "domain", "meta")),
+         "breakpoints": (("format", "version", "kind", "x", "y"), ("interval", "meta")),
+         "lattice": (("format", "version", "kind", "input_dim", "affine", "sets"),
+                     ("domain", "meta")),
+         "dc": (("format", "version", "kind", "input_dim", "plus", "minus"),
+                ("domain", "meta"))}
+
+
+def _body(root: Cursor, kind: str, f: dict) -> Spec:
     if kind == "relu":
-        f = root.fields(head + ("input_dim", "layers"), ("output", "domain", "meta"))
         d = f["input_dim"].integer(1)
         width, layers = d, []
         for i, lc in enumerate(f["layers"].items(what="layer")):
@@ -134,7 +151,6 @@ def load_spec(path: str) -> Spec:
             if "output" in f else None
         return ReluSpec(d, tuple(layers), out, _domain(f, d), _meta(f))
     if kind == "breakpoints":
-        f = root.fields(head + ("x", "y"), ("interval", "meta"))
         xs = f["x"].vector(None, "breakpoint")
         if len(xs) < 2:
             raise f["x"].error(f"expected at least 2 breakpoints, got {len(xs)}")
@@ -152,7 +168,6 @@ def load_spec(path: str) -> Spec:
             lo, hi = xs[0], xs[-1]
         return BreakpointSpec(xs, ys, Box((lo,), (hi,)), _meta(f))
     if kind == "lattice":
-        f = root.fields(head + ("input_dim", "affine", "sets"), ("domain", "meta"))
         d = f["input_dim"].integer(1)
         maps = _maps(f["affine"], d)
         sets = []
@@ -168,7 +183,6 @@ def load_spec(path: str) -> Spec:
                 idx.append(j)
             sets.append(tuple(idx))
         return LatticeSpec(d, maps, tuple(sets), _domain(f, d), _meta(f))
-    f = root.fields(head + ("input_dim", "plus", "minus"), ("domain", "meta"))
     d = f["input_dim"].integer(1)
     return DCSpec(d, _maps(f["plus"], d), _maps(f["minus"], d), _domain(f, d), _meta(f))
 

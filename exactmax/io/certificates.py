@@ -170,15 +170,13 @@ def read_tree(c: Cursor, dim: int, leaves=None) -> Tree:
     return done[0]
 
 
-def load_certificate(path: str):
-    """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}, domain
-    witness or None); the embedded hashes are recomputed and must match."""
-    root = Cursor(path, "", read_json_file(path))
+def certificate_shape(root: Cursor) -> dict:
+    """The top level of a certificate (format, version, claim, keys): its fields."""
     if isinstance(root.value, dict) and \
             root.value.get("format") == "exactmax/region-certificate":
         raise root.child("format").error("a region certificate (of exactmax regions --cert), "
                                          "not an equivalence certificate; check it with "
-                                         f"exactmax regions --check-cert {path}")
+                                         f"exactmax regions --check-cert {root.source}")
     f = root.fields(("format", "version", "claim", "models", "domain"),
                     ("tree", "layerwise", "stats", "meta"))
     if ("tree" in f) == ("layerwise" in f):
@@ -188,6 +186,14 @@ def load_certificate(path: str):
         raise f["version"].error(f"version {f['version'].value} is not supported")
     if f["claim"].string() != CLAIM:
         raise f["claim"].error(f'expected "{CLAIM}"')
+    return f
+
+
+def load_certificate(path: str):
+    """(model a, model b, domain, tree, {"a": hash, "b": hash, "domain": hash}, domain
+    witness or None); the embedded hashes are recomputed and must match."""
+    root = Cursor(path, "", read_json_file(path, certificate_shape))
+    f = certificate_shape(root)
     models, hashes = {}, {}
     mf = f["models"].fields(("a", "b"))
     for name in ("a", "b"):

@@ -1,5 +1,16 @@
 """Input errors: one line naming the source (file or option), the JSON path and the fix."""
 
+import re
+
+_LONG_DIGITS = re.compile(r"\d{41,}")
+
+
+def shorten_numbers(text: str) -> str:
+    """Runs of more than 40 digits written as their first 20 and last 5 digits and their
+    length, so that an error about a huge number stays one readable line."""
+    return _LONG_DIGITS.sub(lambda m: f"{m.group()[:20]}...{m.group()[-5:]} "
+                            f"({len(m.group())} digits)", text)
+
 
 class InputError(Exception):
     """Bad user input.  ``str(e)`` is the one line the command prints before exiting with 2."""
@@ -7,4 +18,4 @@ class InputError(Exception):
     def __init__(self, source: str, path: str, message: str):
         self.source, self.path, self.message = source, path, message
         where = f"{source}: {path}: " if path else f"{source}: "
-        super().__init__(where + message)
+        super().__init__(shorten_numbers(where + message))

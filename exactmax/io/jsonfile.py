@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from ..kernel.rational import Q
 from .errors import InputError
@@ -63,25 +64,159 @@ def parse_json_text(text: str, source: str) -> object:
     return value
 
 
-def read_json_file(path: str) -> object:
-    """Read and parse a JSON file (``.gz`` files are decompressed)."""
-    return parse_json_text(read_text_file(path, "a JSON file"), path)
+def read_json_file(path: str, shape=None) -> object:
+    """Read and parse a JSON file (``.gz`` files are decompressed).
+
+    ``shape``, if given, checks the top level first: it is called with a Cursor on a shallow
+    copy of the root object (``shallow_root``: its keys, the values of at most
+    ``SHALLOW_VALUE_CHARS`` characters parsed, larger ones stood for by ``Unread``) and
+    raises the InputError of a wrong format, version, missing or unknown key before the
+    whole document is parsed into Python objects (which takes several times the file's
+    size)."""
+    text = read_text_file(path, "a JSON file")
+    if shape is not None:
+        root = shallow_root(text, path)
+        if root is not None:
+            shape(Cursor(path, "", root))
+    return parse_json_text(text, path)
+
+
+class Unread:
+    """A top-level value too large for the shallow pass (``shallow_root``): its kind and
+    size only."""
+
+    __slots__ = ("kind", "chars")
+
+    def __init__(self, kind: str, chars: int):
+        self.kind, self.chars = kind, chars
+
+    def __repr__(self) -> str:
+        return f"{self.kind} of {self.chars} characters"
+
+
+SHALLOW_VALUE_CHARS = 1 << 16
+"""Top-level values up to this many characters are parsed by the shallow pass."""
+
+_WS = re.compile(r"[ \t\n\r]*")
+# a run of characters that are neither brackets nor quotes, and of complete strings
+_FLAT = re.compile(r'(?:[^\[\]{}"]++|"(?:[^"\\]++|\\.)*+")*+', re.S)
+_SCALAR = re.compile(r'[^\s,\]}]*')
+_KINDS = {"[": "a list", "{": "an object", '"': "a string"}
+
+
+def shallow_root(text: str, source: str) -> "JsonObject | None":
+    """The root object's keys with their values, parsed when small and ``Unread`` when
+    large, found by a pass over the text in time proportional to its length and with no
+    Python object per element (regular expressions skip the large values); None when the
+    root is not an object or the text is not well-formed enough for this pass (the full
+    parse then says what is wrong)."""
+    from json.decoder import scanstring
+    n = len(text)
+    pos = _WS.match(text, 0).end()
+    if pos >= n or text[pos] != "{":
+        return None
+    pairs = []
+    pos = _WS.match(text, pos + 1).end()
+    if text.startswith("}", pos):
+        return _object(pairs)
+    while True:
+        if not text.startswith('"', pos):
+            return None
+        try:
+            key, pos = scanstring(text, pos + 1)
+        except ValueError:
+            return None
+        pos = _WS.match(text, pos).end()
+        if not text.startswith(":", pos):
+            return None
+        start = _WS.match(text, pos + 1).end()
+        if start >= n:
+            return None
+        c = text[start]
+        if c in "[{":
+            end, depth = start, 0
+            while True:
+                end = _FLAT.match(text, end).end()
+                if end >= n or text[end] == '"':
+                    return None   # ends early, or an unterminated string
+                depth += 1 if text[end] in "[{" else -1
+                end += 1
+                if depth == 0:
+                    break
+        elif c == '"':
+            try:
+                end = scanstring(text, start + 1)[1]
+            except ValueError:
+                return None
+        else:
+            end = _SCALAR.match(text, start).end()
+        if end - start <= SHALLOW_VALUE_CHARS:
+            try:
+                value = parse_json_text(text[start:end], source)
+            except InputError:
+                return None
+        else:
+            value = Unread(_KINDS.get(c, "a number"), end - start)
+        pairs.append((key, value))
+        pos = _WS.match(text, end).end()
+        if text.startswith("}", pos):
+            return _object(pairs)
+        if not text.startswith(",", pos):
+            return None
+        pos = _WS.match(text, pos + 1).end()
 
 
 def read_text_file(path: str, expected: str = "a text file") -> str:
     """The UTF-8 text of a file (``.gz`` files are decompressed), or an InputError naming
-    ``path`` and, for a directory or binary data, the ``expected`` kind of file."""
+    ``path`` and, for a directory or binary data, the ``expected`` kind of file.
+
+    Memory: the file's bytes are read into one buffer of the exact size, which is freed once
+    decoded (peak about twice the decompressed size).  A gzip file is decompressed twice,
+    in chunks: the first pass only counts, so that data beyond ``MAX_FILE_BYTES`` (a gzip
+    bomb) is refused after at most that many bytes and without holding them."""
     source = path
     import gzip
     import zlib
+    too_large = f"larger than {MAX_FILE_BYTES >> 20} MiB (decompressed); exactmax refuses it"
     try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise InputError(source, "", f"larger than {MAX_FILE_BYTES >> 20} MiB "
-                             "(decompressed); exactmax refuses it")
-        return data.decode("utf-8")
+        if path.endswith(".gz"):
+            size = 0
+            with gzip.open(path, "rb") as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if size > MAX_FILE_BYTES:
+                        raise InputError(source, "", too_large)
+                    del chunk
+            f = gzip.open(path, "rb")
+        else:
+            f = open(path, "rb")
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                f.close()
+                raise InputError(source, "", too_large)
+        with f:
+            data = bytearray(size + 1)   # one spare byte: a file that grew is refused
+            view = memoryview(data)
+            got = 0
+            while got <= size:
+                k = f.readinto(view[got:])
+                if not k:
+                    break
+                got += k
+            view.release()
+            if got > size and not path.endswith(".gz"):
+                extra = f.read(MAX_FILE_BYTES)   # a special file or a growing one
+                if got + len(extra) > MAX_FILE_BYTES:
+                    raise InputError(source, "", too_large)
+                data += extra
+                got += len(extra)
+            del data[got:]
+        text = data.decode("utf-8")
+        del data
+        return text
     except EOFError:
         raise InputError(source, "", "the gzip data ends early (is the file truncated?)") \
             from None
@@ -112,6 +247,8 @@ def describe(value: object) -> str:
     if isinstance(value, int):
         s = str(value)
         return s if len(s) < 40 else s[:36] + "..."
+    if isinstance(value, Unread):
+        return repr(value)
     if isinstance(value, list):
         return f"a list of length {len(value)}"
     if isinstance(value, dict):

@@ -47,9 +47,22 @@ def _header(root: Cursor, formats: tuple[str, ...]) -> str:
     return fmt
 
 
+MAXOUT_KEYS = (("format", "version", "input_dim", "layers"), ("output", "domain", "meta"))
+TRANSFORMER_KEYS = (("format", "version", "input_dim", "d_model", "embedding", "positions",
+                     "sublayers", "readout"), ("domain", "meta"))
+
+
+def model_shape(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -> str:
+    """The top level of a model: format, version and keys (no body); the format."""
+    fmt = _header(root, formats)
+    root.fields(*(MAXOUT_KEYS if fmt == MAXOUT else TRANSFORMER_KEYS))
+    return fmt
+
+
 def load_model(path: str) -> Model:
-    """Read a Maxout network or a Transformer file."""
-    return read_model(Cursor(path, "", read_json_file(path)))
+    """Read a Maxout network or a Transformer file (its top level checked first, before the
+    body is parsed: see ``read_json_file``)."""
+    return read_model(Cursor(path, "", read_json_file(path, model_shape)))
 
 
 def read_model(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -> Model:
@@ -61,13 +74,19 @@ def read_model(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -
 
 def load_domain(path: str, dim: int | None = None) -> Domain:
     """Read an exactmax/domain file (a box or a polyhedron), of dimension ``dim`` if given."""
-    root = Cursor(path, "", read_json_file(path))
+    root = Cursor(path, "", read_json_file(path, _domain_shape))
+    kind, f = _domain_shape(root)
+    return _domain_body(kind, f[kind], dim)
+
+
+def _domain_shape(root: Cursor):
+    """(kind, fields) of a domain file's top level."""
     _header(root, (DOMAIN,))
     f = root.fields(("format", "version"), ("box", "polyhedron", "meta"))
     kinds = [k for k in ("box", "polyhedron") if k in f]
     if len(kinds) != 1:
         raise root.error('expected exactly one of "box" or "polyhedron"')
-    return _domain_body(kinds[0], f[kinds[0]], dim)
+    return kinds[0], f
 
 
 def read_domain(c: Cursor, dim: int | None) -> Domain:
@@ -92,7 +111,7 @@ def _domain_body(kind: str, c: Cursor, dim: int | None) -> Domain:
 
 
 def read_maxout(root: Cursor) -> MaxoutNetwork:
-    f = root.fields(("format", "version", "input_dim", "layers"), ("output", "domain", "meta"))
+    f = root.fields(*MAXOUT_KEYS)
     d = f["input_dim"].integer(1)
     width = d
     layers = []
@@ -133,8 +152,7 @@ def _affine(c: Cursor, out_dim: int | None, in_dim: int) -> Affine:
 
 
 def read_transformer(root: Cursor) -> Transformer:
-    f = root.fields(("format", "version", "input_dim", "d_model", "embedding", "positions",
-                     "sublayers", "readout"), ("domain", "meta"))
+    f = root.fields(*TRANSFORMER_KEYS)
     d = f["input_dim"].integer(1)
     dm = f["d_model"].integer(1)
     E = f["embedding"].matrix(dm, d, "d_model", "input_dim")

@@ -74,10 +74,8 @@ def read_tree(c: Cursor, dim: int, out_dim: int):
     return read_certificate_tree(c, dim, {"region": region})
 
 
-def load_region_certificate(path: str):
-    """(model, domain, tree, merges, {"model": hash, "domain": hash}, counts); the embedded
-    hashes are recomputed and must match."""
-    root = Cursor(path, "", read_json_file(path))
+def _shape(root: Cursor) -> dict:
+    """The top level (format, version, claim, keys): its fields."""
     f = root.fields(("format", "version", "claim", "model", "domain", "tree", "merges"),
                     ("counts", "meta"))
     f["format"].string((FORMAT,))
@@ -85,6 +83,14 @@ def load_region_certificate(path: str):
         raise f["version"].error(f"version {f['version'].value} is not supported")
     if f["claim"].string() != CLAIM:
         raise f["claim"].error(f'expected "{CLAIM}"')
+    return f
+
+
+def load_region_certificate(path: str):
+    """(model, domain, tree, merges, {"model": hash, "domain": hash}, counts); the embedded
+    hashes are recomputed and must match."""
+    root = Cursor(path, "", read_json_file(path, _shape))
+    f = _shape(root)
     e = f["model"].fields(("sha256", "model"))
     model = read_model(e["model"])   # checked as a model file is: format, version, body
     hashes = {"model": e["sha256"].string()}

@@ -246,7 +246,7 @@ class Search:
 
 
 def _key(r) -> float:
-    return math.inf if r.bound is None else float(r.bound)
+    return math.inf if r.bound is None else _fl(r.bound)
 
 
 def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
@@ -302,7 +302,7 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
                     stop = "gates"
                     break
             if r.bound is not None:
-                history.append(float(r.bound))
+                history.append(_fl(r.bound))
                 k = len(history)
                 if converge and k > 64 * max(1, net.input_dim) and \
                         history[k // 2] * (1 - 1e-3) <= history[-1] and resolved(lo, hi):
@@ -393,6 +393,15 @@ def _gate_failure_point(s: Setting, lam, lo, hi):
 
 # -------------------------------------------------------------------------- observed error
 
+def _fl(v) -> float:
+    """v as a float for the screening only, saturated at +-1e300 (a weight of thousands of
+    digits has no float; the floats only guide the search, the exact check decides)."""
+    try:
+        return max(-1e300, min(1e300, float(v)))
+    except OverflowError:
+        return 1e300 if v > 0 else -1e300
+
+
 def _float_net(net: MaxoutNetwork, n: int):
     """The network's pieces as float arrays (per layer: W (units, n, in), b (units, n)),
     tokens padded as the Transformer pads them, and the output matrix (or None)."""
@@ -400,11 +409,11 @@ def _float_net(net: MaxoutNetwork, n: int):
     layers = []
     for layer in net.layers:
         ps = [_tokens(unit, n) for unit in layer.units]
-        W = np.array([[[float(c) for c in p.w] for p in row] for row in ps], dtype=float)
-        b = np.array([[float(p.b) for p in row] for row in ps], dtype=float)
+        W = np.array([[[_fl(c) for c in p.w] for p in row] for row in ps], dtype=float)
+        b = np.array([[_fl(p.b) for p in row] for row in ps], dtype=float)
         layers.append((W, b))
     out = None if net.output is None else \
-        np.array([[float(c) for c in row] for row in net.output.W], dtype=float)
+        np.array([[_fl(c) for c in row] for row in net.output.W], dtype=float)
     return layers, out
 
 
@@ -447,7 +456,7 @@ def _float_error(net: MaxoutNetwork, n: int, lam: float, x) -> float:
     """|y~ - y|_inf at one point, in floating point (see ``_float_errors``)."""
     import numpy as np
     return float(_float_errors(_float_net(net, n), lam,
-                               np.array([[float(v) for v in x]], dtype=float))[0])
+                               np.array([[_fl(v) for v in x]], dtype=float))[0])
 
 
 def _to_q(v: float) -> Q:
@@ -486,12 +495,12 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     t0 = time.monotonic()
     lo0, hi0 = s.root
     d = len(lo0)
-    lo_f = np.array([float(v) for v in lo0])
-    hi_f = np.array([float(v) for v in hi0])
+    lo_f = np.array([_fl(v) for v in lo0])
+    hi_f = np.array([_fl(v) for v in hi0])
     widths = np.where(hi_f > lo_f, hi_f - lo_f, 1.0)
     P = s.domain.as_polyhedron()
-    Af = np.array([[float(c) for c in row] for row in P.A], dtype=float).reshape(-1, d)
-    bf = np.array([float(c) for c in P.b], dtype=float)
+    Af = np.array([[_fl(c) for c in row] for row in P.A], dtype=float).reshape(-1, d)
+    bf = np.array([_fl(c) for c in P.b], dtype=float)
     fnet = _float_net(s.net, s.n)
     lamf = max(float(min(lam, Q(10) ** 300)), 1e-300)   # floats only guide: capped scale
 
@@ -521,8 +530,8 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
         pts += [c for c in itertools.product(*zip(lo_f, hi_f))]
         st += [0.5 / max(lamf, 1.0)] * len(pts)
     for _, lo, hi in worst_cells:
-        pts.append([float((a + b) / 2) for a, b in zip(lo, hi)])
-        st.append(max(max((float(b - a) / w for a, b, w in zip(lo, hi, widths)), default=0.0),
+        pts.append([_fl((a + b) / 2) for a, b in zip(lo, hi)])
+        st.append(max(max((_fl(b - a) / w for a, b, w in zip(lo, hi, widths)), default=0.0),
                       1e-9))
     pool = [(np.array(pts, dtype=float).reshape(-1, d), np.array(st, dtype=float))]
     tried = len(pts)
@@ -531,8 +540,8 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
         pool.append((box_points(batch), np.full(batch, 0.05)))
         tried += batch
     for _, lo, hi in worst_cells:  # where the certified bound is largest, densely
-        cl = np.array([float(v) for v in lo])
-        ch = np.array([float(v) for v in hi])
+        cl = np.array([_fl(v) for v in lo])
+        ch = np.array([_fl(v) for v in hi])
         m = max(1, samples // (8 * max(1, len(worst_cells))))
         pool.append((cl + rng.random((m, d)) * (ch - cl),
                      np.full(m, max(float(((ch - cl) / widths).max()) / 4, 1e-9))))
