@@ -197,9 +197,9 @@ def test_huge_weights_and_inputs():
         MaxoutEvaluator(net).evaluate_batch(xs)
 
 
-def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats(monkeypatch):
+def test_batch_evaluator_takes_the_scaled_one_for_small_batches_and_refuses_floats(monkeypatch):
     """Without the fixed-width evaluator (no C compiler at install time), small batches go to
-    the kernel and large ones are vectorized."""
+    the integer-scaled evaluator and large ones are vectorized."""
     net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
     ev = batch_evaluator(net)
     monkeypatch.setattr(ev, "fixed", None)
@@ -213,13 +213,13 @@ def test_batch_evaluator_takes_the_kernel_for_small_batches_and_refuses_floats(m
             used.append(self.name)
             return self.inner.evaluate_batch(xs)
 
-    for name in ("kernel", "vectorized"):
+    for name in ("scaled", "vectorized"):
         monkeypatch.setattr(ev, name, Spy(name))
     assert ev.evaluate((Q(-2),)) == (Q(2),)
     small, large = [(Q(v, 3),) for v in range(-40, 40)], [(Q(v, 7),) for v in range(-1100, 1100)]
     assert ev.evaluate_batch(small) == [(abs(x[0]),) for x in small]
     assert ev.evaluate_batch(large) == [(abs(x[0]),) for x in large]
-    assert used == ["kernel", "kernel", "vectorized"]
+    assert used == ["scaled", "scaled", "vectorized"]
     monkeypatch.setattr("exactmax.vectorized.CHUNK_WORK", 1000)   # 500 inputs per chunk
     assert ev.evaluate_batch(large) == [(abs(x[0]),) for x in large]
     assert used[3:] == ["vectorized"] * 5
