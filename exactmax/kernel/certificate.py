@@ -1,26 +1,20 @@
 """The certificate checker: two programs agree on a polyhedron (certificates.md).
 
-Constraints are a . x + c >= 0 (or > 0 when strict).  The domain A x <= b gives the first
-rows, b_i - A_i x >= 0, in order; each split on the way down appends one row, so a constraint
-keeps its index in the whole subtree below the node that added it.
+Rows are constraints a . x + c >= 0 (> 0 when strict): first the domain's, b_i - A_i x >= 0 in
+order, then one per split on the way down, so a row keeps its index in the subtree below.
 
-- A ``Split`` on h = a . x + c sends h >= 0 to ``ge`` and h < 0 (-h > 0, strict) to ``lt``:
-  the leaves partition the domain, with no covering argument needed.
-- An ``Empty`` leaf proves its cell empty: Farkas multipliers for 0 > 0.
-- A ``Leaf`` fixes, for every Max and Hardmax node of both programs, the argument that is
-  selected on the cell, with Farkas proofs that it is selected; both programs are then affine
-  on the cell, and the leaf is accepted when their output maps are equal exactly.
-- Choices given at a ``Split`` are inherited by every leaf below (rows are only ever added
-  going down, so an entailment proved higher up stays valid).
+- ``Split`` on h = a . x + c: h >= 0 goes to ``ge``, h < 0 (-h > 0, strict) to ``lt``; the
+  leaves partition the domain.  Its choices are inherited by every leaf below (rows are only
+  added going down, so an entailment proved higher up stays valid).
+- ``Empty``: Farkas multipliers for 0 > 0 on the cell.
+- ``Leaf``: for Max and Hardmax nodes of either program, the argument selected on the cell with
+  Farkas proofs; both programs are then affine on the cell, and their outputs must agree.
 
-Farkas rule (``check_entails``): multipliers y_i > 0 on rows i with e - sum y_i row_i = r, a
-constant.  Then e(x) = sum y_i row_i(x) + r >= r on the cell, so e >= 0 if r >= 0, and e > 0 if
-r > 0 or some strict row has y_i > 0.
-
-Hardmax (ties averaged): for chosen key k and every other j, either s_k - s_j > 0 on the cell,
-or s_k - s_j >= 0 on the cell and, on the cell with the extra row s_j - s_k >= 0 (the tie set
-of j), v_j - v_k >= 0 and v_k - v_j >= 0.  Then every key of maximal score has value v_k, and
-so has their mean.
+Farkas rule (``check_entails``): y_i > 0 on rows i with e - sum y_i row_i = r constant; then
+e >= r on the cell, so e >= 0 if r >= 0, and e > 0 if r > 0 or a strict row has y_i > 0.
+Hardmax (ties averaged), key k against key j: s_k - s_j > 0 on the cell, or s_k - s_j >= 0 and,
+on the cell plus the row s_j - s_k >= 0 (their tie set), v_j = v_k.  Then every key of maximal
+score has value v_k, and so has their mean.
 """
 
 from __future__ import annotations
@@ -33,6 +27,7 @@ from .program import Hardmax, Lin, Max, Program
 from .rational import Q, ZERO
 
 Farkas = tuple[tuple[int, Q], ...]   # (row index, multiplier > 0)
+Affine = tuple[tuple[Q, ...], Q]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +49,9 @@ class TieProof:
 @dataclass(frozen=True, slots=True)
 class Choice:
     """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node
-    (proofs[j]: a Farkas proof of s_k - s_j > 0, or a TieProof).  Every j is checked, k
-    included, exactly as the Coq checker does (``Checker.max_ok``, ``sel_ok``): None stands
-    for "the two maps are equal" (always so at j = k), and is refused where they differ."""
+    (proofs[j]: s_k - s_j > 0, or a TieProof).  Every j is checked, k included, as in Coq's
+    ``Checker.max_ok`` / ``sel_ok``; None means "the two maps are equal" and is refused where
+    they differ."""
 
     k: int
     proofs: tuple[Farkas | TieProof | None, ...]
@@ -67,12 +62,9 @@ Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, c
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
-    """The choices that fix, on the cell, the argument of the Max and Hardmax nodes the
-    outputs need.  A node without a choice is unknown, which is no failure by itself: an
-    output is accepted when its two nodes have equal maps, or are the max of the same set of
-    maps (the same-max rule), or are the same combination of such nodes (see
-    ``outputs_agree``).  ``same_max`` only records that the producer used that rule (the
-    checker needs no flag, as the Coq checker has none)."""
+    """Choices that fix Max and Hardmax nodes on the cell; a node without one is unknown, which
+    is no failure by itself (see ``outputs_agree``).  ``same_max`` only records that the
+    producer used the same-max rule."""
 
     choices: Choices = ()
     same_max: bool = False
@@ -93,12 +85,11 @@ class Split:
 
 
 Tree = Split | Leaf | Empty
-Affine = tuple[tuple[Q, ...], Q]
 
 
 def domain_rows(P: Polyhedron) -> list[Row]:
-    """b_i - A_i x >= 0 for every row of the domain, in order.  The kernel checks the shape
-    itself (one entry of b per row, every row of length P.dim): nothing is truncated."""
+    """b_i - A_i x >= 0 for every row of the domain, in order, after checking the shape (one
+    entry of b per row, every row of length P.dim): nothing is truncated."""
     if len(P.A) != len(P.b) or any(len(a) != P.dim for a in P.A):
         raise CheckFailed(f"the domain's rows do not all have {P.dim} entries, one b each")
     return [Row(tuple(-v for v in a), c) for a, c in zip(P.A, P.b)]
@@ -113,12 +104,11 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
             raise CheckFailed(f"{where}: row {i} does not exist ({len(rows)} rows here)")
         if not y > 0:
             raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
-        row = rows[i]
-        for t, v in enumerate(row.a):
+        for t, v in enumerate(rows[i].a):
             if v:
                 a[t] -= y * v
-        r -= y * row.c
-        used_strict = used_strict or row.strict
+        r -= y * rows[i].c
+        used_strict = used_strict or rows[i].strict
     if any(a):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
     if r < 0 or (strict and r == 0 and not used_strict):
@@ -126,8 +116,38 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
                           f"{'> 0' if strict else '>= 0'}")
 
 
+def cells(tree: Tree, P: Polyhedron, sides=(0, 1), zero_split: bool = True):
+    """(leaf, rows of its cell, choices by (program, node), where) for every leaf of the split
+    tree over P, depth first (ge before lt), choices inherited from the splits above; a split
+    with a = 0 is refused unless ``zero_split``."""
+    stack = [(tree, domain_rows(P), {}, "root")]
+    while stack:
+        node, rows, inherited, where = stack.pop()
+        choices = dict(inherited)
+        for side, index, ch in getattr(node, "choices", ()):
+            if side not in sides:
+                raise CheckFailed(f"{where}: program {side} does not exist (only program "
+                                  f"{' and '.join(map(str, sides))})")
+            choices[side, index] = ch
+        if not isinstance(node, Split):
+            yield node, rows, choices, where
+            continue
+        if len(node.a) != P.dim or not (zero_split or any(node.a)):
+            raise CheckFailed(f"{where}: split of the wrong dimension or with a = 0")
+        stack.append((node.lt, rows + [Row(tuple(-v for v in node.a), -node.c, True)],
+                      choices, where + ".lt"))
+        stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, where + ".ge"))
+
+
 def _sub(u: Affine, v: Affine) -> Affine:
     return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
+
+
+def _reads(node) -> list[int]:
+    """The earlier nodes a node reads."""
+    if isinstance(node, Lin):
+        return [j for j, _ in node.terms]
+    return list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
 
 
 def lin_affine(node: Lin, vals: list, d: int) -> Affine:
@@ -150,16 +170,9 @@ def cone(p: Program, roots) -> set[int]:
     seen, todo = set(), list(roots)
     while todo:
         i = todo.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        node = p.nodes[i]
-        if isinstance(node, Lin):
-            todo += [j for j, _ in node.terms]
-        elif isinstance(node, Max):
-            todo += list(node.args)
-        else:
-            todo += [j for pair in node.pairs for j in pair]
+        if i not in seen:
+            seen.add(i)
+            todo += _reads(p.nodes[i])
     return seen
 
 
@@ -168,66 +181,64 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
     """The affine map on the cell of every node of p in ``needed`` (default: all), after
     checking the choices there; other nodes get None.  With ``partial`` (as the Coq checker
     evaluates), a Max or Hardmax node without a choice, or a node reading an unknown one, is
-    unknown (None) and its choice, if any, is not checked; a choice that is checked and
-    wrong rejects either way."""
-    d = p.dim
+    unknown (None) and its choice is not checked; a checked choice that is wrong rejects."""
     vals: list[Affine | None] = []
     for index, node in enumerate(p.nodes):
-        if needed is not None and index not in needed:
-            vals.append(None)
-            continue
-        at = f"{where}, node {index}"
-        reads = [j for j, _ in node.terms] if isinstance(node, Lin) else \
-            list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
         ch = choices.get(index)
-        if partial and (any(vals[j] is None for j in reads) or
-                        (ch is None and not isinstance(node, Lin))):
+        if (needed is not None and index not in needed) or (partial and (
+                any(vals[j] is None for j in _reads(node))
+                or (ch is None and not isinstance(node, Lin)))):
             vals.append(None)
-            continue
-        if isinstance(node, Lin):
-            vals.append(lin_affine(node, vals, d))
-            continue
-        args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
-        if ch is None or not 0 <= ch.k < len(args) or len(ch.proofs) != len(args):
-            raise CheckFailed(f"{at}: no valid choice for this {type(node).__name__} node")
-        if isinstance(node, Max):
-            ak = vals[args[ch.k]]
-            for j, pr in enumerate(ch.proofs):   # j = k included, as in the Coq checker
-                aj, what = vals[args[j]], f"{at}, argument {ch.k} >= {j}"
-                if pr is None:
-                    if ak != aj:
-                        raise CheckFailed(f"{what}: no proof, and the two maps differ")
-                elif isinstance(pr, tuple):
-                    check_entails(rows, _sub(ak, aj), False, pr, what)
-                else:
-                    raise CheckFailed(f"{what}: a tie proof for a Max node")
-            vals.append(ak)
-            continue
-        sk, vk = node.pairs[ch.k]
-        for j, pr in enumerate(ch.proofs):       # j = k included, as in the Coq checker
-            sj, vj = node.pairs[j]
-            gap = _sub(vals[sk], vals[sj])
-            if pr is None:
-                if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
-                    raise CheckFailed(f"{at}: key {j} has no proof, and its score or value "
-                                      f"differs from key {ch.k}'s")
-            elif isinstance(pr, TieProof):
-                check_entails(rows, gap, False, pr.dominance, f"{at}, score {ch.k} >= {j}")
-                tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
-                check_entails(tie, _sub(vals[vj], vals[vk]), False, pr.upper,
-                              f"{at}, value {j} >= {ch.k} on their tie set")
-                check_entails(tie, _sub(vals[vk], vals[vj]), False, pr.lower,
-                              f"{at}, value {ch.k} >= {j} on their tie set")
-            elif isinstance(pr, tuple):
-                check_entails(rows, gap, True, pr, f"{at}, score {ch.k} > {j}")
-            else:
-                raise CheckFailed(f"{at}: key {j} has no valid proof")
-        vals.append(vals[vk])
+        elif isinstance(node, Lin):
+            vals.append(lin_affine(node, vals, p.dim))
+        else:
+            vals.append(_chosen(node, ch, vals, rows, f"{where}, node {index}"))
     return vals
 
 
+def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
+            at: str) -> Affine:
+    """The map of the argument (the value of the key) that ``ch`` selects, after checking every
+    one of its proofs (j = k included, as in the Coq checker)."""
+    args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
+    if ch is None or not 0 <= ch.k < len(args) or len(ch.proofs) != len(args):
+        raise CheckFailed(f"{at}: no valid choice for this {type(node).__name__} node")
+    if isinstance(node, Max):
+        ak = vals[args[ch.k]]
+        for j, pr in enumerate(ch.proofs):
+            what = f"{at}, argument {ch.k} >= {j}"
+            if pr is None:
+                if ak != vals[args[j]]:
+                    raise CheckFailed(f"{what}: no proof, and the two maps differ")
+            elif isinstance(pr, tuple):
+                check_entails(rows, _sub(ak, vals[args[j]]), False, pr, what)
+            else:
+                raise CheckFailed(f"{what}: a tie proof for a Max node")
+        return ak
+    sk, vk = node.pairs[ch.k]
+    for j, pr in enumerate(ch.proofs):
+        sj, vj = node.pairs[j]
+        if pr is None:
+            if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
+                raise CheckFailed(f"{at}: key {j} has no proof, and its score or value "
+                                  f"differs from key {ch.k}'s")
+        elif isinstance(pr, TieProof):
+            check_entails(rows, _sub(vals[sk], vals[sj]), False, pr.dominance,
+                          f"{at}, score {ch.k} >= {j}")
+            tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
+            check_entails(tie, _sub(vals[vj], vals[vk]), False, pr.upper,
+                          f"{at}, value {j} >= {ch.k} on their tie set")
+            check_entails(tie, _sub(vals[vk], vals[vj]), False, pr.lower,
+                          f"{at}, value {ch.k} >= {j} on their tie set")
+        elif isinstance(pr, tuple):
+            check_entails(rows, _sub(vals[sk], vals[sj]), True, pr, f"{at}, score {ch.k} > {j}")
+        else:
+            raise CheckFailed(f"{at}: key {j} has no valid proof")
+    return vals[vk]
+
+
 def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
-                         outputs: tuple[int, ...] | None = None) -> int:
+                          outputs: tuple[int, ...] | None = None) -> int:
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
     ``outputs`` (default: all); returns the number of leaves.  Only the nodes these outputs
     depend on are evaluated.  Raises CheckFailed naming the leaf and the reason otherwise."""
@@ -238,36 +249,18 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
     if not all(0 <= o < len(f.outputs) for o in outputs):
         raise CheckFailed("an output index out of range")
-    need_f = cone(f, [f.outputs[o] for o in outputs])
-    need_g = cone(g, [g.outputs[o] for o in outputs])
+    need = [cone(p, [p.outputs[o] for o in outputs]) for p in (f, g)]
     leaves = 0
-    stack = [(tree, domain_rows(P), {}, "root")]
-    while stack:
-        node, rows, inherited, where = stack.pop()
-        choices = dict(inherited)
-        for side, index, ch in getattr(node, "choices", ()):
-            if side not in (0, 1):
-                raise CheckFailed(f"{where}: program {side} does not exist")
-            choices[side, index] = ch
-        if isinstance(node, Split):
-            if len(node.a) != P.dim:
-                raise CheckFailed(f"{where}: split of the wrong dimension")
-            h = Row(tuple(node.a), node.c)
-            neg = Row(tuple(-v for v in node.a), -node.c, True)
-            stack.append((node.lt, rows + [neg], choices, where + ".lt"))
-            stack.append((node.ge, rows + [h], choices, where + ".ge"))
-            continue
+    for node, rows, choices, where in cells(tree, P):
         leaves += 1
         if isinstance(node, Empty):
-            check_entails(rows, ((ZERO,) * P.dim, ZERO), True, node.proof,
-                          f"{where}: empty cell")
+            check_entails(rows, ((ZERO,) * P.dim, ZERO), True, node.proof, f"{where}: empty cell")
             continue
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
-        vf = affine_values(f, rows, {i: c for (s, i), c in choices.items() if s == 0},
-                           f"{where}, first program", need_f, partial=True)
-        vg = affine_values(g, rows, {i: c for (s, i), c in choices.items() if s == 1},
-                           f"{where}, second program", need_g, partial=True)
+        vf, vg = (affine_values(p, rows, {i: c for (s, i), c in choices.items() if s == side},
+                                f"{where}, {name} program", need[side], partial=True)
+                  for side, p, name in ((0, f, "first"), (1, g, "second")))
         for o in outputs:
             if not outputs_agree(f, g, vf, vg, f.outputs[o], g.outputs[o]):
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
@@ -276,9 +269,9 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
 
 def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) -> bool:
     """Node i of f and node j of g have the same value on the cell (``Checker.agree_out``):
-    by ``_agree``, or both are Lin nodes with the same input coefficients and constant and
-    a one-to-one matching of their terms, with equal weights, on nodes that agree by
-    ``_agree`` (the composite rule: an output map over units)."""
+    by ``_agree``, or both are Lin nodes with the same input coefficients and constant and a
+    one-to-one matching of their terms, with equal weights, on nodes that agree by ``_agree``
+    (the composite rule: an output map over units)."""
     if _agree(f, g, vf, vg, i, j):
         return True
     fi, gj = f.nodes[i], g.nodes[j]
@@ -297,26 +290,19 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) ->
 
 def _agree(f, g, vf, vg, i, j) -> bool:
     """Equal affine maps on the cell; or (the same-max rule) both nodes the max of the same
-    set of affine maps, a max-like node of its arguments', any other node of its own (max{a}
-    = a): then both equal that max (the mean over tied maximal values is that max)."""
+    set of affine maps (``Checker.mvals``): a max-like node of its arguments', any other node
+    of its own (max{a} = a), then both equal that max (a mean over tied maxima is that max)."""
     if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
         return True
-    mf, mg = _max_set(f, vf, i), _max_set(g, vg, j)
-    return mf is not None and mg is not None and \
-        all(m in mg for m in mf) and all(m in mf for m in mg)
-
-
-def _max_set(p: Program, vals: list, i: int):
-    """The affine maps whose max node i is on the cell (``Checker.mvals``), None if one is
-    unknown."""
-    maps = [vals[a] for a in _max_args(p.nodes[i])] or [vals[i]]
-    return None if any(m is None for m in maps) else maps
+    mf, mg = ([v[a] for a in _max_args(p.nodes[k])] or [v[k]]
+              for p, v, k in ((f, vf, i), (g, vg, j)))
+    return None not in mf and None not in mg and all(m in mg for m in mf) and \
+        all(m in mf for m in mg)
 
 
 def _max_args(node) -> tuple[int, ...]:
-    """The nodes whose max ``node`` is: the arguments of a Max node, or the values of a
-    hardmax head whose every score is its value (its mean over tied maxima is that max);
-    () for any other node."""
+    """The nodes whose max ``node`` is: a Max node's arguments, or the values of a hardmax
+    head whose every score is its value; () for any other node."""
     if isinstance(node, Max):
         return node.args
     if isinstance(node, Hardmax) and node.pairs and all(s == v for s, v in node.pairs):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .affine import Matrix, Vector, dot
-from .certificate import Choices, Row, Split, affine_values, cone, domain_rows
+from .certificate import Choices, Row, affine_values, cells, cone
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Max, Program, evaluate_program
@@ -52,23 +52,11 @@ def check_regions(p: Program, P: Polyhedron, tree) -> list[tuple[list[Row], Regi
     if p.dim != P.dim:
         raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
     need = cone(p, p.outputs)
-    out, stack = [], [(tree, domain_rows(P), {}, "root")]
-    while stack:
-        node, rows, inherited, where = stack.pop()
-        choices = dict(inherited)
-        for side, index, ch in getattr(node, "choices", ()):
-            if side != 0:
-                raise CheckFailed(f"{where}: a region certificate speaks of program 0 only")
-            choices[index] = ch
-        if isinstance(node, Split):
-            if len(node.a) != P.dim or not any(node.a):
-                raise CheckFailed(f"{where}: split of the wrong dimension or with a = 0")
-            neg = Row(tuple(-v for v in node.a), -node.c, True)
-            stack.append((node.lt, rows + [neg], choices, where + ".lt"))
-            stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, where + ".ge"))
-            continue
+    out = []
+    for node, rows, choices, where in cells(tree, P, sides=(0,), zero_split=False):
         if not isinstance(node, Region):
             raise CheckFailed(f"{where}: not a split or a region leaf")
+        choices = {i: ch for (_, i), ch in choices.items()}
         x = node.point
         if len(x) != P.dim or not all(_value(r, x) > 0 for r in rows):
             raise CheckFailed(f"{where}: the point is not strictly inside the cell")
