@@ -3,6 +3,8 @@
 import re
 
 _LONG_DIGITS = re.compile(r"\d{41,}")
+# what str.splitlines() or a terminal would break a line at, written as escapes
+_ONE_LINE = {c: ascii(chr(c))[1:-1] for c in (*range(32), 0x7f, 0x85, 0x2028, 0x2029)}
 
 
 def shorten_numbers(text: str) -> str:
@@ -13,9 +15,10 @@ def shorten_numbers(text: str) -> str:
 
 
 class InputError(Exception):
-    """Bad user input.  ``str(e)`` is the one line the command prints before exiting with 2."""
+    """Bad user input.  ``str(e)`` is the one line the command prints before exiting with 2
+    (control characters and line separators of a key or value in it are written as escapes)."""
 
     def __init__(self, source: str, path: str, message: str):
         self.source, self.path, self.message = source, path, message
         where = f"{source}: {path}: " if path else f"{source}: "
-        super().__init__(shorten_numbers(where + message))
+        super().__init__(shorten_numbers(where + message).translate(_ONE_LINE))

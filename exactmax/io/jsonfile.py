@@ -309,7 +309,7 @@ class Cursor:
         for k in self.value:
             if k not in allowed:
                 names = ", ".join(f'"{a}"' for a in allowed)
-                raise self.error(f'unknown key "{k}" (expected one of {names})')
+                raise self.error(f'unknown key {quote(k)} (expected one of {names})')
         for k in required:
             if k not in self.value:
                 raise self.error(f'missing key "{k}"')
@@ -318,7 +318,7 @@ class Cursor:
     def _check_duplicates(self) -> None:
         dup = getattr(self.value, "duplicate", None)
         if dup is not None:
-            raise self.error(f'duplicate key "{dup}"')
+            raise self.error(f'duplicate key {quote(dup)}')
 
     def one_of(self, keys: tuple[str, ...]) -> tuple[str, "Cursor"]:
         """An object with exactly one key among ``keys``: (key, cursor of its value)."""
@@ -329,7 +329,7 @@ class Cursor:
         present = [k for k in self.value if k in keys]
         unknown = [k for k in self.value if k not in keys]
         if unknown:
-            raise self.error(f'unknown key "{unknown[0]}" (expected {names})')
+            raise self.error(f'unknown key {quote(unknown[0])} (expected {names})')
         if len(present) != 1:
             raise self.error(f"expected exactly one key of {names}")
         return present[0], self.child(present[0])

@@ -1,0 +1,182 @@
+"""The long run of exactmax's fuzzing campaign (issue #23): the harness of ``tests/fuzz.py``
+(the short run is ``tests/test_fuzz.py``) on many more cases.
+
+    python benchmarks/fuzz.py [--cases 100000] [--tamper 3000] [--subprocess 1000]
+                              [--bombs 4] [--workers 2] [--seed 0] [--json OUT.json]
+
+- ``--cases`` mutated files of every format, each run in-process through a command that
+  reads it (``exactmax.cli.main``), commands that prove picked less often (weight 1 / cost);
+- ``--subprocess`` more cases as ``python -m exactmax``, with each one's peak memory
+  (address space limited to 4 GiB);
+- ``--bombs`` gzip files decompressing to 1 GiB + 16 MiB, as subprocesses (the real limit);
+- ``--tamper`` tampered certificates through check-cert; an acceptance must be confirmed
+  by the independent exact check (reference evaluators at many points, then z3).
+
+Prints a Markdown table: cases per format and command, exit statuses, failures, worst time,
+worst memory (peak RSS of the subprocess cases; of the worker processes for in-process
+ones), then the tampering table and every failure.  Exit status 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, ROOT)
+
+_STATE = {}
+
+
+def _seeds():
+    import fuzz
+    if "seeds" not in _STATE:
+        tmp = tempfile.mkdtemp(prefix="exactmax-fuzz-")
+        _STATE["seeds"] = fuzz.Seeds(tmp)
+        _STATE["work"] = os.path.join(tmp, "work")
+        os.mkdir(_STATE["work"])
+        _STATE["commands"] = fuzz.commands(_STATE["seeds"])
+    return _STATE["seeds"], _STATE["work"], _STATE["commands"]
+
+
+def job(task):
+    """Run a chunk of cases: task = (kind, seed, count); a list of records."""
+    import fuzz
+    kind, seed, count = task
+    s, work, cmds = _seeds()
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        if kind == "tamper":
+            name = rng.choice(sorted(s.certs))
+            c = fuzz.run_tamper_case(name, s.certs[name], rng, work)
+            out.append({"kind": kind, "format": "certificate (tampered)", "command": c.source,
+                        "status": c.status, "seconds": c.seconds, "failure": c.failure,
+                        "what": c.what, "confirmed": c.accepted_ok, "rss_kb": 0})
+            continue
+        cmd = fuzz.pick_command(rng, cmds)
+        seed_file = rng.choice(s.of(cmd.format))
+        bomb = (1 << 30) + (16 << 20) if kind == "bomb" else False
+        c = fuzz.run_case(cmd, seed_file, rng, work, subprocess_run=kind != "inprocess",
+                          bomb=bomb)
+        out.append({"kind": kind, "format": cmd.format, "command": cmd.name,
+                    "status": c.status, "seconds": c.seconds, "failure": c.failure,
+                    "what": c.mutation, "seed": seed_file.name, "err": c.err[-300:],
+                    "rss_kb": c.rss_kb})
+    worker_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for r in out:
+        r["worker_rss_kb"] = worker_rss
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=100000)
+    ap.add_argument("--subprocess", type=int, default=1000)
+    ap.add_argument("--bombs", type=int, default=4)
+    ap.add_argument("--tamper", type=int, default=3000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chunk", type=int, default=200)
+    ap.add_argument("--json", metavar="OUT.json", help="also write every failure and the "
+                    "counts as JSON")
+    args = ap.parse_args()
+    tasks = []
+    n = 0
+    for kind, total, chunk in (("tamper", args.tamper, 25), ("bomb", args.bombs, 1),
+                               ("subprocess", args.subprocess, 50),
+                               ("inprocess", args.cases, args.chunk)):
+        for start in range(0, total, chunk):
+            tasks.append((kind, args.seed * 10 ** 7 + n, min(chunk, total - start)))
+            n += 1
+    random.Random(args.seed).shuffle(tasks)
+    t0 = time.monotonic()
+    records = []
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(args.workers, maxtasksperchild=20) as pool:
+        done = 0
+        for chunk in pool.imap_unordered(job, tasks):
+            records += chunk
+            done += 1
+            if done % 25 == 0 or done == len(tasks):
+                fails = sum(1 for r in records if r["failure"])
+                print(f"  {done}/{len(tasks)} chunks, {len(records)} cases, {fails} failures, "
+                      f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    elapsed = time.monotonic() - t0
+    print(table(records, elapsed, args))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "elapsed_s": elapsed,
+                       "failures": [r for r in records if r["failure"]],
+                       "cases": len(records)}, f, indent=1)
+    return 1 if any(r["failure"] for r in records) else 0
+
+
+def table(records, elapsed, args) -> str:
+    rows = collections.defaultdict(lambda: {"cases": 0, "status": collections.Counter(),
+                                            "fail": 0, "time": 0.0, "rss": 0, "wrss": 0,
+                                            "sub": 0})
+    for r in records:
+        if r["kind"] == "tamper":
+            continue
+        row = rows[(r["format"], r["command"])]
+        row["cases"] += 1
+        row["status"][r["status"]] += 1
+        row["fail"] += bool(r["failure"])
+        row["time"] = max(row["time"], r["seconds"])
+        if r["kind"] != "inprocess":
+            row["sub"] += 1
+            row["rss"] = max(row["rss"], r["rss_kb"])
+        row["wrss"] = max(row["wrss"], r["worker_rss_kb"])
+    lines = [f"{len(records)} cases in {elapsed / 60:.1f} min on {args.workers} workers "
+             f"(seed {args.seed}): {sum(1 for r in records if r['failure'])} failures", "",
+             "| format | command | cases (subprocess) | exit 0 | 1 | 2 | 3 | 4 | 5 | failures | "
+             "worst time | worst RSS (subprocess / worker) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (fmt, cmd), row in sorted(rows.items()):
+        st = row["status"]
+        sub_rss = f"{row['rss'] // 1024} MiB" if row["sub"] else "-"
+        lines.append(f"| {fmt} | {cmd} | {row['cases']} ({row['sub']}) | "
+                     + " | ".join(str(st.get(k, 0)) for k in range(6))
+                     + f" | {row['fail']} | {row['time']:.1f} s | {sub_rss} / "
+                     f"{row['wrss'] // 1024} MiB |")
+    tot = collections.Counter(r["status"] for r in records if r["kind"] != "tamper")
+    lines.append(f"| all | | {sum(tot.values())} | " + " | ".join(str(tot.get(k, 0))
+                                                                  for k in range(6))
+                 + f" | {sum(1 for r in records if r['failure'] and r['kind'] != 'tamper')}"
+                 f" | {max((r['seconds'] for r in records), default=0):.1f} s | "
+                 f"{max((r['rss_kb'] for r in records), default=0) // 1024} MiB / "
+                 f"{max((r['worker_rss_kb'] for r in records), default=0) // 1024} MiB |")
+    tam = [r for r in records if r["kind"] == "tamper"]
+    if tam:
+        lines += ["", "| tampered certificate | cases | rejected (1) | unreadable (2) | "
+                  "accepted, claim confirmed | vacuous, confirmed | failures |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        by = collections.defaultdict(list)
+        for r in tam:
+            by[r["command"]].append(r)
+        for name, rs in sorted(by.items()):
+            lines.append(f"| {name} | {len(rs)} | {sum(r['status'] == 1 for r in rs)} | "
+                         f"{sum(r['status'] == 2 for r in rs)} | "
+                         f"{sum(r['status'] == 0 and bool(r['confirmed']) for r in rs)} | "
+                         f"{sum(r['status'] == 5 and bool(r['confirmed']) for r in rs)} | "
+                         f"{sum(bool(r['failure']) for r in rs)} |")
+    fails = [r for r in records if r["failure"]]
+    if fails:
+        lines += ["", "Failures:"]
+        for r in fails[:40]:
+            lines.append(f"- {r['format']} / {r['command']} ({r.get('seed', '')}, "
+                         f"{r['what']}): {r['failure']}; {r.get('err', '')!r}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

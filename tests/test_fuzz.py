@@ -1,0 +1,302 @@
+"""The short run of exactmax's fuzzing campaign (``tests/fuzz.py``; the long run is
+``benchmarks/fuzz.py``): about 2,000 mutated files of every format through every command that
+reads them, mostly in-process, a sample as subprocesses, gzip bombs, and tampered
+certificates that check-cert may accept only when an independent exact check confirms their
+claim.  Then the regression tests of what the campaign found, and the memory bounds of
+reading large files (#23 item 5)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fuzz
+from exactmax.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TENT = os.path.join(ROOT, "examples", "tent.json")
+
+# cases per format (in-process): about 1,800, plus tampering and subprocesses below
+CASES = {"maxout": 330, "transformer": 280, "domain-box": 180, "domain-polyhedron": 180,
+         "certificate": 280, "region-certificate": 150, "cpwl": 180, "points": 120}
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    return fuzz.Seeds(str(tmp_path_factory.mktemp("seeds")))
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("work"))
+
+
+def _report(case) -> str:
+    return (f"{case.format} {case.seed!r} through {case.command!r} after {case.mutation}: "
+            f"{case.failure}; exit {case.status}, stderr: {case.err!r}")
+
+
+@pytest.mark.parametrize("fmt", sorted(CASES))
+def test_mutated_files_give_an_answer_or_one_line(fmt, seeds, work):
+    cmds = [c for c in fuzz.commands(seeds) if c.format == fmt]
+    assert cmds and seeds.of(fmt)
+
+    @settings(max_examples=CASES[fmt], deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(rng=st.randoms(use_true_random=False))
+    def run(rng):
+        cmd = fuzz.pick_command(rng, cmds)
+        case = fuzz.run_case(cmd, rng.choice(seeds.of(fmt)), rng, work)
+        assert case.failure is None, _report(case)
+
+    run()
+
+
+def test_every_command_that_reads_a_file_is_fuzzed(seeds):
+    names = {c.argv[0] for c in fuzz.commands(seeds)}
+    assert names >= {"verify", "equiv", "check-cert", "eval", "info", "compile",
+                     "softmax-bound", "regions", "cpwl", "export-coq", "search"}
+    assert {c.format for c in fuzz.commands(seeds)} == set(fuzz.FORMATS)
+
+
+def test_a_sample_as_subprocesses(seeds, work):
+    """The same cases through ``python -m exactmax``, with their peak memory."""
+    rng = random.Random(23)
+    cmds = fuzz.commands(seeds)
+    for _ in range(10):
+        cmd = fuzz.pick_command(rng, cmds)
+        case = fuzz.run_case(cmd, rng.choice(seeds.of(cmd.format)), rng, work,
+                             subprocess_run=True)
+        assert case.failure is None, _report(case)
+        assert case.rss_kb < 1 << 20, _report(case)   # under 1 GiB
+
+
+def test_gzip_bombs_are_refused_in_process(seeds, work, monkeypatch):
+    """A bomb beyond the limit (lowered to 4 MiB here) is refused, exit 2, one line."""
+    import exactmax.io.jsonfile as jsonfile
+    monkeypatch.setattr(jsonfile, "MAX_FILE_BYTES", 4 << 20)
+    for cmd in fuzz.commands(seeds):
+        if cmd.format in ("maxout", "certificate", "cpwl", "domain-box"):
+            case = fuzz.run_case(cmd, seeds.of(cmd.format)[0], random.Random(0), work,
+                                 bomb=8 << 20)
+            assert case.failure is None and case.status == 2, _report(case)
+            assert "larger than 4 MiB" in case.err
+
+
+def test_a_gzip_bomb_is_refused_without_holding_it(tmp_path):
+    """1 GiB + 1 MiB of spaces in a gzip file of about 1 MB: refused by the 1 GiB limit
+    after a streaming pass, with little memory (before: the whole GiB was read first)."""
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(fuzz.gzip_bomb((1 << 30) + (1 << 20)))
+    from exactmax.io import InputError
+    from exactmax.io.jsonfile import read_json_file
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="larger than 1024 MiB"):
+            read_json_file(str(bomb))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak
+
+
+@settings(max_examples=110, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(rng=st.randoms(use_true_random=False))
+def test_tampered_certificates_are_accepted_only_when_their_claim_holds(rng, tmp_path_factory):
+    s = _tamper_seeds(tmp_path_factory)
+    name = rng.choice(sorted(s.certs))
+    case = fuzz.run_tamper_case(name, s.certs[name], rng, _tamper_seeds.work)
+    assert case.failure is None, (case.source, case.what, case.status, case.failure)
+
+
+def _tamper_seeds(factory):
+    if not hasattr(_tamper_seeds, "seeds"):
+        _tamper_seeds.seeds = fuzz.Seeds(str(factory.mktemp("tamper")))
+        _tamper_seeds.work = str(factory.mktemp("tamper-work"))
+    return _tamper_seeds.seeds
+
+
+def test_the_independent_check_can_refuse(seeds, tmp_path):
+    """claim_holds is not a rubber stamp: a certificate whose model b is another Transformer
+    (one weight off, hash recomputed) makes a false claim, and the check says so."""
+    from exactmax.io import load_model, model_to_json
+    from exactmax.io.certificates import content_hash
+    cert = json.loads(json.dumps(seeds.certs["tent-monolithic"]))
+    broken = model_to_json(load_model(os.path.join(ROOT, "examples",
+                                                   "tent_broken.transformer.json")))
+    cert["models"]["b"] = {"sha256": content_hash(broken), "model": broken}
+    path = tmp_path / "false.json"
+    path.write_text(json.dumps(cert))
+    ok, why = fuzz.claim_holds(str(path), random.Random(0))
+    assert not ok and "differ" in why
+    ok, why = fuzz.claim_holds(os.path.join(seeds.tmp, "tent-monolithic.cert.json"),
+                               random.Random(0))
+    assert ok, why
+    # two Maxout networks: the file's own z3 encoding
+    cert = json.loads(json.dumps(seeds.certs["tent-monolithic"]))
+    net = model_to_json(load_model(TENT))
+    net.pop("meta", None)
+    net.pop("domain", None)
+    cert["models"]["b"] = {"sha256": content_hash(net), "model": net}
+    path.write_text(json.dumps(cert))
+    ok, why = fuzz.claim_holds(str(path), random.Random(0))
+    assert ok and why == "own z3 encoding", why
+    net["output"]["b"][0] = "1/1000"
+    cert["models"]["b"] = {"sha256": content_hash(net), "model": net}
+    path.write_text(json.dumps(cert))
+    ok, why = fuzz.claim_holds(str(path), random.Random(0))
+    assert not ok
+
+
+def test_the_harness_flags_what_it_must():
+    """judge() is not a rubber stamp either."""
+    ok = fuzz.Outcome(2, "", "exactmax: error: f.json: bad\n", 0.1)
+    assert fuzz.judge(ok, 10) is None
+    assert "exit status 70" in fuzz.judge(fuzz.Outcome(70, "", "Traceback\n", 0.1), 10)
+    assert "traceback" in fuzz.judge(fuzz.Outcome(1, "", "Traceback (most recent", 0.1), 10)
+    assert "2 lines" in fuzz.judge(fuzz.Outcome(2, "", "exactmax: error: a\nb\n", 0.1), 10)
+    assert "within" in fuzz.judge(fuzz.Outcome(None, "", "", 11), 10)
+    assert "took" in fuzz.judge(fuzz.Outcome(0, "", "", 11), 10)
+    written = fuzz.Outcome(2, "", "exactmax: error: x\n", 0.1, outputs={"/t/o.json": "complete"})
+    assert "was written" in fuzz.judge(written, 10)
+
+
+# ---------------------------------------------------------------- what the campaign found
+
+def test_softmax_bound_with_weights_and_bounds_beyond_floats(tmp_path, capsys):
+    """A 5,000-digit weight or domain bound has no float: the float screening of
+    softmax-bound ended in an internal error (exit 70); it now saturates, and the exact
+    check decides."""
+    with open(TENT) as f:
+        net = json.load(f)
+    net["output"]["W"][0][0] = "9" * 5000
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(net))
+    assert main(["softmax-bound", str(p), "--lambda", "50", "--max-cells", "40",
+                 "--timeout", "2"]) in (0, 3)
+    dom = {"format": "exactmax/domain", "version": 1,
+           "polyhedron": {"A": [[1, 0], [-1, 0], [0, 1], [0, -1]], "b": ["9" * 5000, 1, 1, 1]}}
+    d = tmp_path / "dom.json"
+    d.write_text(json.dumps(dom))
+    assert main(["softmax-bound", TENT, "--domain", str(d), "--lambda", "50",
+                 "--max-cells", "40", "--timeout", "2"]) in (0, 3)
+    assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit", ["version", "sparse-index", "cpwl-interval"])
+def test_an_error_about_a_huge_number_stays_a_short_line(edit, tmp_path, capsys):
+    """Messages quoted 4,000-digit numbers in full (lines of 4,100 characters)."""
+    big = "9" * 4000
+    if edit == "version":
+        with open(TENT) as f:
+            text = f.read().replace('"version": 1', f'"version": {big}')
+        args = ["info"]
+    elif edit == "sparse-index":
+        text = json.dumps({"format": "exactmax/maxout", "version": 1, "input_dim": 1,
+                           "layers": [{"units": [{"pieces": [{"w": [1], "b": 0}]}]}],
+                           "output": {"W": {"shape": [1, 1], "entries": [[0, 7, 1]]},
+                                      "b": [0]}}).replace("7", big)
+        args = ["info"]
+    else:
+        text = json.dumps({"format": "exactmax/cpwl", "version": 1, "kind": "breakpoints",
+                           "x": [0, 1], "y": [0, 1], "interval": [big, 1]})
+        args = ["cpwl"]
+    p = tmp_path / "f.json"
+    p.write_text(text)
+    argv = args + [str(p)] + (["-o", str(tmp_path / "o.json")] if args == ["cpwl"] else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 400 and "(4000 digits)" in err, err
+
+
+# ------------------------------------------------------------------ large files (item 5)
+
+def _shape_error_file(path, mb: float) -> int:
+    row = ",".join(f'"{i % 97 - 48}/{i % 89 + 1}"' for i in range(1000))
+    n = int(mb * 10 ** 6 / (len(row) + 1)) + 1
+    text = ('{"format": "exactmax/maxout", "version": 1, "input_dim": 2, "output": '
+            '{"W": [[' + ",".join([row] * n) + ']], "b": [0]}}')
+    path.write_text(text)
+    return len(text)
+
+
+def test_a_large_file_with_a_wrong_top_level_is_refused_in_little_memory(tmp_path, capsys):
+    """10 MB of "p/q" strings under "output", and no "layers": refused from the top level,
+    peak traced memory within 3x the size (the full parse first took about 10x)."""
+    path = tmp_path / "big.json"
+    size = _shape_error_file(path, 10)
+    tracemalloc.start()
+    try:
+        assert main(["info", str(path)]) == 2
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert capsys.readouterr().err.endswith('big.json: missing key "layers"\n')
+    assert peak < 3 * size, (peak, size)
+
+
+def test_the_top_level_pass_says_what_the_full_reader_says(tmp_path, capsys):
+    """The same message from the shallow pass as from the reader: missing, unknown and
+    duplicate keys, format, version, the wrong kind of file; and a large value is named by
+    its kind and size."""
+    from exactmax.io import InputError
+    from exactmax.io.jsonfile import Cursor, parse_json_text, shallow_root
+    from exactmax.io.models import model_shape
+    with open(TENT) as f:
+        good = f.read()
+    cases = [good.replace('"layers"', '"layer"'), good.replace('"version": 1', '"version": 2'),
+             good.replace('"exactmax/maxout"', '"exactmax/domain"'),
+             good.replace('"input_dim": 2', '"input_dim": 2, "input_dim": 2'),
+             good.replace('"format": "exactmax/maxout",', ''),
+             good.replace('"exactmax/maxout"', "[" + "1," * 40000 + "1]")]
+    for text in cases:
+        full = shallow = None
+        try:
+            model_shape(Cursor("f", "", parse_json_text(text, "f")))
+        except InputError as e:
+            full = str(e)
+        root = shallow_root(text, "f")
+        assert root is not None
+        try:
+            model_shape(Cursor("f", "", root))
+        except InputError as e:
+            shallow = str(e)
+        assert full is not None and shallow is not None
+        if "40000" not in text and "1,1,1" not in text:
+            assert shallow == full
+        else:
+            assert shallow == "f: format: expected a string, got a list of 80003 characters"
+    assert shallow_root(good[:-5], "f") is None          # truncated: the full parse says so
+    assert shallow_root("[1, 2]", "f") is None
+
+
+@pytest.mark.parametrize("edit", ["unknown-key", "meta-key", "duplicate-key", "value"])
+def test_a_key_or_value_with_a_line_break_stays_on_one_line(edit, tmp_path, capsys):
+    """A key "attentio\\n" was printed as is: exit 2 with two lines on stderr."""
+    with open(TENT) as f:
+        net = json.load(f)
+    if edit == "unknown-key":
+        net["layers"][0]["units\n"] = net["layers"][0].pop("units")
+    elif edit == "meta-key":
+        net["meta"] = {"a\u2028b": float("nan")}
+    elif edit == "duplicate-key":
+        net["layers"][0]["units"][0]["pieces"][0]["\rb"] = "1"
+    else:
+        net["layers"][0]["units"][0]["pieces"][0]["b"] = "1\n2"
+    text = json.dumps(net, ensure_ascii=False)
+    if edit == "duplicate-key":
+        text = text.replace('"\\rb"', '"b"', 1).replace('"b": "1"', '"\\rb": "1"', 1)
+        text = text.replace('"\\rb": "1"', '"b": "1", "b\\r": 2, "b\\r": 3', 1)
+    p = tmp_path / "n.json"
+    p.write_text(text)
+    assert main(["info", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.endswith("\n"), err
