@@ -1,37 +1,34 @@
 """A checked upper bound on the error of softmax attention in the construction (§3).
 
-With the gates exact (|z~^l_{i,j}| <= C_l), the construction's Transformer with softmax attention
-at scale lam computes the recursion (queries are constant, value = key, so tokens stay equal)
+With exact gates (|z~^l_{i,j}| <= C_l), the construction's Transformer with softmax attention at
+scale lam computes (queries constant, value = key, so the tokens stay equal)
 
     h~^0 = x,   z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t},   h~^l_i = S(z~^l_{i,.}),
     S(v) = <v, softmax(lam v)>,   y~ = A h~^D + c,
 
-over the n tokens t (a unit with fewer pieces repeats its last one).  The hardmax recursion
-(h^l_i = max_t z^l_{i,t}) is the Maxout network N.  For one head, with gaps g_t = max v - v_t,
+over the n tokens t (a unit with fewer pieces repeats its last one); hardmax (max_t z^l_{i,t})
+gives the Maxout network N.  With gaps g_t = max v - v_t, the deviation is
 
-    D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}
+    D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.
 
-(the pairwise form).  Over a box of gaps [gl_t, gh_t]: numerator <= sum_t max phi on
-[gl_t, gh_t] with phi(g) = g e^{-lam g} (unimodal, max 1/(e lam) at 1/lam), denominator >=
-max(1, sum_t e^{-lam gh_t}) (some g_t is 0), and D <= (n - 1)/(e lam) and D <= W((n - 1)/e)
-/ lam always (``deviation_peak``); also, since
-sum_s e^{-lam g_s} >= 1 + e^{-lam g_t} for every t with g_t > 0, D <= sum_t psi(lam g_t) / lam
-with psi(x) = x / (e^x + 1) <= 0.2785 (tight where two pieces tie).  The lower bound is the
-pairwise one with the ends exchanged.  Then, per unit, with e = h~ - h and d_t = w_t . e,
+Over a box of gaps [gl_t, gh_t]: numerator <= sum_t max of phi(g) = g e^{-lam g} on [gl_t, gh_t]
+(unimodal, max 1/(e lam) at 1/lam), denominator >= max(1, sum_t e^{-lam gh_t}) (some g_t = 0);
+D <= (n - 1)/(e lam); D <= W((n - 1)/e) / lam (``deviation_peak``); and, as the denominator is
+>= 1 + e^{-lam g_t} for each t with g_t > 0, D <= sum_t psi(lam g_t) / lam with psi(x) =
+x / (e^x + 1) (tight where two pieces tie).  The lower bound exchanges the ends.  Per unit, with
+e = h~ - h and d_t = w_t . e,
 
-    h~_i - h_i = (max z~ - max z) - D(z~) in [min_{a in cand z} d_a, max_{b in cand z~} d_b]
-                                              - [D_lo, D_hi],
+    h~_i - h_i = (max z~ - max z) - D(z~),   max z~ - max z = max_a (d_a - g_a)  (g: hardmax gaps)
+                                                            in [min_{cand z} d, max_{cand z~} d],
 
-where cand z is the set of tokens that may be an argmax of z on the cell (no pairwise
-difference z_s - z_a is surely positive); also max z~ - max z = max_a (d_a - g_a) exactly, with
-the hardmax gaps g_a = max z - z_a >= 0, and the shift is the meet of both enclosures.  Pairwise differences (w_s - w_t) . h + (b_s - b_t)
-are bounded directly, not as differences of two bounds.
+cand z the tokens that may be an argmax of z on the cell; the shift is the meet of both
+enclosures, and differences (w_s - w_t) . h + (b_s - b_t) are bounded directly.
 
-The same function ``cell_bound`` runs on two arithmetics: ``EXACT`` here (rational intervals
-rounded outward to a 2^-64 grid, e^{-a} bounded by alternating Taylor sums, e > 2718281828 /
-10^9), which the checker uses, and a fast ball arithmetic the (untrusted) search supplies.
-``check_softmax_bound`` walks a bisection tree of a box and returns the largest checked cell
-bound; a cell may instead be dropped when one constraint of the domain is violated on all of it.
+``cell_bound`` runs on two arithmetics: ``EXACT`` here (rational intervals rounded outward to a
+2^-64 grid; e^{-a} by alternating Taylor sums; e > 2718281828 / 10^9), which the checker uses,
+and the (untrusted) search's ball arithmetic.  ``check_softmax_bound`` walks a bisection tree of
+a box and returns the largest checked cell bound; a cell may be dropped when one constraint of
+the domain is violated on all of it.
 """
 
 from __future__ import annotations
@@ -48,12 +45,10 @@ CAP = 256            # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
 E_LOWER = Q(2718281828, 10 ** 9)   # e > E_LOWER (e = 2.71828182845...)
 
 
-def _floor_grid(x: Q) -> Q:
-    return Q((x * 2 ** GRID_BITS).floor(), 2 ** GRID_BITS)
-
-
-def _ceil_grid(x: Q) -> Q:
-    return Q((x * 2 ** GRID_BITS).ceil(), 2 ** GRID_BITS)
+def _grid(x: Q, up: bool, bits: int = GRID_BITS) -> Q:
+    """x rounded down (or up) to a multiple of 2^-bits."""
+    y = x * 2 ** bits
+    return Q(y.ceil() if up else y.floor(), 2 ** bits)
 
 
 def _round(x: Q, up: bool, bits: int = 80) -> Q:
@@ -95,11 +90,9 @@ def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
         return ZERO, _exp_neg_int(CAP)[1]
     n = int(a.floor())
     f = a - n
-    flo = Q((f * 2 ** 48).floor(), 2 ** 48)
-    fhi = Q((f * 2 ** 48).ceil(), 2 ** 48)
     en = _exp_neg_int(n)
-    return (_round(en[0] * max(ZERO, _series(fhi, 21)), False),
-            _round(en[1] * _series(flo, 22), True))
+    return (_round(en[0] * max(ZERO, _series(_grid(f, True, 48), 21)), False),
+            _round(en[1] * _series(_grid(f, False, 48), 22), True))
 
 
 class ExactArithmetic:
@@ -119,7 +112,7 @@ class ExactArithmetic:
             elif c < 0:
                 lo += c * u
                 hi += c * l
-        return (_floor_grid(lo), _ceil_grid(hi))
+        return (_grid(lo, False), _grid(hi, True))
 
     def add(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
@@ -142,7 +135,7 @@ class ExactArithmetic:
     def deviation(self, gl, gh, lam):
         """(D_lo, D_hi) over the gap box (see the module docstring)."""
         n = len(gl)
-        peak = _ceil_grid(ONE / (E_LOWER * lam))
+        peak = _grid(ONE / (E_LOWER * lam), True)
         num_hi = num_lo = ZERO
         den_lo = den_hi = ZERO
         for l, h in zip(gl, gh):
@@ -157,9 +150,9 @@ class ExactArithmetic:
             den_lo += eh[0]
             den_hi += el[1]
         psi = sum((psi_upper(lam, l, h) for l, h in zip(gl, gh)), ZERO)
-        d_hi = min(_ceil_grid(num_hi / max(ONE, den_lo)), (n - 1) * peak, _ceil_grid(psi),
-                   _ceil_grid(deviation_peak(n - 1) / lam))
-        d_lo = _floor_grid(num_lo / den_hi)
+        d_hi = min(_grid(num_hi / max(ONE, den_lo), True), (n - 1) * peak, _grid(psi, True),
+                   _grid(deviation_peak(n - 1) / lam, True))
+        d_lo = _grid(num_lo / den_hi, False)
         return d_lo, d_hi
 
 
