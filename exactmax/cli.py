@@ -24,13 +24,8 @@ from .kernel.rational import Q, q_str
 from .kernel.transformer import (HARDMAX, Attention, FeedForward, Transformer,
                                  evaluate_transformer)
 
-EXIT_OK, EXIT_REFUTED, EXIT_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
-EXIT_SOLVER_ONLY = 4   # proved by z3 alone: no certificate the kernel checked
-EXIT_VACUOUS = 5       # the domain is empty (kernel-checked): the claim says nothing
-
-
-class UsageError(Exception):
-    """A bad command-line value; the message is the one line printed."""
+from .exits import (EXIT_BUG, EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_SOLVER_ONLY,  # noqa: F401
+                    EXIT_UNKNOWN, EXIT_VACUOUS, UsageError)
 
 
 def parse_point(text: str, dim: int, option: str = "--input") -> tuple[Q, ...]:
@@ -871,8 +866,6 @@ def _protect_expr(argv: list[str]) -> list[str]:
     return out
 
 
-EXIT_BUG = 70
-"""Exit status of an unexpected exception (a bug): never 0-3, which carry verdicts."""
 
 
 _IO_ERRNOS = {28, 122, 5, 27, 30}   # ENOSPC, EDQUOT, EIO, EFBIG, EROFS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..exits import UsageError
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import q_str
 
@@ -53,7 +54,6 @@ def network_summary(net: MaxoutNetwork) -> dict:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
     from ..io import load_model, model_to_json, write_json_atomic
     from .convert import ROUTES, TooLarge, compile_cpwl, kind_of, reference_json
     from .spec import load_spec
@@ -123,7 +123,6 @@ def run(args) -> int:
 def _check_preconditions(args, net: MaxoutNetwork) -> None:
     """What --check needs, refused as input errors before NET is written: a positive
     --timeout and a bounded, non-empty domain."""
-    from ..cli import UsageError
     from ..construct.bounds import DomainError, bounding_box
     from ..io import InputError
     if args.timeout <= 0:
@@ -207,7 +206,6 @@ def add_approx_parser(sub) -> None:
 
 def parse_box(text: str) -> "Box":
     """"lo,hi;lo,hi" -> Box; UsageError naming the side and the problem."""
-    from ..cli import UsageError
     from ..io.numbers import NumberSyntaxError, parse_rational
     from ..kernel.polyhedron import Box
     lower, upper = [], []
@@ -227,7 +225,6 @@ def parse_box(text: str) -> "Box":
 
 
 def run_approx(args) -> int:
-    from ..cli import UsageError
     from ..io import model_to_json, write_json_atomic
     from ..io.numbers import NumberSyntaxError, parse_rational
     from .convex import NotExact, approximate_convex, parse_polynomial

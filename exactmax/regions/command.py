@@ -6,7 +6,8 @@ import json
 import sys
 import time
 
-EXIT_OK, EXIT_REJECTED, EXIT_UNKNOWN = 0, 1, 3
+from ..exits import EXIT_OK, EXIT_UNKNOWN, UsageError
+from ..exits import EXIT_REFUTED as EXIT_REJECTED
 
 DESCRIPTION = (
     "Count exactly the activation regions (argmax / ReLU / attention patterns with non-empty "
@@ -50,7 +51,6 @@ def add_parser(sub) -> None:
 
 
 def _sawtooth(text: str):
-    from ..cli import UsageError
     from .sawtooth import sawtooth_network
     parts = text.split(",")
     try:
@@ -73,7 +73,6 @@ def _progress():
 
 
 def run(args) -> int:
-    from ..cli import UsageError
     if args.check_cert:
         if args.sawtooth or args.domain or args.compile:
             raise UsageError("--check-cert: give the certificate, and optionally MODEL.json "

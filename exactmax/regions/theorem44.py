@@ -15,6 +15,7 @@ import json
 import time
 from dataclasses import dataclass
 
+from ..exits import UsageError
 from ..kernel.polyhedron import Box
 from ..kernel.rational import Q, q_str
 from .fold import FoldNetwork, best_split, binomial_sum, build_fold_network, build_zigzag_43, \
@@ -238,7 +239,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
     for name, v, lo in (("--m", args.m, 1), ("--T", args.T, 2), ("--q", args.q, 1),
                         ("--D", args.D, 0), ("--max-regions", args.max_regions, 1)):
         if v < lo:

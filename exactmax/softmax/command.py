@@ -15,9 +15,8 @@ import json
 import sys
 import time
 
+from ..exits import EXIT_INPUT, EXIT_OK, EXIT_UNKNOWN, UsageError
 from ..kernel.rational import Q, q_str
-
-EXIT_OK, EXIT_INPUT, EXIT_UNKNOWN = 0, 2, 3
 
 
 def add_parser(sub) -> None:
@@ -57,7 +56,6 @@ def add_parser(sub) -> None:
 # ------------------------------------------------------------------------------- helpers
 
 def _number(text: str, option: str, positive: bool = True) -> Q:
-    from ..cli import UsageError
     from ..io.numbers import NumberSyntaxError, parse_rational
     try:
         v = parse_rational(text)
@@ -205,7 +203,6 @@ OUTSIDE_KERNEL = ("that the Transformer is the construction of NET with gates C 
 # ----------------------------------------------------------------------------------- run
 
 def run(args) -> int:
-    from ..cli import UsageError
     from ..kernel.errors import CheckFailed
     from .bound import certify, closed_form, kernel_check, observed_error, smallest_lambda
     if args.lam is None and args.epsilon is None:
