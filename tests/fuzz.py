@@ -616,7 +616,8 @@ def run_case(cmd: Command, seed: Seed, rng, work: str, subprocess_run: bool = Fa
     o.outputs = {p: _output_state(p) for p in used}
     o.leftovers = [n for n in os.listdir(work) if n.startswith(".exactmax-")]
     return Case(cmd.format, seed.name, cmd.name, what, o.status, o.seconds,
-                judge(o, cmd.limit_s), o.rss_kb, o.err[-600:])
+                judge(o, cmd.limit_s, (1 << 20) if subprocess_run else None), o.rss_kb,
+                o.err[-600:])
 
 
 # ----------------------------------------------------------------- certificate tampering
