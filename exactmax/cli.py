@@ -592,6 +592,31 @@ def cmd_check_cert(args) -> int:
     return EXIT_OK
 
 
+def cmd_import(args) -> int:
+    """``import NET.onnx -o NET.json``: the exact Maxout network an ONNX file denotes."""
+    from .io import model_to_json, write_json_atomic
+    from .io.models import check_outputs
+    from .io.onnxfile import import_onnx
+    check_outputs([("-o", args.output)], [("NET.onnx", args.model)])
+    net, rep = import_onnx(args.model, args.drop_final_softmax)
+    write_json_atomic(args.output, model_to_json(net))
+    out = dict(rep.as_json(net), output=args.output, parameters=net.parameter_count)
+    if args.json:
+        print(json.dumps(out))
+        return EXIT_OK
+    print(f"wrote {args.output}: Maxout network, input dimension {rep.input_dim}, output "
+          f"dimension {rep.output_dim}, {len(net.layers)} layers (widths "
+          + ", ".join(str(l.width) for l in net.layers) + "; ranks "
+          + ", ".join(str(l.rank) for l in net.layers) + f"), {net.parameter_count} parameters")
+    print(f"  {rep.weights} weights read exactly (dyadic rationals, no rounding): "
+          f"denominators up to 2^{rep.max_weight_denominator_bits} in the file, up to "
+          f"2^{rep.max_network_denominator_bits} after composing the affine maps; opset "
+          f"{rep.opset}, IR {rep.ir_version}; operators "
+          + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
+          + ("; the final Softmax dropped" if rep.dropped_softmax else ""))
+    return EXIT_OK
+
+
 def cmd_export_coq(args) -> int:
     import os
     import re
@@ -804,6 +829,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give coqc at most S seconds (default 600)")
     x.add_argument("--json", action="store_true", help="print one JSON object")
     x.set_defaults(run=cmd_export_coq)
+
+    m = sub.add_parser("import", help="read an ONNX network as an exact Maxout network",
+                       description="Import an ONNX file (Gemm, MatMul, Add, Sub, Mul/Div by "
+                       "constants, Relu, Max, ReduceMax and MaxPool forming Maxout units, "
+                       "Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Identity, Constant, "
+                       "Concat; opsets 7 to 21) as an exactmax/maxout network. Every float "
+                       "weight becomes the exact dyadic rational it denotes; consecutive "
+                       "affine maps are composed exactly; a ReLU is a rank-2 unit max(z, 0). "
+                       "Every command that reads a model also accepts an .onnx file directly.")
+    m.add_argument("model", metavar="NET.onnx")
+    m.add_argument("-o", "--output", required=True, metavar="NET.json",
+                   help="the exactmax/maxout file to write (atomically)")
+    m.add_argument("--drop-final-softmax", action="store_true",
+                   help="drop a Softmax that produces the output (it keeps the argmax: for "
+                   "properties about the largest output only)")
+    m.add_argument("--json", action="store_true", help="print the import report as JSON")
+    m.set_defaults(run=cmd_import)
 
     i = sub.add_parser("info", help="summary of a model and its domain",
                        description="Describe a model file and decide exactly whether its "

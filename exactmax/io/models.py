@@ -61,7 +61,11 @@ def model_shape(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) 
 
 def load_model(path: str) -> Model:
     """Read a Maxout network or a Transformer file (its top level checked first, before the
-    body is parsed: see ``read_json_file``)."""
+    body is parsed: see ``read_json_file``).  An ``.onnx`` file is imported as a Maxout
+    network (``io/onnxfile.py``)."""
+    if path.lower().endswith(".onnx"):
+        from .onnxfile import load_onnx
+        return load_onnx(path)
     return read_model(Cursor(path, "", read_json_file(path, model_shape)))
 
 

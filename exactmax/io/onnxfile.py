@@ -1,0 +1,606 @@
+"""ONNX graphs read as Maxout networks with exact rational weights.
+
+Every float weight (float16/32/64) is the dyadic rational m / 2^e it denotes, read through
+``float.as_integer_ratio()``: nothing is rounded.  The graph is run once symbolically:
+
+- a tensor is either a constant (an exact array) or *affine*: an array T of shape (n + 1,) + S
+  with T[0] the constant part and T[1 + v] the coefficient of variable v, the variables being
+  the units of one level (level 0: the network's input, level l: the units of layer l);
+- linear operators (Gemm, MatMul, Add, Sub, Mul/Div by constants, Reshape, Flatten, Squeeze,
+  Unsqueeze, Transpose, Concat, Identity) act on T exactly, so consecutive affine maps are
+  composed exactly;
+- max-like operators (Relu = max(z, 0), variadic Max, ReduceMax, MaxPool) turn every element
+  of an affine tensor of level l into one Maxout unit of layer l + 1 (its pieces: the
+  arguments of the max), and give back the affine tensor "that unit" of level l + 1.
+
+Affine tensors of different levels never meet (a skip connection is refused), so the result is
+h^l = max(pieces of h^(l-1)), y = A h^D + c: exactly ``kernel.maxout.MaxoutNetwork``.
+Mathematical semantics over the reals are imported, not float32 arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..kernel.affine import Affine
+from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from ..kernel.rational import ONE, Q, ZERO
+from .errors import InputError
+
+SUPPORTED = ("Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Neg", "Relu", "Max", "ReduceMax",
+             "MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
+             "Dropout", "Constant", "Concat", "Softmax (final, with --drop-final-softmax)")
+SUPPORTED_LINE = "supported: " + ", ".join(SUPPORTED)
+OPSETS = (7, 21)
+_FLOAT_TYPES = (1, 10, 11)       # FLOAT, FLOAT16, DOUBLE
+_INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
+
+
+class _Refuse(Exception):
+    """An unsupported or malformed node; the message is completed with the node's name."""
+
+
+@dataclass
+class ImportReport:
+    input_dim: int = 0
+    output_dim: int = 0
+    opset: int = 0
+    ir_version: int = 0
+    operators: Counter = field(default_factory=Counter)
+    weights: int = 0
+    max_weight_denominator_bits: int = 0
+    max_network_denominator_bits: int = 0
+    dropped_softmax: bool = False
+
+    def as_json(self, net: MaxoutNetwork) -> dict:
+        return {"input_dim": self.input_dim, "output_dim": self.output_dim,
+                "layers": [{"width": l.width, "rank": l.rank} for l in net.layers],
+                "opset": self.opset, "ir_version": self.ir_version,
+                "operators": dict(sorted(self.operators.items())), "weights": self.weights,
+                "max_weight_denominator_bits": self.max_weight_denominator_bits,
+                "max_network_denominator_bits": self.max_network_denominator_bits,
+                "dropped_final_softmax": self.dropped_softmax}
+
+
+@dataclass
+class _Aff:
+    """An affine tensor of shape T.shape[1:] in the variables of ``level``."""
+
+    T: np.ndarray
+    level: int
+
+    @property
+    def shape(self):
+        return self.T.shape[1:]
+
+
+def _zeros(shape) -> np.ndarray:
+    return np.full(shape, ZERO, dtype=object)
+
+
+_to_q = np.frompyfunc(lambda v: Q(*float(v).as_integer_ratio()), 1, 1)
+_int_to_q = np.frompyfunc(lambda v: Q(int(v)), 1, 1)
+
+
+def _qs(arr: np.ndarray) -> np.ndarray:
+    """The exact rationals of a float array (0-d arrays included), as an object array."""
+    return np.asarray(_to_q(arr), dtype=object)
+
+
+def _den_bits(v: Q) -> int:
+    return int(v.q).bit_length() - 1
+
+
+class _Graph:
+    def __init__(self, path: str, report: ImportReport):
+        self.path, self.report = path, report
+        self.layers: list[list[tuple]] = []   # per layer: units, each a list of (w, b)
+
+    # ------------------------------------------------------------------ values
+    def width(self, level: int) -> int:
+        return self.report.input_dim if level == 0 else len(self.layers[level - 1])
+
+    def exact(self, a: np.ndarray) -> np.ndarray:
+        """An exact (object) array from a constant."""
+        if a.dtype == object:
+            return a
+        if a.dtype.kind in "iub":
+            return np.asarray(_int_to_q(a), dtype=object) if a.size else \
+                np.empty(a.shape, dtype=object)
+        raise _Refuse(f"a constant of type {a.dtype}")
+
+    def padded(self, x: _Aff) -> np.ndarray:
+        """T with a coefficient row for every unit its level has now."""
+        n = self.width(x.level)
+        if x.T.shape[0] == n + 1:
+            return x.T
+        extra = _zeros((n + 1 - x.T.shape[0],) + x.shape)
+        return np.concatenate([x.T, extra])
+
+    def lift(self, c: np.ndarray, level: int) -> np.ndarray:
+        T = _zeros((self.width(level) + 1,) + c.shape)
+        T[0, ...] = self.exact(c)
+        return T
+
+    def common(self, values, what: str):
+        """The level shared by the affine values (None if all are constant) and each value as
+        an array (n + 1,) + S with its own shape, right-aligned for broadcasting."""
+        levels = {v.level for v in values if isinstance(v, _Aff)}
+        if len(levels) > 1:
+            raise _Refuse(f"{what} combines tensors after {sorted(levels)} nonlinear layers "
+                          "(a skip connection); only chains of layers are supported")
+        if not levels:
+            return None, [self.exact(v) for v in values]
+        level = levels.pop()
+        arrays = [self.padded(v) if isinstance(v, _Aff) else self.lift(v, level) for v in values]
+        rank = max(a.ndim for a in arrays)
+        return level, [a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:])
+                       for a in arrays]
+
+    # ------------------------------------------------------------------ layers
+    def new_units(self, level: int, pieces_per_element: np.ndarray, shape) -> _Aff:
+        """One unit per element (its pieces: ``pieces_per_element[..., j]`` of shape
+        (n + 1,) + S + (k,)) in layer level + 1; the affine tensor of these units."""
+        if level < len(self.layers) - 1:
+            raise _Refuse("a max of a tensor from before the last nonlinear layer (a skip "
+                          "connection); only chains of layers are supported")
+        if level == len(self.layers):
+            self.layers.append([])
+        units = self.layers[level]
+        start = len(units)
+        P = pieces_per_element.reshape(pieces_per_element.shape[0], -1,
+                                       pieces_per_element.shape[-1])
+        count = P.shape[1]
+        for e in range(count):
+            units.append([(tuple(P[1:, e, j]), P[0, e, j]) for j in range(P.shape[2])])
+        T = _zeros((start + count + 1, count))
+        for e in range(count):
+            T[1 + start + e, e] = ONE
+        return _Aff(T.reshape((start + count + 1,) + tuple(shape)), level + 1)
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _norm_axes(axes, rank: int) -> list[int]:
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -rank <= a < rank:
+            raise _Refuse(f"axis {a} out of range for a tensor of rank {rank}")
+        out.append(a % rank)
+    return out
+
+
+def _shape_of(x) -> tuple:
+    return x.shape if isinstance(x, _Aff) else x.shape
+
+
+def _structural(x, f):
+    """Apply a shape operation f (on arrays whose first axis is kept) to a value."""
+    if isinstance(x, _Aff):
+        n1 = x.T.shape[0]
+        return _Aff(np.stack([f(x.T[i]) for i in range(n1)]) if n1 else x.T, x.level)
+    return f(x)
+
+
+def _int_values(v, what: str) -> list[int]:
+    if isinstance(v, _Aff) or v.dtype.kind not in "iu":
+        raise _Refuse(f"{what} must be a constant integer tensor")
+    return [int(t) for t in v.reshape(-1)]
+
+
+def _matmul(g: _Graph, a, b):
+    if isinstance(a, _Aff) and isinstance(b, _Aff):
+        raise _Refuse("a product of two tensors that depend on the input (bilinear)")
+    if not isinstance(a, _Aff) and not isinstance(b, _Aff):
+        return np.matmul(g.exact(a), g.exact(b))
+    if isinstance(a, _Aff):
+        M = g.exact(b)
+        if M.ndim > 2 or len(a.shape) == 0:
+            raise _Refuse("MatMul of an input-dependent tensor by a constant of rank > 2")
+        return _Aff(np.matmul(g.padded(a), M), a.level)
+    M, T = g.exact(a), g.padded(b)
+    if M.ndim > 2 or len(b.shape) == 0:
+        raise _Refuse("MatMul of a constant of rank > 2 by an input-dependent tensor")
+    if len(b.shape) == 1:
+        return _Aff(np.matmul(T, M.T), b.level)
+    return _Aff(np.matmul(M, T), b.level)
+
+
+def _add(g: _Graph, a, b, sign: int):
+    level, (x, y) = g.common([a, b], "Add/Sub")
+    if level is None:
+        return x + y if sign > 0 else x - y
+    return _Aff(x + y if sign > 0 else x - y, level)
+
+
+def _scale(g: _Graph, a, c, divide: bool):
+    if isinstance(c, _Aff):
+        raise _Refuse("a product or quotient of two input-dependent tensors" if isinstance(
+            a, _Aff) else "division by an input-dependent tensor" if divide else "")
+    c = g.exact(c)
+    if divide:
+        if any(v == 0 for v in c.reshape(-1)):
+            raise _Refuse("division by zero")
+        c = np.asarray(np.frompyfunc(lambda v: ONE / v, 1, 1)(c), dtype=object)
+    if not isinstance(a, _Aff):
+        return g.exact(a) * c
+    T = g.padded(a)
+    rank = max(T.ndim - 1, c.ndim)
+    T = T.reshape(T.shape[:1] + (1,) * (rank - (T.ndim - 1)) + T.shape[1:])
+    return _Aff(T * c.reshape((1,) + (1,) * (rank - c.ndim) + c.shape), a.level)
+
+
+def _max_units(g: _Graph, values):
+    """Elementwise max of broadcast values: one unit per element."""
+    if len(values) == 1:
+        return values[0]
+    level, arrays = g.common(values, "Max")
+    if level is None:
+        return np.maximum.reduce(np.broadcast_arrays(*arrays))
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    stacked = np.stack([np.broadcast_to(a, shape) for a in arrays], axis=-1)
+    return g.new_units(level, stacked, shape[1:])
+
+
+def _reduce_max(g: _Graph, x, axes, keepdims: bool):
+    S = _shape_of(x)
+    axes = sorted(set(_norm_axes(axes, len(S)))) if axes else list(range(len(S)))
+    out_shape = tuple(1 if i in axes else d for i, d in enumerate(S)) if keepdims else \
+        tuple(d for i, d in enumerate(S) if i not in axes)
+    if not isinstance(x, _Aff):
+        return np.array(g.exact(x)).max(axis=tuple(axes), keepdims=keepdims) if x.size else x
+    T = g.padded(x)
+    keep = [i for i in range(len(S)) if i not in axes]
+    k = math.prod(S[i] for i in axes)
+    if k == 0:
+        raise _Refuse("ReduceMax over an empty axis")
+    moved = np.transpose(T, [0] + [1 + i for i in keep] + [1 + i for i in axes])
+    P = moved.reshape(moved.shape[:1 + len(keep)] + (k,))
+    return g.new_units(x.level, P, out_shape)
+
+
+def _max_pool(g: _Graph, x, a: dict):
+    if not isinstance(x, _Aff):
+        raise _Refuse("MaxPool of a constant")
+    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
+        raise _Refuse("MaxPool with auto_pad SAME_*; write explicit pads")
+    S = x.shape
+    ks = [int(v) for v in a["kernel_shape"]]
+    sp = len(ks)
+    if len(S) != sp + 2:
+        raise _Refuse(f"MaxPool with a {sp}-D kernel on a tensor of rank {len(S)}")
+    st = [int(v) for v in a.get("strides", [1] * sp)]
+    dl = [int(v) for v in a.get("dilations", [1] * sp)]
+    pads = [int(v) for v in a.get("pads", [0] * (2 * sp))]
+    ceil = int(a.get("ceil_mode", 0))
+    outs = []
+    for i in range(sp):
+        span = (ks[i] - 1) * dl[i] + 1
+        num = S[2 + i] + pads[i] + pads[sp + i] - span
+        outs.append((-(-num // st[i]) if ceil else num // st[i]) + 1)
+    T = g.padded(x)
+    import itertools
+    windows = []
+    for o in itertools.product(*(range(n) for n in outs)):
+        idx = []
+        for off in itertools.product(*(range(k) for k in ks)):
+            pos = tuple(o[i] * st[i] - pads[i] + off[i] * dl[i] for i in range(sp))
+            if all(0 <= p < S[2 + i] for i, p in enumerate(pos)):
+                idx.append(pos)
+        if not idx:
+            raise _Refuse("MaxPool with a window entirely in the padding")
+        windows.append(idx)
+    k = max(len(w) for w in windows)
+    P = _zeros(T.shape[:3] + (len(windows), k))
+    for wi, idx in enumerate(windows):
+        for j in range(k):   # a short window repeats its last piece (max is unchanged)
+            P[:, :, :, wi, j] = T[(slice(None),) * 3 + idx[min(j, len(idx) - 1)]]
+    return g.new_units(x.level, P.reshape(T.shape[:3] + tuple(outs) + (k,)),
+                       S[:2] + tuple(outs))
+
+
+def _reshape(x, shape: list[int], allowzero: bool):
+    S = _shape_of(x)
+    new = [S[i] if (d == 0 and not allowzero and i < len(S)) else d for i, d in enumerate(shape)]
+    if new.count(-1) > 1:
+        raise _Refuse("Reshape with more than one -1")
+    try:
+        np.empty(S, dtype=np.int8).reshape(new)
+    except ValueError:
+        raise _Refuse(f"cannot reshape {list(S)} to {shape}") from None
+    return _structural(x, lambda a: a.reshape(new))
+
+
+def _unsqueeze(x, axes):
+    S = _shape_of(x)
+    rank = len(S) + len(axes)
+    axes = sorted(_norm_axes(axes, rank))
+    new = list(S)
+    for ax in axes:
+        new.insert(ax, 1)
+    return _structural(x, lambda a: a.reshape(new))
+
+
+def _squeeze(x, axes):
+    S = _shape_of(x)
+    axes = _norm_axes(axes, len(S)) if axes is not None else [i for i, d in enumerate(S)
+                                                               if d == 1]
+    if any(S[i] != 1 for i in axes):
+        raise _Refuse("Squeeze of an axis whose size is not 1")
+    new = [d for i, d in enumerate(S) if i not in axes]
+    return _structural(x, lambda a: a.reshape(new))
+
+
+def _concat(g: _Graph, values, axis: int):
+    rank = len(_shape_of(values[0]))
+    ax = _norm_axes([axis], rank)[0]
+    level, _ = g.common(values, "Concat")
+    if level is None:
+        return np.concatenate([g.exact(v) for v in values], axis=ax)
+    arrays = [g.padded(v) if isinstance(v, _Aff) else g.lift(v, level) for v in values]
+    return _Aff(np.concatenate(arrays, axis=ax + 1), level)
+
+
+def _gemm(g: _Graph, inputs, a: dict):
+    A, B = inputs[0], inputs[1]
+    if int(a.get("transA", 0)):
+        A = _structural(A, lambda t: t.T)
+    if int(a.get("transB", 0)):
+        B = _structural(B, lambda t: t.T)
+    alpha, beta = a.get("alpha", 1.0), a.get("beta", 1.0)
+    Y = _matmul(g, A, B)
+    if alpha != 1.0:
+        Y = _scale(g, Y, _qs(np.array(alpha, dtype=np.float32)), False)
+    if len(inputs) > 2 and inputs[2] is not None:
+        C = inputs[2]
+        if beta != 1.0:
+            C = _scale(g, C, _qs(np.array(beta, dtype=np.float32)), False)
+        Y = _add(g, Y, C, 1)
+    return Y
+
+
+def _constant(g: _Graph, a: dict):
+    from onnx import numpy_helper
+    if "value" in a:
+        return g.tensor(a["value"], "value")
+    if "value_float" in a:
+        return g.floats(np.array(a["value_float"], dtype=np.float32), "value_float")
+    if "value_floats" in a:
+        return g.floats(np.array(a["value_floats"], dtype=np.float32), "value_floats")
+    if "value_int" in a:
+        return np.array(a["value_int"], dtype=np.int64)
+    if "value_ints" in a:
+        return np.array(a["value_ints"], dtype=np.int64)
+    del numpy_helper
+    raise _Refuse("a Constant without a value, value_float(s) or value_int(s)")
+
+
+def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
+    op, a = node.op_type, _attrs(node)
+    x = inputs[0] if inputs else None
+    if op in ("Identity", "Dropout"):
+        return x
+    if op == "Constant":
+        return _constant(g, a)
+    if op == "Gemm":
+        return _gemm(g, inputs, a)
+    if op == "MatMul":
+        return _matmul(g, inputs[0], inputs[1])
+    if op in ("Add", "Sub"):
+        return _add(g, inputs[0], inputs[1], 1 if op == "Add" else -1)
+    if op == "Mul":
+        if isinstance(inputs[0], _Aff):
+            return _scale(g, inputs[0], inputs[1], False)
+        return _scale(g, inputs[1], inputs[0], False)
+    if op == "Div":
+        return _scale(g, inputs[0], inputs[1], True)
+    if op == "Neg":
+        return _scale(g, x, np.array(Q(-1), dtype=object), False)
+    if op == "Relu":
+        return _max_units(g, [x, np.array(ZERO, dtype=object)])
+    if op == "Max":
+        return _max_units(g, [v for v in inputs if v is not None])
+    if op == "ReduceMax":
+        axes = a.get("axes")
+        if opset >= 18:
+            axes = _int_values(inputs[1], "axes") if len(inputs) > 1 and inputs[1] is not None \
+                else None
+            if not axes and int(a.get("noop_with_empty_axes", 0)):
+                return x
+        return _reduce_max(g, x, axes, bool(int(a.get("keepdims", 1))))
+    if op == "MaxPool":
+        if len(node.output) > 1 and node.output[1]:
+            raise _Refuse("MaxPool's Indices output")
+        return _max_pool(g, x, a)
+    if op == "Reshape":
+        if opset < 5:
+            return _reshape(x, list(a["shape"]), False)
+        return _reshape(x, _int_values(inputs[1], "the shape"), bool(int(a.get("allowzero", 0))))
+    if op == "Flatten":
+        S = _shape_of(x)
+        ax = int(a.get("axis", 1))
+        ax = ax + len(S) if ax < 0 else ax
+        if not 0 <= ax <= len(S):
+            raise _Refuse(f"Flatten axis {a.get('axis')} out of range")
+        new = [math.prod(S[:ax]), math.prod(S[ax:])]
+        return _structural(x, lambda t: t.reshape(new))
+    if op in ("Squeeze", "Unsqueeze"):
+        axes = a.get("axes")
+        if opset >= 13:
+            axes = _int_values(inputs[1], "axes") if len(inputs) > 1 and inputs[1] is not None \
+                else None
+        if op == "Unsqueeze":
+            if axes is None:
+                raise _Refuse("Unsqueeze without axes")
+            return _unsqueeze(x, axes)
+        return _squeeze(x, axes)
+    if op == "Transpose":
+        S = _shape_of(x)
+        perm = [int(p) for p in a.get("perm", reversed(range(len(S))))]
+        return _structural(x, lambda t: np.transpose(t, perm))
+    if op == "Concat":
+        return _concat(g, [v for v in inputs if v is not None], int(a["axis"]))
+    if op == "Softmax":
+        if final and drop_softmax:
+            g.report.dropped_softmax = True
+            return x
+        raise _Refuse("Softmax has no exact value; a final Softmax is dropped with "
+                      "--drop-final-softmax (for properties about the argmax only)" if final
+                      else "Softmax inside the network has no exact value")
+    raise _Refuse(f"unsupported operator {op}")
+
+
+def _tensor(g: _Graph, t, what: str) -> np.ndarray:
+    from onnx import numpy_helper
+    if t.data_location == 1:
+        raise _Refuse(f"{what}: external tensor data is not supported")
+    if t.data_type not in _FLOAT_TYPES + _INT_TYPES + (9,):
+        raise _Refuse(f"{what}: tensor element type {t.data_type} is not supported")
+    try:
+        arr = numpy_helper.to_array(t)
+    except Exception as e:  # noqa: BLE001 - a malformed tensor, reported as bad input
+        raise _Refuse(f"{what}: unreadable tensor ({e})") from None
+    if t.data_type in _FLOAT_TYPES:
+        return g.floats(arr, what)
+    return arr.astype(np.int64)
+
+
+def _floats(g: _Graph, arr: np.ndarray, what: str) -> np.ndarray:
+    arr = np.asarray(arr, dtype=np.float64)   # float16/32 -> float64 is exact
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise _Refuse(f"{what}: weight {list(map(int, bad))} is {arr[tuple(bad)]}, "
+                      "not a finite number")
+    out = _qs(arr) if arr.size else np.empty(arr.shape, dtype=object)
+    g.report.weights += arr.size
+    if arr.size:
+        g.report.max_weight_denominator_bits = max(g.report.max_weight_denominator_bits,
+                                                   max(_den_bits(v) for v in out.reshape(-1)))
+    return out
+
+
+_Graph.tensor = _tensor
+_Graph.floats = _floats
+
+
+def _dims(vi, path: str) -> tuple:
+    t = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or t.elem_type not in _FLOAT_TYPES:
+        raise InputError(path, f"input {vi.name}", "expected a float tensor input")
+    return tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
+                 for d in t.shape.dim)
+
+
+def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetwork,
+                                                                         ImportReport]:
+    """The Maxout network an ONNX file denotes (see the module docstring) and a report."""
+    try:
+        import onnx
+    except ImportError:  # pragma: no cover - onnx is a dependency
+        raise InputError(path, "", "reading ONNX needs the onnx package (pip install onnx)") \
+            from None
+    if not os.path.isfile(path):
+        raise InputError(path, "", "no such file" if not os.path.exists(path)
+                         else "not a file")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception as e:  # noqa: BLE001 - protobuf's errors have no common base
+        raise InputError(path, "", f"not a readable ONNX file ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'corrupt protobuf'})") \
+            from None
+    graph = model.graph
+    if not graph.node and not graph.output:
+        raise InputError(path, "", "not an ONNX model (no graph); the file is empty or corrupt")
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                default=0)
+    if not OPSETS[0] <= opset <= OPSETS[1]:
+        raise InputError(path, "", f"opset {opset} is not supported (opsets {OPSETS[0]} to "
+                         f"{OPSETS[1]})")
+    report = ImportReport(opset=opset, ir_version=model.ir_version)
+    g = _Graph(path, report)
+    values: dict[str, object] = {}
+    for t in graph.initializer:
+        try:
+            values[t.name] = g.tensor(t, f"initializer {t.name}")
+        except _Refuse as e:
+            raise InputError(path, f"initializer {t.name}", str(e)) from None
+    real_inputs = [vi for vi in graph.input if vi.name not in values]
+    if len(real_inputs) != 1 or len(graph.output) != 1:
+        raise InputError(path, "", f"expected one input and one output (besides the "
+                         f"initializers), got {len(real_inputs)} and {len(graph.output)}")
+    S = _dims(real_inputs[0], path)
+    n0 = math.prod(S)
+    report.input_dim = n0
+    T = _zeros((n0 + 1, n0))
+    for i in range(n0):
+        T[1 + i, i] = ONE
+    values[real_inputs[0].name] = _Aff(T.reshape((n0 + 1,) + S), 0)
+    out_name = graph.output[0].name
+    for index, node in enumerate(graph.node):
+        where = f"node {index} ({node.name or 'unnamed'}, {node.op_type})"
+        if node.domain not in ("", "ai.onnx"):
+            raise InputError(path, where, f"operator domain {node.domain!r} is not "
+                             f"supported; {SUPPORTED_LINE}")
+        try:
+            missing = [n for n in node.input if n and n not in values]
+            if missing:
+                raise _Refuse(f"input {missing[0]!r} is not defined before this node")
+            inputs = [values[n] if n else None for n in node.input]
+            report.operators[node.op_type] += 1
+            out = _op(g, node, inputs, opset, node.output[0] == out_name, drop_final_softmax)
+        except _Refuse as e:
+            raise InputError(path, where, f"{e}; {SUPPORTED_LINE}") from None
+        except (KeyError, ValueError, IndexError, TypeError) as e:
+            raise InputError(path, where, f"malformed node ({type(e).__name__}: {e}); "
+                             f"{SUPPORTED_LINE}") from None
+        values[node.output[0]] = out
+    if out_name not in values:
+        raise InputError(path, f"output {out_name}", "is not computed by any node")
+    net = _network(g, values[out_name], path)
+    report.output_dim = net.out_dim
+    report.max_network_denominator_bits = max(
+        [_den_bits(v) for l in net.layers for u in l.units for p in u.pieces
+         for v in p.w + (p.b,)] +
+        ([_den_bits(v) for row in net.output.W for v in row] + [_den_bits(v) for v in
+                                                               net.output.b]
+         if net.output is not None else []), default=0)
+    return net, report
+
+
+def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
+    if not isinstance(out, _Aff):
+        out = _Aff(g.lift(np.asarray(out), len(g.layers)), len(g.layers))
+    if out.level != len(g.layers):
+        raise InputError(path, "", "the output does not depend on the last nonlinear layer "
+                         "(a skip connection); only chains of layers are supported")
+    if not g.layers:   # an affine network: one layer of rank-1 units, the identity
+        g.layers.append([[(tuple(ONE if j == i else ZERO for j in range(g.width(0))), ZERO)]
+                         for i in range(g.width(0))])
+        T = g.padded(out)
+        out = _Aff(np.concatenate([T[:1], T[1:]]), 1)
+    layers, width = [], g.report.input_dim
+    for units in g.layers:
+        layers.append(Layer(tuple(Unit(tuple(Piece(tuple(w) + (ZERO,) * (width - len(w)), b)
+                                             for w, b in pieces)) for pieces in units)))
+        width = len(units)
+    T = g.padded(out).reshape(width + 1, -1)
+    W = tuple(tuple(T[1 + v, i] for v in range(width)) for i in range(T.shape[1]))
+    b = tuple(T[0, i] for i in range(T.shape[1]))
+    identity = len(W) == width and not any(b) and all(
+        W[i][j] == (ONE if i == j else ZERO) for i in range(width) for j in range(width))
+    output = None if identity else Affine(W, b, width)
+    return MaxoutNetwork(g.report.input_dim, tuple(layers), output, None,
+                         {"imported_from": os.path.basename(path)})
+
+
+def load_onnx(path: str, drop_final_softmax: bool = False) -> MaxoutNetwork:
+    return import_onnx(path, drop_final_softmax)[0]
