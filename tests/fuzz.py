@@ -467,6 +467,10 @@ def pick_command(rng, cmds: list[Command]) -> Command:
 
 # ---------------------------------------------------------------------------------- runs
 
+HUGE_FACTOR = 6
+"""Cases with numbers of thousands of digits get this many times the command's time limit."""
+
+
 class FuzzTimeout(BaseException):
     """Raised by the alarm of an in-process case that ran too long."""
 
@@ -611,12 +615,15 @@ def run_case(cmd: Command, seed: Seed, rng, work: str, subprocess_run: bool = Fa
     outs = {"o": os.path.join(work, "out.json"), "v": os.path.join(work, "Out.v"),
             "r": os.path.join(work, "ref.json")}
     argv = [a.format(f=f, **outs) for a in cmd.argv]
-    o = (run_subprocess if subprocess_run else run_inprocess)(argv, cmd.limit_s)
+    # exact arithmetic on numbers of up to 10^5 digits is slow by nature (one exact LP of
+    # regions, which has no time limit, takes seconds): those cases get HUGE_FACTOR x longer
+    limit = cmd.limit_s * (HUGE_FACTOR if "huge number" in what else 1)
+    o = (run_subprocess if subprocess_run else run_inprocess)(argv, limit)
     used = {p for k, p in outs.items() if "{" + k + "}" in cmd.argv}
     o.outputs = {p: _output_state(p) for p in used}
     o.leftovers = [n for n in os.listdir(work) if n.startswith(".exactmax-")]
     return Case(cmd.format, seed.name, cmd.name, what, o.status, o.seconds,
-                judge(o, cmd.limit_s, (1 << 20) if subprocess_run else None), o.rss_kb,
+                judge(o, limit, (1 << 20) if subprocess_run else None), o.rss_kb,
                 o.err[-600:])
 
 
