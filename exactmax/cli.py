@@ -330,6 +330,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
            "time_s": round(v.stats.get("time_s", 0.0), 3),
            "counterexample": None, "stats": {k: val for k, val in v.stats.items()
                                              if k in ("leaves", "splits", "lp_calls",
+                                                      "float_lp_calls",
                                                       "program_nodes", "strategy",
                                                       "layerwise_failed", "layers",
                                                       "same_max", "differs_in_layer",
@@ -551,6 +552,11 @@ def cmd_check_cert(args) -> int:
     from .io.models import model_to_json
     from .kernel.errors import CheckFailed
     from .kernel.program import Unsupported
+    from .io.jsonfile import Cursor, read_json_file
+    from .io.property_certificate import is_property_certificate
+    root = read_json_file(args.cert)
+    if is_property_certificate(root):
+        return _check_property_cert(args, Cursor(args.cert, "", root))
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):
         if content_hash(model_to_json(load_model(path))) != hashes[key]:
@@ -614,6 +620,155 @@ def cmd_import(args) -> int:
           f"{rep.opset}, IR {rep.ir_version}; operators "
           + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
           + ("; the final Softmax dropped" if rep.dropped_softmax else ""))
+    return EXIT_OK
+
+
+def _network_and_property(args):
+    """The Maxout network and the VNN-LIB property of check / replay, dimensions matched."""
+    from .io.vnnlib import read_vnnlib
+    net = load_model(args.model)
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(args.model, "format", 'expected a Maxout network (an .onnx file or '
+                         'an "exactmax/maxout" one), got a Transformer')
+    prop = read_vnnlib(args.property)
+    if (prop.n_x, prop.n_y) != (net.input_dim, net.out_dim):
+        raise InputError(args.property, "", f"declares {prop.n_x} inputs X_i and {prop.n_y} "
+                         f"outputs Y_j, but the network has {net.input_dim} inputs and "
+                         f"{net.out_dim} outputs")
+    return net, prop
+
+
+def _hashes(args, net, prop) -> dict:
+    from .io.certificates import content_hash
+    from .io.models import model_to_json
+    from .io.property_certificate import file_sha256
+    return {"model_sha256": content_hash(model_to_json(net)),
+            "model_file_sha256": file_sha256(args.model), "property_sha256": prop.sha256}
+
+
+def cmd_check(args) -> int:
+    """``check NET PROP.vnnlib``: sat (exit 1) with an exact counterexample, unsat (exit 0)
+    with a kernel-checked certificate, unknown (exit 3) with the reason."""
+    from .io.models import check_outputs, write_bytes_atomic
+    from .io.property_certificate import counterexample_text, property_certificate_to_json
+    from .io.jsonfile import read_text_file
+    from .prove.property import decide_property
+    started = time.monotonic()
+    check_outputs([("--cert", args.cert), ("--counterexample", args.counterexample)],
+                  [("NET", args.model), ("PROP.vnnlib", args.property)])
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    net, prop = _network_and_property(args)
+    left = args.timeout - (time.monotonic() - started)
+    a = decide_property(net, prop, max(left, 0.1), args.max_leaves, not args.no_search)
+    out = {"result": a.result, "reason": a.reason,
+           "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
+           "stats": a.stats, "certificate": None, "counterexample_file": None}
+    if a.result == "sat":
+        out.update(x=[q_str(v) for v in a.x], y=[q_str(v) for v in a.y], case=a.where[0],
+                   conjunction=a.where[1], margin=q_str(a.margin))
+        if args.counterexample:
+            write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
+            out["counterexample_file"] = args.counterexample
+    if a.result == "unsat" and args.cert:
+        from .io import write_json_atomic
+        text = read_text_file(args.property, "a VNN-LIB text file")
+        write_json_atomic(args.cert, property_certificate_to_json(
+            net, args.model, args.property, text, a.trees,
+            {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats}))
+        out["certificate"] = args.cert
+    if args.json:
+        print(json.dumps(out))
+    elif a.result == "sat":
+        print(f"sat: a counterexample, exact and evaluated by the kernel (found by the "
+              f"{a.stats.get('found_by')}): x is in the input set and f(x) satisfies "
+              f"output constraint {a.where[1]} of case {a.where[0]} (least row value "
+              f"{q_str(a.margin)}, about {float(a.margin):.6g})")
+        print("  x = (" + ", ".join(out["x"]) + ")")
+        print("  y = (" + ", ".join(out["y"]) + ")")
+        if args.counterexample:
+            print(f"  written in VNN-COMP's format to {args.counterexample}")
+    elif a.result == "unsat":
+        print(f"unsat (certificate checked by the kernel): no input in the set reaches the "
+              f"output constraints; {a.stats.get('leaves_checked')} cells, "
+              f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
+                                          if args.cert else ""))
+    else:
+        print(f"unknown: {a.reason}")
+    if not args.json:
+        h = out["about"]
+        print(f"  about: model sha256 {h['model_sha256'][:16]}... (file "
+              f"{h['model_file_sha256'][:16]}...), property sha256 "
+              f"{h['property_sha256'][:16]}...")
+    return {"sat": EXIT_REFUTED, "unsat": EXIT_OK}.get(a.result, EXIT_UNKNOWN)
+
+
+def cmd_replay(args) -> int:
+    """``replay NET PROP CEX``: is another tool's counterexample one, exactly?"""
+    from .io.property_certificate import read_counterexample
+    from .prove.property import row_value, violation
+    net, prop = _network_and_property(args)
+    x, y_file = read_counterexample(args.counterexample, net.input_dim, net.out_dim)
+    n, j, y, margin = violation(net, prop.cases, x)
+    out = {"valid": n is not None, "x": [q_str(v) for v in x], "y": [q_str(v) for v in y],
+           "about": _hashes(args, net, prop)}
+    if y_file is not None:
+        out["y_file_max_error"] = q_str(max(abs(a - b) for a, b in zip(y, y_file)))
+    if n is not None:
+        out.update(case=n, conjunction=j, margin=q_str(margin))
+        verdict = (f"valid: x is in the input set and f(x), evaluated exactly by the kernel, "
+                   f"satisfies output constraint {j} of case {n}; least row value "
+                   f"{q_str(margin)} (about {float(margin):.6g})")
+    else:
+        inside = [c for c in prop.cases if c.inputs.contains(x)]
+        if not inside:
+            # how far outside: the least, over the cases, of the largest row excess
+            excess = min(max(sum((a * t for a, t in zip(row, x)), Q(0)) - b
+                             for row, b in zip(c.inputs.A, c.inputs.b)) for c in prop.cases)
+            out.update(reason="outside the input set", outside_by=q_str(excess))
+            verdict = (f"rejected: x is outside the input set (by {q_str(excess)}, about "
+                       f"{float(excess):.6g}, in the least violated case's worst constraint)")
+        else:
+            best = max(min((row_value(r, x, y) for r in conj), default=Q(0))
+                       for c in inside for conj in c.outputs)
+            out.update(reason="the output constraints do not hold", missed_by=q_str(-best))
+            verdict = ("rejected: x is in the input set, but f(x), evaluated exactly, "
+                       f"satisfies no output constraint (the closest misses by {q_str(-best)}, "
+                       f"about {float(-best):.6g})")
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(verdict)
+        print("  x = (" + ", ".join(out["x"]) + ")")
+        print("  f(x) = (" + ", ".join(out["y"]) + ")")
+        if y_file is not None:
+            print(f"  the file's Y values differ from f(x) by at most {out['y_file_max_error']}")
+    return EXIT_OK if n is not None else EXIT_REFUTED
+
+
+def _check_property_cert(args, root) -> int:
+    from .io.property_certificate import read_property_certificate
+    from .kernel.errors import CheckFailed
+    from .kernel.property import check_property
+    if args.models or args.domain:
+        raise UsageError("--models and --domain are for equivalence certificates; a property "
+                         "certificate embeds its network and property (their sha256 are "
+                         "printed)")
+    net, prop, trees, hashes = read_property_certificate(root)
+    t0 = time.monotonic()
+    try:
+        leaves = check_property(net, prop.cases, trees)
+    except CheckFailed as e:
+        print(json.dumps({"valid": False, "reason": str(e)}) if args.json else
+              f"rejected: {e}")
+        return EXIT_REFUTED
+    if args.json:
+        print(json.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
+                          "time_s": round(time.monotonic() - t0, 3)}))
+    else:
+        print(f"valid: the kernel checked {leaves} cells; the property's query is unsat")
+        print(f"  about: model sha256 {hashes['model'][:16]}... (file "
+              f"{hashes['model_file'][:16]}...), property sha256 {hashes['property'][:16]}...")
     return EXIT_OK
 
 
@@ -847,6 +1002,45 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
     m.set_defaults(run=cmd_import)
 
+    ck = sub.add_parser("check", help="decide a VNN-LIB property: sat, unsat or unknown",
+                        description="Decide a VNN-LIB 1.0 property (the negation of a safety "
+                        "property: input constraints and output constraints, with and/or) of "
+                        "a Maxout or ReLU network (.onnx or exactmax/maxout JSON). Answers: "
+                        "sat (exit 1) with an exact counterexample inside the input set, "
+                        "evaluated by the kernel; unsat (exit 0) with a certificate (split "
+                        "tree with Farkas multipliers) checked by the kernel; unknown (exit 3) "
+                        "with the reason. A short counterexample search runs first.")
+    ck.add_argument("model", metavar="NET", help="an .onnx file or an exactmax/maxout network")
+    ck.add_argument("property", metavar="PROP.vnnlib")
+    ck.add_argument("--cert", metavar="C.json[.gz]",
+                    help="write the kernel-checked certificate of an unsat answer here (the "
+                    "network and the property embedded, bound by SHA-256); re-check it with "
+                    "exactmax check-cert")
+    ck.add_argument("--counterexample", metavar="FILE",
+                    help="write a sat answer's counterexample in VNN-COMP's format "
+                    "((X_0 v) ... (Y_0 v) ...), exact decimals")
+    ck.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="give up after S seconds with unknown (default 60)")
+    ck.add_argument("--max-leaves", type=int, default=20000, metavar="N",
+                    help="largest certificate to build (default 20000 cells)")
+    ck.add_argument("--no-search", action="store_true",
+                    help="skip the counterexample search that runs before the proof")
+    ck.add_argument("--json", action="store_true",
+                    help='print {"result": "sat" | "unsat" | "unknown", ...}')
+    ck.set_defaults(run=cmd_check)
+
+    rp = sub.add_parser("replay", help="check another tool's counterexample exactly",
+                        description="Read a VNN-COMP counterexample file ((X_0 v) ... (Y_0 v) "
+                        "...; every value read exactly from its text) and decide exactly "
+                        "whether x is in the property's input set and f(x), evaluated by the "
+                        "kernel, satisfies its output constraints, with the exact margin. "
+                        "Exit 0 when it is a counterexample, 1 when it is not.")
+    rp.add_argument("model", metavar="NET", help="an .onnx file or an exactmax/maxout network")
+    rp.add_argument("property", metavar="PROP.vnnlib")
+    rp.add_argument("counterexample", metavar="CEX")
+    rp.add_argument("--json", action="store_true", help="print one JSON object")
+    rp.set_defaults(run=cmd_replay)
+
     i = sub.add_parser("info", help="summary of a model and its domain",
                        description="Describe a model file and decide exactly whether its "
                        "domain is empty or unbounded (z3 over the rationals, witnesses "
@@ -864,6 +1058,8 @@ def build_parser() -> argparse.ArgumentParser:
     regions_command.add_parser(sub)
     from .softmax import command as softmax_command
     softmax_command.add_parser(sub)
+    from . import schemas as schema_command
+    schema_command.add_parser(sub)
     return p
 
 

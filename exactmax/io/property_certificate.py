@@ -1,0 +1,185 @@
+"""The exactmax/property-certificate format (``exactmax check --cert``), and VNN-COMP's
+counterexample files.
+
+    {"format": "exactmax/property-certificate", "version": 1, "claim": CLAIM,
+     "model": {"sha256": "...", "file_sha256": "...", "model": {...}},
+     "property": {"sha256": "...", "file": "prop.vnnlib", "vnnlib": "(declare-const ...)"},
+     "cases": [T, ...], "stats": {...}}
+
+    T = {"split": ..., "choices": [...], "ge": T, "lt": T} | {"empty": F}
+      | {"excluded": {"choices": [C...], "proofs": [F, ...]}}
+
+as in exactmax/certificate (``io/certificates.py``); one tree per case of the property, in
+the order the reader gives them.  The model (exactmax/maxout JSON) and the VNN-LIB text are
+embedded and bound by their SHA-256 (the model's of its canonical JSON, as for equivalence
+certificates; ``file_sha256`` is that of the file it was read from, an .onnx file included;
+the property's of its text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..kernel.certificate import Empty, Split
+from ..kernel.property import Excluded
+from ..kernel.rational import Q, q_str
+from .certificates import _choice, _farkas, _read_choice, _read_empty, _read_farkas, \
+    content_hash, read_tree
+from .errors import InputError
+from .jsonfile import Cursor
+from .models import MAXOUT, model_to_json, read_model
+
+PROPERTY_CERTIFICATE = "exactmax/property-certificate"
+CLAIM = ("no input in the property's input set has an output satisfying its output "
+         "constraints (VNN-LIB: unsat)")
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _tree(t) -> dict:
+    if isinstance(t, Empty):
+        return {"empty": _farkas(t.proof)}
+    if isinstance(t, Excluded):
+        return {"excluded": {"choices": [_choice(*c) for c in t.choices],
+                             "proofs": [_farkas(p) for p in t.proofs]}}
+    assert isinstance(t, Split)
+    return {"split": {"a": [q_str(v) for v in t.a], "c": q_str(t.c)},
+            "choices": [_choice(*c) for c in t.choices], "ge": _tree(t.ge), "lt": _tree(t.lt)}
+
+
+def property_certificate_to_json(net, model_path: str, prop_path: str, prop_text: str,
+                                 trees, stats: dict) -> dict:
+    jm = model_to_json(net)
+    jm.pop("meta", None)
+    return {"format": PROPERTY_CERTIFICATE, "version": 1, "claim": CLAIM,
+            "model": {"sha256": content_hash(jm), "file_sha256": file_sha256(model_path),
+                      "model": jm},
+            "property": {"sha256": hashlib.sha256(prop_text.encode()).hexdigest(),
+                         "file": prop_path.rsplit("/", 1)[-1], "vnnlib": prop_text},
+            "cases": [_tree(t) for t in trees], "stats": stats}
+
+
+def _read_excluded(cur: Cursor):
+    f = cur.fields(("excluded",))["excluded"].fields(("choices", "proofs"))
+    return Excluded(tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
+                    tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")))
+
+
+def is_property_certificate(value) -> bool:
+    return isinstance(value, dict) and value.get("format") == PROPERTY_CERTIFICATE
+
+
+def read_property_certificate(root: Cursor):
+    """(network, property, trees, {"model": sha, "model_file": sha, "property": sha}); the
+    embedded hashes are recomputed and must match."""
+    from .vnnlib import _Syntax, _read
+    f = root.fields(("format", "version", "claim", "model", "property", "cases"),
+                    ("stats", "meta"))
+    f["format"].string((PROPERTY_CERTIFICATE,))
+    if f["version"].integer() != 1:
+        raise f["version"].error(f"version {f['version'].value} is not supported")
+    if f["claim"].string() != CLAIM:
+        raise f["claim"].error(f'expected "{CLAIM}"')
+    mf = f["model"].fields(("sha256", "file_sha256", "model"))
+    net = read_model(mf["model"], (MAXOUT,))
+    if content_hash(model_to_json(net)) != mf["sha256"].string():
+        raise mf["sha256"].error("does not match the embedded model")
+    pf = f["property"].fields(("sha256", "file", "vnnlib"))
+    text = pf["vnnlib"].string()
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    if sha != pf["sha256"].string():
+        raise pf["sha256"].error("does not match the embedded property")
+    try:
+        prop = _read(text, sha)
+    except _Syntax as e:
+        raise pf["vnnlib"].error(f"line {e.line}, column {e.col}: {e}") from None
+    leaves = {"empty": _read_empty, "excluded": _read_excluded}
+    trees = tuple(read_tree(c, net.input_dim, leaves) for c in
+                  f["cases"].items(len(prop.cases), what="tree", why="one per case"))
+    return net, prop, trees, {"model": mf["sha256"].value,
+                              "model_file": mf["file_sha256"].string(), "property": sha}
+
+
+# ------------------------------------------------------------- VNN-COMP counterexamples
+
+def decimal_text(v: Q) -> str:
+    """The exact decimal text of v when its denominator has no prime but 2 and 5 (every
+    dyadic rational), else the SMT-LIB term (/ p q)."""
+    p, q = int(v.p), int(v.q)
+    a = (q & -q).bit_length() - 1
+    rest, b = q >> a, 0
+    while rest % 5 == 0:
+        rest //= 5
+        b += 1
+    if rest != 1:
+        return f"(/ {p} {q})" if p >= 0 else f"(- (/ {-p} {q}))"
+    k = max(a, b)
+    digits = str(abs(p) * (10 ** k // q)).rjust(k + 1, "0")
+    text = digits if k == 0 else f"{digits[:-k]}.{digits[-k:]}".rstrip("0").rstrip(".")
+    return ("-" if p < 0 else "") + text
+
+
+def counterexample_text(x, y) -> str:
+    """VNN-COMP's counterexample file: ``sat`` then ((X_0 v) ... (Y_0 v) ...)."""
+    items = [f"(X_{i} {decimal_text(v)})" for i, v in enumerate(x)] + \
+        [f"(Y_{j} {decimal_text(v)})" for j, v in enumerate(y)]
+    return "sat\n(" + "\n ".join(items) + ")\n"
+
+
+def read_counterexample(path: str, n_x: int, n_y: int):
+    """(x, y or None) from a VNN-COMP counterexample file, every value read exactly from its
+    text; InputError "file:line:column: ..." otherwise."""
+    from .jsonfile import read_text_file
+    from .numbers import NumberSyntaxError, parse_rational
+    from .vnnlib import Atom, SList, _Syntax, _VAR, parse_sexprs
+    text = read_text_file(path, "a VNN-COMP counterexample text file")
+
+    def value(t):
+        if isinstance(t, Atom):
+            try:
+                return parse_rational(t.text)
+            except NumberSyntaxError:
+                raise _Syntax(t, f"expected a number, got {t.text!r}") from None
+        head = t.items[0].text if t.items and isinstance(t.items[0], Atom) else None
+        args = [value(a) for a in t.items[1:]]
+        if head == "-" and len(args) == 1:
+            return -args[0]
+        if head == "/" and len(args) == 2 and args[1] != 0:
+            return args[0] / args[1]
+        raise _Syntax(t, "expected a number, (- v) or (/ p q)")
+
+    try:
+        forms = parse_sexprs(text)
+        if forms and isinstance(forms[0], Atom):
+            if forms[0].text != "sat":
+                raise _Syntax(forms[0], f"expected 'sat' or the assignment, got "
+                              f"{forms[0].text!r}")
+            forms = forms[1:]
+        if len(forms) != 1 or not isinstance(forms[0], SList):
+            raise _Syntax(forms[0] if forms else None, "expected one list ((X_0 v) ...)")
+        vals: dict[str, Q] = {}
+        for pair in forms[0].items:
+            if not isinstance(pair, SList) or len(pair.items) != 2 or \
+                    not isinstance(pair.items[0], Atom) or \
+                    not _VAR.fullmatch(pair.items[0].text):
+                raise _Syntax(pair, "expected (X_i value) or (Y_j value)")
+            vals[pair.items[0].text] = value(pair.items[1])
+    except _Syntax as e:
+        raise InputError(f"{path}:{e.line}:{e.col}" if e.line else path, "", str(e)) from None
+    missing = [f"X_{i}" for i in range(n_x) if f"X_{i}" not in vals]
+    if missing:
+        raise InputError(path, "", f"no value for {missing[0]} (the network has {n_x} inputs)")
+    extra = [k for k in vals if int(k[2:]) >= (n_x if k[0] == "X" else n_y)]
+    if extra:
+        raise InputError(path, "", f"{extra[0]} does not exist (the network has {n_x} inputs "
+                         f"and {n_y} outputs)")
+    x = tuple(vals[f"X_{i}"] for i in range(n_x))
+    y = tuple(vals[f"Y_{j}"] for j in range(n_y)) if all(f"Y_{j}" in vals
+                                                          for j in range(n_y)) else None
+    return x, y

@@ -1,0 +1,290 @@
+"""VNN-LIB 1.0 properties, read exactly (SMT-LIB s-expressions over Real constants).
+
+    (declare-const X_0 Real) ... (declare-const Y_0 Real) ...
+    (assert (<= X_0 0.5)) (assert (or (and (>= Y_0 Y_1) ...) ...))
+
+A file states the *negation* of a safety property: "sat" means some input x satisfies every
+assertion together with the output y = f(x).  Atoms are linear comparisons (<=, >=, <, >, =)
+of terms built from the variables and constants with +, -, and * by a constant; formulas
+combine them with ``and`` and ``or``.  Constants are read from their decimal text
+("-0.3" is -3/10, "1e-3" is 1/1000), never through a float.
+
+The assertions are put in disjunctive normal form and each disjunct is split into its input
+part (rows over x alone, non-strict: the polyhedron {x : A x <= b}) and the rest (rows over
+(x, y)); disjuncts with the same input part share one ``kernel.property.Case``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from ..kernel.certificate import Row
+from ..kernel.polyhedron import Box, Polyhedron
+from ..kernel.property import Case
+from ..kernel.rational import ONE, Q, ZERO
+from .errors import InputError
+from .jsonfile import read_text_file
+from .numbers import NumberSyntaxError, parse_rational
+
+MAX_DISJUNCTS = 100_000
+_VAR = re.compile(r"([XY])_(\d+)")
+_TOKEN = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """A symbol or a number's text, with its place in the file."""
+
+    text: str
+    line: int
+    col: int
+
+
+@dataclass(frozen=True, slots=True)
+class SList:
+    items: tuple
+    line: int
+    col: int
+
+
+@dataclass(frozen=True, slots=True)
+class VnnProperty:
+    """The cases of the property over n_x inputs and n_y outputs; ``sha256`` of the file."""
+
+    n_x: int
+    n_y: int
+    cases: tuple[Case, ...]
+    disjuncts: int
+    sha256: str
+    boxes: tuple = ()    # per case: its input set as a Box (rows in Box order), or None
+
+
+class _Syntax(Exception):
+    def __init__(self, at, message: str):
+        super().__init__(message)
+        self.line, self.col = (at.line, at.col) if at is not None else (0, 0)
+
+
+def parse_sexprs(text: str) -> list:
+    """The top-level s-expressions of ``text`` (SList / Atom, with lines and columns)."""
+    stack: list[tuple[list, int, int]] = [([], 0, 0)]
+    line, line_start = 1, 0
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        tok = m.group()
+        col = pos - line_start + 1
+        if tok == "(":
+            stack.append(([], line, col))
+        elif tok == ")":
+            if len(stack) == 1:
+                raise _Syntax(Atom(")", line, col), "unbalanced ')': expected '(' or the end "
+                              "of the file")
+            items, l0, c0 = stack.pop()
+            stack[-1][0].append(SList(tuple(items), l0, c0))
+        elif not tok[0].isspace() and tok[0] != ";":
+            stack[-1][0].append(Atom(tok, line, col))
+        newlines = tok.count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + tok.rindex("\n") + 1
+        pos = m.end()
+    if len(stack) > 1:
+        _, l0, c0 = stack[-1]
+        raise _Syntax(Atom("(", l0, c0), "this '(' is never closed: expected ')' before the "
+                      "end of the file")
+    return stack[0][0]
+
+
+class _Reader:
+    def __init__(self):
+        self.sorts: dict[str, Atom] = {}
+
+    def declare(self, form: SList) -> None:
+        if len(form.items) != 3 or not isinstance(form.items[1], Atom) or \
+                not isinstance(form.items[2], Atom):
+            raise _Syntax(form, "expected (declare-const X_i Real) or (declare-const Y_j Real)")
+        name, sort = form.items[1], form.items[2]
+        if not _VAR.fullmatch(name.text):
+            raise _Syntax(name, f"expected a variable named X_i or Y_j, got {name.text!r}")
+        if sort.text != "Real":
+            raise _Syntax(sort, f"expected the sort Real, got {sort.text!r}")
+        if name.text in self.sorts:
+            raise _Syntax(name, f"{name.text} is declared twice")
+        self.sorts[name.text] = name
+
+    def term(self, t) -> tuple[dict, Q]:
+        """A linear term: ({variable: coefficient}, constant)."""
+        if isinstance(t, Atom):
+            if t.text in self.sorts:
+                return {t.text: ONE}, ZERO
+            if _VAR.fullmatch(t.text):
+                raise _Syntax(t, f"{t.text} is used before its declare-const")
+            try:
+                return {}, parse_rational(t.text)
+            except NumberSyntaxError:
+                raise _Syntax(t, f"expected a declared variable or a number, got {t.text!r}") \
+                    from None
+        head = self._head(t, ("+", "-", "*"), "a term: a variable, a number, or (+ ...), "
+                          "(- ...), (* c t)")
+        args = [self.term(a) for a in t.items[1:]]
+        if not args:
+            raise _Syntax(t, f"expected at least one argument of {head}")
+        if head == "+" or (head == "-" and len(args) > 1):
+            out, c = dict(args[0][0]), args[0][1]
+            for xs, k in args[1:]:
+                s = ONE if head == "+" else -ONE
+                for v, a in xs.items():
+                    out[v] = out.get(v, ZERO) + s * a
+                c += s * k
+            return out, c
+        if head == "-":
+            return {v: -a for v, a in args[0][0].items()}, -args[0][1]
+        out, c = {}, ONE
+        for xs, k in args:
+            if xs and out:
+                raise _Syntax(t, "expected a product with at most one non-constant factor "
+                              "(the property must be linear)")
+            if xs:
+                out = {v: a * c for v, a in xs.items()}
+                c = k * c
+            else:
+                out = {v: a * k for v, a in out.items()}
+                c = c * k
+        return out, c
+
+    def _head(self, t: SList, allowed, what: str) -> str:
+        if not t.items or not isinstance(t.items[0], Atom) or t.items[0].text not in allowed:
+            raise _Syntax(t.items[0] if t.items else t, f"expected {what}")
+        return t.items[0].text
+
+    def formula(self, f) -> list[list[Row | tuple]]:
+        """The DNF of f: a list of conjunctions, each a list of rows (over named variables)."""
+        if isinstance(f, Atom):
+            raise _Syntax(f, "expected a formula: (and ...), (or ...) or a comparison "
+                          "(<= a b), (>= a b), (< a b), (> a b), (= a b)")
+        head = self._head(f, ("and", "or", "<=", ">=", "<", ">", "="),
+                          "a formula: (and ...), (or ...) or a comparison (<= a b), "
+                          "(>= a b), (< a b), (> a b), (= a b)")
+        args = f.items[1:]
+        if head == "or":
+            out = [c for a in args for c in self.formula(a)]
+            if len(out) > MAX_DISJUNCTS:
+                raise _Syntax(f, f"more than {MAX_DISJUNCTS} disjuncts")
+            return out
+        if head == "and":
+            out = [[]]
+            for a in args:
+                out = _product(out, self.formula(a), f)
+            return out
+        if len(args) != 2:
+            raise _Syntax(f, f"expected ({head} a b) with two terms, got {len(args)}")
+        (xa, ca), (xb, cb) = self.term(args[0]), self.term(args[1])
+        # a - b as one linear form
+        diff = dict(xa)
+        for v, k in xb.items():
+            diff[v] = diff.get(v, ZERO) - k
+        c = ca - cb
+        if head in (">=", ">"):
+            return [[(diff, c, head == ">")]]
+        neg = {v: -k for v, k in diff.items()}
+        if head in ("<=", "<"):
+            return [[(neg, -c, head == "<")]]
+        return [[(diff, c, False), (neg, -c, False)]]
+
+
+def _product(a, b, at):
+    if len(a) * len(b) > MAX_DISJUNCTS:
+        raise _Syntax(at, f"the property has more than {MAX_DISJUNCTS} disjuncts in "
+                      "disjunctive normal form")
+    return [x + y for x in a for y in b]
+
+
+def read_vnnlib(path: str) -> VnnProperty:
+    """The property of a VNN-LIB 1.0 file; InputError "file:line:column: expected ..."."""
+    text = read_text_file(path, "a VNN-LIB text file")
+    try:
+        return _read(text, hashlib.sha256(text.encode()).hexdigest())
+    except _Syntax as e:
+        where = f"{path}:{e.line}:{e.col}" if e.line else path
+        raise InputError(where, "", str(e)) from None
+
+
+def _read(text: str, sha: str) -> VnnProperty:
+    r = _Reader()
+    dnf = [[]]
+    asserted = False
+    for form in parse_sexprs(text):
+        if not isinstance(form, SList) or not form.items or not isinstance(form.items[0], Atom):
+            raise _Syntax(form.items[0] if isinstance(form, SList) and form.items else form,
+                          "expected (declare-const ...) or (assert ...)")
+        head = form.items[0].text
+        if head == "declare-const":
+            r.declare(form)
+        elif head == "assert":
+            if len(form.items) != 2:
+                raise _Syntax(form, "expected (assert F) with one formula")
+            dnf = _product(dnf, r.formula(form.items[1]), form)
+            asserted = True
+        elif head in ("set-logic", "check-sat", "get-model", "exit", "set-info"):
+            continue
+        else:
+            raise _Syntax(form.items[0], f"expected declare-const or assert, got {head!r}")
+    if not asserted:
+        raise _Syntax(None, "expected at least one (assert ...)")
+    xs = _indices(r, "X")
+    ys = _indices(r, "Y")
+    n_x, n_y = len(xs), len(ys)
+    groups: dict = {}
+    for conj in dnf:
+        inputs, outputs = [], []
+        for lin, c, strict in conj:
+            a = tuple(lin.get(f"X_{i}", ZERO) for i in range(n_x)) + \
+                tuple(lin.get(f"Y_{j}", ZERO) for j in range(n_y))
+            if not any(a[n_x:]) and not strict:
+                inputs.append((tuple(-v for v in a[:n_x]), c))   # -a.x <= c
+            else:
+                outputs.append(Row(a, c, strict))
+        key = tuple(sorted(set(inputs), key=lambda t: (tuple(map(str, t[0])), str(t[1]))))
+        groups.setdefault(key, []).append(tuple(outputs))
+    cases, boxes = [], []
+    for key, outs in groups.items():
+        box = _as_box(key, n_x)
+        P = box.as_polyhedron() if box is not None else \
+            Polyhedron(tuple(a for a, _ in key), tuple(b for _, b in key), n_x)
+        cases.append(Case(P, tuple(outs)))
+        boxes.append(box)
+    return VnnProperty(n_x, n_y, tuple(cases), len(dnf), sha, tuple(boxes))
+
+
+def _as_box(rows, n: int) -> Box | None:
+    """The box {x : rows} when every row bounds one coordinate and every coordinate has a
+    lower and an upper bound (the tightest are kept: the same set), else None."""
+    lower, upper = [None] * n, [None] * n
+    for a, b in rows:
+        nz = [(i, v) for i, v in enumerate(a) if v]
+        if len(nz) != 1:
+            return None
+        (i, v), = nz
+        bound = b / v
+        if v > 0:
+            upper[i] = bound if upper[i] is None else min(upper[i], bound)
+        else:
+            lower[i] = bound if lower[i] is None else max(lower[i], bound)
+    if any(v is None for v in lower + upper):
+        return None
+    return Box(tuple(lower), tuple(upper))
+
+
+def _indices(r: _Reader, letter: str) -> list[int]:
+    found = sorted(int(_VAR.fullmatch(n).group(2)) for n in r.sorts if n[0] == letter)
+    if found != list(range(len(found))):
+        missing = next(i for i in range(len(found) + 1) if i not in found)
+        first = r.sorts[next(n for n in r.sorts if n[0] == letter)]
+        raise _Syntax(first, f"expected {letter}_0 to {letter}_{len(found) - 1} declared, but "
+                      f"{letter}_{missing} is missing")
+    if not found:
+        raise _Syntax(None, f"expected at least one {letter}_i variable declared")
+    return found

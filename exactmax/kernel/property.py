@@ -1,0 +1,95 @@
+"""The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
+
+A case (P, O_1 ... O_m) holds for the network f when no x in P = {x : A x <= b} has
+(x, f(x)) satisfying every row of some O_j; a row is a . (x, y) + c >= 0 (> 0 if strict) over
+the inputs followed by the outputs.  Its certificate is a split tree over P (walked by
+``certificate.cells``: rows are the domain's, then one per split) whose leaves are
+
+- ``Empty``: Farkas multipliers for 0 > 0 on the cell;
+- ``Excluded``: choices fixing every Max node the outputs read, checked by ``affine_values``,
+  so y = M x + d on the cell; and for each O_j, Farkas multipliers for 0 > 0 on the cell's
+  rows followed by O_j's rows with y replaced by M x + d.  Then no point of the cell
+  satisfies O_j.
+
+Since the leaves partition P, no x in P satisfies any O_j: the case holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .certificate import (Choices, Empty, Farkas, Row, Tree, affine_values, cells,
+                          check_entails, cone)
+from .errors import CheckFailed
+from .maxout import MaxoutNetwork
+from .polyhedron import Polyhedron, check_domain
+from .program import Program, program_of_maxout
+from .rational import ZERO, rational
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    inputs: Polyhedron
+    outputs: tuple[tuple[Row, ...], ...]   # the forbidden conjunctions O_1 ... O_m
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    choices: Choices
+    proofs: tuple[Farkas, ...]             # one per conjunction O_j of the case
+
+
+def compose(row: Row, ys: list, d: int) -> Row:
+    """The row a . (x, y) + c >= 0 with y_o = m_o . x + e_o, as a row over x alone."""
+    a, c = list(row.a[:d]), row.c
+    for o, w in enumerate(row.a[d:]):
+        if w:
+            m, e = ys[o]
+            for t in range(d):
+                if m[t]:
+                    a[t] += w * m[t]
+            c += w * e
+    return Row(tuple(a), c, row.strict)
+
+
+def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
+    """Accept iff ``tree`` proves the case for the program p; returns its number of leaves."""
+    check_domain(case.inputs, p.dim)
+    width = p.dim + len(p.outputs)
+    for conj in case.outputs:
+        for row in conj:
+            if len(row.a) != width:
+                raise CheckFailed(f"{where}: an output row of length {len(row.a)}, expected "
+                                  f"{width} (the inputs, then the outputs)")
+            [rational(v) for v in row.a + (row.c,)]
+    need = cone(p, p.outputs)
+    zero = ((ZERO,) * p.dim, ZERO)
+    leaves = 0
+    for node, rows, choices, at in cells(tree, case.inputs, sides=(0,)):
+        leaves += 1
+        at = f"{where}, {at}"
+        if isinstance(node, Empty):
+            check_entails(rows, zero, True, node.proof, f"{at}: empty cell")
+            continue
+        if not isinstance(node, Excluded) or len(node.proofs) != len(case.outputs):
+            raise CheckFailed(f"{at}: expected an empty cell, or an excluded cell with one "
+                              f"proof per output constraint ({len(case.outputs)})")
+        vals = affine_values(p, rows, {i: ch for (_, i), ch in choices.items()}, at, need)
+        ys = [vals[o] for o in p.outputs]
+        for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
+            check_entails(rows + [compose(r, ys, p.dim) for r in conj], zero, True, proof,
+                          f"{at}, output constraint {j}")
+    return leaves
+
+
+def check_property(net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tree, ...]) -> int:
+    """Accept iff every case holds for the network by its tree; returns the leaves checked.
+    (The network is translated here, by the kernel's own ``program_of_maxout``.)"""
+    if len(cases) != len(trees):
+        raise CheckFailed(f"{len(trees)} trees for {len(cases)} cases")
+    try:
+        p = program_of_maxout(net)
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"the network is malformed: {e}") from None
+    return sum(check_case(p, c, t, f"case {n}") for n, (c, t) in
+               enumerate(zip(cases, trees)))

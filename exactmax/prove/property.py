@@ -1,0 +1,264 @@
+"""Decide a VNN-LIB property of a Maxout network: sat (an exact counterexample the kernel
+evaluated), unsat (a certificate ``kernel/property.py`` accepted) or unknown (the reason).
+
+Untrusted producer.  First a counterexample search: the centre, the vertices (up to 2^12)
+and random points of each case's input box, then a local search around the best points, all
+in floats; every candidate is made exact (a float is the dyadic rational it denotes), kept in
+the input set exactly, and evaluated by the kernel's ``evaluate_maxout``.  Then, case by case,
+a split tree in the manner of ``certify.build_certificate`` (same oracle, same walk over the
+program): on each cell the Max choices are proved or the cell is split, and once the outputs
+are affine, every forbidden conjunction gets Farkas multipliers showing it empty on the cell;
+a conjunction that is not empty there gives a candidate point (z3), checked exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import z3
+
+from .. import interruption
+from ..kernel.certificate import Empty, Row, Split, domain_rows
+from ..kernel.errors import CheckFailed
+from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
+from ..kernel.polyhedron import Box
+from ..kernel.program import program_of_maxout
+from ..kernel.property import Case, Excluded, check_property, compose
+from ..kernel.rational import Q, ZERO
+from .certify import Limits, NoCertificate, _inside, _nudge, _Oracle, _SplitOn, _walk
+from .smt import from_z3
+
+
+@dataclass
+class Answer:
+    result: str                           # "sat", "unsat" or "unknown"
+    x: tuple | None = None                # sat: the exact counterexample
+    y: tuple | None = None                # sat: f(x), evaluated by the kernel
+    where: tuple | None = None            # sat: (case, conjunction)
+    margin: Q | None = None               # sat: min over the conjunction's rows
+    trees: tuple | None = None            # unsat: one tree per case, checked by the kernel
+    reason: str | None = None
+    stats: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------- exact facts
+
+def row_value(row: Row, x, y) -> Q:
+    v = row.c
+    for a, t in zip(row.a, tuple(x) + tuple(y)):
+        if a:
+            v += a * t
+    return v
+
+
+def row_holds(row: Row, x, y) -> bool:
+    v = row_value(row, x, y)
+    return v > 0 or (v == 0 and not row.strict)
+
+
+def violation(net: MaxoutNetwork, cases, x):
+    """(case, conjunction, y, margin) when x is in a case's input set and (x, f(x)) satisfies
+    every row of one of its conjunctions (f evaluated by the kernel), else (None, ..., y,
+    None).  The margin is the least row value (>= 0; > 0 on a strict row)."""
+    y = evaluate_maxout(net, x)
+    for n, case in enumerate(cases):
+        if not case.inputs.contains(tuple(x)):
+            continue
+        for j, conj in enumerate(case.outputs):
+            if all(row_holds(r, x, y) for r in conj):
+                margin = min((row_value(r, x, y) for r in conj), default=ZERO)
+                return n, j, y, margin
+    return None, None, y, None
+
+
+# ----------------------------------------------------------------------- the search
+
+class _FloatNet:
+    """The network in float64 (for the search only: every answer is re-checked exactly)."""
+
+    def __init__(self, net: MaxoutNetwork):
+        self.layers = []
+        for layer in net.layers:
+            k = layer.rank
+            W = np.array([[[float(v) for v in u.pieces[min(j, len(u.pieces) - 1)].w]
+                           for j in range(k)] for u in layer.units])
+            b = np.array([[float(u.pieces[min(j, len(u.pieces) - 1)].b) for j in range(k)]
+                          for u in layer.units])
+            self.layers.append((W, b))
+        o = net.output
+        self.out = None if o is None else (np.array([[float(v) for v in r] for r in o.W]),
+                                           np.array([float(v) for v in o.b]))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        h = X
+        for W, b in self.layers:
+            h = (np.einsum("uki,ni->nuk", W, h) + b).max(axis=2)
+        return h if self.out is None else h @ self.out[0].T + self.out[1]
+
+
+def _margins(conj, X, Y) -> np.ndarray:
+    """min over the rows of a . (x, y) + c, per point (float)."""
+    if not conj:
+        return np.zeros(len(X))
+    A = np.array([[float(v) for v in r.a] for r in conj])
+    c = np.array([float(r.c) for r in conj])
+    return (np.hstack([X, Y]) @ A.T + c).min(axis=1)
+
+
+def _exact_point(x, box: Box):
+    return tuple(min(max(Q(*float(v).as_integer_ratio()), lo), hi)
+                 for v, lo, hi in zip(x, box.lower, box.upper))
+
+
+def search_counterexample(net: MaxoutNetwork, cases, boxes, deadline: float, seed: int = 0,
+                          samples: int = 2000, rounds: int = 60):
+    """An exact counterexample (x, case, conj, y, margin) or None; tries counted in stats."""
+    f = _FloatNet(net)
+    rng = np.random.default_rng(seed)
+    stats = {"points": 0, "exact_checks": 0}
+    for n, (case, box) in enumerate(zip(cases, boxes)):
+        if box is None:
+            continue
+        lo = np.array([float(v) for v in box.lower])
+        hi = np.array([float(v) for v in box.upper])
+        d = len(lo)
+        pts = [(lo + hi) / 2]
+        if d <= 12:
+            corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1).astype(float)
+            pts += list(lo + corners * (hi - lo))
+        X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
+        for conj in case.outputs:
+            best = X
+            for r in range(rounds):
+                if time.monotonic() > deadline:
+                    return None, stats
+                interruption.check()
+                m = _margins(conj, best, f(best))
+                stats["points"] += len(best)
+                order = np.argsort(-m)[:20]
+                for i in order[:3]:
+                    if m[i] >= 0:
+                        stats["exact_checks"] += 1
+                        x = _exact_point(best[i], box)
+                        cn, cj, y, margin = violation(net, cases, x)
+                        if cn is not None:
+                            return (x, cn, cj, y, margin), stats
+                top = best[order]
+                scale = (hi - lo) * (0.5 ** (r / 6 + 1))
+                kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
+                best = np.vstack([top, np.clip(kids, lo, hi)])
+    return None, stats
+
+
+# ----------------------------------------------------------------------- the certificate
+
+class Violated(Exception):
+    def __init__(self, x):
+        super().__init__("a forbidden output is reached on a cell")
+        self.x = x
+
+
+def _point_in(oracle: _Oracle, rows):
+    s = oracle._limit(z3.Solver())
+    s.add([oracle._row(r) > 0 if r.strict else oracle._row(r) >= 0 for r in rows])
+    if s.check() == z3.sat:
+        m = s.model()
+        return tuple(from_z3(m.eval(x, model_completion=True)) for x in oracle.xs)
+    return None
+
+
+def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
+    """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated."""
+    P = case.inputs
+    oracle = _Oracle(P.dim, box, None if box is not None else P, limits.deadline)
+    need = set(range(len(p.nodes)))
+    stats = {"leaves": 0, "splits": 0}
+    zero = ((ZERO,) * P.dim, ZERO)
+
+    def cell(rows, known, hint=None):
+        interruption.check()
+        if time.monotonic() > limits.deadline:
+            raise NoCertificate("time limit reached while building the certificate")
+        if stats["leaves"] >= limits.max_leaves:
+            raise NoCertificate(f"more than {limits.max_leaves} cells")
+        pt = hint if hint is not None and _inside(rows, hint, box) \
+            else oracle.interior_point(rows)
+        if pt is None:
+            pr = oracle.farkas(rows, zero, True)
+            if pr is None:
+                raise NoCertificate("an empty cell without a Farkas proof")
+            stats["leaves"] += 1
+            return Empty(pr)
+        try:
+            vals, ch = _walk(p, 0, rows, pt, oracle, known, need)
+        except _SplitOn as s:
+            proved = tuple(s.proved)
+            below = dict(known)
+            below.update({(side, i): c for side, i, c in proved})
+            stats["splits"] += 1
+            ge_row, lt_row = Row(s.a, s.c), Row(tuple(-v for v in s.a), -s.c, True)
+            ge = cell(rows + [ge_row], below, _nudge(rows, pt, ge_row, box))
+            lt = cell(rows + [lt_row], below, _nudge(rows, pt, lt_row, box))
+            return Split(s.a, s.c, ge, lt, proved)
+        ys = [vals[o] for o in p.outputs]
+        proofs = []
+        for conj in case.outputs:
+            extended = rows + [compose(r, ys, P.dim) for r in conj]
+            pr = oracle.farkas(extended, zero, True)
+            if pr is None:
+                x = _point_in(oracle, extended)
+                if x is None:
+                    raise NoCertificate("z3 could not decide a cell within the time limit")
+                raise Violated(x)
+            proofs.append(pr)
+        stats["leaves"] += 1
+        return Excluded(tuple(ch), tuple(proofs))
+
+    tree = cell(domain_rows(P), {})
+    stats["lp_calls"] = oracle.calls
+    return tree, stats
+
+
+def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
+                    max_leaves: int = 20000, search: bool = True) -> Answer:
+    """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``)."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    stats: dict = {}
+    boxes = prop.boxes or (None,) * len(prop.cases)
+    if search:
+        found, s = search_counterexample(net, prop.cases, boxes,
+                                         min(deadline, start + max(1.0, timeout_s / 4)))
+        stats["search"] = s
+        if found is not None:
+            x, n, j, y, margin = found
+            stats["found_by"] = "search"
+            return Answer("sat", x, y, (n, j), margin, stats=stats)
+    p = program_of_maxout(net)
+    trees, leaves = [], 0
+    for n, (case, box) in enumerate(zip(prop.cases, boxes)):
+        try:
+            tree, s = build_case_tree(p, case, box, Limits(deadline, max_leaves))
+        except Violated as e:
+            cn, cj, y, margin = violation(net, prop.cases, e.x)
+            if cn is not None:
+                stats["found_by"] = "certificate"
+                return Answer("sat", e.x, y, (cn, cj), margin, stats=stats)
+            return Answer("unknown", reason="a cell reaches a forbidden output, but the point "
+                          "z3 gave was not confirmed by the kernel", stats=stats)
+        except NoCertificate as e:
+            return Answer("unknown", reason=f"case {n}: {e}", stats=stats)
+        trees.append(tree)
+        leaves += s["leaves"]
+        stats["splits"] = stats.get("splits", 0) + s["splits"]
+    try:
+        t0 = time.monotonic()
+        stats["leaves_checked"] = check_property(net, prop.cases, tuple(trees))
+        stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
+    except CheckFailed as e:   # a producer bug: never trusted, reported
+        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
+                      stats=stats)
+    stats["leaves"] = leaves
+    return Answer("unsat", trees=tuple(trees), stats=stats)

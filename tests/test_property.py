@@ -1,0 +1,189 @@
+"""exactmax check / replay and the kernel's property rule (kernel/property.py): answers on
+small networks, certificates accepted, and certificates wrong by one number rejected."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from exactmax.cli import main
+from exactmax.io.property_certificate import decimal_text, read_counterexample
+from exactmax.io.vnnlib import read_vnnlib
+from exactmax.kernel.certificate import Empty, Split
+from exactmax.kernel.errors import CheckFailed
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.property import Excluded, check_property
+from exactmax.kernel.rational import Q
+from exactmax.prove.property import decide_property, violation
+from test_onnx import build
+
+
+def run(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def relu_net(W, b, V, c):
+    """y = V relu(W x + b) + c."""
+    zero = Piece((Q(0),) * len(W[0]), Q(0))
+    units = tuple(Unit((Piece(tuple(map(Q, w)), Q(bi)), zero)) for w, bi in zip(W, b))
+    return MaxoutNetwork(len(W[0]), (Layer(units),),
+                         Affine(tuple(tuple(map(Q, r)) for r in V), tuple(map(Q, c)), len(W)))
+
+
+# |x0| + |x1| - 1/2 written with ReLUs: outputs (y0, y1) = (|x0| + |x1|, x0 - x1)
+NET = relu_net([[1, 0], [-1, 0], [0, 1], [0, -1]], [0, 0, 0, 0],
+               [[1, 1, 1, 1], [1, -1, -1, 1]], [0, 0])
+HEAD = "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n" \
+       "(declare-const Y_1 Real)\n(assert (>= X_0 -1)) (assert (<= X_0 1))\n" \
+       "(assert (>= X_1 -1/2)) (assert (<= X_1 1))\n".replace("-1/2", "-0.5")
+
+
+def vnn(tmp_path, outputs, name="p.vnnlib"):
+    p = tmp_path / name
+    p.write_text(HEAD + outputs)
+    return str(p)
+
+
+def test_unsat_certificate_is_checked_and_tampering_rejected(tmp_path):
+    # |x0| + |x1| <= 2 on the box, and never > 2: unsat; the or-branch y0 < -0.1 too
+    prop = read_vnnlib(vnn(tmp_path, "(assert (or (and (> Y_0 2)) (and (< Y_0 -0.1))))"))
+    a = decide_property(NET, prop, timeout_s=30)
+    assert a.result == "unsat", a.reason
+    assert check_property(NET, prop.cases, a.trees) == a.stats["leaves_checked"] >= 4
+    for tampered in _tamperings(a.trees[0]):
+        with pytest.raises(CheckFailed):
+            check_property(NET, prop.cases, (tampered,))
+    with pytest.raises(CheckFailed):   # a certificate for another network
+        other = relu_net([[1, 0], [-1, 0], [0, 1], [0, -1]], [0, 0, 0, 0],
+                         [[1, 1, 1, 1], [1, -1, -1, 1]], [Q(1, 1000), 0])
+        check_property(other, prop.cases, a.trees)
+
+
+def _leaves(t, path=()):
+    if isinstance(t, Split):
+        yield from _leaves(t.ge, path + ("ge",))
+        yield from _leaves(t.lt, path + ("lt",))
+    else:
+        yield path, t
+
+
+def _replace(t, path, new):
+    if not path:
+        return new
+    return dataclasses.replace(t, **{path[0]: _replace(getattr(t, path[0]), path[1:], new)})
+
+
+def _tamperings(tree):
+    """Copies of the tree wrong by one number: a multiplier, a split's constant, a choice."""
+    out = []
+    path, leaf = next((p, l) for p, l in _leaves(tree) if isinstance(l, Excluded))
+    (i, y), *rest = leaf.proofs[0]
+    out.append(_replace(tree, path, dataclasses.replace(
+        leaf, proofs=(((i, y + 1), *rest),) + leaf.proofs[1:])))
+    out.append(_replace(tree, path, dataclasses.replace(
+        leaf, proofs=(((i + 1, y), *rest),) + leaf.proofs[1:])))
+    out.append(_replace(tree, path, dataclasses.replace(leaf, proofs=leaf.proofs[:1])))
+    out.append(_replace(tree, path, Excluded((), leaf.proofs)))
+    if isinstance(tree, Split):
+        out.append(dataclasses.replace(tree, c=tree.c + Q(1, 2)))
+        out.append(dataclasses.replace(tree, a=(tree.a[0] + 1,) + tree.a[1:]))
+    return out
+
+
+def test_strictness_decides_on_the_boundary(tmp_path):
+    # y0 = |x0| + |x1| >= 0 is reached exactly at 0 (sat), > 0 never fails... its negation
+    sat = read_vnnlib(vnn(tmp_path, "(assert (<= Y_0 0))"))
+    a = decide_property(NET, sat, timeout_s=30)
+    assert a.result == "sat" and a.x == (0, 0) and a.margin == 0
+    unsat = read_vnnlib(vnn(tmp_path, "(assert (< Y_0 0))", "q.vnnlib"))
+    b = decide_property(NET, unsat, timeout_s=30, search=False)
+    assert b.result == "unsat"
+    assert check_property(NET, unsat.cases, b.trees) >= 1
+    # the tree of the non-strict property cannot prove the strict one's negation false
+    with pytest.raises(CheckFailed):
+        check_property(NET, sat.cases, b.trees)
+
+
+def test_counterexample_from_the_certificate_search(tmp_path):
+    # y1 = x0 - x1 >= 1.4 only near the corner (1, -0.5): found with or without the search
+    prop = read_vnnlib(vnn(tmp_path, "(assert (>= Y_1 1.4))"))
+    for search in (True, False):
+        a = decide_property(NET, prop, timeout_s=30, search=search)
+        assert a.result == "sat"
+        n, j, y, margin = violation(NET, prop.cases, a.x)
+        assert n == 0 and y == evaluate_maxout(NET, a.x) and y[1] >= Q(14, 10)
+
+
+def test_check_and_replay_commands(tmp_path):
+    W = np.array([[1.0, -1.0], [0.5, 2.0]], np.float32)
+    onnx_path = build(tmp_path / "n.onnx", [helper.make_node("MatMul", ["x", "W"], ["h"]),
+                                            helper.make_node("Relu", ["h"], ["y"])],
+                      {"W": W}, [2], [2])
+    p = vnn(tmp_path, "(assert (or (and (>= Y_0 1.45)) (and (>= Y_1 5))))")
+    cex, cert = tmp_path / "cex.txt", tmp_path / "c.json"
+    r = run("check", onnx_path, p, "--counterexample", cex, "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert out["result"] == "sat" and out["about"]["property_sha256"]
+    x, y = read_counterexample(str(cex), 2, 2)
+    assert [str(v) for v in x] == out["x"] and y is not None
+    r = run("replay", onnx_path, p, cex)
+    assert r.returncode == 0 and r.stdout.startswith("valid")
+    # a point outside the box, and one inside that does not violate
+    bad = tmp_path / "bad.txt"
+    bad.write_text("sat\n((X_0 1.000001) (X_1 -0.5) (Y_0 0) (Y_1 0))\n")
+    r = run("replay", onnx_path, p, bad, "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["outside_by"] == "1/1000000"
+    bad.write_text("((X_0 0) (X_1 0))")
+    r = run("replay", onnx_path, p, bad)
+    assert r.returncode == 1 and "satisfies no output constraint" in r.stdout
+    bad.write_text("((X_0 0) (X_1 0)")
+    r = run("replay", onnx_path, p, bad)
+    assert r.returncode == 2 and "bad.txt:1:1:" in r.stderr
+    # unsat with a certificate, re-checked by check-cert; a tampered one is rejected
+    q = vnn(tmp_path, "(assert (>= Y_0 1.501))", "q.vnnlib")
+    r = run("check", onnx_path, q, "--cert", cert)
+    assert r.returncode == 0 and r.stdout.startswith("unsat (certificate checked by the kernel)")
+    assert run("check-cert", cert).returncode == 0
+    doc = json.loads(cert.read_text())
+    leaf = doc["cases"][0]
+    while "split" in leaf:
+        leaf = leaf["ge"]
+    proof = (leaf.get("excluded") or {}).get("proofs", [None])[0] or leaf["empty"]
+    proof[0][1] = str(Q(proof[0][1]) + 1)
+    cert.write_text(json.dumps(doc))
+    r = run("check-cert", cert)
+    assert r.returncode == 1 and r.stdout.startswith("rejected")
+    r = run("check", onnx_path, q, "--cert", q)
+    assert r.returncode == 2 and "names the same file" in r.stderr
+
+
+def test_dimension_mismatch_and_unknown(tmp_path):
+    p = tmp_path / "one.vnnlib"
+    p.write_text("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (<= Y_0 0))")
+    net = tmp_path / "n.json"
+    from exactmax.io import model_to_json, write_json_atomic
+    write_json_atomic(str(net), model_to_json(NET))
+    r = run("check", net, p)
+    assert r.returncode == 2 and "declares 1 inputs" in r.stderr
+    q = vnn(tmp_path, "(assert (> Y_0 2))")
+    r = run("check", net, q, "--max-leaves", "1", "--no-search", "--json")
+    assert r.returncode == 3 and json.loads(r.stdout)["result"] == "unknown"
+
+
+def test_decimal_text_is_exact():
+    from exactmax.io.numbers import parse_rational
+    for v in (Q(-3, 10), Q(1, 2 ** 40), Q(7), Q(-1, 8), Q(0), Q(-12345, 1024)):
+        assert parse_rational(decimal_text(v)) == v
+    assert decimal_text(Q(1, 3)) == "(/ 1 3)"
