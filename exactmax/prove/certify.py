@@ -25,6 +25,7 @@ from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TiePr
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
+from . import floatlp
 from .smt import from_z3, rat
 
 
@@ -65,6 +66,7 @@ class _Oracle:
         self.d, self.box, self.poly, self.deadline = dim, box, poly, deadline
         self.xs = [z3.Real(f"x{i}") for i in range(dim)]
         self.calls = 0
+        self.float_lp, self.float_calls = floatlp.available(), 0
         self._optimum: dict = {}
         self._dual = None
 
@@ -111,6 +113,12 @@ class _Oracle:
 
     def interior_point(self, rows: list[Row]):
         """A point of the cell, as deep inside as possible; None if the cell is empty."""
+        if self.float_lp:
+            interruption.check()
+            self.float_calls += 1
+            x = floatlp.interior_point(rows, self.d)
+            if x is not None:
+                return x
         self.calls += 1
         t = z3.Real("t")
         o = self._limit(z3.Optimize())
@@ -141,6 +149,12 @@ class _Oracle:
             return fast if fast is not False else None
         if point is not None and _descends_below(rows, point, e, strict, self.box):
             return None
+        if self.float_lp:   # a float LP proposes, the exact support solve decides
+            interruption.check()
+            self.float_calls += 1
+            proof, decided = floatlp.farkas(rows, e, strict, _solve)
+            if proof is not None or decided:
+                return proof
         fast = self._span_farkas(rows, e, strict)
         if fast is None:
             fast = self._row_box_farkas(rows, e, strict)
@@ -468,6 +482,7 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
 
     tree = cell(domain_rows(P), {})
     stats["lp_calls"] = oracle.calls
+    stats["float_lp_calls"] = oracle.float_calls
     return tree, stats
 
 
