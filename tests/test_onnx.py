@@ -268,3 +268,19 @@ def test_drop_final_softmax(tmp_path):
     assert rep.dropped_softmax and len(net.layers) == 1
     r = _run("import", p, "-o", str(tmp_path / "s.json"), "--drop-final-softmax")
     assert r.returncode == 0 and "Softmax dropped" in r.stdout
+
+
+def test_large_products_go_through_flint_and_agree(tmp_path):
+    # products above the size threshold of io/onnxfile._product: both orientations
+    n = [helper.make_node("Gemm", ["x", "W0", "b0"], ["h"]),
+         helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("Transpose", ["r"], ["c"], perm=[1, 0]),
+         helper.make_node("MatMul", ["W1", "c"], ["m"]),
+         helper.make_node("Relu", ["m"], ["s"]),
+         helper.make_node("Flatten", ["s"], ["f"], axis=0),
+         helper.make_node("MatMul", ["f", "W2"], ["y"])]
+    p = build(tmp_path / "big.onnx", n, {"W0": weights(30, 64) / 5, "b0": weights(64),
+                                          "W1": weights(64, 64) / 8, "W2": weights(64, 3)},
+              [1, 30], [1, 3])
+    net = check_against_runtimes(p, 30, points=2)
+    assert [l.width for l in net.layers] == [64, 64]

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, Q, RatMatrix, ZERO
 from .errors import InputError
 
 SUPPORTED = ("Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Neg", "Relu", "Max", "ReduceMax",
@@ -197,6 +197,24 @@ def _int_values(v, what: str) -> list[int]:
     return [int(t) for t in v.reshape(-1)]
 
 
+def _product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The exact product of two 2-D object arrays: FLINT's rational matrices (one common
+    denominator, an integer product in C) for large ones, numpy's object loop for small."""
+    if A.shape[0] * A.shape[1] * B.shape[1] < 50_000:
+        return np.matmul(A, B)
+    P = RatMatrix(A.shape[0], A.shape[1], list(A.reshape(-1))) * \
+        RatMatrix(B.shape[0], B.shape[1], list(B.reshape(-1)))
+    return np.array(P.entries(), dtype=object).reshape(A.shape[0], B.shape[1])
+
+
+def _right(T: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """np.matmul(T, M) for T of rank >= 2 (the product over its last axis) and M of rank 1
+    or 2."""
+    M2 = M.reshape(-1, 1) if M.ndim == 1 else M
+    out = _product(T.reshape(-1, T.shape[-1]), M2).reshape(T.shape[:-1] + M2.shape[1:])
+    return out.reshape(T.shape[:-1]) if M.ndim == 1 else out
+
+
 def _matmul(g: _Graph, a, b):
     if isinstance(a, _Aff) and isinstance(b, _Aff):
         raise _Refuse("a product of two tensors that depend on the input (bilinear)")
@@ -206,13 +224,18 @@ def _matmul(g: _Graph, a, b):
         M = g.exact(b)
         if M.ndim > 2 or len(a.shape) == 0:
             raise _Refuse("MatMul of an input-dependent tensor by a constant of rank > 2")
-        return _Aff(np.matmul(g.padded(a), M), a.level)
+        return _Aff(_right(g.padded(a), M), a.level)
     M, T = g.exact(a), g.padded(b)
     if M.ndim > 2 or len(b.shape) == 0:
         raise _Refuse("MatMul of a constant of rank > 2 by an input-dependent tensor")
     if len(b.shape) == 1:
-        return _Aff(np.matmul(T, M.T), b.level)
-    return _Aff(np.matmul(M, T), b.level)
+        return _Aff(_right(T, M.T), b.level)
+    # M @ T over T's second-to-last axis: bring it first, multiply, put it back
+    moved = np.moveaxis(T, -2, 0)
+    rows = M.reshape(1, -1) if M.ndim == 1 else M
+    out = _product(rows, moved.reshape(moved.shape[0], -1)).reshape(
+        rows.shape[:1] + moved.shape[1:])
+    return _Aff(out[0] if M.ndim == 1 else np.moveaxis(out, 0, -2), b.level)
 
 
 def _add(g: _Graph, a, b, sign: int):
@@ -496,6 +519,9 @@ def _dims(vi, path: str) -> tuple:
     t = vi.type.tensor_type
     if not vi.type.HasField("tensor_type") or t.elem_type not in _FLOAT_TYPES:
         raise InputError(path, f"input {vi.name}", "expected a float tensor input")
+    if not t.HasField("shape"):
+        raise InputError(path, f"input {vi.name}", "has no shape; give the input's dimensions "
+                         "in the graph (a batch dimension may stay symbolic)")
     return tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
                  for d in t.shape.dim)
 
