@@ -122,6 +122,7 @@ def test_every_schema_is_valid_and_its_references_resolve_locally():
 
 
 OPEN_OBJECTS = {("certificate", "/properties/stats"),   # what the producer reported, not read
+                ("property-certificate", "/properties/stats"),
                 ("cpwl", "")}   # closed by the schema of its kind (if "kind" is ... then ...)
 """Object schemas that do not forbid unknown keys themselves."""
 
@@ -164,9 +165,16 @@ def _reader(name: str):
     from exactmax.io.certificates import load_certificate
     from exactmax.io.models import load_domain, load_model
     from exactmax.regions.certfile import load_region_certificate
+
+    def load_property_certificate(path):
+        from exactmax.io.jsonfile import Cursor, read_json_file
+        from exactmax.io.property_certificate import read_property_certificate
+        return read_property_certificate(Cursor(path, "", read_json_file(path)))
+
     return {"maxout": load_model, "transformer": load_model, "model": load_model,
             "domain": load_domain, "certificate": load_certificate,
-            "region-certificate": load_region_certificate, "cpwl": load_spec}[name]
+            "region-certificate": load_region_certificate,
+            "property-certificate": load_property_certificate, "cpwl": load_spec}[name]
 
 
 def test_every_bundled_example_validates(validators):
@@ -215,6 +223,14 @@ TINY = {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
                                           {"w": [0, 1], "b": "-1/3"}]}]}],
         "domain": {"box": {"lower": [-1], "upper": [1]}}}
 """A small network: its certificates are the bases of the hand-made invalid ones."""
+VNNLIB = """(declare-const X_0 Real)
+(declare-const X_1 Real)
+(declare-const Y_0 Real)
+(assert (>= X_0 -1)) (assert (<= X_0 1))
+(assert (>= X_1 -0.5)) (assert (<= X_1 1))
+(assert (or (and (>= Y_0 100)) (and (<= Y_0 -100) (>= Y_0 -200))))
+"""
+"""A property of examples/tent.json that does not hold (unsat): |y| stays below 100."""
 
 
 def _reordered(net: dict) -> dict:
@@ -231,7 +247,8 @@ def written(tmp_path_factory):
     """name -> (path, JSON) of every file the commands below write: compile (plain, merged,
     scalar positions), verify/equiv --cert (layerwise and monolithic, box, polyhedral and
     flat domains, the merged construction, gzip), regions --cert and --save-model, cpwl -o
-    and --reference (every kind), approx-convex -o, theorem44 --write, import -o."""
+    and --reference (every kind), approx-convex -o, theorem44 --write, import -o, check
+    --cert."""
     t = tmp_path_factory.mktemp("written")
     ex = {n: os.path.join(EXAMPLES, f"{n}.json") for n in
           ("tent", "relu_triangle", "maxout_d3_w4_r3")}
@@ -240,6 +257,10 @@ def written(tmp_path_factory):
     for name, obj in inputs.items():
         (t / name).write_text(json.dumps(obj))
     flat, tiny, tiny_r = (str(t / name) for name in inputs)
+    (t / "tent.vnnlib").write_text(VNNLIB)
+    (t / "onnx.vnnlib").write_text(VNNLIB.replace("(declare-const Y_0 Real)\n",
+                                                  "(declare-const Y_0 Real)\n"
+                                                  "(declare-const Y_1 Real)\n"))
     _write_onnx(str(t / "tiny.onnx"))
     out = {}
 
@@ -282,6 +303,10 @@ def written(tmp_path_factory):
     run(["theorem44", "--m", "1", "--T", "2", "--q", "2", "--D", "3", "--no-count",
          "--write", str(t / "theorem44.json"), "--json"], "theorem44.json", code=3)
     run(["import", str(t / "tiny.onnx"), "-o", str(t / "onnx.json"), "--json"], "onnx.json")
+    run(["check", ex["tent"], str(t / "tent.vnnlib"), "--cert", str(t / "tent.property.json"),
+         "--json"], "tent.property.json")
+    run(["check", str(t / "tiny.onnx"), str(t / "onnx.vnnlib"), "--cert",
+         str(t / "onnx.property.json.gz"), "--json", "--no-search"], "onnx.property.json.gz")
     return {name: (path, strict_load(path)) for name, path in out.items()}
 
 
@@ -325,7 +350,8 @@ def test_every_file_exactmax_writes_validates(validators, written):
         if schema == "certificate":
             features |= _features(obj)
         _reader(schema)(path)   # exactmax reads back what it wrote
-    assert formats == {"maxout", "transformer", "certificate", "region-certificate"}
+    assert formats == {"maxout", "transformer", "certificate", "region-certificate",
+                       "property-certificate"}
     assert {"tree", "layerwise", "box", "polyhedron", "split", "leaf", "same_max",
             "proof:null", "proof:farkas", "proof:tie", "image", "unmerged", "box_proofs:null",
             "box_proofs:list", "witness:interior", "witness:member", "witness:flat"} \
@@ -688,6 +714,39 @@ def test_hand_made_invalid_region_certificates_are_rejected(validators, written,
         ("claim changed", ("claim",), "cells"),
     ]
     _check_bad(validators, tmp_path, "region-certificate", rc, cases)
+
+
+def test_hand_made_invalid_property_certificates_are_rejected(validators, written, tmp_path):
+    pc = written["tent.property.json"][1]
+    node = ("cases", 0)
+    while "split" in _get(pc, node):
+        node += ("ge",)
+    assert "excluded" in _get(pc, node)
+    cases = [
+        ("top-level typo", ("case",), []),
+        ("cases an object", ("cases",), {}),
+        ("model a Transformer", ("model", "model"), TF),
+        ("model without file_sha256", ("model", "file_sha256"), DELETE),
+        ("property typo", ("property", "text"), ""),
+        ("vnnlib a list", ("property", "vnnlib"), []),
+        ("excluded typo", node + ("excluded", "proof"), []),
+        ("a leaf of the equivalence format", node, {"leaf": {"choices": []}}),
+        ("region program 1", node + ("excluded", "choices"),
+         [{"program": 1, "node": 0, "k": 0, "proofs": [None]}]),
+        ("claim changed", ("claim",), "unsat"),
+    ]
+    _check_bad(validators, tmp_path, "property-certificate", pc, cases)
+
+
+def test_what_the_schemas_cannot_express_the_reader_refuses(validators, tmp_path):
+    """Accepted by the schema, refused by the reader: an integer written with a fraction part
+    (JSON Schema's integers are mathematical), lengths set by another value of the file."""
+    for obj in (_set(TENT, ("input_dim",), 2.0), _set(TENT, ("version",), 1.0),
+                _set(TENT, ("layers", 0, "units", 0, "pieces", 0, "w"), [1, 2, 3]),
+                _set(TENT, ("output", "b"), [0, 0]),
+                _set(TF, ("readout", "token"), 2)):
+        assert errors(validators, "model", obj) == []
+        assert not _reader_accepts("model", obj, tmp_path)
 
 
 # ------------------------------------------------------------------------------- numbers
