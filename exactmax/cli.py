@@ -660,7 +660,8 @@ def cmd_check(args) -> int:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
     left = args.timeout - (time.monotonic() - started)
-    a = decide_property(net, prop, max(left, 0.1), args.max_leaves, not args.no_search)
+    a = decide_property(net, prop, max(left, 0.1), args.max_leaves, not args.no_search,
+                        None if args.json else _progress(args))
     out = {"result": a.result, "reason": a.reason,
            "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
            "stats": a.stats, "certificate": None, "counterexample_file": None}

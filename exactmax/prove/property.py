@@ -176,11 +176,12 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
     need = set(range(len(p.nodes)))
     stats = {"leaves": 0, "splits": 0}
     zero = ((ZERO,) * P.dim, ZERO)
+    last = [time.monotonic()]
 
     def cell(rows, known, hint=None):
         interruption.check()
         if time.monotonic() > limits.deadline:
-            raise NoCertificate("time limit reached while building the certificate")
+            raise NoCertificate(_late(limits))
         if stats["leaves"] >= limits.max_leaves:
             raise NoCertificate(f"more than {limits.max_leaves} cells")
         pt = hint if hint is not None and _inside(rows, hint, box) \
@@ -210,19 +211,33 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
             if pr is None:
                 x = _point_in(oracle, extended)
                 if x is None:
-                    raise NoCertificate("z3 could not decide a cell within the time limit")
+                    raise NoCertificate(_late(limits) or "z3 could not decide a cell")
                 raise Violated(x)
             proofs.append(pr)
         stats["leaves"] += 1
+        if limits.progress is not None and time.monotonic() - last[0] > 2:
+            last[0] = time.monotonic()
+            limits.progress(stats["leaves"])
         return Excluded(tuple(ch), tuple(proofs))
 
-    tree = cell(domain_rows(P), {})
+    try:
+        tree = cell(domain_rows(P), {})
+    except NoCertificate as e:
+        raise NoCertificate(f"{e} ({stats['leaves']} cells certified, {stats['splits']} "
+                            "splits)") from None
     stats["lp_calls"] = oracle.calls
     return tree, stats
 
 
+def _late(limits: Limits) -> str | None:
+    if time.monotonic() > limits.deadline:
+        return "time limit reached while building the certificate"
+    return None
+
+
 def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
-                    max_leaves: int = 20000, search: bool = True) -> Answer:
+                    max_leaves: int = 20000, search: bool = True,
+                    progress=None) -> Answer:
     """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``)."""
     start = time.monotonic()
     deadline = start + timeout_s
@@ -240,7 +255,7 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
     trees, leaves = [], 0
     for n, (case, box) in enumerate(zip(prop.cases, boxes)):
         try:
-            tree, s = build_case_tree(p, case, box, Limits(deadline, max_leaves))
+            tree, s = build_case_tree(p, case, box, Limits(deadline, max_leaves, progress))
         except Violated as e:
             cn, cj, y, margin = violation(net, prop.cases, e.x)
             if cn is not None:
