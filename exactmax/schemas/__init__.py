@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 
 from ..exits import EXIT_OK, UsageError
 
@@ -33,6 +32,7 @@ def text(name: str) -> str:
     """The schema file ``NAME.schema.json`` as shipped."""
     if name not in NAMES:
         raise KeyError(name)
+    from importlib import resources   # here: the command line starts without it
     return (resources.files(__name__) / f"{name}.schema.json").read_text(encoding="utf-8")
 
 
