@@ -94,7 +94,7 @@ def add_parser(sub) -> None:
     s.add_argument("-o", "--output", metavar="FILE",
                    help="write the schema here (atomically) instead of printing it")
     s.add_argument("--list", action="store_true",
-                   help="list the schemas: name, format, $id and title")
+                   help="list the schemas: name, $id and title (with --json, the format too)")
     s.add_argument("--json", action="store_true", help="with --list: print one JSON object")
     s.set_defaults(run=run)
 
