@@ -80,3 +80,11 @@ def test_declarations_must_be_contiguous(tmp_path):
                  "(assert (<= Y_0 0))")
     with pytest.raises(InputError, match="X_1 is missing"):
         read_vnnlib(str(p))
+
+
+def test_deep_nesting_is_an_input_error(tmp_path):
+    p = tmp_path / "deep.vnnlib"
+    p.write_text("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert " +
+                 "(and " * 5000 + "(<= X_0 1)" + ")" * 5000 + ")")
+    with pytest.raises(InputError, match="nested too deeply"):
+        read_vnnlib(str(p))

@@ -99,6 +99,8 @@ def read_property_certificate(root: Cursor):
         prop = _read(text, sha)
     except _Syntax as e:
         raise pf["vnnlib"].error(f"line {e.line}, column {e.col}: {e}") from None
+    except RecursionError:
+        raise pf["vnnlib"].error("formulas nested too deeply") from None
     leaves = {"empty": _read_empty, "excluded": _read_excluded}
     trees = tuple(read_tree(c, net.input_dim, leaves) for c in
                   f["cases"].items(len(prop.cases), what="tree", why="one per case"))
@@ -172,6 +174,8 @@ def read_counterexample(path: str, n_x: int, n_y: int):
             vals[pair.items[0].text] = value(pair.items[1])
     except _Syntax as e:
         raise InputError(f"{path}:{e.line}:{e.col}" if e.line else path, "", str(e)) from None
+    except RecursionError:
+        raise InputError(path, "", "values nested too deeply") from None
     missing = [f"X_{i}" for i in range(n_x) if f"X_{i}" not in vals]
     if missing:
         raise InputError(path, "", f"no value for {missing[0]} (the network has {n_x} inputs)")

@@ -210,6 +210,8 @@ def read_vnnlib(path: str) -> VnnProperty:
     except _Syntax as e:
         where = f"{path}:{e.line}:{e.col}" if e.line else path
         raise InputError(where, "", str(e)) from None
+    except RecursionError:
+        raise InputError(path, "", "formulas nested too deeply") from None
 
 
 def _read(text: str, sha: str) -> VnnProperty:
