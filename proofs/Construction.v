@@ -1,0 +1,211 @@
+(* Construction.v -- the construction of construction.md §2 as a Gallina function: a Maxout
+   network over Q and one gate constant per layer give a hardmax Transformer, in the
+   representation Transformer.v gives semantics to, entry for entry the default (unmerged,
+   one-hot) Transformer of exactmax/construct/transformer.py (compile_transformer):
+
+     construct : maxout -> list Q -> transformer
+
+   With W = max(d, N_1 .. N_D, m) and k the largest rank, a token has d_m = 3W + k coordinates
+   in four blocks: H (0 .. W-1, the hidden vector), Z (W .. 2W-1, pre-activations),
+   M (2W .. 3W-1, the attention output), P (3W .. 3W+k-1, the one-hot position).  Tokens are
+   pieces (k of them; a unit of fewer pieces repeats its last one), heads are units.  One
+   Maxout layer is three sub-layers: the gate feed-forward (hidden unit (s, i) is
+   ReLU(w_{i,s} . H + 2 C P_s + b_{i,s} - C), written to Z_i, and -C on Z_i), attention (head i:
+   query the sum of P, key = value = Z_i, output to M_i), and the clean-up feed-forward
+   (H <- M, or A M + c after the last layer, Z <- 0, M <- 0, each coordinate u through
+   ReLU(u) - ReLU(-u)).  The read-out returns H_0 .. H_{m-1} of token 0.
+
+   Also here: the well-shapedness of a network (shaped), the gate condition over a domain
+   (gates_ok, decided by computation: interval images of a bounding box of the domain, the box
+   itself or, for a polyhedron, a box proved by Farkas multipliers), and the size of the
+   construction (construct_size).  ConstructionSound.v proves
+   transformerR (construct net C) x = maxoutR net x. *)
+
+From Coq Require Import QArith Qreals Reals Lia List Bool.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise.
+Import ListNotations.
+
+Local Open Scope Q_scope.
+
+(* ------------------------------------------------------------------ *)
+(** * Shapes *)
+
+(* the largest rank of a layer, and of the network *)
+Definition layer_rank (L : list (list piece)) : nat := fold_right (fun u a => Nat.max (length u) a) O L.
+Definition net_rank (net : maxout) : nat := fold_right (fun L a => Nat.max (layer_rank L) a) O (mo_layers net).
+
+(* d, N_1, .., N_D *)
+Definition widths (net : maxout) : list nat := mo_dim net :: map (@length _) (mo_layers net).
+
+(* the output dimension m: the rows of the output map, or N_D *)
+Definition out_dim (net : maxout) : nat :=
+  match mo_out net with Some (A, _) => length A | None => last (widths net) O end.
+
+(* W = max(d, N_1 .. N_D, m) *)
+Definition net_width (net : maxout) : nat := Nat.max (fold_right Nat.max O (widths net)) (out_dim net).
+
+Definition model_dim (net : maxout) : nat := 3 * net_width net + net_rank net.
+
+(* every unit has a piece, every piece of layer l reads N_{l-1} coordinates, the output map
+   reads N_D and has as many constants as rows; at least one layer and one piece *)
+Fixpoint layers_shaped (n : nat) (Ls : list (list (list piece))) : bool :=
+  match Ls with
+  | [] => true
+  | L :: Ls' => forallb (fun u => negb (Nat.eqb (length u) O) && forallb (fun p => Nat.eqb (length (pw p)) n) u) L &&
+                layers_shaped (length L) Ls'
+  end.
+
+Definition shaped (net : maxout) : bool :=
+  negb (Nat.eqb (length (mo_layers net)) O) && negb (Nat.eqb (net_rank net) O) &&
+  layers_shaped (mo_dim net) (mo_layers net) &&
+  match mo_out net with
+  | None => true
+  | Some (A, b) => Nat.eqb (length A) (length b) &&
+                   forallb (fun r => Nat.eqb (length r) (last (widths net) O)) A
+  end.
+
+(* ------------------------------------------------------------------ *)
+(** * The construction *)
+
+(* w written into W coordinates (well-shaped: w has at most W) *)
+Definition pad (W : nat) (w : list Q) : list Q := firstn W w ++ repeat 0 (W - length w).
+
+(* piece s of a unit, the last one repeated (transformer.py, _piece) *)
+Definition piece_at (u : list piece) (s : nat) : piece := nth (Nat.min s (length u - 1)) u no_piece.
+
+(* a hidden unit of a feed-forward sub-layer: its row of W_1, its bias, and the one
+   coordinate it writes (with weight sign) through W_2 *)
+Record hunit := { hu_row : list Q; hu_bias : Q; hu_out : nat; hu_sign : Q }.
+
+Definition ff_of (dm : nat) (hs : list hunit) (b2 : list Q) : sublayer :=
+  FeedForward (map hu_row hs) (map hu_bias hs)
+    (map (fun r => map (fun u => if Nat.eqb (hu_out u) r then hu_sign u else 0) hs) (seq 0 dm)) b2.
+
+Section Layer.
+Variables (W k : nat).
+Let dm := (3 * W + k)%nat.
+
+(* sub-layer 1: hidden unit (s, i) = ReLU(w_{i,s} . H + 2 C P_s + b_{i,s} - C), into Z_i *)
+Definition gate_unit (C : Q) (s i : nat) (u : list piece) : hunit :=
+  let p := piece_at u s in
+  {| hu_row := pad W (pw p) ++ repeat 0 (2 * W) ++ basis k s (Qred (2 * C));
+     hu_bias := Qred (pb p - C); hu_out := (W + i)%nat; hu_sign := 1 |}.
+
+Definition gate_ff (L : list (list piece)) (C : Q) : sublayer :=
+  let N := length L in
+  ff_of dm (concat (map (fun s => map (fun i => gate_unit C s i (nth i L [])) (seq 0 N)) (seq 0 k)))
+        (map (fun r => if (W <=? r)%nat && (r <? W + N)%nat then Qred (- C) else 0) (seq 0 dm)).
+
+(* sub-layer 2: head i, constant query (the sum of P), key = value = Z_i, output to M_i *)
+Definition max_head (i : nat) : head :=
+  {| h_query := [repeat 0 (3 * W) ++ repeat 1 k];
+     h_key := [basis dm (W + i) 1]; h_value := [basis dm (W + i) 1];
+     h_out := map (fun r => [if Nat.eqb r (2 * W + i) then 1 else 0]) (seq 0 dm);
+     h_scale := 1 |}.
+
+Definition max_att (N : nat) : sublayer := Attention (map max_head (seq 0 N)).
+
+(* sub-layer 3: each coordinate o <- o + u with u = a . token + c, as ReLU(u) - ReLU(-u) *)
+Definition copy_units (a : list Q) (c : Q) (o : nat) : list hunit :=
+  [{| hu_row := a; hu_bias := c; hu_out := o; hu_sign := 1 |};
+   {| hu_row := map Qopp a; hu_bias := Qopp c; hu_out := o; hu_sign := -1 |}].
+
+(* H_j <- target_j (a row over M and a constant); the targets: M_i, or A M + c *)
+Definition targets (N : nat) (out : option (list (list Q) * list Q)) : list (list Q * Q) :=
+  match out with
+  | None => map (fun i => (basis W i 1, 0)) (seq 0 N)
+  | Some (A, b) => map (fun rc => (pad W (fst rc), snd rc)) (combine A b)
+  end.
+
+Definition cleanup_ff (prev N : nat) (out : option (list (list Q) * list Q)) : sublayer :=
+  let tg := targets N out in
+  let J := Nat.max prev (length tg) in
+  ff_of dm (concat (map (fun j => copy_units (basis W j (-1) ++ repeat 0 W ++ fst (nth j tg (repeat 0 W, 0))
+                                              ++ repeat 0 k) (snd (nth j tg (repeat 0 W, 0))) j)
+                        (seq 0 J) ++
+                    map (fun i => copy_units (repeat 0 W ++ basis W i (-1) ++ repeat 0 W ++ repeat 0 k) 0 (W + i))
+                        (seq 0 N) ++
+                    map (fun i => copy_units (repeat 0 (2 * W) ++ basis W i (-1) ++ repeat 0 k) 0 (2 * W + i))
+                        (seq 0 N)))
+        (repeat 0 dm).
+
+(* the three sub-layers of every layer; prev is the width of the layer's input *)
+Fixpoint layers_subs (out : option (list (list Q) * list Q)) (prev : nat)
+         (Ls : list (list (list piece))) (Cs : list Q) : list sublayer :=
+  match Ls with
+  | [] => []
+  | L :: Ls' =>
+      let o := match Ls' with [] => out | _ => None end in
+      gate_ff L (hd 0 Cs) :: max_att (length L) :: cleanup_ff prev (length L) o ::
+      layers_subs out (length L) Ls' (tl Cs)
+  end.
+
+End Layer.
+
+(** The Transformer of the network net with gate constants C (one per layer). *)
+Definition construct (net : maxout) (C : list Q) : transformer :=
+  let W := net_width net in
+  let k := net_rank net in
+  let dm := (3 * W + k)%nat in
+  let m := out_dim net in
+  {| tf_dim := mo_dim net; tf_dm := dm;
+     tf_emb := place (mo_dim net) dm;
+     tf_pos := map (fun t => basis dm (3 * W + t) 1) (seq 0 k);
+     tf_subs := layers_subs W k (mo_out net) (mo_dim net) (mo_layers net) C;
+     tf_token := Some O;
+     tf_rW := map (fun j => basis dm j 1) (seq 0 m);
+     tf_rb := repeat 0 m |}.
+
+(* ------------------------------------------------------------------ *)
+(** * The gate condition, decided by computation *)
+
+(* the exact range of a piece over the box [lo, hi] (Layerwise.dot_lo, dot_hi) *)
+Definition piece_lo (p : piece) (lo hi : list Q) : Q := dot_lo (pw p) lo hi + pb p.
+Definition piece_hi (p : piece) (lo hi : list Q) : Q := dot_hi (pw p) lo hi + pb p.
+
+(* every piece of the layer lies in [-C, C] over the box *)
+Definition layer_gates_ok (L : list (list piece)) (C : Q) (lo hi : list Q) : bool :=
+  forallb (forallb (fun p => Qle_bool (- C) (piece_lo p lo hi) && Qle_bool (piece_hi p lo hi) C)) L.
+
+(* boxes B_0 .. B_{D-1} of the layers' inputs: layer l's gates over B_l, and B_{l+1} contains
+   the interval image of B_l (Layerwise.image_ok) *)
+Fixpoint gates_boxes (Ls : list (list (list piece))) (Cs : list Q) (boxes : list (list Q * list Q)) : bool :=
+  match Ls, boxes with
+  | [], _ => true
+  | L :: Ls', (lo, hi) :: boxes' =>
+      layer_gates_ok L (hd 0 Cs) lo hi &&
+      match Ls', boxes' with
+      | [], _ => true
+      | _ :: _, (lo', hi') :: _ => image_ok L lo hi lo' hi' && gates_boxes Ls' (tl Cs) boxes'
+      | _ :: _, [] => false
+      end
+  | _ :: _, [] => false
+  end.
+
+(** The gate condition over a domain: B_0 contains the domain (a box inside a box, or a
+    polyhedron inside a box by Farkas multipliers, Layerwise.b0_ok), and the boxes carry the
+    gates through the layers. *)
+Definition gates_ok (net : maxout) (C : list Q) (D : domain) (boxes : list (list Q * list Q))
+           (proofs : list (farkas * farkas)) : bool :=
+  match boxes with
+  | (lo, hi) :: _ => b0_ok D (mo_dim net) lo hi proofs && gates_boxes (mo_layers net) C boxes
+  | [] => false
+  end.
+
+(* the exact interval images: B_0 = [lo, hi], B_{l+1} = the image of B_l under layer l *)
+Definition qmax (a b : Q) : Q := if Qle_bool a b then b else a.
+Definition qmaxl (l : list Q) : Q := match l with [] => 0 | a :: l' => fold_left qmax l' a end.
+
+Definition image_box (L : list (list piece)) (lo hi : list Q) : list Q * list Q :=
+  (map (fun u => Qred (qmaxl (map (fun p => piece_lo p lo hi) u))) L,
+   map (fun u => Qred (qmaxl (map (fun p => piece_hi p lo hi) u))) L).
+
+Fixpoint interval_boxes (Ls : list (list (list piece))) (lo hi : list Q) : list (list Q * list Q) :=
+  match Ls with
+  | [] => []
+  | L :: Ls' => (lo, hi) :: let '(lo', hi') := image_box L lo hi in interval_boxes Ls' lo' hi'
+  end.
+
+(* for a box domain, with no data: the exact interval images of the box *)
+Definition gates_ok_box (net : maxout) (C : list Q) (lo hi : list Q) : bool :=
+  gates_ok net C (DBox lo hi) (interval_boxes (mo_layers net) lo hi) [].

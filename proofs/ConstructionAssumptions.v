@@ -1,0 +1,7 @@
+(* Print Assumptions of the construction's theorems (run by make): only the axioms of Coq's
+   standard Reals may appear. *)
+From ExactMax Require Import Construction ConstructionSound.
+Print Assumptions construct_layer.
+Print Assumptions construct_correct.
+Print Assumptions construct_sound.
+Print Assumptions construct_box_sound.
