@@ -281,6 +281,12 @@ def test_a_flat_polyhedron_is_shown_lower_dimensional_by_checked_witnesses(tmp_p
         assert main(["check-cert", _write(tmp_path / "t.json", t), "--json"]) == 0
         about = json.loads(capsys.readouterr().out)["about"]["domain"]
         assert about["full_dimensional"] is False and "witness_rejected" in about
+    for keys in (["member"], ["flat"], ["member", "flat", "empty"]):   # incomplete or mixed
+        t = json.loads(json.dumps(c))
+        t["domain"]["witness"] = {k: c["domain"]["witness"].get(k, ["0"] * 6) for k in keys}
+        assert main(["check-cert", _write(tmp_path / "t.json", t), "--json"]) == 0
+        about = json.loads(capsys.readouterr().out)["about"]["domain"]
+        assert about["full_dimensional"] is False and "witness_rejected" in about
 
 
 def test_a_row_of_zeros_does_not_make_a_domain_flat(tmp_path, capsys):

@@ -41,14 +41,15 @@ def domain_facts(dom: Domain, witness: dict | None = None) -> DomainFacts:
                 {"empty": find_emptiness(P)}
             if None in witness.values():  # pragma: no cover - would contradict Motzkin's
                 raise RuntimeError("z3 found no witness for the domain")   # theorem
-    if "interior" in witness:
+    keys = set(witness)
+    if keys == {"interior"}:
         check_interior(P, witness["interior"])
         return DomainFacts(False, True, witness)
-    if "member" in witness:
+    if keys == {"member", "flat"}:
         check_member(P, witness["member"])
         check_flat(P, witness["flat"])
         return DomainFacts(False, False, witness)
-    if "empty" in witness:
+    if keys == {"empty"}:
         check_empty(P, witness["empty"])
         return DomainFacts(True, False, witness)
     raise CheckFailed("domain witness: expected an interior point, a member point with flat "
