@@ -209,3 +209,61 @@ Fixpoint interval_boxes (Ls : list (list (list piece))) (lo hi : list Q) : list 
 (* for a box domain, with no data: the exact interval images of the box *)
 Definition gates_ok_box (net : maxout) (C : list Q) (lo hi : list Q) : bool :=
   gates_ok net C (DBox lo hi) (interval_boxes (mo_layers net) lo hi) [].
+
+(* ------------------------------------------------------------------ *)
+(** * Size: the parameter count exactmax reports (construct/size.py, transformer_counts) *)
+
+(* every entry of every matrix and vector counts, a head's scale as one *)
+Definition mat_count (M : mat) : nat := fold_right (fun r a => (length r + a)%nat) O M.
+
+Definition head_count (hd : head) : nat :=
+  mat_count (h_query hd) + mat_count (h_key hd) + mat_count (h_value hd) + mat_count (h_out hd) + 1.
+
+Definition sub_count (s : sublayer) : nat :=
+  match s with
+  | FeedForward W1 b1 W2 b2 => mat_count W1 + length b1 + mat_count W2 + length b2
+  | Attention hs => fold_right (fun hd a => (head_count hd + a)%nat) O hs
+  end.
+
+Definition tf_count (tf : transformer) : nat :=
+  mat_count (tf_emb tf) + mat_count (tf_pos tf) + mat_count (tf_rW tf) + length (tf_rb tf) +
+  fold_right (fun s a => (sub_count s + a)%nat) O (tf_subs tf).
+
+(* the count of one layer's three sub-layers, N units reading prev coordinates, tg targets
+   (N, or the rows of the output map after the last layer): the gate feed-forward has k N
+   hidden units, each head 4 d_m + 1 parameters, the clean-up 2 (max(prev, tg) + 2 N) hidden
+   units *)
+Definition layer_size (dm k prev N tg : nat) : nat :=
+  let J := Nat.max prev tg in
+  (2 * (k * N) * dm + k * N + dm) + N * (4 * dm + 1) +
+  (2 * (2 * (J + 2 * N)) * dm + 2 * (J + 2 * N) + dm).
+
+Fixpoint layers_size (dm k : nat) (out : option (list (list Q) * list Q)) (prev : nat)
+         (Ls : list (list (list piece))) : nat :=
+  match Ls with
+  | [] => O
+  | L :: Ls' =>
+      let tg := match Ls', out with [], Some (A, _) => length A | _, _ => length L end in
+      layer_size dm k prev (length L) tg + layers_size dm k out (length L) Ls'
+  end.
+
+(** The size of construct net C, in closed form: d_m d (embedding) + k d_m (positions) +
+    m d_m + m (read-out) + the layers' counts.  ConstructionSound.construct_count proves
+    tf_count (construct net C) = construct_size net for every well-shaped network. *)
+Definition construct_size (net : maxout) : nat :=
+  let dm := model_dim net in
+  let k := net_rank net in
+  let m := out_dim net in
+  dm * mo_dim net + k * dm + m * dm + m + layers_size dm k (mo_out net) (mo_dim net) (mo_layers net).
+
+(* the Maxout network's own count: sum_l sum_i k_{l,i} (N_{l-1} + 1) + m (N_D + 1) with the
+   output map (MaxoutNetwork.parameter_count) *)
+Fixpoint maxout_layers_count (prev : nat) (Ls : list (list (list piece))) : nat :=
+  match Ls with
+  | [] => O
+  | L :: Ls' => fold_right (fun u a => (length u * (prev + 1) + a)%nat) O L + maxout_layers_count (length L) Ls'
+  end.
+
+Definition maxout_count (net : maxout) : nat :=
+  maxout_layers_count (mo_dim net) (mo_layers net) +
+  match mo_out net with Some (A, b) => length b * (last (widths net) O + 1) | None => O end.

@@ -5,3 +5,4 @@ Print Assumptions construct_layer.
 Print Assumptions construct_correct.
 Print Assumptions construct_sound.
 Print Assumptions construct_box_sound.
+Print Assumptions construct_count.

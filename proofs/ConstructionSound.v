@@ -836,3 +836,112 @@ Theorem construct_box_sound : forall net C lo hi,
 Proof.
   intros net C lo hi Hs Hg x Hd Hx. exact (construct_sound net C (DBox lo hi) _ [] Hs Hg x Hd Hx).
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * Size *)
+
+Lemma mat_count_const : forall (M : mat) c, (forall r, In r M -> length r = c) -> mat_count M = (c * length M)%nat.
+Proof.
+  induction M as [|r M IH]; intros c H; cbn [mat_count fold_right length]; [lia|].
+  fold (mat_count M). rewrite (H r (or_introl eq_refl)), (IH c (fun r' Hr => H r' (or_intror Hr))). lia.
+Qed.
+
+Lemma ff_of_count : forall dm hs b2 c, (forall u, In u hs -> length (hu_row u) = c) ->
+  sub_count (ff_of dm hs b2) = (c * length hs + length hs + dm * length hs + length b2)%nat.
+Proof.
+  intros dm hs b2 c H. cbn [sub_count ff_of]. rewrite map_length.
+  rewrite (mat_count_const _ c), map_length.
+  2:{ intros r Hr. apply in_map_iff in Hr as [u [<- Hu]]. exact (H u Hu). }
+  rewrite (mat_count_const _ (length hs)), map_length, seq_length; [lia|].
+  intros r Hr. apply in_map_iff in Hr as [j [<- _]]. apply map_length.
+Qed.
+
+Lemma length_concat_const : forall {A B} (f : A -> list B) l c, (forall a, In a l -> length (f a) = c) ->
+  length (concat (map f l)) = (c * length l)%nat.
+Proof.
+  intros A B f l c H. induction l as [|a l IH]; cbn [map concat length]; [lia|].
+  rewrite app_length, (H a (or_introl eq_refl)), IH by (intros a' Ha; apply H; right; exact Ha). lia.
+Qed.
+
+Lemma gate_count : forall W k L C,
+  sub_count (gate_ff W k L C) = (2 * (k * length L) * (3 * W + k) + k * length L + (3 * W + k))%nat.
+Proof.
+  intros W k L C. unfold gate_ff. rewrite (ff_of_count _ _ _ (3 * W + k)).
+  - rewrite (length_concat_const _ _ (length L)) by (intros s _; rewrite map_length, seq_length; reflexivity).
+    rewrite map_length, !seq_length. lia.
+  - intros u Hu. apply in_concat in Hu as [l [Hl Hu]]. apply in_map_iff in Hl as [s [<- Hs]].
+    apply in_map_iff in Hu as [i [<- _]]. cbn [gate_unit hu_row].
+    rewrite !app_length, length_pad, repeat_length, length_basis. lia.
+Qed.
+
+Lemma att_count : forall W k N, sub_count (max_att W k N) = (N * (4 * (3 * W + k) + 1))%nat.
+Proof.
+  intros W k N. cbn [max_att sub_count]. rewrite <- (seq_length N 0) at 2. generalize (seq 0 N) as l.
+  intros l. induction l as [|i l IH]; cbn [map fold_right length]; [lia|]. rewrite IH.
+  unfold head_count. cbn [max_head h_query h_key h_value h_out mat_count fold_right length].
+  rewrite !app_length, !repeat_length, !length_basis.
+  rewrite (mat_count_const _ 1), map_length, seq_length; [lia|].
+  intros r Hr. apply in_map_iff in Hr as [j [<- _]]. reflexivity.
+Qed.
+
+Lemma targets_count : forall W N out, length (targets W N out) =
+  match out with Some (A, b) => Nat.min (length A) (length b) | None => N end.
+Proof.
+  intros W N [[A b]|]; cbn [targets]; rewrite map_length; [apply combine_length | apply seq_length].
+Qed.
+
+Lemma cleanup_count : forall W k prev N out,
+  (forall q, In q (targets W N out) -> length (fst q) = W) ->
+  sub_count (cleanup_ff W k prev N out) =
+  (let J := Nat.max prev (length (targets W N out)) in
+   2 * (2 * (J + 2 * N)) * (3 * W + k) + 2 * (J + 2 * N) + (3 * W + k))%nat.
+Proof.
+  intros W k prev N out Lq. unfold cleanup_ff. rewrite (ff_of_count _ _ _ (3 * W + k)).
+  - rewrite repeat_length, !concat_app, !app_length.
+    rewrite !(length_concat_const _ _ 2) by (intros a _; reflexivity).
+    rewrite !seq_length. cbv zeta. lia.
+  - intros u Hu. rewrite !concat_app in Hu. apply in_app_or in Hu as [Hu|Hu]; [|apply in_app_or in Hu as [Hu|Hu]];
+      apply in_concat in Hu as [l [Hl Hu]]; apply in_map_iff in Hl as [j [<- _]];
+      cbn [copy_units In] in Hu; destruct Hu as [<-|[<-|[]]]; cbn [hu_row];
+      rewrite ?map_length, !app_length, ?repeat_length, ?length_basis; try lia.
+    all: set (q := nth j (targets W N out) (repeat 0%Q W, 0%Q));
+         assert (Hq : length (fst q) = W) by (unfold q; destruct (nth_in_or_default j (targets W N out) (repeat 0%Q W, 0%Q)) as [Hin|Hd];
+                                              [exact (Lq _ Hin) | rewrite Hd; apply repeat_length]);
+         lia.
+Qed.
+
+Lemma targets_rows : forall W N out q, In q (targets W N out) -> length (fst q) = W.
+Proof.
+  intros W N [[A b]|] q Hq; cbn [targets] in Hq; apply in_map_iff in Hq as [x [<- _]];
+    [apply length_pad | apply length_basis].
+Qed.
+
+Lemma layers_count : forall W k out Ls Cs prev,
+  match out with Some (A, b) => length A = length b | None => True end ->
+  fold_right (fun s a => (sub_count s + a)%nat) O (layers_subs W k out prev Ls Cs) =
+  layers_size (3 * W + k) k out prev Ls.
+Proof.
+  intros W k out Ls. induction Ls as [|L Ls IH]; intros Cs prev Ho; [reflexivity|].
+  cbn [layers_subs fold_right layers_size]. rewrite IH by exact Ho.
+  rewrite gate_count, att_count, cleanup_count by apply targets_rows. unfold layer_size.
+  rewrite targets_count. destruct Ls as [|L' Ls']; [destruct out as [[A b]|]|]; cbv zeta;
+    [rewrite Ho, Nat.min_id | |]; lia.
+Qed.
+
+(** The size statement: the parameter count of the construction, in closed form. *)
+Theorem construct_count : forall net C, shaped net = true -> tf_count (construct net C) = construct_size net.
+Proof.
+  intros net C Hs. unfold tf_count, construct, construct_size, model_dim.
+  cbn [tf_emb tf_pos tf_rW tf_rb tf_subs].
+  rewrite layers_count.
+  2:{ unfold shaped in Hs. apply andb_true_iff in Hs as [_ Ho].
+      destruct (mo_out net) as [[A b]|]; [|exact I]. apply andb_true_iff in Ho as [Ho _].
+      apply Nat.eqb_eq, Ho. }
+  unfold place. rewrite (mat_count_const _ (mo_dim net)), map_length, seq_length.
+  2:{ intros r Hr. apply in_map_iff in Hr as [i [<- _]]. apply length_basis. }
+  rewrite (mat_count_const _ (3 * net_width net + net_rank net)), map_length, seq_length.
+  2:{ intros r Hr. apply in_map_iff in Hr as [i [<- _]]. apply length_basis. }
+  rewrite (mat_count_const _ (3 * net_width net + net_rank net)), map_length, seq_length.
+  2:{ intros r Hr. apply in_map_iff in Hr as [i [<- _]]. apply length_basis. }
+  rewrite repeat_length. lia.
+Qed.
