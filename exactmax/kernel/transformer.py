@@ -146,6 +146,14 @@ def _plus_column(X: RatMatrix, b: Vector) -> RatMatrix:
     return _columns(X, lambda t: [X[i, t] + b[i] for i in range(X.nrows())])
 
 
+def _hardmax_mean(S: RatMatrix, V: RatMatrix):
+    """t -> the mean of the columns u of V whose score S[u, t] is maximal (ties averaged)."""
+    def mean(t):
+        win = hardmax_winners([S[u, t] for u in range(S.nrows())])
+        return [sum((V[i, u] for u in win), ZERO) / len(win) for i in range(V.nrows())]
+    return mean
+
+
 def evaluate_transformer(tf: Transformer, x) -> Vector:
     """The exact output T(x) of a hardmax Transformer at the rational point x (§1 above, ties
     averaged).  X is the d_m x n matrix of the tokens, column t = token t."""
@@ -172,10 +180,7 @@ def evaluate_transformer(tf: Transformer, x) -> Vector:
             V = _matrix(h.value, dm) * X
             S = K.transpose() * Qm * h.scale            # S[t', t] = s_h(t', t)
 
-            def mean(t):   # the mean of the values of the keys with maximal score for query t
-                win = hardmax_winners([S[u, t] for u in range(n)])
-                return [sum((V[i, u] for u in win), ZERO) / len(win) for i in range(V.nrows())]
-            update += _matrix(h.out, len(h.value)) * _columns(V, mean)
+            update += _matrix(h.out, len(h.value)) * _columns(V, _hardmax_mean(S, V))
         X = X + update
     r = tf.readout
     z = [X[i, r.token] if r.token is not None else
