@@ -75,6 +75,24 @@ def is_property_certificate(value) -> bool:
     return isinstance(value, dict) and value.get("format") == PROPERTY_CERTIFICATE
 
 
+class _Format(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+def peek_property_certificate(path: str) -> bool:
+    """Is the file a property certificate?  Decided from the top level alone (the shallow
+    pass of ``read_json_file``), so an equivalence certificate is not parsed twice."""
+    from .jsonfile import read_json_file
+
+    def shape(root):
+        raise _Format(root.value.get("format") if isinstance(root.value, dict) else None)
+    try:
+        return is_property_certificate(read_json_file(path, shape))
+    except _Format as f:
+        return f.value == PROPERTY_CERTIFICATE
+
+
 def read_property_certificate(root: Cursor):
     """(network, property, trees, {"model": sha, "model_file": sha, "property": sha}); the
     embedded hashes are recomputed and must match."""
