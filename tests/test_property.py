@@ -187,3 +187,64 @@ def test_decimal_text_is_exact():
     for v in (Q(-3, 10), Q(1, 2 ** 40), Q(7), Q(-1, 8), Q(0), Q(-12345, 1024)):
         assert parse_rational(decimal_text(v)) == v
     assert decimal_text(Q(1, 3)) == "(/ 1 3)"
+
+
+def _maxout_onnx(tmp_path):
+    """A rank-3 Maxout layer (variadic Max) then a rank-2 one (ReduceMax over a reshaped
+    axis), from weights with short binary expansions."""
+    rng = np.random.default_rng(3)
+    W = {f"W{j}": (rng.integers(-8, 9, size=(2, 4)) / 4).astype(np.float32) for j in range(3)}
+    W["V"] = (rng.integers(-8, 9, size=(4, 4)) / 4).astype(np.float32)
+    W["U"] = (rng.integers(-8, 9, size=(2, 1)) / 4).astype(np.float32)
+    W["shape"] = np.array([2, 2], np.int64)
+    n = [helper.make_node("MatMul", ["x", f"W{j}"], [f"z{j}"]) for j in range(3)] + [
+        helper.make_node("Max", ["z0", "z1", "z2"], ["m"]),
+        helper.make_node("MatMul", ["m", "V"], ["v"]),
+        helper.make_node("Reshape", ["v", "shape"], ["r"]),
+        helper.make_node("ReduceMax", ["r"], ["q"], axes=[1], keepdims=0),
+        helper.make_node("MatMul", ["q", "U"], ["y"])]
+    return build(tmp_path / "maxout.onnx", n, W, [2], [1])
+
+
+def test_check_on_a_maxout_network_sat_and_unsat(tmp_path):
+    from exactmax.io import load_model
+    path = _maxout_onnx(tmp_path)
+    net = load_model(path)
+    assert [l.rank for l in net.layers] == [3, 2]
+    # a sound upper bound of y on the box by interval arithmetic: unsat above it
+    lo, hi = [Q(-1), Q(-1, 2)], [Q(1), Q(1)]
+    for layer in net.layers:
+        lo, hi = ([max(p.b + sum(min(w * l, w * h) for w, l, h in zip(p.w, lo, hi))
+                       for p in u.pieces) for u in layer.units],
+                  [max(p.b + sum(max(w * l, w * h) for w, l, h in zip(p.w, lo, hi))
+                       for p in u.pieces) for u in layer.units])
+    (row,), c = net.output.W, net.output.b[0]
+    top = c + sum(max(w * l, w * h) for w, l, h in zip(row, lo, hi))
+    q = vnn(tmp_path, "", "x.vnnlib")
+    text = open(q).read().replace("(declare-const Y_1 Real)\n", "")
+    for bound, expect in ((top + 1, 0), (evaluate_maxout(net, (0, 0))[0] - Q(1, 8), 1)):
+        p = tmp_path / f"b{expect}.vnnlib"
+        p.write_text(text + f"(assert (>= Y_0 {decimal_text(bound)}))\n")
+        r = run("check", path, p, "--json", "--no-search")
+        assert r.returncode == expect, r.stdout + r.stderr
+        out = json.loads(r.stdout)
+        if expect == 1:
+            from exactmax.io.numbers import parse_rational
+            x = tuple(parse_rational(v) for v in out["x"])
+            assert evaluate_maxout(net, x)[0] == parse_rational(out["y"][0]) >= bound
+
+
+def test_every_model_command_reads_onnx(tmp_path):
+    from exactmax.io import model_to_json, write_json_atomic, load_model
+    path = _maxout_onnx(tmp_path)
+    js = tmp_path / "m.json"
+    assert run("import", path, "-o", js).returncode == 0
+    dom = tmp_path / "d.json"
+    dom.write_text(json.dumps({"format": "exactmax/domain", "version": 1,
+                               "box": {"lower": ["-1", "-1"], "upper": ["1", "1"]}}))
+    r = run("eval", path, "--input", "1/3,-1/2")
+    assert r.returncode == 0 and r.stdout.strip() == \
+        "y = (" + str(evaluate_maxout(load_model(str(js)), (Q(1, 3), Q(-1, 2)))[0]) + ")"
+    r = run("equiv", path, js, "--domain", dom, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "proved", r.stdout
+    assert run("info", path).returncode == 0
