@@ -225,7 +225,8 @@ def test_import_command_writes_an_equal_json_model(tmp_path):
     assert r.returncode == 2 and "names the same file" in r.stderr
 
 
-@pytest.mark.parametrize("case", ["sigmoid", "corrupt", "nan", "softmax", "skip", "bilinear"])
+@pytest.mark.parametrize("case", ["sigmoid", "corrupt", "nan", "inf", "softmax", "skip",
+                                  "bilinear", "empty"])
 def test_refused_files_exit_2_with_one_line(tmp_path, case):
     if case == "sigmoid":
         p = _relu_net(tmp_path, weights(2, 2), last="Sigmoid")
@@ -238,6 +239,14 @@ def test_refused_files_exit_2_with_one_line(tmp_path, case):
     elif case == "nan":
         p = _relu_net(tmp_path, np.array([[1.0, np.nan], [0.0, 1.0]], np.float32))
         expect = "not a finite number"
+    elif case == "inf":
+        p = _relu_net(tmp_path, np.array([[1.0, 0.0], [-np.inf, 1.0]], np.float64).astype(
+            np.float32))
+        expect = "not a finite number"
+    elif case == "empty":
+        p = str(tmp_path / "empty.onnx")
+        open(p, "wb").close()
+        expect = "not an ONNX model"
     elif case == "softmax":
         p = _relu_net(tmp_path, weights(2, 2), last="Softmax")
         expect = "--drop-final-softmax"

@@ -248,3 +248,15 @@ def test_every_model_command_reads_onnx(tmp_path):
     r = run("equiv", path, js, "--domain", dom, "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "proved", r.stdout
     assert run("info", path).returncode == 0
+
+
+def test_check_refuses_bad_vnnlib_in_one_line(tmp_path):
+    from exactmax.io import model_to_json, write_json_atomic
+    net = tmp_path / "n.json"
+    write_json_atomic(str(net), model_to_json(NET))
+    p = vnn(tmp_path, "(assert (>= Y_0 (+ 1 Y_2)))")
+    r = run("check", net, p)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1
+    assert lines[0].startswith("exactmax: error: ") and "p.vnnlib:7:" in lines[0]
+    assert "Y_2 is used before its declare-const" in lines[0]
