@@ -99,7 +99,7 @@ SHALLOW_VALUE_CHARS = 1 << 16
 
 _WS = re.compile(r"[ \t\n\r]*")
 # a run of characters that are neither brackets nor quotes, and of complete strings
-_FLAT = re.compile(r'(?:[^\[\]{}"]++|"(?:[^"\\]++|\\.)*+")*+', re.S)
+_FLAT = re.compile(r'[^\[\]{}"]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^\[\]{}"]*+)*+', re.S)
 _SCALAR = re.compile(r'[^\s,\]}]*')
 _KINDS = {"[": "a list", "{": "an object", '"': "a string"}
 
