@@ -26,8 +26,10 @@ from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box
 from ..kernel.program import program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
-from ..kernel.rational import Q, ZERO
-from .certify import Limits, NoCertificate, _inside, _nudge, _Oracle, _SplitOn, _walk
+from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.certificate import Choice, check_entails, lin_affine
+from ..kernel.program import Lin
+from .certify import Limits, NoCertificate, _at, _inside, _nudge, _Oracle, _sub
 from .smt import from_z3
 
 
@@ -169,16 +171,54 @@ def _point_in(oracle: _Oracle, rows):
     return None
 
 
+class _Split(Exception):
+    """The choice of Max node ``index`` is not settled on the cell: split on ``gap``; the
+    affine maps ``vals`` of the nodes before it hold on both halves."""
+
+    def __init__(self, gap, index: int, vals: list):
+        super().__init__("split")
+        self.gap, self.index, self.vals = gap, index, vals
+
+
+def _walk_from(p, rows, point, oracle: _Oracle, vals: list, start: int, choices: list) -> list:
+    """The affine maps on the cell of p's nodes from ``start`` on (``vals`` holds those
+    before it, valid on the cell), proving the choice of every Max node (appended to
+    ``choices``); _Split at the first one that is not settled.  As certify's walk, for the
+    Lin and Max nodes of a Maxout program, resumed where the parent cell stopped instead of
+    recomputed from the first node."""
+    vals = list(vals[:start])
+    for index in range(start, len(p.nodes)):
+        node = p.nodes[index]
+        if isinstance(node, Lin):
+            vals.append(lin_affine(node, vals, p.dim))
+            continue
+        args = [vals[j] for j in node.args]
+        at = [_at(v, point) for v in args]
+        k = at.index(max(at))
+        proofs = []
+        for j, v in enumerate(args):
+            if j == k:
+                proofs.append(None)
+                continue
+            gap = _sub(args[k], v)
+            pr = oracle.farkas(rows, gap, False, point)
+            if pr is None:
+                raise _Split(gap, index, vals)
+            proofs.append(pr)
+        choices.append((0, index, Choice(k, tuple(proofs))))
+        vals.append(args[k])
+    return vals
+
+
 def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
     """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated."""
     P = case.inputs
     oracle = _Oracle(P.dim, box, None if box is not None else P, limits.deadline)
-    need = set(range(len(p.nodes)))
     stats = {"leaves": 0, "splits": 0}
     zero = ((ZERO,) * P.dim, ZERO)
     last = [time.monotonic()]
 
-    def cell(rows, known, hint=None):
+    def cell(rows, vals, hint=None, start=0):
         interruption.check()
         if time.monotonic() > limits.deadline:
             raise NoCertificate(_late(limits))
@@ -192,22 +232,21 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
                 raise NoCertificate("an empty cell without a Farkas proof")
             stats["leaves"] += 1
             return Empty(pr)
+        ch = []
         try:
-            vals, ch = _walk(p, 0, rows, pt, oracle, known, need)
-        except _SplitOn as s:
-            proved = tuple(s.proved)
-            below = dict(known)
-            below.update({(side, i): c for side, i, c in proved})
+            vals = _walk_from(p, rows, pt, oracle, vals, start, ch)
+        except _Split as s:
             stats["splits"] += 1
-            ge_row, lt_row = Row(s.a, s.c), Row(tuple(-v for v in s.a), -s.c, True)
-            ge = cell(rows + [ge_row], below, _nudge(rows, pt, ge_row, box))
-            lt = cell(rows + [lt_row], below, _nudge(rows, pt, lt_row, box))
-            return Split(s.a, s.c, ge, lt, proved)
+            (a, c), nxt = s.gap, s.index
+            ge_row, lt_row = Row(a, c), Row(tuple(-v for v in a), -c, True)
+            ge = cell(rows + [ge_row], s.vals, _nudge(rows, pt, ge_row, box), nxt)
+            lt = cell(rows + [lt_row], s.vals, _nudge(rows, pt, lt_row, box), nxt)
+            return Split(a, c, ge, lt, tuple(ch))
         ys = [vals[o] for o in p.outputs]
         proofs = []
         for conj in case.outputs:
             extended = rows + [compose(r, ys, P.dim) for r in conj]
-            pr = oracle.farkas(extended, zero, True)
+            pr = _empty_proof(oracle, extended, len(rows))
             if pr is None:
                 x = _point_in(oracle, extended)
                 if x is None:
@@ -221,12 +260,34 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
         return Excluded(tuple(ch), tuple(proofs))
 
     try:
-        tree = cell(domain_rows(P), {})
+        tree = cell(domain_rows(P), [])
     except NoCertificate as e:
         raise NoCertificate(f"{e} ({stats['leaves']} cells certified, {stats['splits']} "
                             "splits)") from None
     stats["lp_calls"] = oracle.calls
     return tree, stats
+
+
+def _empty_proof(oracle: _Oracle, rows: list, first: int):
+    """Farkas multipliers for 0 > 0 on ``rows`` (the cell's, then from ``first`` on a forbidden
+    conjunction's), or None.  Asked directly, an LP for emptiness is unbounded when the rows
+    are infeasible (scale the multipliers), so the oracle's float LP cannot settle it and z3
+    is asked every time.  Asked instead, for one conjunction row R at a time, whether the other
+    rows entail R < 0 (R <= 0 if R is strict), the LP has an optimum; with multiplier 1 on R
+    that proof is one of 0 > 0.  z3 decides only when no row gives one."""
+    for j in range(first, len(rows)):
+        r = rows[j]
+        others = rows[:j] + rows[j + 1:]
+        pr = oracle.farkas(others, (tuple(-v for v in r.a), -r.c), not r.strict)
+        if pr is None:
+            continue
+        proof = tuple((i if i < j else i + 1, y) for i, y in pr) + ((j, ONE),)
+        try:
+            check_entails(rows, ((ZERO,) * len(r.a), ZERO), True, proof, "")
+            return proof
+        except CheckFailed:
+            continue
+    return oracle.farkas(rows, ((ZERO,) * oracle.d, ZERO), True)
 
 
 def _late(limits: Limits) -> str | None:
