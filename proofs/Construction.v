@@ -267,3 +267,29 @@ Fixpoint maxout_layers_count (prev : nat) (Ls : list (list (list piece))) : nat 
 Definition maxout_count (net : maxout) : nat :=
   maxout_layers_count (mo_dim net) (mo_layers net) +
   match mo_out net with Some (A, b) => length b * (last (widths net) O + 1) | None => O end.
+
+(* For a polyhedral domain, as compile_transformer bounds it (bounds "lp"): the first layer's
+   pieces are bounded over the domain's own rows (Layerwise.dom_rows) by Farkas proofs, one
+   pair (C - z >= 0, z + C >= 0) per piece, units in order; B_1 contains h^1 of the domain by
+   Layerwise.image_poly_ok (rule (B')); then the boxes carry the gates as in gates_boxes. *)
+Fixpoint pieces_gated (P : list con) (C : Q) (ps : list piece) (ws : list (farkas * farkas)) : bool :=
+  match ps, ws with
+  | [], [] => true
+  | p :: ps', (wu, wl) :: ws' =>
+      entails P (asub ([], C) (pw p, pb p)) false wu &&
+      entails P (asub (pw p, pb p) ([], - C)) false wl && pieces_gated P C ps' ws'
+  | _, _ => false
+  end.
+
+Definition gates_ok_poly (net : maxout) (C : list Q) (D : domain) (gws : list (farkas * farkas))
+           (boxes : list (list Q * list Q)) (iws : list (nat * farkas * list farkas)) : bool :=
+  match mo_layers net with
+  | [] => true
+  | L :: Ls' =>
+      pieces_gated (dom_rows D) (hd 0 C) (concat L) gws &&
+      match Ls', boxes with
+      | [], _ => true
+      | _ :: _, (lo', hi') :: _ => image_poly_ok (dom_rows D) L lo' hi' iws && gates_boxes Ls' (tl C) boxes
+      | _ :: _, [] => false
+      end
+  end.

@@ -6,3 +6,4 @@ Print Assumptions construct_correct.
 Print Assumptions construct_sound.
 Print Assumptions construct_box_sound.
 Print Assumptions construct_count.
+Print Assumptions construct_poly_sound.

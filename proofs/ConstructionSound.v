@@ -945,3 +945,39 @@ Proof.
   2:{ intros r Hr. apply in_map_iff in Hr as [i [<- _]]. apply length_basis. }
   rewrite repeat_length. lia.
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * The gate condition over a polyhedron, the first layer by Farkas proofs *)
+
+Lemma pieces_gated_sound : forall P C ps ws x, pieces_gated P C ps ws = true -> satR P x ->
+  forall p, In p ps -> - Q2R C <= pieceR p x <= Q2R C.
+Proof.
+  intros P C ps. induction ps as [|q ps IH]; intros [|[wu wl] ws] x H Hx p Hp; cbn [pieces_gated] in H;
+    try discriminate; [destruct Hp|].
+  apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+  destruct Hp as [<-|Hp]; [|exact (IH ws x H3 Hx p Hp)].
+  pose proof (entails_ge _ _ _ x Hx H1) as U. pose proof (entails_ge _ _ _ x Hx H2) as V.
+  rewrite evalR_asub in U, V. unfold evalR in U, V. cbn [fst snd dotR] in U, V.
+  rewrite Q2R_opp in V. unfold pieceR. lra.
+Qed.
+
+Theorem gates_ok_poly_sound : forall net C D gws boxes iws x,
+  gates_ok_poly net C D gws boxes iws = true -> in_domain D x -> gates_hold (mo_layers net) C x.
+Proof.
+  intros net C D gws boxes iws x H Hx. unfold gates_ok_poly in H.
+  pose proof (dom_rows_sound D x Hx) as HP.
+  destruct (mo_layers net) as [|L Ls]; [exact I|]. apply andb_true_iff in H as [H1 H2].
+  cbn [gates_hold]. split.
+  - intros u p Hu Hp. apply (pieces_gated_sound _ _ _ gws x H1 HP). apply in_concat. exists u. auto.
+  - destruct Ls as [|L' Ls']; [exact I|]. destruct boxes as [|[lo' hi'] rest]; [discriminate|].
+    apply andb_true_iff in H2 as [H2 H3].
+    exact (gates_boxes_sound _ _ lo' hi' rest _ H3 (image_poly_sound _ L lo' hi' iws x H2 HP)).
+Qed.
+
+Theorem construct_poly_sound : forall net C D gws boxes iws,
+  shaped net = true -> gates_ok_poly net C D gws boxes iws = true ->
+  forall x, length x = mo_dim net -> in_domain D x -> transformerR (construct net C) x = maxoutR net x.
+Proof.
+  intros net C D gws boxes iws Hs Hg x Hd Hx.
+  exact (construct_correct net C x Hs Hd (gates_ok_poly_sound net C D gws boxes iws x Hg Hx)).
+Qed.

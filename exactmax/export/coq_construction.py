@@ -1,0 +1,219 @@
+"""Coq export of a compiled Transformer through the construction theorem (#19).
+
+When a Transformer is exactly the default construction of a Maxout network (construction.md
+§2: unmerged, one-hot positions) for some gate constants C, its equality with the network on
+a domain needs no split tree and no per-unit certificate: ``proofs/ConstructionSound.v``
+proves once, for every network,
+
+    construct_sound : shaped net = true -> gates_ok net C D boxes proofs = true ->
+      forall x, length x = mo_dim net -> in_domain D x ->
+      transformerR (construct net C) x = maxoutR net x
+
+(and ``construct_poly_sound`` with ``gates_ok_poly`` for a polyhedron).  The file written here
+states the network, the Transformer and C as data, proves ``net_b = construct net_a gates``
+and the two conditions by computation (``vm_compute``, checked by the kernel at ``Qed``), and
+concludes ``net_equiv`` from the theorem.
+
+Gate certificate: for a box domain, the boxes B_0 = the domain, B_{l+1} = the interval image
+of B_l rounded outward as compile_transformer rounds (``gates_ok``); for a polyhedron, the
+first layer's pieces bounded over the domain's own rows by Farkas multipliers (LP duality)
+and B_1 by rule (B') of Layerwise.v, then interval images (``gates_ok_poly``).  Every C_l that
+compile_transformer chooses passes (it bounds the same or larger ranges); a smaller C_l, a
+wider domain or a Transformer that is not the construction make the file fail in Coq.
+"""
+
+from __future__ import annotations
+
+from ..construct.bounds import _affine_range, round_outward
+from ..construct.transformer import CompileOptions, compile_transformer
+from ..kernel.maxout import MaxoutNetwork
+from ..kernel.polyhedron import Box
+from ..kernel.rational import ZERO, Q
+from ..kernel.transformer import FeedForward, Transformer
+from .coq import ExportUnsupported, _domain_text, _maxout_term, _q, _qlist, _transformer_defs
+
+
+def _width(net: MaxoutNetwork) -> int:
+    return max(max(net.widths), net.out_dim)
+
+
+def gates_of(net: MaxoutNetwork, tf: Transformer) -> tuple[Q, ...] | None:
+    """The gate constants C_l read off a Transformer that has the construction's layout (the
+    bias -C_l that the gate feed-forward of layer l adds to Z_0), or None."""
+    D = len(net.layers)
+    if not D or len(tf.sublayers) != 3 * D:
+        return None
+    W = _width(net)
+    gates = []
+    for l in range(D):
+        s = tf.sublayers[3 * l]
+        if not isinstance(s, FeedForward) or len(s.outer.b) <= W:
+            return None
+        gates.append(-s.outer.b[W])
+    return tuple(gates)
+
+
+def _same(a: Transformer, b: Transformer) -> bool:
+    return (a.input_dim == b.input_dim and a.d_model == b.d_model and a.embedding == b.embedding
+            and a.positions == b.positions and a.sublayers == b.sublayers
+            and a.readout == b.readout)
+
+
+def construction_of(net: MaxoutNetwork, tf: Transformer, domain) -> tuple[Q, ...] | None:
+    """The gate constants C for which ``tf`` is compile_transformer's default construction of
+    ``net`` (entry for entry), or None."""
+    gates = gates_of(net, tf)
+    if gates is None:
+        return None
+    built = compile_transformer(net, domain, CompileOptions(gates=gates)).transformer
+    return gates if _same(built, tf) else None
+
+
+def _farkas(y) -> str:
+    """A Farkas proof with scale 1 and the multipliers y (row index, value), zeros left out."""
+    return "(1, [" + "; ".join(f"({i}%nat, {_q(v)})" for i, v in enumerate(y) if v) + "])"
+
+
+def _boxes_term(boxes) -> str:
+    return "[" + ";\n   ".join(f"({_qlist(lo)}, {_qlist(hi)})" for lo, hi in boxes) + "]"
+
+
+def _interval_boxes(net: MaxoutNetwork, lo, hi, start: int):
+    """B_start, then the interval images of the layers start .. D-2, rounded outward."""
+    boxes = [(tuple(lo), tuple(hi))]
+    for layer in net.layers[start:-1]:
+        los, his = [], []
+        for unit in layer.units:
+            ranges = [_affine_range(p.w, p.b, lo, hi) for p in unit.pieces]
+            los.append(max(r[0] for r in ranges))
+            his.append(max(r[1] for r in ranges))
+        lo, hi = round_outward(los, his)
+        boxes.append((lo, hi))
+    return boxes
+
+
+def _gates_box(net, gates, domain: Box) -> tuple[str, str, str]:
+    """(definitions, the check, the theorem applied) for a box domain."""
+    boxes = _interval_boxes(net, domain.lower, domain.upper, 0)
+    defs = f"Definition boxes : list (list Q * list Q) :=\n  {_boxes_term(boxes)}.\n"
+    return (defs, "gates_ok net_a gates (DBox lower upper) boxes nil",
+            "construct_sound net_a gates (DBox lower upper) boxes nil")
+
+
+def _gates_poly(net, gates, domain) -> tuple[str, str, str]:
+    """(definitions, the check, the theorem applied) for a polyhedron: the first layer by
+    Farkas multipliers over its rows, B_1 by rule (B'), then interval images."""
+    from ..kernel.polyhedron import check_upper_bound
+    from ..prove.lp import DualLP
+    P = domain.as_polyhedron()
+    lp = DualLP(P)
+    gws, iws, los, his = [], [], [], []
+    for unit in net.layers[0].units:
+        lows, ups = [], []
+        for p in unit.pieces:
+            yu = lp.multipliers(tuple(p.w))
+            yl = lp.multipliers(tuple(-v for v in p.w))
+            if yu is None or yl is None:
+                raise ExportUnsupported("the domain is unbounded: no gate constant bounds the "
+                                        "first layer")
+            up = p.b + check_upper_bound(P, tuple(p.w), yu)
+            low = p.b - check_upper_bound(P, tuple(-v for v in p.w), yl)
+            ups.append((up, yu))
+            lows.append((low, yl))
+            gws.append(f"({_farkas(yu)}, {_farkas(yl)})")
+        j = max(range(len(lows)), key=lambda t: lows[t][0])
+        los.append(lows[j][0])
+        his.append(max(u for u, _ in ups))
+        iws.append(f"({j}%nat, {_farkas(lows[j][1])}, [" + "; ".join(_farkas(y) for _, y in ups)
+                   + "])")
+    boxes = []
+    if len(net.layers) > 1:
+        lo, hi = round_outward(los, his)
+        boxes = _interval_boxes(net, lo, hi, 1)
+    defs = ("Definition gate_proofs : list (farkas * farkas) :=\n  [" + ";\n   ".join(gws)
+            + "].\n\nDefinition boxes : list (list Q * list Q) :=\n  " + _boxes_term(boxes)
+            + ".\n\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
+            + ";\n   ".join(iws if boxes else []) + "].\n")
+    return (defs, "gates_ok_poly net_a gates (DPoly A b) gate_proofs boxes image_proofs",
+            "construct_poly_sound net_a gates (DPoly A b) gate_proofs boxes image_proofs")
+
+
+def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domain=None,
+                        module: str = "NetEquiv", gates=None, decide: bool = True) -> str:
+    """The Coq file proving ``tf`` (default: the construction of ``net``) equal to ``net`` on
+    ``domain`` (default: the network's) through ``construct_sound``.  ``decide``: refuse
+    (ExportUnsupported) a Transformer that is not the construction of ``net``, decided in
+    Python; without it (tamper tests) the file is written with the gates read off ``tf`` (or
+    ``gates``) and Coq decides."""
+    domain = domain if domain is not None else net.domain
+    if domain is None:
+        raise ExportUnsupported("no domain: give one (the network has none)")
+    if tf is None:
+        tf = compile_transformer(net, domain).transformer
+    if gates is None:
+        gates = construction_of(net, tf, domain) if decide else gates_of(net, tf)
+        if gates is None:
+            raise ExportUnsupported("the Transformer is not the default construction of the "
+                                    "network (construction.md §2, unmerged, one-hot) for any "
+                                    "gate constants")
+    dt, term_tf = _transformer_defs(tf, "net_b")
+    dom_defs, in_dom, _ = _domain_text(domain)
+    if isinstance(domain, Box):
+        gdefs, check, theorem = _gates_box(net, gates, domain)
+    else:
+        gdefs, check, theorem = _gates_poly(net, gates, domain)
+    return f"""(* {module}.v -- written by exactmax (construction export, #19).  Check it with
+     coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
+   The theorem at the end says that the Transformer below equals the Maxout network at every
+   real point of the domain.  It is the library's theorem construct_sound
+   (proofs/ConstructionSound.v, proved once for every network) applied to three facts this
+   file proves by computation: the Transformer is construct net_a gates (the construction of
+   construction.md §2 with the gate constants below), the network is well-shaped, and the
+   gate constants bound every pre-activation over the domain (the boxes below carry them
+   through the layers). *)
+
+From Coq Require Import QArith Reals List Uint63.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise Construction ConstructionSound.
+Open Scope Q_scope.
+
+Section Models.
+Import ListNotations.
+
+(** The models, as a user wrote them *)
+
+Definition net_a : maxout :=
+{_maxout_term(net)}.
+
+{dt}Definition net_b : transformer :=
+{term_tf}.
+
+(** The gate constants C_l, one per layer *)
+
+Definition gates : list Q := {_qlist(gates)}.
+
+(** The domain *)
+
+{dom_defs}
+(** The gate certificate *)
+
+{gdefs}
+End Models.
+
+Lemma net_b_construct : net_b = construct net_a gates.
+Proof. vm_cast_no_check (eq_refl net_b). Qed.
+
+Lemma net_a_shaped : shaped net_a = true.
+Proof. vm_cast_no_check (eq_refl true). Qed.
+
+Lemma gates_checked : {check} = true.
+Proof. vm_cast_no_check (eq_refl true). Qed.
+
+(** The theorem *)
+
+Theorem net_equiv : forall x : list R,
+  length x = {net.input_dim}%nat -> {in_dom} -> transformerR net_b x = maxoutR net_a x.
+Proof.
+  intros x Hd Hx. rewrite net_b_construct.
+  exact ({theorem} net_a_shaped gates_checked x Hd Hx).
+Qed.
+"""

@@ -1,0 +1,149 @@
+"""The construction theorem in Coq (#19): construct (proofs/Construction.v) is entry for entry
+the default Python construction, and a file written by export_construction proves a compiled
+Transformer equal to its network through construct_sound alone; a Transformer one weight away
+from the construction, a gate constant too small for the domain and a domain wider than the
+gates allow are each rejected by coqc."""
+
+from dataclasses import replace
+import os
+import random
+import shutil
+import subprocess
+
+import pytest
+
+from exactmax.construct.transformer import CompileOptions, compile_transformer
+from exactmax.export.coq import ExportUnsupported
+from exactmax.export.coq_construction import construction_of, export_construction, gates_of
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.polyhedron import Box, Polyhedron
+from exactmax.kernel.rational import Q
+from exactmax.kernel.transformer import FeedForward
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROOFS = os.path.join(ROOT, "proofs")
+
+
+def network(seed, widths, ranks, out=0, domain=None):
+    """A random network of the given widths (d, N_1, ..)  and largest ranks, units of mixed
+    ranks, an output map of ``out`` rows (none for 0)."""
+    r = random.Random(seed)
+
+    def q():
+        return Q(r.randint(-5, 5), r.choice([1, 1, 2, 3]))
+    layers = []
+    for l in range(1, len(widths)):
+        layers.append(Layer(tuple(
+            Unit(tuple(Piece(tuple(q() for _ in range(widths[l - 1])), q())
+                       for _ in range(r.randint(1, ranks[l - 1]))))
+            for _ in range(widths[l]))))
+    output = None
+    if out:
+        output = Affine(tuple(tuple(q() for _ in range(widths[-1])) for _ in range(out)),
+                        tuple(q() for _ in range(out)), widths[-1])
+    d = widths[0]
+    if domain is None:
+        domain = Box(tuple(Q(-1) for _ in range(d)), tuple(Q(r.randint(1, 2), 2) for _ in range(d)))
+    return MaxoutNetwork(d, tuple(layers), output, domain)
+
+
+TRIANGLE = Polyhedron(((Q(1), Q(1)), (Q(-1), Q(0)), (Q(0), Q(-1)), (Q(1), Q(-2))),
+                      (Q(1), Q(1), Q(1), Q(2)), 2)
+
+NETS = {
+    "deep_out": network(3, [2, 4, 2, 3], [2, 3, 1], out=1),
+    "shrinking": network(2, [3, 1, 2], [1, 4], out=2),
+    "one_layer": network(4, [4, 2], [3], out=5),
+    "poly": network(5, [2, 3, 2], [3, 2], domain=TRIANGLE),
+    "poly_one_layer": network(6, [2, 3], [3], out=2, domain=TRIANGLE),
+}
+
+
+def test_the_gates_are_read_back_and_the_construction_recognised():
+    for net in NETS.values():
+        c = compile_transformer(net)
+        assert gates_of(net, c.transformer) == c.gates
+        assert construction_of(net, c.transformer, net.domain) == c.gates
+        merged = compile_transformer(net, options=CompileOptions(merged=True)).transformer
+        assert (construction_of(net, merged, net.domain) is None) == (len(net.layers) > 1)
+
+
+def _one_weight_off(tf):
+    """The Transformer with one entry of the first gate feed-forward's W1 changed by 1/7."""
+    ff = tf.sublayers[0]
+    W = [list(r) for r in ff.inner.W]
+    W[0][0] += Q(1, 7)
+    inner = replace(ff.inner, W=tuple(tuple(r) for r in W))
+    return replace(tf, sublayers=(FeedForward(inner, ff.outer),) + tf.sublayers[1:])
+
+
+def test_python_refuses_what_is_not_the_construction():
+    net = NETS["deep_out"]
+    tf = _one_weight_off(compile_transformer(net).transformer)
+    assert construction_of(net, tf, net.domain) is None
+    with pytest.raises(ExportUnsupported):
+        export_construction(net, tf)
+
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
+
+
+@pytest.fixture(scope="module")
+def library():
+    r = subprocess.run(["make", "-C", PROOFS], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def coqc(tmp_path, name, text):
+    path = tmp_path / f"{name}.v"
+    path.write_text(text)
+    return subprocess.run(["coqc", "-Q", PROOFS, "ExactMax", "-no-glob", path.name],
+                          cwd=tmp_path, capture_output=True, text=True)
+
+
+@needs_coq
+@pytest.mark.parametrize("name", sorted(NETS))
+def test_coq_accepts_the_construction(tmp_path, library, name):
+    net = NETS[name]
+    r = coqc(tmp_path, "NetEquiv", export_construction(net) +
+             "\nPrint Assumptions net_equiv.\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ClassicalDedekindReals.sig_forall_dec" in r.stdout
+    # the Reals' two axioms, and the primitive integers the sparse matrices' columns are
+    axioms = [l.split()[0] for l in r.stdout.split("Axioms:")[1].splitlines()
+              if l and not l[0].isspace()]
+    primitive = {"int", "eqb", "add", "PrimInt63.int", "PrimInt63.eqb", "PrimInt63.add"}
+    assert set(axioms) <= {"ClassicalDedekindReals.sig_forall_dec",
+                           "FunctionalExtensionality.functional_extensionality_dep"} | primitive, r.stdout
+
+
+@needs_coq
+def test_coq_rejects_one_weight_off(tmp_path, library):
+    net = NETS["deep_out"]
+    tf = _one_weight_off(compile_transformer(net).transformer)
+    r = coqc(tmp_path, "Tampered", export_construction(net, tf, decide=False))
+    assert r.returncode != 0 and "net_b = construct net_a gates" in r.stderr + r.stdout
+
+
+@needs_coq
+@pytest.mark.parametrize("name", ["deep_out", "poly"])
+def test_coq_rejects_a_gate_too_small(tmp_path, library, name):
+    net = NETS[name]
+    c = compile_transformer(net)
+    # the smallest sound C_1 is the bound; below it by 1/2^10 the gates do not hold
+    bound = c.bounds[0].gate
+    gates = (bound - Q(1, 1024),) + c.gates[1:]
+    tf = compile_transformer(net, options=CompileOptions(gates=gates)).transformer
+    assert construction_of(net, tf, net.domain) == gates
+    r = coqc(tmp_path, "SmallGate", export_construction(net, tf))
+    assert r.returncode != 0 and "gates_ok" in r.stderr + r.stdout
+
+
+@needs_coq
+def test_coq_rejects_a_wider_domain(tmp_path, library):
+    net = NETS["deep_out"]
+    tf = compile_transformer(net).transformer
+    wide = Box(tuple(v - 2 for v in net.domain.lower), tuple(v + 2 for v in net.domain.upper))
+    r = coqc(tmp_path, "Wide", export_construction(net, tf, domain=wide))
+    assert r.returncode != 0 and "gates_ok" in r.stderr + r.stdout
