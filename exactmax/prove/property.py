@@ -26,8 +26,8 @@ from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box
 from ..kernel.program import program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
-from ..kernel.rational import ONE, Q, ZERO
-from ..kernel.certificate import Choice, check_entails, lin_affine
+from ..kernel.rational import ONE, Q, RatMatrix, ZERO
+from ..kernel.certificate import Choice, check_entails
 from ..kernel.program import Lin
 from .certify import Limits, NoCertificate, _at, _inside, _nudge, _Oracle, _sub
 from .smt import from_z3
@@ -180,17 +180,70 @@ class _Split(Exception):
         self.gap, self.index, self.vals = gap, index, vals
 
 
-def _walk_from(p, rows, point, oracle: _Oracle, vals: list, start: int, choices: list) -> list:
-    """The affine maps on the cell of p's nodes from ``start`` on (``vals`` holds those
-    before it, valid on the cell), proving the choice of every Max node (appended to
+class _Lins:
+    """The Lin nodes of a program evaluated a batch at a time: from Lin node i on, every Lin
+    node up to the first one that reads a node at or after i (a layer's pre-activations)
+    is one exact rational matrix product (FLINT), W V + [X | c], with V the affine maps of
+    the nodes they read."""
+
+    def __init__(self, p):
+        self.p, self.cache = p, {}
+        self.last = [max((j for j, _ in n.terms), default=-1) if isinstance(n, Lin) else None
+                     for n in p.nodes]
+
+    def batch(self, i: int):
+        if i not in self.cache:
+            nodes, members = self.p.nodes, []
+            for j in range(i, len(nodes)):
+                if self.last[j] is None:
+                    continue
+                if self.last[j] >= i:
+                    break
+                members.append(j)
+            reads = sorted({r for j in members for r, _ in nodes[j].terms})
+            col = {r: t for t, r in enumerate(reads)}
+            d = self.p.dim
+            W = [ZERO] * (len(members) * len(reads))
+            XC = []
+            for m, j in enumerate(members):
+                for r, w in nodes[j].terms:
+                    W[m * len(reads) + col[r]] += w
+                x = [ZERO] * d
+                for t, v in nodes[j].x:
+                    x[t] += v
+                XC.append(x + [nodes[j].c])
+            Wm = RatMatrix(len(members), len(reads), W) if reads else None
+            self.cache[i] = (members, reads, Wm, XC)
+        return self.cache[i]
+
+    def fill(self, vals: list, i: int) -> None:
+        members, reads, W, XC = self.batch(i)
+        d = self.p.dim
+        if reads:
+            V = RatMatrix(len(reads), d + 1, [v for r in reads for v in vals[r][0] + (
+                vals[r][1],)])
+            P = (W * V).entries()
+        for m, j in enumerate(members):
+            row = [a + b for a, b in zip(P[m * (d + 1):(m + 1) * (d + 1)], XC[m])] \
+                if reads else XC[m]
+            vals[j] = (tuple(row[:d]), row[d])
+
+
+def _walk_from(p, lins: _Lins, rows, point, oracle: _Oracle, vals: list, start: int,
+               choices: list) -> list:
+    """The affine maps on the cell of p's nodes from ``start`` on (``vals``, one entry per
+    node, holds those before it and possibly Lin nodes after it that read only nodes before
+    it, all valid on the cell), proving the choice of every Max node (appended to
     ``choices``); _Split at the first one that is not settled.  As certify's walk, for the
     Lin and Max nodes of a Maxout program, resumed where the parent cell stopped instead of
     recomputed from the first node."""
-    vals = list(vals[:start])
+    vals = [v if i < start or (v is not None and lins.last[i] is not None and
+                               lins.last[i] < start) else None for i, v in enumerate(vals)]
     for index in range(start, len(p.nodes)):
         node = p.nodes[index]
         if isinstance(node, Lin):
-            vals.append(lin_affine(node, vals, p.dim))
+            if vals[index] is None:
+                lins.fill(vals, index)
             continue
         args = [vals[j] for j in node.args]
         at = [_at(v, point) for v in args]
@@ -206,7 +259,7 @@ def _walk_from(p, rows, point, oracle: _Oracle, vals: list, start: int, choices:
                 raise _Split(gap, index, vals)
             proofs.append(pr)
         choices.append((0, index, Choice(k, tuple(proofs))))
-        vals.append(args[k])
+        vals[index] = args[k]
     return vals
 
 
@@ -217,6 +270,7 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
     stats = {"leaves": 0, "splits": 0}
     zero = ((ZERO,) * P.dim, ZERO)
     last = [time.monotonic()]
+    lins = _Lins(p)
 
     def cell(rows, vals, hint=None, start=0):
         interruption.check()
@@ -234,7 +288,7 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
             return Empty(pr)
         ch = []
         try:
-            vals = _walk_from(p, rows, pt, oracle, vals, start, ch)
+            vals = _walk_from(p, lins, rows, pt, oracle, vals, start, ch)
         except _Split as s:
             stats["splits"] += 1
             (a, c), nxt = s.gap, s.index
@@ -260,7 +314,7 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
         return Excluded(tuple(ch), tuple(proofs))
 
     try:
-        tree = cell(domain_rows(P), [])
+        tree = cell(domain_rows(P), [None] * len(p.nodes))
     except NoCertificate as e:
         raise NoCertificate(f"{e} ({stats['leaves']} cells certified, {stats['splits']} "
                             "splits)") from None
