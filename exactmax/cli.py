@@ -773,45 +773,126 @@ def _check_property_cert(args, root) -> int:
 
 
 def cmd_export_coq(args) -> int:
+    """Write the certificate as a Coq file (or, with --existing, take the file already there)
+    and, with --check: confirm that the file states exactly the certificate's models, domain
+    and tree (coqcheck.check_binding), that the library is current (built on first use when
+    it is the per-user cache), that coqc accepts the file, and that Print Assumptions of
+    net_equiv lists only allowed axioms.  An empty domain (decided by the kernel) is the
+    vacuous answer, exit 5, whatever Coq says."""
     import os
     import re
-    from .export.coq import ExportUnsupported, check_with_coq, default_library, export_coq
+    from .export import coqcheck, coqlib
+    from .export.coq import ExportUnsupported, export_coq
     from .io.certificates import load_certificate
     from .io.models import write_bytes_atomic
+    from .kernel.errors import CheckFailed
     module = os.path.splitext(os.path.basename(args.output))[0]
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
         raise UsageError(f"-o: expected a Coq file name such as NetEquiv.v (a letter, then "
                          f"letters, digits or _, then .v), got {args.output!r}")
-    library = args.coq_lib or default_library()
-    if args.check and library is None:
-        raise UsageError("--check: the Coq library (proofs/ of exactmax) was not found; give "
-                         "--coq-lib DIR or set EXACTMAX_COQ_LIB")
+    check = args.check or args.existing
     from .io.models import check_outputs
-    check_outputs([("-o", args.output)], [("CERT.json", args.cert)])
-    a, b, dom, tree, _, _ = load_certificate(args.cert)
+    if args.existing:
+        if not os.path.isfile(args.output):
+            raise InputError(args.output, "", "does not exist; --existing checks a file "
+                             "export-coq wrote earlier")
+    else:
+        check_outputs([("-o", args.output)], [("CERT.json", args.cert)])
+    a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     try:
         text = export_coq(a, b, dom, tree, module)
     except ExportUnsupported as e:
         raise UsageError(f"{args.cert}: cannot export: {e}") from None
-    write_bytes_atomic(args.output, text.encode())
-    out = {"output": args.output, "bytes": len(text), "checked": None}
-    if args.check:
+    try:
+        about, facts = _about(a, b, dom, witness)
+    except CheckFailed:
+        about, facts = _about(a, b, dom)
+    lib = None
+    if check:
         try:
-            r = check_with_coq(args.output, os.path.abspath(library), args.timeout)
-        except FileNotFoundError as e:
+            lib = coqlib.locate(args.coq_lib)
+            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
+        except coqlib.LibraryError as e:
             raise UsageError(f"--check: {e}") from None
-        out.update(checked=r.ok, coqc_s=round(r.seconds, 2), coqc_message=r.message)
+    if args.existing:
+        try:
+            with open(args.output, encoding="utf-8") as f:
+                written = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(args.output, "", f"cannot be read: {e}") from None
+    else:
+        write_bytes_atomic(args.output, text.encode())
+        with open(args.output, encoding="utf-8") as f:     # what is on disk is what is checked
+            written = f.read()
+    out = {"output": args.output, "bytes": len(written), "checked": None, "sha256": hashes,
+           "about": about}
+    r = None
+    if check:
+        try:
+            n = coqcheck.check_binding(args.output, written, text, args.cert)
+        except coqcheck.BindingMismatch as e:
+            out.update(checked=False, verdict="rejected", reason=str(e))
+            print(json.dumps(out) if args.json else f"rejected: {e}")
+            return EXIT_REFUTED
+        r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
+        out.update(checked=r.ok, sentences_compared=n, library=lib.path,
+                   coqc_s=round(r.seconds, 2), coqc_message=r.message, axioms=list(r.axioms))
+    verdict = ("rejected" if r is not None and not r.ok else "vacuous" if facts.empty else
+               "proved" if r is not None else "written")
+    out["verdict"] = verdict
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"wrote {args.output} ({len(text)} bytes)")
-        if args.check:
-            if r.ok:
-                print(f"coqc accepted {args.output} in {r.seconds:.1f} s: theorem net_equiv "
-                      "proved in Coq")
-            else:
-                print(f"coqc rejected {args.output}:\n{r.message}")
-    return EXIT_OK if not args.check or r.ok else EXIT_REFUTED
+        if not args.existing:
+            print(f"wrote {args.output} ({len(written)} bytes)")
+        if r is not None and not r.ok:
+            print(f"coqc rejected {args.output}:\n{r.message}")
+        elif r is not None:
+            what = ("vacuous: the domain is empty (checked by the kernel), so theorem "
+                    "net_equiv holds and says nothing" if facts.empty else
+                    "theorem net_equiv proved in Coq")
+            print(f"coqc accepted {args.output} in {r.seconds:.1f} s: {what}")
+            print(f"  the file states exactly {args.cert} ({n} sentences compared); "
+                  f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
+                  "axioms and Coq's primitive integers and arrays)")
+        elif facts.empty:
+            print("vacuous: the domain is empty (checked by the kernel); the file's theorem "
+                  "says nothing")
+        if r is None or r.ok:
+            print("  " + _about_line(about))
+    if r is not None and not r.ok:
+        return EXIT_REFUTED
+    return EXIT_VACUOUS if facts.empty else EXIT_OK
+
+
+def cmd_coq_lib(args) -> int:
+    """Where the Coq library export-coq --check uses is, whether it is current; --build
+    builds it (the per-user cache from the installed sources, or a library folder in place)."""
+    from .export import coqlib
+    try:
+        lib = coqlib.locate(args.coq_lib)
+        built, seconds = coqlib.build(lib) if args.build else (False, 0.0)
+    except coqlib.LibraryError as e:
+        raise UsageError(str(e)) from None
+    try:
+        coqlib.check_current(lib)
+        current, reason = True, None
+    except coqlib.LibraryError as e:
+        current, reason = False, str(e)
+    out = {"path": lib.path, "from": lib.how, "sources": lib.sources, "current": current,
+           "built_now": built, "build_s": round(seconds, 1)}
+    if reason:
+        out["reason"] = reason
+    if args.json:
+        print(json.dumps(out))
+    elif args.path:
+        print(lib.path)
+    elif current:
+        print(f"{lib.path} ({lib.how}): {'built now in %.1f s, ' % seconds if built else ''}"
+              "current")
+    else:
+        raise UsageError(reason)
+    return EXIT_OK if current or (args.path and not args.build) else EXIT_INPUT
 
 
 # --------------------------------------------------------------------------------- parser
@@ -976,14 +1057,34 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("cert", metavar="CERT.json[.gz]", help="an exactmax/certificate")
     x.add_argument("-o", "--output", required=True, metavar="NetEquiv.v",
                    help="the Coq file to write (its name is the Coq module name)")
-    x.add_argument("--check", action="store_true", help="compile the file with coqc")
+    x.add_argument("--check", action="store_true",
+                   help="read the written file back and compare it with the certificate "
+                   "(models, domain, tree, sha256), then compile it with coqc and check "
+                   "Print Assumptions net_equiv against the allowed axioms")
+    x.add_argument("--existing", action="store_true",
+                   help="do not write: --check the file already at -o against CERT")
     x.add_argument("--coq-lib", metavar="DIR",
                    help="the built Coq library (default: $EXACTMAX_COQ_LIB, else the proofs/ "
-                   "folder of this exactmax checkout; build it with make -C proofs)")
+                   "folder of this exactmax checkout, else the per-user cache built on first "
+                   "use; see exactmax coq-lib)")
     x.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="give coqc at most S seconds (default 600)")
     x.add_argument("--json", action="store_true", help="print one JSON object")
     x.set_defaults(run=cmd_export_coq)
+
+    c = sub.add_parser("coq-lib", help="where the Coq library is; build it",
+                       description="The Coq library export-coq --check compiles against: "
+                       "--coq-lib DIR, else $EXACTMAX_COQ_LIB, else the proofs/ folder of this "
+                       "exactmax checkout, else a per-user cache "
+                       "($XDG_CACHE_HOME/exactmax/coq/<version>-<sources>-coq<version>/) built "
+                       "from the sources installed with exactmax by the installed coqc. Prints "
+                       "where it is and whether it is current (every .v file as it was when "
+                       "built, by sha256); exit 0 when current, 2 when not.")
+    c.add_argument("--build", action="store_true", help="build it unless it is current")
+    c.add_argument("--path", action="store_true", help="print only its folder (exit 0)")
+    c.add_argument("--coq-lib", metavar="DIR", help="a library folder of your own")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.set_defaults(run=cmd_coq_lib)
 
     m = sub.add_parser("import", help="read an ONNX network as an exact Maxout network",
                        description="Import an ONNX file (Gemm, MatMul, Add, Sub, Mul/Div by "

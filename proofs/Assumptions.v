@@ -3,6 +3,8 @@ Print Assumptions check_cert_sound.
 Print Assumptions maxout_program_correct.
 Print Assumptions transformer_program_correct.
 Print Assumptions equiv_sound.
+Print Assumptions equiv_box_sound.
+Print Assumptions equiv_poly_sound.
 Print Assumptions layerwise_sound.
 Print Assumptions mm_layerwise_sound.
 Print Assumptions merged_layerwise_sound.

@@ -35,15 +35,44 @@ Proof.
   - exact (transformer_program_correct t p x Hp Hd).
 Qed.
 
-(** A certificate that checks proves that the two models agree at every real point of the
-    domain (of their common input dimension). *)
-Theorem equiv_sound : forall a b dom t, certificate_ok a b dom t = true ->
+(** Both models well-shaped (Maxout.maxout_shaped, Transformer.transformer_shaped) and of the
+    same input dimension: a computable check that exported files prove by computation, so the
+    truncating list functions of the semantics never truncate. *)
+Definition model_shaped (m : model) : bool :=
+  match m with MMaxout n => maxout_shaped n | MTransformer t => transformer_shaped t end.
+
+Definition well_shaped (a b : model) : bool :=
+  Nat.eqb (model_dim a) (model_dim b) && model_shaped a && model_shaped b.
+
+(** A certificate that checks proves that the two (well-shaped) models agree at every real
+    point of the domain (of their common input dimension). *)
+Theorem equiv_sound : forall a b dom t, well_shaped a b = true -> certificate_ok a b dom t = true ->
   forall x : list R, length x = model_dim a -> satR dom x -> modelR b x = modelR a x.
 Proof.
-  intros a b dom t H x Hd Hx. unfold certificate_ok in H.
+  intros a b dom t _ H x Hd Hx. unfold certificate_ok in H.
   apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
   destruct (model_program a) as [f|] eqn:Ef; [|discriminate].
   destruct (model_program b) as [g|] eqn:Eg; [|discriminate].
   rewrite <- (model_program_correct a f x Ef Hd), <- (model_program_correct b g x Eg ltac:(lia)).
   symmetry. exact (check_cert_sound f g dom t H x Hx).
+Qed.
+
+(** What exported files apply: the domain stated readably, a box (lower <= x <= upper) or a
+    polyhedron (A x <= b), well-shaped with the models. *)
+Theorem equiv_box_sound : forall a b lo hi t,
+  well_shaped a b && box_shaped (model_dim a) lo hi = true ->
+  certificate_ok a b (rows_of_box lo hi) t = true ->
+  forall x : list R, length x = model_dim a -> in_box lo hi x -> modelR b x = modelR a x.
+Proof.
+  intros a b lo hi t S H x Hd Hx. apply andb_true_iff in S as [S _].
+  exact (equiv_sound a b _ t S H x Hd (box_rows_sound lo hi x Hx)).
+Qed.
+
+Theorem equiv_poly_sound : forall a b A c t,
+  well_shaped a b && poly_shaped (model_dim a) A c = true ->
+  certificate_ok a b (rows_of_poly A c) t = true ->
+  forall x : list R, length x = model_dim a -> in_poly A c x -> modelR b x = modelR a x.
+Proof.
+  intros a b A c t S H x Hd Hx. apply andb_true_iff in S as [S _].
+  exact (equiv_sound a b _ t S H x Hd (poly_rows_sound A c x Hx)).
 Qed.

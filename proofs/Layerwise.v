@@ -775,7 +775,7 @@ Qed.
 
 (** A layerwise certificate that checks proves that the Transformer equals the Maxout
     network at every real point of the domain. *)
-Theorem layerwise_sound : forall net tf D c, layerwise_ok net tf D c = true ->
+Theorem layerwise_ok_sound : forall net tf D c, layerwise_ok net tf D c = true ->
   forall x : list R, length x = mo_dim net -> in_domain D x -> transformerR tf x = maxoutR net x.
 Proof.
   intros net tf D c H x Hd Hx. unfold layerwise_ok in H.
@@ -904,7 +904,7 @@ Qed.
 
 (** A layerwise certificate between two Maxout networks that checks proves that they agree
     at every real point of the domain. *)
-Theorem mm_layerwise_sound : forall a b D dm c, mm_layerwise_ok a b D dm c = true ->
+Theorem mm_layerwise_ok_sound : forall a b D dm c, mm_layerwise_ok a b D dm c = true ->
   forall x : list R, length x = mo_dim a -> in_domain D x -> maxoutR b x = maxoutR a x.
 Proof.
   intros a b D dm c H x Hd Hx. unfold mm_layerwise_ok in H.
@@ -1100,13 +1100,13 @@ Qed.
 
 (** A merged Transformer equals the Maxout network on the domain when its unmerged form does,
     by a layerwise certificate. *)
-Theorem merged_layerwise_sound : forall net tf D splits c,
+Theorem merged_layerwise_ok_sound : forall net tf D splits c,
   merged_layerwise_ok net tf D splits c = true ->
   forall x : list R, length x = mo_dim net -> in_domain D x -> transformerR tf x = maxoutR net x.
 Proof.
   intros net tf D splits c H x Hd Hx. unfold merged_layerwise_ok in H.
   destruct (unmerge (tf_dm tf) (tf_subs tf) splits) as [us|] eqn:U; [|discriminate].
-  rewrite <- (layerwise_sound net (with_subs tf us) D c H x Hd Hx).
+  rewrite <- (layerwise_ok_sound net (with_subs tf us) D c H x Hd Hx).
   unfold layerwise_ok in H. cbn [with_subs tf_emb tf_pos tf_dm tf_dim] in H.
   apply andb_true_iff in H as [H _]. apply andb_true_iff in H as [H _].
   apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [_ H2].
@@ -1120,3 +1120,37 @@ Proof.
   apply Forall_map. apply Forall_forall. intros p Hp. rewrite forallb_forall in H3.
   rewrite affR_length, LE. rewrite (proj1 (Nat.eqb_eq _ _) (H3 p Hp)). lia.
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * The theorems exported files apply: the above, for well-shaped models and domains *)
+
+(* the domain has d coordinates and, for A x <= b, one constant per row (Sound.box_shaped,
+   Sound.poly_shaped) *)
+Definition domain_shaped (d : nat) (D : domain) : bool :=
+  match D with DBox lo hi => box_shaped d lo hi | DPoly A b => poly_shaped d A b end.
+
+(* the Transformer and the Maxout network well-shaped (Transformer.transformer_shaped,
+   Maxout.maxout_shaped), of one input dimension, and the domain of that dimension: a
+   computable check, proved by computation in exported files *)
+Definition lw_shaped (net : maxout) (tf : transformer) (D : domain) : bool :=
+  Nat.eqb (tf_dim tf) (mo_dim net) && maxout_shaped net && transformer_shaped tf &&
+  domain_shaped (mo_dim net) D.
+
+Definition mm_shaped (a b : maxout) (D : domain) : bool :=
+  Nat.eqb (mo_dim b) (mo_dim a) && maxout_shaped a && maxout_shaped b &&
+  domain_shaped (mo_dim a) D.
+
+Theorem layerwise_sound : forall net tf D c, lw_shaped net tf D = true ->
+  layerwise_ok net tf D c = true ->
+  forall x : list R, length x = mo_dim net -> in_domain D x -> transformerR tf x = maxoutR net x.
+Proof. intros net tf D c _ H. exact (layerwise_ok_sound net tf D c H). Qed.
+
+Theorem mm_layerwise_sound : forall a b D dm c, mm_shaped a b D = true ->
+  mm_layerwise_ok a b D dm c = true ->
+  forall x : list R, length x = mo_dim a -> in_domain D x -> maxoutR b x = maxoutR a x.
+Proof. intros a b D dm c _ H. exact (mm_layerwise_ok_sound a b D dm c H). Qed.
+
+Theorem merged_layerwise_sound : forall net tf D splits c, lw_shaped net tf D = true ->
+  merged_layerwise_ok net tf D splits c = true ->
+  forall x : list R, length x = mo_dim net -> in_domain D x -> transformerR tf x = maxoutR net x.
+Proof. intros net tf D splits c _ H. exact (merged_layerwise_ok_sound net tf D splits c H). Qed.

@@ -43,6 +43,28 @@ Definition maxoutR (net : maxout) (x : list R) : list R :=
   | Some (W, b) => affineR W b h
   end.
 
+(** Well-shapedness, a computable check: every unit has a piece, every piece of a layer reads
+    as many coordinates as the layer below has (mo_dim for the first), and the output map reads
+    N_D coordinates with one constant per row.  The list functions above (combine, dotR)
+    truncate mismatched lengths; on a well-shaped network they never have to, so maxoutR is
+    the network's formula.  Exported files prove it by computation. *)
+Fixpoint mo_layers_shaped (n : nat) (Ls : list (list (list piece))) : option nat :=
+  match Ls with
+  | [] => Some n
+  | L :: Ls' =>
+      if forallb (fun u => negb (Nat.eqb (length u) O) &&
+                           forallb (fun p => Nat.eqb (length (pw p)) n) u) L
+      then mo_layers_shaped (length L) Ls' else None
+  end.
+
+Definition maxout_shaped (net : maxout) : bool :=
+  match mo_layers_shaped (mo_dim net) (mo_layers net), mo_out net with
+  | None, _ => false
+  | Some _, None => true
+  | Some n, Some (W, b) => Nat.eqb (length W) (length b) &&
+                           forallb (fun r => Nat.eqb (length r) n) W
+  end.
+
 (* ------------------------------------------------------------------ *)
 (** * The translation *)
 

@@ -878,6 +878,14 @@ Fixpoint in_box (lo hi : list Q) (x : list R) : Prop :=
   | _, _, _ => False
   end.
 
+(* the shapes the statements read: a box of d bounds on each side; one constant per row of A
+   and d entries per row (in_poly and dotR would otherwise truncate) *)
+Definition box_shaped (d : nat) (lo hi : list Q) : bool :=
+  Nat.eqb (length lo) d && Nat.eqb (length hi) d.
+
+Definition poly_shaped (d : nat) (A : list (list Q)) (b : list Q) : bool :=
+  Nat.eqb (length A) (length b) && forallb (fun a => Nat.eqb (length a) d) A.
+
 (* A x <= b, row by row *)
 Fixpoint in_poly (A : list (list Q)) (b : list Q) (x : list R) : Prop :=
   match A, b with

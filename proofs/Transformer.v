@@ -101,6 +101,36 @@ Definition transformerR (tf : transformer) (x : list R) : list R :=
   let X0 := map (fun p => affR (tf_emb tf) p x) (tf_pos tf) in
   readoutR tf (fold_left (fun X s => subR (tf_dm tf) s X) (tf_subs tf) X0).
 
+(** Well-shapedness, a computable check: E is d_m x tf_dim, there is a token and every p_t has
+    d_m coordinates, W_Q and W_K have the same rows of d_m entries, W_V has rows of d_m entries
+    and W_O one column per row of W_V and d_m rows, W1 (h x d_m), b1 (h), W2 (d_m x h),
+    b2 (d_m), the read-out token exists, R reads d_m coordinates with one constant per row.
+    On a well-shaped Transformer the truncating list functions above never truncate. *)
+Definition mat_shaped (rows cols : nat) (M : mat) : bool :=
+  Nat.eqb (length M) rows && forallb (fun r => Nat.eqb (length r) cols) M.
+
+Definition head_shaped (dm : nat) (hd : head) : bool :=
+  let s := length (h_query hd) in
+  let v := length (h_value hd) in
+  mat_shaped s dm (h_query hd) && mat_shaped s dm (h_key hd) &&
+  mat_shaped v dm (h_value hd) && mat_shaped dm v (h_out hd).
+
+Definition sublayer_shaped (dm : nat) (s : sublayer) : bool :=
+  match s with
+  | FeedForward W1 b1 W2 b2 =>
+      let h := length W1 in
+      mat_shaped h dm W1 && Nat.eqb (length b1) h && mat_shaped dm h W2 && Nat.eqb (length b2) dm
+  | Attention hs => forallb (head_shaped dm) hs
+  end.
+
+Definition transformer_shaped (tf : transformer) : bool :=
+  let dm := tf_dm tf in
+  mat_shaped dm (tf_dim tf) (tf_emb tf) && negb (Nat.eqb (length (tf_pos tf)) O) &&
+  forallb (fun p => Nat.eqb (length p) dm) (tf_pos tf) &&
+  forallb (sublayer_shaped dm) (tf_subs tf) &&
+  match tf_token tf with None => true | Some k => Nat.ltb k (length (tf_pos tf)) end &&
+  mat_shaped (length (tf_rW tf)) dm (tf_rW tf) && Nat.eqb (length (tf_rb tf)) (length (tf_rW tf)).
+
 (* ------------------------------------------------------------------ *)
 (** * A state monad for building programs *)
 

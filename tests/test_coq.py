@@ -14,6 +14,8 @@ import pytest
 
 from certificate_corpus import CUT, MIXED, walk
 from exactmax.cli import main
+from exactmax.export.coqcheck import (ALLOWED, REALS_AXIOMS, AssumptionsRejected,
+                                      parse_assumptions, run_coqc)
 from exactmax.io.certificates import content_hash
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,10 +40,18 @@ def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):
         if name.endswith(".v"):
             text = open(os.path.join(PROOFS, name)).read()
             assert not re.search(r"\b(Admitted|admit|Axiom|Parameter)\b", text), name
-    axioms = set(re.findall(r"^(\S+)\n  :", library, re.M))
-    assert axioms == {"ClassicalDedekindReals.sig_forall_dec",
-                      "FunctionalExtensionality.functional_extensionality_dep"}, axioms
-    assert library.count("Axioms:") == 7     # the seven theorems of Assumptions.v
+    # Print Assumptions of every main theorem, read by the parser export-coq --check uses
+    # (entries whose type fits on the name's line and ones whose type wraps)
+    r = subprocess.run(["coqc", "-Q", ".", "ExactMax", "-no-glob", "Assumptions.v"],
+                       cwd=PROOFS, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    axioms = parse_assumptions(r.stdout)
+    assert set(axioms) == {"Axioms"}
+    assert set(axioms["Axioms"]) == set(REALS_AXIOMS) == {
+        "ClassicalDedekindReals.sig_forall_dec",
+        "FunctionalExtensionality.functional_extensionality_dep"}, axioms
+    theorems = open(os.path.join(PROOFS, "Assumptions.v")).read().count("Print Assumptions")
+    assert theorems >= 9 and r.stdout.count("Axioms:") == theorems
 
 
 def certify(tmp_path, a, b, *extra):
@@ -503,3 +513,234 @@ def test_a_same_max_leaf_with_one_piece_changed_fails_both_checkers(library, ran
             p["b"] = str(Fraction(p["b"]) + STEP)
             cert["models"]["a"]["sha256"] = content_hash(net)
             _both_reject(tmp_path, capsys, cert, f"SameMax{dname.capitalize()}{unit}")
+
+
+# ------------------------------------------- what a checked .v file is bound to (#18)
+
+
+def _existing(tmp_path, cert: dict, name: str, *extra) -> int:
+    """export-coq --existing: check the file already at tmp_path/name.v against the cert."""
+    c = tmp_path / f"{name}.json"
+    c.write_text(json.dumps(cert))
+    return main(["export-coq", str(c), "-o", str(tmp_path / f"{name}.v"), "--existing",
+                 "--coq-lib", PROOFS, *extra])
+
+
+def test_a_shrunk_domain_in_the_v_file_is_caught_though_it_still_compiles(library, layerwise,
+                                                                          tmp_path, capsys):
+    cert = layerwise["tent.json"]
+    assert export(tmp_path, cert, "Bound") == 0
+    path = tmp_path / "Bound.v"
+    text = path.read_text()
+    # the file names the models' and the domain's sha256, in a comment and as definitions
+    for key, h in (("a", cert["models"]["a"]["sha256"]), ("b", cert["models"]["b"]["sha256"]),
+                   ("domain", cert["domain"]["sha256"])):
+        name = {"a": "net_a", "b": "net_b"}.get(key, key)
+        assert f'Definition {name} : string := "{h}".' in text and f"{name:<7} {h}" in text
+    assert _existing(tmp_path, cert, "Bound") == 0          # the file as written passes
+    capsys.readouterr()
+    # the domain's upper bound 1 -> 1/2: a true theorem about a smaller domain
+    shrunk = text.replace("Definition upper : list Q := [1; 1].",
+                          "Definition upper : list Q := [1; (1#2)].")
+    assert shrunk != text
+    path.write_text(shrunk)
+    r = subprocess.run(["coqc", "-Q", PROOFS, "ExactMax", "-no-glob", "Bound.v"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr                     # Coq alone cannot tell
+    assert _existing(tmp_path, cert, "Bound") == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("rejected: ")
+    assert "Definition upper (the domain): number 1 is 1/2, but" in out and "has 1" in out
+    # a hash, a weight of the Transformer, the statement: each named
+    for old, new, named in (
+            (f'"{cert["domain"]["sha256"]}"', '"' + "0" * 64 + '"',
+             "Definition Sha256.domain"),
+            (cert["models"]["b"]["sha256"], "1" * 64, "opening comment gives net_b sha256 111"),
+            ("length x = 2%nat", "length x = 3%nat", "Theorem net_equiv"),
+            ("Definition net_b_ff0_b1 : list Q :=\n  [", "Definition net_b_ff0_b1 : list Q :=\n  [7; ",
+             "Definition net_b_ff0_b1 (model b)")):
+        assert old in text, old
+        path.write_text(text.replace(old, new, 1))
+        assert _existing(tmp_path, cert, "Bound") == 1, named
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1 and named in out, out
+    # a missing file is bad input (exit 2, one line)
+    path.unlink()
+    assert _existing(tmp_path, cert, "Bound") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Bound.v" in err
+
+
+def test_the_shapes_are_stated_and_proved_by_computation(library, tent, layerwise, tmp_path):
+    assert export(tmp_path, tent, "ShapesMono") == 0
+    text = (tmp_path / "ShapesMono.v").read_text()
+    assert "Lemma shapes_ok :\n  well_shaped (MMaxout net_a) (MMaxout net_b) && box_shaped 2 " \
+           "lower upper = true.\nProof. vm_compute. reflexivity. Qed." in text
+    assert "exact (equiv_box_sound" in text
+    assert export(tmp_path, layerwise["relu_triangle.json"], "ShapesLw") == 0
+    text = (tmp_path / "ShapesLw.v").read_text()
+    assert "Lemma shapes_ok : lw_shaped net_a net_b (DPoly A b) = true." in text
+    # a piece of net_a's first layer with a third weight for a 2-D input: the list functions
+    # truncate it away, so the (monolithic) certificate still checks, but Coq refuses shapes_ok
+    text = (tmp_path / "ShapesMono.v").read_text()
+    bad = re.sub(r"(pw := \[[^\]]*)\]", r"\1; 5]", text, count=1)
+    assert bad != text
+    (tmp_path / "IllShaped.v").write_text(bad)
+    r = subprocess.run(["coqc", "-Q", PROOFS, "ExactMax", "-no-glob", "IllShaped.v"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    at = bad.index("Proof. vm_compute. reflexivity.", bad.index("Lemma shapes_ok"))
+    line = bad[:at].count("\n") + 1
+    assert r.returncode != 0 and f'line {line},' in r.stderr, (line, r.stderr)
+    assert 'Unable to unify "true" with "false"' in r.stderr
+
+
+LONG = ("forall (A B C D : Prop) (f g : A -> B), (forall a : A, f a = g a) -> "
+        "(C -> D) -> C -> D")
+
+
+@pytest.mark.parametrize("axiom, statement", [
+    ("foo", "False"),                                  # printed on one line: foo : False
+    ("a_long_axiom_name_whose_type_wraps", LONG)])     # printed as name, then "  : type"
+def test_a_theorem_resting_on_an_axiom_outside_the_allow_list_is_rejected(library, tmp_path,
+                                                                         axiom, statement):
+    """Print Assumptions prints a short axiom on its name's line and a long one wrapped onto
+    the next lines; both are read, named and rejected."""
+    v = tmp_path / "Ax.v"
+    v.write_text(f"Axiom {axiom} : {statement}.\nTheorem net_equiv : {statement}.\n"
+                 f"Proof. exact {axiom}. Qed.\nPrint Assumptions net_equiv.\n")
+    r = subprocess.run(["coqc", v.name], cwd=tmp_path, capture_output=True, text=True)
+    wrapped = f"\n{axiom}\n  : " in r.stdout
+    assert wrapped == (axiom != "foo") and (f"\nfoo : False" in r.stdout) == (axiom == "foo")
+    r = run_coqc(str(v), PROOFS)
+    assert not r.ok and f"depends on the axiom {axiom}, which is not" in r.message, r
+    # without it, the theorem is closed and accepted
+    v.write_text("Theorem net_equiv : True.\nProof. exact I. Qed.\nPrint Assumptions net_equiv.\n")
+    assert run_coqc(str(v), PROOFS).ok
+
+
+def test_print_assumptions_is_read_completely():
+    short = "Axioms:\nPrimInt63.sub : PrimInt63.int -> PrimInt63.int -> PrimInt63.int\n"
+    wrapped = ("ClassicalDedekindReals.sig_forall_dec\n  : forall P : nat -> Prop,\n"
+               "    (forall n : nat, {P n} + {~ P n}) ->\n")
+    got = parse_assumptions(short + wrapped + "foo : False\n")
+    assert got == {"Axioms": ["PrimInt63.sub", "ClassicalDedekindReals.sig_forall_dec", "foo"]}
+    assert parse_assumptions("Closed under the global context\n") == {}
+    from exactmax.export.coqcheck import check_assumptions
+    assert check_assumptions(short + wrapped) == ["PrimInt63.sub",
+                                                  "ClassicalDedekindReals.sig_forall_dec"]
+    for bad, named in ((short + "foo : False\n", "foo"),
+                       (short + "Constants/Inductives relying on type-in-type:\nbar\n",
+                        "type-in-type"),
+                       ("", "nothing"), ("  : False\n", "cannot read"),
+                       ("Axioms:\nfoo bar baz\n", "cannot read")):
+        with pytest.raises(AssumptionsRejected, match=named):
+            check_assumptions(bad)
+    assert {"PArray.make", "PrimInt63.add", "PrimFloat.add"} <= ALLOWED
+    assert not any(n.split(".")[0] not in ("PrimInt63", "PArray", "PrimFloat") for n in ALLOWED
+                   if n not in REALS_AXIOMS)
+
+
+def _library_copy(tmp_path):
+    """The built library (sources, .vo files, manifest) copied to tmp_path/lib."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    from exactmax.export.coqlib import MANIFEST, build_order
+    for m in build_order(PROOFS):
+        for ext in (".v", ".vo"):
+            shutil.copy2(os.path.join(PROOFS, m + ext), lib)
+    shutil.copy2(os.path.join(PROOFS, MANIFEST), lib)
+    return lib
+
+
+def test_a_stale_library_is_refused_with_the_command_that_rebuilds_it(library, tent, tmp_path,
+                                                                     capsys):
+    lib = _library_copy(tmp_path)
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps(tent))
+
+    def check():
+        capsys.readouterr()
+        return main(["export-coq", str(c), "-o", str(tmp_path / "Fresh.v"), "--check",
+                     "--coq-lib", str(lib)])
+    assert check() == 0
+    capsys.readouterr()
+    assert main(["coq-lib", "--coq-lib", str(lib), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["current"] is True
+    export_v = lib / "Export.v"
+    original = export_v.read_text()
+    export_v.write_text(original + "\n(* edited after the build *)\n")
+    for run in (check, lambda: main(["coq-lib", "--coq-lib", str(lib)])):
+        capsys.readouterr()
+        assert run() == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "stale: Export.v changed after it was built" in err
+        assert f"make -C {lib}" in err
+    export_v.write_text(original)
+    assert check() == 0
+    # built by another coqc, or not built at all
+    manifest = lib / "exactmax-build.sha256"
+    manifest.write_text(manifest.read_text().replace("# coqc ", "# coqc 8.15.0 "))
+    assert check() == 2 and "was built by coqc 8.15.0" in capsys.readouterr().err
+    manifest.unlink()
+    assert check() == 2 and "is not built" in capsys.readouterr().err
+    # a library that declares an axiom is not the exactmax library
+    shutil.copy2(os.path.join(PROOFS, "exactmax-build.sha256"), lib)
+    assert check() == 0
+    export_v.write_text(original.replace("Definition model_shaped",
+                                         "Axiom cheat : False.\nDefinition model_shaped"))
+    import hashlib
+    digest = hashlib.sha256(export_v.read_bytes()).hexdigest()
+    manifest.write_text(re.sub(r"\S+(  Export\.v)", digest + r"\1", manifest.read_text()))
+    assert check() == 2 and "Export.v declares an axiom" in capsys.readouterr().err
+
+
+def test_the_library_is_found_in_the_cache_when_not_in_a_checkout(tmp_path, monkeypatch,
+                                                                  capsys):
+    from exactmax.export import coqlib
+    monkeypatch.delenv("EXACTMAX_COQ_LIB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(coqlib, "checkout_sources", lambda: None)     # as after pip install
+    monkeypatch.setattr(coqlib, "shipped_sources", lambda: PROOFS)    # (exactmax/coq there)
+    assert main(["coq-lib", "--path"]) == 0
+    path = capsys.readouterr().out.strip()
+    version = coqlib.coqc_version().split()[0]
+    assert path.startswith(str(tmp_path / "cache" / "exactmax" / "coq") + os.sep)
+    assert path.endswith(f"-coq{version}") and os.path.basename(path).startswith("0.")
+    assert main(["coq-lib", "--json"]) == 2                  # not built yet
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["from"] == "cache" and rep["current"] is False and "not" in rep["reason"]
+    monkeypatch.setenv("EXACTMAX_COQ_LIB", str(tmp_path / "mine"))
+    assert main(["coq-lib", "--path"]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "mine")
+    assert main(["coq-lib", "--path", "--coq-lib", str(tmp_path / "other")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "other")
+
+
+def test_an_empty_domain_is_vacuous_in_coq_too(library, tmp_path, capsys):
+    """tent.json against the broken Transformer over {x0 <= 0, x0 >= 1}, one Empty leaf: Coq
+    accepts the file, and export-coq says vacuous (exit 5) as check-cert does."""
+    from exactmax.io import load_domain, load_model
+    from exactmax.io.certificates import certificate_to_json
+    from exactmax.kernel.certificate import Empty
+    dom = tmp_path / "empty.json"
+    dom.write_text(json.dumps({"format": "exactmax/domain", "version": 1, "polyhedron": {
+        "A": [[1, 0], [-1, 0]], "b": [0, -1]}}))
+    broken = os.path.join(EX, "tent_broken.transformer.json")
+    cert = certificate_to_json(load_model(os.path.join(EX, "tent.json")), load_model(broken),
+                               load_domain(str(dom)), Empty(((0, 1), (1, 1))), {})
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps(cert))
+    assert main(["check-cert", str(c)]) == 5
+    capsys.readouterr()
+    assert main(["export-coq", str(c), "-o", str(tmp_path / "Vacuous.v"), "--check",
+                 "--coq-lib", PROOFS]) == 5
+    out = capsys.readouterr().out
+    assert "coqc accepted" in out and "vacuous: the domain is empty" in out
+    assert "proved in Coq" not in out and "(empty)" in out
+    assert main(["export-coq", str(c), "-o", str(tmp_path / "Vacuous.v"), "--existing",
+                 "--coq-lib", PROOFS, "--json"]) == 5
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["verdict"] == "vacuous" and rep["checked"] is True
+    assert rep["about"]["domain"]["empty"] is True
+    assert main(["export-coq", str(c), "-o", str(tmp_path / "Vacuous.v")]) == 5
+    assert "vacuous" in capsys.readouterr().out

@@ -28,9 +28,6 @@ unpacking needs no proof.  The file is meant to be compiled with ``-no-glob``.
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 
 from ..kernel.certificate import Empty, Leaf, Split, TieProof
@@ -341,6 +338,33 @@ class _TreeWriter:
         return self.t.add("aff", (len(a),) + sum((_qnums(v) for v in (*a, c)), ()))
 
 
+def content_hashes(a, b, domain) -> dict[str, str]:
+    """The sha256 of both models' and the domain's canonical JSON, as certificates and
+    check-cert name them (``io.certificates.content_hash``)."""
+    from ..io.certificates import content_hash
+    from ..io.models import domain_to_json, model_to_json
+    return {"net_a": content_hash(model_to_json(a)), "net_b": content_hash(model_to_json(b)),
+            "domain": content_hash(domain_to_json(domain))}
+
+
+def _binding_comment(a, b, domain) -> str:
+    h = content_hashes(a, b, domain)
+    return ("   Exported from the certificate about (sha256 of the canonical JSON, as check-cert\n"
+            "   prints them; also defined below, in Module Sha256):\n"
+            + "".join(f"     {k:<7} {v}\n" for k, v in h.items())
+            + "   exactmax export-coq CERT.json -o THIS.v --existing confirms that this file\n"
+              "   states exactly that certificate's models, domain and tree.")
+
+
+def _sha256_module(a, b, domain) -> str:
+    """The hashes of ``_binding_comment`` as Coq strings (String is imported inside the
+    module only: it would hide List.length)."""
+    h = content_hashes(a, b, domain)
+    return ("Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
+            + "".join(f'Definition {k} : string := "{v}".\n' for k, v in h.items())
+            + "End Sha256.\n")
+
+
 def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
     """The text of a Coq file proving b = a on the domain from the certificate ``tree``."""
     if a.input_dim != b.input_dim:
@@ -355,17 +379,23 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
     root = w.tree(tree)
     d = a.input_dim
     dom_defs, in_dom, _ = _domain_text(domain)
-    rows, sound = (("rows_of_box lower upper", "box_rows_sound") if isinstance(domain, Box)
-                   else ("rows_of_poly A b", "poly_rows_sound"))
+    rows, sound, shaped = (("rows_of_box lower upper", "equiv_box_sound", "box_shaped")
+                           if isinstance(domain, Box) else
+                           ("rows_of_poly A b", "equiv_poly_sound", "poly_shaped"))
+    dom_args = "lower upper" if isinstance(domain, Box) else "A b"
     return f"""(* {module}.v -- written by exactmax export-coq.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that the two models below agree at every real point of the
    domain.  Nothing else in this file needs to be read: the certificate (the split tree and
    its Farkas multipliers) is checked by the library's proved checker, and the programs it
-   speaks about are built from the models by the library's proved translations. *)
+   speaks about are built from the models by the library's proved translations.
+{_binding_comment(a, b, domain)} *)
 
-From Coq Require Import QArith Reals List Uint63.
+From Coq Require Import QArith Reals List.
+From Coq Require Uint63 Strings.String.
+Import (notations) Uint63.   (* names, as Print Assumptions prints them, stay qualified *)
 From ExactMax Require Import Checker Sound Build Maxout Transformer Export.
+{_sha256_module(a, b, domain)}
 Open Scope Q_scope.
 
 Section Models.
@@ -387,7 +417,7 @@ End Models.
 (** The certificate: the split tree with its choices and Farkas multipliers, packed as
     machine integers (Checker.unpack_tree reads it; Checker.v describes the layout) *)
 
-Definition packed : PArray.array int :=
+Definition packed : PArray.array Uint63.int :=
   {_pack(t.stream([root]))}.
 
 Definition certificate : tree := unpack_tree packed.
@@ -396,15 +426,26 @@ Lemma certificate_checks :
   certificate_ok ({ca} net_a) ({cb} net_b) ({rows}) certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
+(** The models and the domain are well-shaped (every length is the one the dimensions say) *)
+
+Lemma shapes_ok :
+  well_shaped ({ca} net_a) ({cb} net_b) && {shaped} {d} {dom_args} = true.
+Proof. vm_compute. reflexivity. Qed.
+
 (** The theorem *)
 
 Theorem net_equiv : forall x : list R,
   length x = {d}%nat -> {in_dom} -> {fb} net_b x = {fa} net_a x.
 Proof.
   intros x Hd Hx.
-  exact (equiv_sound ({ca} net_a) ({cb} net_b) _ certificate certificate_checks x Hd
-           ({sound} _ _ x Hx)).
+  exact ({sound} ({ca} net_a) ({cb} net_b) {dom_args} certificate shapes_ok
+           certificate_checks x Hd Hx).
 Qed.
+
+(** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
+    allows only the two Reals axioms and Coq's primitive integers and arrays) *)
+
+Print Assumptions net_equiv.
 """
 
 
@@ -436,6 +477,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
         dt, term_tf = _transformer_defs(tf, "net_b")
         typ, sem = "transformer", "transformerR"
         check, sound = "layerwise_ok net_a net_b {dom}", "layerwise_sound net_a net_b {dom}"
+        shaped = "lw_shaped net_a net_b {dom}"
         what = "the Transformer below equals the Maxout network"
         if cert.unmerged is not None:   # rule (M): checked through its unmerged form
             dt += _splits_defs(tf, cert.unmerged)
@@ -448,6 +490,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
         typ, sem = "maxout", "maxoutR"
         check = f"mm_layerwise_ok net_a net_b {{dom}} {dm}%nat"
         sound = f"mm_layerwise_sound net_a net_b {{dom}} {dm}%nat"
+        shaped = "mm_shaped net_a net_b {dom}"
         what = "the two Maxout networks below agree"
     claims = []
     for l, layer in enumerate(cert.layers):
@@ -472,7 +515,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
         image.append(0)
     packed = _pack(t.stream(boxes + proofs + [len(cert.layers)] + claims + image))
     dom_defs, in_dom, dom = _domain_text(domain)
-    check, sound = check.format(dom=dom), sound.format(dom=dom)
+    check, sound, shaped = check.format(dom=dom), sound.format(dom=dom), shaped.format(dom=dom)
     return f"""(* {module}.v -- written by exactmax export-coq from a layerwise certificate.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that {what} at every
@@ -480,10 +523,14 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
    (boxes, per-layer claims with split trees and Farkas multipliers) is checked by the
    library's proved checker (proofs/Layerwise.v), the per-layer programs are
    built from the models by the library's proved translations, and the composition of the
-   layers is the library's theorem layerwise_sound. *)
+   layers is the library's theorem layerwise_sound.
+{_binding_comment(net, tf, domain)} *)
 
-From Coq Require Import QArith Reals List Uint63.
+From Coq Require Import QArith Reals List.
+From Coq Require Uint63 Strings.String.
+Import (notations) Uint63.   (* names, as Print Assumptions prints them, stay qualified *)
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise.
+{_sha256_module(net, tf, domain)}
 Open Scope Q_scope.
 
 Section Models.
@@ -507,7 +554,7 @@ End Models.
     packed as machine integers (Layerwise.unpack_lw reads it; Checker.v and Layerwise.v
     describe the layout) *)
 
-Definition packed : PArray.array int :=
+Definition packed : PArray.array Uint63.int :=
   {packed}.
 
 Definition certificate : lw_cert := unpack_lw packed.
@@ -515,50 +562,22 @@ Definition certificate : lw_cert := unpack_lw packed.
 Lemma certificate_checks : {check} certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
+(** The models and the domain are well-shaped (every length is the one the dimensions say) *)
+
+Lemma shapes_ok : {shaped} = true.
+Proof. vm_compute. reflexivity. Qed.
+
 (** The theorem *)
 
 Theorem net_equiv : forall x : list R,
   length x = {net.input_dim}%nat -> {in_dom} -> {sem} net_b x = maxoutR net_a x.
 Proof.
   intros x Hd Hx.
-  exact ({sound} certificate certificate_checks x Hd Hx).
+  exact ({sound} certificate shapes_ok certificate_checks x Hd Hx).
 Qed.
+
+(** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
+    allows only the two Reals axioms and Coq's primitive integers and arrays) *)
+
+Print Assumptions net_equiv.
 """
-
-
-def default_library() -> str | None:
-    """The ``proofs/`` directory: $EXACTMAX_COQ_LIB, else the one beside the package."""
-    env = os.environ.get("EXACTMAX_COQ_LIB")
-    if env:
-        return env
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "proofs")
-    return here if os.path.isfile(os.path.join(here, "Checker.v")) else None
-
-
-@dataclass(frozen=True, slots=True)
-class CoqResult:
-    ok: bool
-    message: str
-    seconds: float
-
-
-def check_with_coq(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
-    """Run coqc on ``path`` against the compiled library; ok iff coqc accepts the file."""
-    import time
-    coqc = shutil.which("coqc")
-    if coqc is None:
-        raise FileNotFoundError("coqc is not installed (Debian: apt-get install coq)")
-    if not os.path.isfile(os.path.join(library, "Export.vo")):
-        raise FileNotFoundError(f"the Coq library in {library} is not built; run "
-                                f"make -C {library}")
-    out_dir = os.path.dirname(os.path.abspath(path))
-    t0 = time.monotonic()
-    try:
-        r = subprocess.run([coqc, "-Q", library, "ExactMax", "-no-glob", os.path.basename(path)],
-                           cwd=out_dir, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return CoqResult(False, f"coqc did not finish in {timeout_s:.0f} s",
-                         time.monotonic() - t0)
-    msg = (r.stdout + r.stderr).strip()
-    return CoqResult(r.returncode == 0, msg, time.monotonic() - t0)
