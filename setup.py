@@ -38,9 +38,8 @@ class BuildPyWithCoq(build_py):
 
 
 class SdistWithCoq(sdist):
-    def add_defaults(self):
-        super().add_defaults()
-        self.filelist.extend(proof_sources())
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, sorted(set(files) | set(proof_sources())))
 
 
 setup(cmdclass={"build_py": BuildPyWithCoq, "sdist": SdistWithCoq}, ext_modules=[Extension(
