@@ -64,30 +64,39 @@ _TOKEN = re.compile(r"""
 """, re.X)
 
 
+_LEXEME = re.compile(r'\(\*|\*\)|"')
+_STRING = re.compile(r'"(?:[^"]|"")*"')
+
+
 def _strip_comments(text: str) -> str:
-    """The text with Coq's (nested) comments blanked; strings are kept."""
-    out, depth, i, n = [], 0, 0, len(text)
-    while i < n:
-        if text.startswith("(*", i):
+    """The text with Coq's comments (nested, strings inside them included) blanked; strings
+    outside comments are kept."""
+    out, depth, i = [], 0, 0
+    while True:
+        m = _LEXEME.search(text, i)
+        if m is None:
+            if depth:
+                raise BindingMismatch("a comment is not closed")
+            out.append(text[i:])
+            return "".join(out)
+        lexeme, j = m.group(), m.start()
+        if lexeme == '"':
+            s = _STRING.match(text, j)
+            if s is None:
+                raise BindingMismatch("a string is not closed")
+            if not depth:
+                out.append(text[i:s.end()])
+            i = s.end()
+            continue
+        if not depth:
+            out.append(text[i:j] if lexeme == "(*" else text[i:m.end()])
+        if lexeme == "(*":
+            if not depth:
+                out.append(" ")          # a comment separates tokens
             depth += 1
-            i += 2
-        elif depth and text.startswith("*)", i):
-            depth -= 1
-            i += 2
         elif depth:
-            i += 1
-        elif text[i] == '"':
-            j = i + 1
-            while j < n and not (text[j] == '"' and not text.startswith('""', j)):
-                j += 2 if text.startswith('""', j) else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        else:
-            out.append(text[i])
-            i += 1
-    if depth:
-        raise BindingMismatch("a comment is not closed")
-    return "".join(out)
+            depth -= 1
+        i = m.end()
 
 
 def sentences(text: str) -> list[tuple[str, list]]:
