@@ -2,7 +2,9 @@
 (the short run is ``tests/test_fuzz.py``) on many more cases.
 
     python benchmarks/fuzz.py [--cases 100000] [--tamper 3000] [--subprocess 1000]
-                              [--bombs 4] [--workers 2] [--seed 0] [--json OUT.json]
+                              [--bombs 4] [--workers 2] [--seed 0] [--minutes M]
+                              [--log OUT.jsonl] [--json OUT.json]
+    python benchmarks/fuzz.py --report OUT.jsonl     (the table of a log, finished or not)
 
 - ``--cases`` mutated files of every format, each run in-process through a command that
   reads it (``exactmax.cli.main``), commands that prove picked less often (weight 1 / cost);
@@ -12,7 +14,9 @@
 - ``--tamper`` tampered certificates through check-cert; an acceptance must be confirmed
   by the independent exact check (reference evaluators at many points, then z3).
 
-Prints a Markdown table: cases per format and command, exit statuses, failures, worst time,
+The chunks of cases run in a shuffled order; with ``--minutes`` no chunk starts after that
+many minutes, and the table counts the cases that ran.  ``--log`` appends every case as it
+finishes (a run that is stopped keeps what it did).  Prints a Markdown table: cases per format and command, exit statuses, failures, worst time,
 worst memory (peak RSS of the subprocess cases; of the worker processes for in-process
 ones), then the tampering table and every failure.  Exit status 1 when anything failed.
 """
@@ -50,7 +54,9 @@ def _seeds():
 def job(task):
     """Run a chunk of cases: task = (kind, seed, count); a list of records."""
     import fuzz
-    kind, seed, count = task
+    (kind, seed, count), deadline = task
+    if deadline is not None and time.monotonic() > deadline:
+        return []
     s, work, cmds = _seeds()
     rng = random.Random(seed)
     out = []
@@ -88,7 +94,19 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=200)
     ap.add_argument("--json", metavar="OUT.json", help="also write every failure and the "
                     "counts as JSON")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="start no chunk of cases after this many minutes")
+    ap.add_argument("--log", metavar="OUT.jsonl", help="append every case as it finishes")
+    ap.add_argument("--report", metavar="LOG.jsonl", help="only print the table of a log")
     args = ap.parse_args()
+    if args.report:
+        with open(args.report) as f:
+            lines = [json.loads(l) for l in f if l.strip()]
+        head = lines[0]
+        args.workers, args.seed = head["workers"], head["seed"]
+        records = [r for r in lines[1:] if "kind" in r]
+        print(table(records, lines[-1].get("elapsed_s", 0.0), args))
+        return 1 if any(r["failure"] for r in records) else 0
     tasks = []
     n = 0
     for kind, total, chunk in (("tamper", args.tamper, 25), ("bomb", args.bombs, 1),
@@ -100,12 +118,28 @@ def main() -> int:
     random.Random(args.seed).shuffle(tasks)
     t0 = time.monotonic()
     records = []
+    log = open(args.log, "a") if args.log else None
+    if log:
+        log.write(json.dumps({"workers": args.workers, "seed": args.seed,
+                              "args": vars(args)}) + "\n")
+    deadline = None if args.minutes is None else t0 + 60 * args.minutes
+    tasks = [(t, deadline) for t in tasks]
     import multiprocessing
     with multiprocessing.get_context("fork").Pool(args.workers, maxtasksperchild=20) as pool:
         done = 0
         for chunk in pool.imap_unordered(job, tasks):
             records += chunk
             done += 1
+            for r in chunk:
+                if log:
+                    log.write(json.dumps(r) + "\n")
+                if r["failure"]:
+                    print(f"  FAILURE {r['format']} / {r['command']} ({r.get('seed', '')}, "
+                          f"{r['what']}): {r['failure']}; {r.get('err', '')!r}",
+                          file=sys.stderr, flush=True)
+            if log:
+                log.write(json.dumps({"elapsed_s": time.monotonic() - t0}) + "\n")
+                log.flush()
             if done % 25 == 0 or done == len(tasks):
                 fails = sum(1 for r in records if r["failure"])
                 print(f"  {done}/{len(tasks)} chunks, {len(records)} cases, {fails} failures, "
@@ -136,7 +170,7 @@ def table(records, elapsed, args) -> str:
             row["sub"] += 1
             row["rss"] = max(row["rss"], r["rss_kb"])
         row["wrss"] = max(row["wrss"], r["worker_rss_kb"])
-    lines = [f"{len(records)} cases in {elapsed / 60:.1f} min on {args.workers} workers "
+    lines = [f"{len(records)} cases run in {elapsed / 60:.1f} min on {args.workers} workers "
              f"(seed {args.seed}): {sum(1 for r in records if r['failure'])} failures", "",
              "| format | command | cases (subprocess) | exit 0 | 1 | 2 | 3 | 4 | 5 | failures | "
              "worst time | worst RSS (subprocess / worker) |",
