@@ -22,10 +22,22 @@
    transformerR (construct net C) x = maxoutR net x. *)
 
 From Coq Require Import QArith Qreals Reals Lia List Bool.
+From Coq Require Uint63.
+Import (notations) Uint63.
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise.
 Import ListNotations.
 
 Local Open Scope Q_scope.
+
+(* ------------------------------------------------------------------ *)
+(** * Writing matrices (exported files) *)
+
+(* as Transformer.spmat: a vector of n entries written by its nonzero entries, and a matrix
+   of [rows] rows written column by column (a head's W_O has one column) *)
+Definition spvec (n : nat) (r : list (Uint63.int * Q)) : list Q := map (sp_get r) (columns n 0%uint63).
+
+Definition spmat_t (rows : nat) (cols : list (list (Uint63.int * Q))) : mat :=
+  map (fun i => map (fun c => sp_get c i) cols) (columns rows 0%uint63).
 
 (* ------------------------------------------------------------------ *)
 (** * Shapes *)
@@ -159,24 +171,51 @@ Definition construct (net : maxout) (C : list Q) : transformer :=
 (* ------------------------------------------------------------------ *)
 (** * The gate condition, decided by computation *)
 
-(* the exact range of a piece over the box [lo, hi] (Layerwise.dot_lo, dot_hi) *)
-Definition piece_lo (p : piece) (lo hi : list Q) : Q := dot_lo (pw p) lo hi + pb p.
-Definition piece_hi (p : piece) (lo hi : list Q) : Q := dot_hi (pw p) lo hi + pb p.
+(* the exact range of w . h over the box [lo, hi], as Layerwise.dot_lo and dot_hi, each sum
+   reduced (without, the denominators of a long sum multiply) *)
+Fixpoint rdot_lo (w lo hi : list Q) : Q :=
+  match w, lo, hi with
+  | a :: w', l :: lo', u :: hi' => Qred ((if Qle_bool 0 a then a * l else a * u) + rdot_lo w' lo' hi')
+  | _, _, _ => 0
+  end.
+
+Fixpoint rdot_hi (w lo hi : list Q) : Q :=
+  match w, lo, hi with
+  | a :: w', l :: lo', u :: hi' => Qred ((if Qle_bool 0 a then a * u else a * l) + rdot_hi w' lo' hi')
+  | _, _, _ => 0
+  end.
+
+(* the exact range of a piece over the box [lo, hi] *)
+Definition piece_lo (p : piece) (lo hi : list Q) : Q := rdot_lo (pw p) lo hi + pb p.
+Definition piece_hi (p : piece) (lo hi : list Q) : Q := rdot_hi (pw p) lo hi + pb p.
 
 (* every piece of the layer lies in [-C, C] over the box *)
 Definition layer_gates_ok (L : list (list piece)) (C : Q) (lo hi : list Q) : bool :=
   forallb (forallb (fun p => Qle_bool (- C) (piece_lo p lo hi) && Qle_bool (piece_hi p lo hi) C)) L.
 
+(* the same, and [lo', hi'] contains the image of [lo, hi] under the layer (as
+   Layerwise.image_ok: for unit i, some piece's lower end is >= lo'_i, every piece's upper end
+   is <= hi'_i), each piece's range computed once *)
+Fixpoint units_ok (L : list (list piece)) (C : Q) (lo hi lo' hi' : list Q) : bool :=
+  match L, lo', hi' with
+  | [], [], [] => true
+  | u :: L', l' :: lo'', h' :: hi'' =>
+      let rs := map (fun p => (piece_lo p lo hi, piece_hi p lo hi)) u in
+      forallb (fun r => Qle_bool (- C) (fst r) && Qle_bool (snd r) C) rs &&
+      existsb (fun r => Qle_bool l' (fst r)) rs && forallb (fun r => Qle_bool (snd r) h') rs &&
+      units_ok L' C lo hi lo'' hi''
+  | _, _, _ => false
+  end.
+
 (* boxes B_0 .. B_{D-1} of the layers' inputs: layer l's gates over B_l, and B_{l+1} contains
-   the interval image of B_l (Layerwise.image_ok) *)
+   the interval image of B_l *)
 Fixpoint gates_boxes (Ls : list (list (list piece))) (Cs : list Q) (boxes : list (list Q * list Q)) : bool :=
   match Ls, boxes with
   | [], _ => true
   | L :: Ls', (lo, hi) :: boxes' =>
-      layer_gates_ok L (hd 0 Cs) lo hi &&
       match Ls', boxes' with
-      | [], _ => true
-      | _ :: _, (lo', hi') :: _ => image_ok L lo hi lo' hi' && gates_boxes Ls' (tl Cs) boxes'
+      | [], _ => layer_gates_ok L (hd 0 Cs) lo hi
+      | _ :: _, (lo', hi') :: _ => units_ok L (hd 0 Cs) lo hi lo' hi' && gates_boxes Ls' (tl Cs) boxes'
       | _ :: _, [] => false
       end
   | _ :: _, [] => false

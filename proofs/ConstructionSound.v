@@ -790,25 +790,70 @@ Qed.
 (* ------------------------------------------------------------------ *)
 (** * The gate condition over a domain *)
 
+Lemma rdot_lo_R : forall w lo hi, Q2R (rdot_lo w lo hi) = Q2R (dot_lo w lo hi).
+Proof.
+  induction w as [|a w IH]; intros [|l lo] [|u hi]; cbn [rdot_lo dot_lo]; try reflexivity.
+  rewrite Q2R_red, !Q2R_plus, IH. reflexivity.
+Qed.
+
+Lemma rdot_hi_R : forall w lo hi, Q2R (rdot_hi w lo hi) = Q2R (dot_hi w lo hi).
+Proof.
+  induction w as [|a w IH]; intros [|l lo] [|u hi]; cbn [rdot_hi dot_hi]; try reflexivity.
+  rewrite Q2R_red, !Q2R_plus, IH. reflexivity.
+Qed.
+
+Lemma piece_range : forall p lo hi h, in_box lo hi h ->
+  Q2R (piece_lo p lo hi) <= pieceR p h <= Q2R (piece_hi p lo hi).
+Proof.
+  intros p lo hi h Hh. unfold piece_lo, piece_hi, pieceR. rewrite !Q2R_plus, rdot_lo_R, rdot_hi_R.
+  pose proof (dot_range (pw p) lo hi h Hh). lra.
+Qed.
+
 Lemma layer_gates_sound : forall L C lo hi h, layer_gates_ok L C lo hi = true -> in_box lo hi h ->
   forall u p, In u L -> In p u -> - Q2R C <= pieceR p h <= Q2R C.
 Proof.
   intros L C lo hi h H Hh u p Hu Hp. unfold layer_gates_ok in H. rewrite forallb_forall in H.
   specialize (H u Hu). rewrite forallb_forall in H. specialize (H p Hp).
   apply andb_true_iff in H as [H1 H2]. apply Qle_bool_R in H1. apply Qle_bool_R in H2.
-  unfold piece_lo, piece_hi in *. rewrite Q2R_opp, Q2R_plus in H1. rewrite Q2R_plus in H2.
-  pose proof (dot_range (pw p) lo hi h Hh) as [D1 D2]. unfold pieceR. lra.
+  rewrite Q2R_opp in H1. pose proof (piece_range p lo hi h Hh). lra.
+Qed.
+
+Lemma units_ok_sound : forall L C lo hi lo' hi' h, units_ok L C lo hi lo' hi' = true -> in_box lo hi h ->
+  (forall u p, In u L -> In p u -> - Q2R C <= pieceR p h <= Q2R C) /\ in_box lo' hi' (layerR L h).
+Proof.
+  induction L as [|u L IH]; intros C lo hi [|l' lo'] [|h' hi'] h H Hh; cbn [units_ok] in H;
+    try discriminate; [split; [intros u p [] | exact I]|].
+  apply andb_true_iff in H as [H H4]. apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+  destruct (IH C lo hi lo' hi' h H4 Hh) as [G B]. rewrite forallb_forall in H1, H3.
+  split.
+  - intros u' p [<-|Hu] Hp; [|exact (G u' p Hu Hp)].
+    specialize (H1 (piece_lo p lo hi, piece_hi p lo hi) (in_map _ _ _ Hp)).
+    apply andb_true_iff in H1 as [H1 H1']. cbn [fst snd] in H1, H1'.
+    apply Qle_bool_R in H1. apply Qle_bool_R in H1'. rewrite Q2R_opp in H1.
+    pose proof (piece_range p lo hi h Hh). lra.
+  - cbn [layerR map in_box]. split; [|exact B].
+    apply existsb_exists in H2 as [r [Hr Hl]]. apply in_map_iff in Hr as [p [<- Hp]]. cbn [fst] in Hl. split.
+    + apply Qle_bool_R in Hl. pose proof (piece_range p lo hi h Hh) as [D1 _].
+      eapply Rle_trans; [|apply maxlR_ub; apply in_map_iff; exists p; split; [reflexivity | exact Hp]].
+      lra.
+    + apply maxlR_lub.
+      * destruct u; [destruct Hp | discriminate].
+      * intros w Hw. apply in_map_iff in Hw as [q [<- Hq]].
+        specialize (H3 (piece_lo q lo hi, piece_hi q lo hi) (in_map _ _ _ Hq)). cbn [snd] in H3.
+        apply Qle_bool_R in H3. pose proof (piece_range q lo hi h Hh) as [_ D2]. lra.
 Qed.
 
 Lemma gates_boxes_sound : forall Ls Cs lo hi rest h, gates_boxes Ls Cs ((lo, hi) :: rest) = true ->
   in_box lo hi h -> gates_hold Ls Cs h.
 Proof.
   induction Ls as [|L Ls IH]; intros Cs lo hi rest h H Hh; [exact I|].
-  cbn [gates_boxes] in H. apply andb_true_iff in H as [H1 H2]. cbn [gates_hold].
-  split; [exact (layer_gates_sound L _ lo hi h H1 Hh)|].
-  destruct Ls as [|L' Ls']; [exact I|]. destruct rest as [|[lo' hi'] rest']; [discriminate|].
-  apply andb_true_iff in H2 as [H2 H3].
-  exact (IH (tl Cs) lo' hi' rest' (layerR L h) H3 (image_sound L lo hi lo' hi' h H2 Hh)).
+  cbn [gates_boxes] in H. cbn [gates_hold].
+  destruct Ls as [|L' Ls'].
+  - split; [exact (layer_gates_sound L _ lo hi h H Hh) | exact I].
+  - destruct rest as [|[lo' hi'] rest']; [discriminate|].
+    apply andb_true_iff in H as [H2 H3].
+    destruct (units_ok_sound L _ lo hi lo' hi' h H2 Hh) as [G B].
+    split; [exact G|]. exact (IH (tl Cs) lo' hi' rest' (layerR L h) H3 B).
 Qed.
 
 Theorem gates_ok_sound : forall net C D boxes proofs x, gates_ok net C D boxes proofs = true ->

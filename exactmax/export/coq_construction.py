@@ -30,7 +30,7 @@ from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
 from ..kernel.rational import ZERO, Q
 from ..kernel.transformer import FeedForward, Transformer
-from .coq import ExportUnsupported, _domain_text, _maxout_term, _q, _qlist, _transformer_defs
+from .coq import ExportUnsupported, _domain_text, _mat, _maxout_term, _q, _qlist
 
 
 def _width(net: MaxoutNetwork) -> int:
@@ -67,6 +67,52 @@ def construction_of(net: MaxoutNetwork, tf: Transformer, domain) -> tuple[Q, ...
         return None
     built = compile_transformer(net, domain, CompileOptions(gates=gates)).transformer
     return gates if _same(built, tf) else None
+
+
+def _vec(v) -> str:
+    """A vector as a list of rationals or, when at most a third of it is not 0, as
+    Construction.spvec (its length and its nonzero entries)."""
+    nonzero = sum(1 for x in v if x)
+    if 3 * nonzero > len(v):
+        return _qlist(v)
+    return f"spvec {len(v)} [" + "; ".join(f"{j} ~> {_q(x)}" for j, x in enumerate(v) if x) + "]"
+
+
+def _mat_t(M) -> str:
+    """A matrix of few columns (a head's W_O) column by column: Construction.spmat_t."""
+    cols = len(M[0]) if len(M) else 0
+    if not M or any(len(r) != cols for r in M):
+        return _mat(M)
+    return (f"spmat_t {len(M)} [" + "; ".join(
+        "[" + "; ".join(f"{i} ~> {_q(r[c])}" for i, r in enumerate(M) if r[c]) + "]"
+        for c in range(cols)) + "]")
+
+
+def _tf_defs(tf: Transformer) -> tuple[str, str]:
+    """The Transformer as data: one definition per sub-layer (a feed-forward's four matrices,
+    an attention's heads), sparse matrices and vectors as spmat, spvec, spmat_t."""
+    from ..kernel.transformer import HARDMAX
+    defs, subs = [], []
+    for i, s in enumerate(tf.sublayers):
+        if isinstance(s, FeedForward):
+            text = (f"FeedForward\n  ({_mat(s.inner.W)})\n  ({_vec(s.inner.b)})\n"
+                    f"  ({_mat(s.outer.W)})\n  ({_vec(s.outer.b)})")
+        else:
+            if s.kind != HARDMAX:
+                raise ExportUnsupported("the Transformer has softmax attention")
+            text = "Attention [\n  " + ";\n  ".join(
+                f"{{| h_query := {_mat(h.query)}; h_key := {_mat(h.key)}; "
+                f"h_value := {_mat(h.value)};\n     h_out := {_mat_t(h.out)}; "
+                f"h_scale := {_q(h.scale)} |}}" for h in s.heads) + "]"
+        defs.append(f"Definition net_b_s{i} : sublayer :=\n  {text}.")
+        subs.append(f"net_b_s{i}")
+    r = tf.readout
+    token = "None" if r.token is None else f"(Some {r.token}%nat)"
+    term = (f"{{| tf_dim := {tf.input_dim}; tf_dm := {tf.d_model};\n  "
+            f"tf_emb := {_mat(tf.embedding)};\n  tf_pos := {_mat(tf.positions)};\n  "
+            f"tf_subs := [" + "; ".join(subs) + f"];\n  tf_token := {token};\n  "
+            f"tf_rW := {_mat(r.map.W)};\n  tf_rb := {_vec(r.map.b)} |}}")
+    return "\n\n".join(defs) + "\n\n", term
 
 
 def _farkas(y) -> str:
@@ -156,7 +202,7 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
             raise ExportUnsupported("the Transformer is not the default construction of the "
                                     "network (construction.md §2, unmerged, one-hot) for any "
                                     "gate constants")
-    dt, term_tf = _transformer_defs(tf, "net_b")
+    dt, term_tf = _tf_defs(tf)
     dom_defs, in_dom, _ = _domain_text(domain)
     if isinstance(domain, Box):
         gdefs, check, theorem = _gates_box(net, gates, domain)
