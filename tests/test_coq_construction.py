@@ -147,3 +147,39 @@ def test_coq_rejects_a_wider_domain(tmp_path, library):
     wide = Box(tuple(v - 2 for v in net.domain.lower), tuple(v + 2 for v in net.domain.upper))
     r = coqc(tmp_path, "Wide", export_construction(net, tf, domain=wide))
     assert r.returncode != 0 and "gates_ok" in r.stderr + r.stdout
+
+
+EXAMPLES = os.path.join(ROOT, "examples")
+
+
+@needs_coq
+def test_the_command_line(tmp_path, library, capsys):
+    """exactmax.export.coq_construction.main: accepted (0), a domain wider than the gates allow
+    rejected by coqc with its error in one line (1), a Transformer one weight away from the
+    construction refused in Python (2)."""
+    import json
+    from exactmax.cli import main as cli
+    from exactmax.export.coq_construction import main
+    net = os.path.join(EXAMPLES, "maxout_d3_w4_r3.json")
+    tf = tmp_path / "m.tf.json"
+    assert cli(["compile", net, "-o", str(tf)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "M.v"
+    assert main([net, "--transformer", str(tf), "-o", str(out), "--check", "--json",
+                 "--coq-lib", PROOFS]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["coq"] == "accepted" and r["v_bytes"] == out.stat().st_size
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps({"format": "exactmax/domain", "version": 1,
+                                "box": {"lower": ["-3", "-1", "-1"], "upper": ["1", "1", "1"]}}))
+    assert main([net, "--transformer", str(tf), "--domain", str(wide), "-o",
+                 str(tmp_path / "W.v"), "--check", "--coq-lib", PROOFS]) == 1
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line and "gates_ok" in line and line.startswith("coqc rejected")
+    d = json.loads(tf.read_text())
+    W1 = d["sublayers"][0]["feedforward"]["W1"]
+    W1[0][0] = "1/7" if W1[0][0] != "1/7" else "2/7"
+    bad = tmp_path / "bad.tf.json"
+    bad.write_text(json.dumps(d))
+    assert main([net, "--transformer", str(bad), "-o", str(tmp_path / "B.v")]) == 2
+    assert "not the default construction" in capsys.readouterr().err

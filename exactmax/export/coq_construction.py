@@ -263,3 +263,104 @@ Proof.
   exact ({theorem} net_a_shaped gates_checked x Hd Hx).
 Qed.
 """
+
+
+# ------------------------------------------------------------------ command line
+
+def _first_error(text: str) -> str:
+    """coqc's message in one line: where, and the first line of the error."""
+    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    where = next((l for l in lines if l.startswith("File ")), "")
+    err = next((i for i, l in enumerate(lines) if l.startswith("Error")), None)
+    if err is None:
+        return " ".join(lines[:2])
+    msg = lines[err][len("Error:"):].strip() or " ".join(lines[err + 1:err + 3])
+    return (where.rstrip(":") + ": " if where else "") + msg
+
+
+def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> tuple[bool, float, str]:
+    """(accepted, seconds, coqc's message in one line) of ``coqc -Q library ExactMax``."""
+    import os
+    import subprocess
+    import time
+    t = time.perf_counter()
+    try:
+        r = subprocess.run(["coqc", "-Q", os.path.abspath(library), "ExactMax", "-no-glob",
+                            os.path.basename(path)], cwd=os.path.dirname(os.path.abspath(path)),
+                           capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, time.perf_counter() - t, f"coqc took more than {timeout_s:g} s"
+    secs = time.perf_counter() - t
+    return r.returncode == 0, secs, "" if r.returncode == 0 else _first_error(r.stdout + r.stderr)
+
+
+def main(argv=None) -> int:
+    """exactmax export-coq --construction NET.json [--transformer TF.json] [--domain D.json]
+    -o X.v [--check] [--json]: exit 0 (written; with --check, accepted by coqc), 1 (coqc
+    rejected it: its error in one line), 2 (bad input: the Transformer is not the
+    construction, no domain, ...)."""
+    import argparse
+    import json
+    import os
+    import re
+    import sys
+    from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED
+    from ..io.models import load_domain, load_model
+    ap = argparse.ArgumentParser(prog="exactmax export-coq --construction",
+                                 description="Prove a compiled Transformer equal to its Maxout "
+                                 "network in Coq through the construction theorem (#19).")
+    ap.add_argument("network", metavar="NET.json")
+    ap.add_argument("--transformer", metavar="TF.json",
+                    help="the Transformer (default: compile the network)")
+    ap.add_argument("--domain", metavar="D.json", help="the domain (default: the network's)")
+    ap.add_argument("-o", "--output", required=True, metavar="X.v")
+    ap.add_argument("--check", action="store_true", help="compile the file with coqc")
+    ap.add_argument("--json", action="store_true", help="one JSON object on standard output")
+    ap.add_argument("--coq-lib", metavar="DIR", help="the library (default: proofs/ beside "
+                    "the package, or $EXACTMAX_COQ_LIB)")
+    ap.add_argument("--timeout", type=float, default=600.0, metavar="S")
+    args = ap.parse_args(argv)
+    module = os.path.splitext(os.path.basename(args.output))[0]
+    if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
+        print(f"exactmax: -o: expected a Coq file name such as NetEquiv.v, got "
+              f"{args.output!r}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        net = load_model(args.network)
+        if not isinstance(net, MaxoutNetwork):
+            raise ExportUnsupported(f"{args.network} is not a Maxout network")
+        tf = load_model(args.transformer) if args.transformer else None
+        if tf is not None and not isinstance(tf, Transformer):
+            raise ExportUnsupported(f"{args.transformer} is not a Transformer")
+        domain = load_domain(args.domain, net.input_dim) if args.domain else None
+        text = export_construction(net, tf, domain, module)
+    except (ExportUnsupported, ValueError, OSError) as e:
+        print(f"exactmax: cannot export: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    with open(args.output, "w") as f:
+        f.write(text)
+    out = {"output": args.output, "v_bytes": len(text.encode())}
+    status = EXIT_OK
+    if args.check:
+        lib = args.coq_lib or os.environ.get("EXACTMAX_COQ_LIB") or os.path.join(
+            os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+            "proofs")
+        ok, secs, message = run_coqc(args.output, lib, args.timeout)
+        out.update(coq="accepted" if ok else "rejected", coqc_s=round(secs, 2))
+        if not ok:
+            out["coqc_message"] = message
+            status = EXIT_REFUTED
+    if args.json:
+        print(json.dumps(out))
+    elif args.check:
+        print(f"coqc accepted {args.output} in {out['coqc_s']:.1f} s: the Transformer equals "
+              f"the network on the domain (construct_sound)" if status == EXIT_OK else
+              f"coqc rejected {args.output}: {out['coqc_message']}")
+    else:
+        print(f"wrote {args.output} ({out['v_bytes']} bytes)")
+    return status
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())
