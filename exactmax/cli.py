@@ -691,8 +691,8 @@ def cmd_check(args) -> int:
     elif a.result == "unsat":
         print(f"unsat (certificate checked by the kernel): no input in the set reaches the "
               f"output constraints; {a.stats.get('leaves_checked')} cells, "
-              f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
-                                          if args.cert else ""))
+              f"{out['time_s']:.2f} s (the kernel's check {a.stats.get('kernel_check_s')} s)"
+              + (f"; certificate written to {args.cert}" if args.cert else ""))
     else:
         print(f"unknown: {a.reason}")
     if not args.json:
@@ -1121,7 +1121,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write a sat answer's counterexample in VNN-COMP's format "
                     "((X_0 v) ... (Y_0 v) ...), exact decimals")
     ck.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                    help="give up after S seconds with unknown (default 60)")
+                    help="give up after S seconds with unknown (default 60); the limit bounds "
+                    "the search and the certificate's construction, not the kernel's check "
+                    "of a finished certificate")
     ck.add_argument("--max-leaves", type=int, default=20000, metavar="N",
                     help="largest certificate to build (default 20000 cells)")
     ck.add_argument("--no-search", action="store_true",
