@@ -1,25 +1,23 @@
 """The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
 
-A case (P, O_1 ... O_m) holds for the network f when no x in P = {x : A x <= b} has
-(x, f(x)) satisfying every row of some O_j; a row is a . (x, y) + c >= 0 (> 0 if strict) over
-the inputs followed by the outputs.  Its certificate is a split tree over P (walked by
-``certificate.cells``: rows are the domain's, then one per split) whose leaves are
+A case (P, O_1 ... O_m) holds for the network f when no x in P = {x : A x <= b} has (x, f(x))
+satisfying every row of some O_j, a row being a . (x, y) + c >= 0 (> 0 if strict).  Its
+certificate is a split tree over P (rows: the domain's, then h >= 0 or -h > 0 per split;
+choices stated at a split hold below it) whose leaves are
 
 - ``Empty``: Farkas multipliers for 0 > 0 on the cell;
 - ``Excluded``: choices fixing every Max node the outputs read, checked by ``affine_values``,
   so y = M x + d on the cell; and for each O_j, Farkas multipliers for 0 > 0 on the cell's
-  rows followed by O_j's rows with y replaced by M x + d.  Then no point of the cell
-  satisfies O_j.
-
-Since the leaves partition P, no x in P satisfies any O_j: the case holds.
+  rows followed by O_j's rows with y replaced by M x + d: no point of the cell satisfies O_j.
+The leaves partition P, so no x in P satisfies any O_j: the case holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .certificate import (Choices, Empty, Farkas, Row, Tree, affine_values, cells,
-                          check_entails, cone)
+from .certificate import (Choice, Empty, Farkas, Row, Split, Tree, affine_values,
+                          check_entails, cone, domain_rows)
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Polyhedron, check_domain
@@ -35,37 +33,46 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Excluded:
-    choices: Choices
+    choices: tuple[tuple[int, int, Choice], ...]   # (program 0, node, choice)
     proofs: tuple[Farkas, ...]             # one per conjunction O_j of the case
 
 
 def compose(row: Row, ys: list, d: int) -> Row:
     """The row a . (x, y) + c >= 0 with y_o = m_o . x + e_o, as a row over x alone."""
-    a, c = list(row.a[:d]), row.c
-    for o, w in enumerate(row.a[d:]):
-        if w:
-            m, e = ys[o]
-            for t in range(d):
-                if m[t]:
-                    a[t] += w * m[t]
-            c += w * e
-    return Row(tuple(a), c, row.strict)
+    terms = [(w, ys[o]) for o, w in enumerate(row.a[d:]) if w]
+    a = tuple(row.a[t] + sum((w * m[t] for w, (m, _) in terms if m[t]), ZERO) for t in range(d))
+    return Row(a, row.c + sum((w * e for w, (_, e) in terms), ZERO), row.strict)
+
+
+def _cells(tree: Tree, P: Polyhedron):
+    """(leaf, rows of its cell, choices by node, where) for every leaf of the split tree."""
+    stack = [(tree, domain_rows(P), {}, "root")]
+    while stack:
+        node, rows, above, where = stack.pop()
+        choices = dict(above)   # (program, node, choice): one program, every choice checked
+        choices.update((index, ch) for _, index, ch in getattr(node, "choices", ()))
+        if not isinstance(node, Split):
+            yield node, rows, choices, where
+        elif len(node.a) != P.dim:
+            raise CheckFailed(f"{where}: a split of the wrong dimension")
+        else:
+            stack.append((node.lt, rows + [Row(tuple(-v for v in node.a), -node.c, True)],
+                          choices, where + ".lt"))
+            stack.append((node.ge, rows + [Row(node.a, node.c)], choices, where + ".ge"))
 
 
 def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
     """Accept iff ``tree`` proves the case for the program p; returns its number of leaves."""
     check_domain(case.inputs, p.dim)
-    width = p.dim + len(p.outputs)
-    for conj in case.outputs:
-        for row in conj:
-            if len(row.a) != width:
-                raise CheckFailed(f"{where}: an output row of length {len(row.a)}, expected "
-                                  f"{width} (the inputs, then the outputs)")
-            [rational(v) for v in row.a + (row.c,)]
+    for row in (r for conj in case.outputs for r in conj):
+        if len(row.a) != p.dim + len(p.outputs):
+            raise CheckFailed(f"{where}: an output row of length {len(row.a)}, not the inputs' "
+                              "and the outputs'")
+        [rational(v) for v in row.a + (row.c,)]
     need = cone(p, p.outputs)
     zero = ((ZERO,) * p.dim, ZERO)
     leaves = 0
-    for node, rows, choices, at in cells(tree, case.inputs, sides=(0,)):
+    for node, rows, choices, at in _cells(tree, case.inputs):
         leaves += 1
         at = f"{where}, {at}"
         if isinstance(node, Empty):
@@ -74,7 +81,7 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
         if not isinstance(node, Excluded) or len(node.proofs) != len(case.outputs):
             raise CheckFailed(f"{at}: expected an empty cell, or an excluded cell with one "
                               f"proof per output constraint ({len(case.outputs)})")
-        vals = affine_values(p, rows, {i: ch for (_, i), ch in choices.items()}, at, need)
+        vals = affine_values(p, rows, choices, at, need)
         ys = [vals[o] for o in p.outputs]
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
             check_entails(rows + [compose(r, ys, p.dim) for r in conj], zero, True, proof,
@@ -83,8 +90,8 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
 
 
 def check_property(net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tree, ...]) -> int:
-    """Accept iff every case holds for the network by its tree; returns the leaves checked.
-    (The network is translated here, by the kernel's own ``program_of_maxout``.)"""
+    """Accept iff every case holds for the network (translated by ``program_of_maxout``) by
+    its tree; returns the number of leaves checked."""
     if len(cases) != len(trees):
         raise CheckFailed(f"{len(trees)} trees for {len(cases)} cases")
     try:
