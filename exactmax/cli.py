@@ -1259,12 +1259,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     argv = _protect_expr(argv)
     args = build_parser().parse_args(argv)
-    if from_command_line:
-        from .interruption import install
-        install()
     out = _Stdout(sys.stdout)
     sys.stdout = out
     try:
+        if from_command_line:   # inside the try: a signal landing here is an interruption too
+            from .interruption import install
+            install()
         code = args.run(args)
         out.flush()
         if out.error is not None:   # a full disk, not a closed reader: an I/O error

@@ -86,10 +86,12 @@ def install() -> None:
     z3.set_param("ctrl_c", False)
     r, w = os.pipe()
     os.set_blocking(w, False)
+    import sys
+    sys.unraisablehook = _unraisable(sys.unraisablehook)
+    # the watcher first, the handlers last: a signal that lands while the thread starts is
+    # still met by the early handlers of exactmax.__main__ (or the defaults)
+    threading.Thread(target=_watch, args=(r,), name="exactmax-interrupt", daemon=True).start()
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     signal.signal(signal.SIGINT, _on_sigint)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    import sys
-    sys.unraisablehook = _unraisable(sys.unraisablehook)
-    threading.Thread(target=_watch, args=(r,), name="exactmax-interrupt", daemon=True).start()
     _installed = True
