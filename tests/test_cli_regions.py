@@ -161,3 +161,35 @@ def test_check_cert_with_a_model_checks_it_is_about_that_model(tmp_path, capsys)
     assert main(["regions", other, "--check-cert", cert]) == 1
     assert "another model" in capsys.readouterr().out
     assert main(["regions", "--sawtooth", "2,1,1", "--check-cert", cert]) == 2
+
+
+def test_all_units_counts_a_dead_units_patterns_and_the_default_does_not(tmp_path, capsys):
+    """y = max(x, 0) with a second unit max(x - 1/2, 0) whose output weight is 0: over the
+    units the output depends on there are 2 activation regions on [-1, 1] (x < 0, x > 0),
+    over all units 3 (the dead unit switches at 1/2); 2 linear regions either way.  Both
+    certificates pass check-cert, each counting as it says, and a certificate whose "units"
+    is changed is rejected for its claimed counts."""
+    import json
+    net = {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
+           "layers": [{"units": [{"pieces": [{"w": [1], "b": 0}, {"w": [0], "b": 0}]},
+                                 {"pieces": [{"w": [1], "b": "-1/2"}, {"w": [0], "b": 0}]}]}],
+           "output": {"W": [[1, 0]], "b": [0]},
+           "domain": {"box": {"lower": [-1], "upper": [1]}}}
+    path = tmp_path / "dead.json"
+    path.write_text(json.dumps(net))
+    got = {}
+    for flag in ([], ["--all-units"]):
+        cert = tmp_path / f"c{len(flag)}.json"
+        assert main(["regions", str(path), "--json", "--cert", str(cert)] + flag) == 0
+        out = json.loads(capsys.readouterr().out)
+        got[out["units"]] = (out["activation_regions"], out["linear_regions"])
+        assert main(["regions", "--check-cert", str(cert), "--json"]) == 0
+        chk = json.loads(capsys.readouterr().out)
+        assert chk["valid"] and chk["activation_regions"] == out["activation_regions"]
+        assert chk["units"] == out["units"]
+    assert got == {"outputs": (2, 2), "all": (3, 2)}
+    c = json.loads((tmp_path / "c1.json").read_text())
+    c["units"] = "outputs"            # the all-units tree, read as if it counted the cone
+    (tmp_path / "t.json").write_text(json.dumps(c))
+    assert main(["regions", "--check-cert", str(tmp_path / "t.json"), "--json"]) != 0
+    capsys.readouterr()

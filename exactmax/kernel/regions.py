@@ -46,12 +46,15 @@ def _value(row: Row, x) -> object:
     return dot(row.a, x) + row.c
 
 
-def check_regions(p: Program, P: Polyhedron, tree) -> list[tuple[list[Row], Region, tuple]]:
+def check_regions(p: Program, P: Polyhedron, tree,
+                  all_units: bool = False) -> list[tuple[list[Row], Region, tuple]]:
     """(rows of the cell, leaf, activation pattern) for every leaf, depth first (ge before lt),
-    after the checks of the module docstring; raises CheckFailed naming the leaf otherwise."""
+    after the checks of the module docstring; raises CheckFailed naming the leaf otherwise.
+    The pattern is over the Max and Hardmax nodes the outputs depend on, or over every such
+    node of the program with ``all_units`` (a dead unit counts too)."""
     if p.dim != P.dim:
         raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
-    need = cone(p, p.outputs)
+    need = set(range(len(p.nodes))) if all_units else cone(p, p.outputs)
     out = []
     for node, rows, choices, where in cells(tree, P, sides=(0,), zero_split=False):
         if not isinstance(node, Region):
@@ -125,7 +128,8 @@ def check_merges(leaves: list, merges) -> tuple[int, int]:
     return len(maps), sum(1 for i in range(len(leaves)) if find(i) == i)
 
 
-def check_region_count(p: Program, P: Polyhedron, tree, merges) -> tuple[int, int, int]:
+def check_region_count(p: Program, P: Polyhedron, tree, merges,
+                       all_units: bool = False) -> tuple[int, int, int]:
     """(activation regions, distinct maps, components of the merge graph), all checked."""
-    leaves = check_regions(p, P, tree)
+    leaves = check_regions(p, P, tree, all_units)
     return (len({pat for _, _, pat in leaves}),) + check_merges(leaves, merges)

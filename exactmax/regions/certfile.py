@@ -2,7 +2,7 @@
 
     {"format": "exactmax/region-certificate", "version": 1, "claim": CLAIM,
      "model": {"sha256": "...", "model": {...}}, "domain": {"sha256": "...", "domain": {...}},
-     "tree": T, "merges": [[i, j, [q...]], ...], "counts": {...}}
+     "tree": T, "merges": [[i, j, [q...]], ...], "counts": {...}, "units": "all"}
 
     T = {"split": {"a": [...], "c": "p/q"}, "choices": [C...], "ge": T, "lt": T}
       | {"region": {"choices": [C...], "W": [[...]], "b": [...], "point": [...]}}
@@ -11,7 +11,8 @@ C as in exactmax/certificate (``io/certificates.py``, program 0 only).  Leaves a
 depth first, ge before lt; merges name two leaves and a point of their shared facet.
 "counts" is what the producer reported (all five keys of ``COUNTS``, integers);
 ``regions --check-cert`` recomputes them with the kernel and rejects a certificate whose
-counts differ from what the kernel finds.
+counts differ from what the kernel finds.  "units" (optional): "outputs" (the default) or
+"all", the units whose activation patterns are counted.
 """
 
 from __future__ import annotations
@@ -54,13 +55,16 @@ def tree_to_json(tree) -> dict:
     return root
 
 
-def certificate_to_json(model, domain, cert, counts: dict) -> dict:
+def certificate_to_json(model, domain, cert, counts: dict, all_units: bool = False) -> dict:
     jm, jd = model_to_json(model), domain_to_json(domain)
-    return {"format": FORMAT, "version": VERSION, "claim": CLAIM,
-            "model": {"sha256": content_hash(jm), "model": jm},
-            "domain": {"sha256": content_hash(jd), "domain": jd},
-            "tree": tree_to_json(cert.tree),
-            "merges": [[i, j, _vec(q)] for i, j, q in cert.merges], "counts": counts}
+    out = {"format": FORMAT, "version": VERSION, "claim": CLAIM,
+           "model": {"sha256": content_hash(jm), "model": jm},
+           "domain": {"sha256": content_hash(jd), "domain": jd},
+           "tree": tree_to_json(cert.tree),
+           "merges": [[i, j, _vec(q)] for i, j, q in cert.merges], "counts": counts}
+    if all_units:
+        out["units"] = "all"
+    return out
 
 
 def read_tree(c: Cursor, dim: int, out_dim: int):
@@ -77,7 +81,7 @@ def read_tree(c: Cursor, dim: int, out_dim: int):
 def _shape(root: Cursor) -> dict:
     """The top level (format, version, claim, keys): its fields."""
     f = root.fields(("format", "version", "claim", "model", "domain", "tree", "merges"),
-                    ("counts", "meta"))
+                    ("counts", "units", "meta"))
     f["format"].string((FORMAT,))
     if f["version"].integer() != VERSION:
         raise f["version"].error(f"version {f['version'].value} is not supported")
@@ -87,8 +91,10 @@ def _shape(root: Cursor) -> dict:
 
 
 def load_region_certificate(path: str):
-    """(model, domain, tree, merges, {"model": hash, "domain": hash}, counts); the embedded
-    hashes are recomputed and must match."""
+    """(model, domain, tree, merges, {"model": hash, "domain": hash}, counts, all_units); the
+    embedded hashes are recomputed and must match.  ``"units": "all"`` says the activation
+    patterns are over every unit (``regions --all-units``), "outputs" (the default) over the
+    units the outputs depend on."""
     root = Cursor(path, "", read_json_file(path, _shape))
     f = _shape(root)
     e = f["model"].fields(("sha256", "model"))
@@ -111,4 +117,5 @@ def load_region_certificate(path: str):
     if "counts" in f:
         cf = f["counts"].fields(COUNTS)
         counts = {k: cf[k].integer(0) for k in COUNTS}
-    return model, domain, tree, tuple(merges), hashes, counts
+    all_units = "units" in f and f["units"].string(("outputs", "all")) == "all"
+    return model, domain, tree, tuple(merges), hashes, counts, all_units

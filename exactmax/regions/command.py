@@ -19,7 +19,7 @@ DESCRIPTION = (
     "inside), the activation-pattern count, and each merge of two cells (a point of their "
     "shared facet). That no other pair of same-map cells shares a facet is computed by the "
     "producer (exact 2-D geometry, z3 over Q beyond). Exit 0 counted, 2 bad input, 3 unknown "
-    "(--max-cells reached); with --check-cert: 0 valid, 1 rejected.")
+    "(--max-cells or --timeout reached); with --check-cert: 0 valid, 1 rejected.")
 
 
 def add_parser(sub) -> None:
@@ -36,8 +36,15 @@ def add_parser(sub) -> None:
                    "(exactmax compile's construction) instead of the network itself")
     r.add_argument("--save-model", metavar="OUT.json",
                    help="write the model that was counted (e.g. the sawtooth network)")
+    r.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="give up (unknown, exit 3) when the enumeration passes S seconds, "
+                   "checked before each cell (default: no limit)")
     r.add_argument("--max-cells", type=int, default=200000, metavar="N",
                    help="give up (unknown, exit 3) beyond N cells (default 200000)")
+    r.add_argument("--all-units", action="store_true",
+                   help="count activation patterns over every unit of the model; by default "
+                   "over the units the outputs depend on (a unit with output weight zero "
+                   "is dead and not counted); linear regions are the outputs' either way")
     r.add_argument("--cert", metavar="C.json",
                    help="write the region certificate (model and domain embedded, SHA-256)")
     r.add_argument("--check-cert", metavar="C.json",
@@ -83,6 +90,8 @@ def run(args) -> int:
         raise UsageError("give MODEL.json or --sawtooth K,d,D (one of them)")
     if args.max_cells < 1:
         raise UsageError(f"--max-cells: expected a positive integer, got {args.max_cells}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     from ..io import InputError, load_domain, load_model, model_to_json, write_json_atomic
     from ..kernel.maxout import MaxoutNetwork
     from ..kernel.polyhedron import Box
@@ -125,8 +134,9 @@ def run(args) -> int:
     if args.save_model:
         write_json_atomic(args.save_model, model_to_json(model))
     try:
-        rc = count_regions(model, domain, max_cells=args.max_cells,
-                           progress=None if args.json else _progress())
+        rc = count_regions(model, domain, max_cells=args.max_cells, timeout_s=args.timeout,
+                           progress=None if args.json else _progress(),
+                           all_units=args.all_units)
     except DomainProblem as e:
         raise InputError(where, "domain", str(e)) from None
     except Unsupported as e:
@@ -141,12 +151,14 @@ def run(args) -> int:
             print(f"unknown: {name}: {reason}")
         return EXIT_UNKNOWN
     kind = "maxout" if isinstance(model, MaxoutNetwork) else "transformer"
+    units = "all" if args.all_units else "outputs"
     counts = {"activation_regions": rc.activation_regions,
               "linear_regions": rc.linear_regions, "cells": len(rc.cells),
               "distinct_maps": rc.distinct_maps, "merge_components": rc.merge_components}
     if args.cert:
         from .certfile import certificate_to_json
-        write_json_atomic(args.cert, certificate_to_json(model, domain, rc.certificate, counts))
+        write_json_atomic(args.cert, certificate_to_json(model, domain, rc.certificate, counts,
+                                                         args.all_units))
     if args.plot:
         from ..prove.lp import analyze_domain
         rep = analyze_domain(domain)
@@ -157,7 +169,7 @@ def run(args) -> int:
         except OSError as e:
             raise UsageError(f"--plot: cannot write {args.plot}: {e.strerror or e}") from None
     if args.json:
-        out = {"model": name, "kind": kind, **counts,
+        out = {"model": name, "kind": kind, **counts, "units": units,
                "linear_certified": rc.distinct_maps == rc.merge_components,
                "time_s": round(rc.stats["time_s"], 3),
                "stats": {k: (round(v, 3) if isinstance(v, float) else v)
@@ -171,8 +183,10 @@ def run(args) -> int:
              rc.distinct_maps == rc.merge_components else
              f"{rc.distinct_maps} distinct maps <= linear regions <= "
              f"{rc.merge_components} merge components")
-    print(f"{name}: {rc.activation_regions} activation regions, {rc.linear_regions} linear "
-          f"regions on the domain ({len(rc.cells)} cells, {rc.stats['time_s']:.2f} s)")
+    print(f"{name}: {rc.activation_regions} activation regions (patterns of "
+          f"{'all units' if args.all_units else 'the units the outputs depend on'}), "
+          f"{rc.linear_regions} linear regions on the domain ({len(rc.cells)} cells, "
+          f"{rc.stats['time_s']:.2f} s)")
     print(f"  kernel-checked: the cell partition, every cell's map and interior point, the "
           f"activation patterns, {len(rc.certificate.merges)} merges; {bound}")
     if expected is not None:
@@ -192,7 +206,8 @@ def _check(args) -> int:
     from ..kernel.program import Unsupported, program_of_maxout, program_of_transformer
     from ..kernel.regions import check_region_count
     from .certfile import load_region_certificate
-    model, domain, tree, merges, hashes, claimed = load_region_certificate(args.check_cert)
+    model, domain, tree, merges, hashes, claimed, all_units = \
+        load_region_certificate(args.check_cert)
     t0 = time.monotonic()
     try:
         if args.model:
@@ -203,7 +218,8 @@ def _check(args) -> int:
                                   "(content hashes differ)")
         prog = program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
             program_of_transformer(model)
-        act, lower, upper = check_region_count(prog, domain.as_polyhedron(), tree, merges)
+        act, lower, upper = check_region_count(prog, domain.as_polyhedron(), tree, merges,
+                                               all_units)
         if claimed is not None:
             _check_claimed(claimed, act, lower, upper, _leaf_count(tree))
     except (CheckFailed, Unsupported) as e:
@@ -212,7 +228,8 @@ def _check(args) -> int:
         else:
             print(f"rejected: {e}")
         return EXIT_REJECTED
-    out = {"valid": True, "activation_regions": act, "distinct_maps": lower,
+    out = {"valid": True, "activation_regions": act, "units": "all" if all_units else "outputs",
+           "distinct_maps": lower,
            "merge_components": upper, "sha256": hashes,
            "time_s": round(time.monotonic() - t0, 3)}
     if args.json:
@@ -221,7 +238,8 @@ def _check(args) -> int:
         lin = (f"exactly {lower}" if lower == upper else
                f"between {lower} and {upper}, not certified (the producer claimed "
                f"{(claimed or {}).get('linear_regions', '?')})")
-        print(f"valid: the kernel checked the cell partition; {act} activation regions; "
+        print(f"valid: the kernel checked the cell partition; {act} activation regions "
+              f"({'all units' if all_units else 'units the outputs depend on'}); "
               f"linear regions {lin} (model sha256 {hashes['model'][:16]}...)")
     return EXIT_OK
 

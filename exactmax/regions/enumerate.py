@@ -110,12 +110,15 @@ def check_domain(domain: Domain) -> tuple[Polyhedron, Box]:
     return P, Box(rep.lower, rep.upper)
 
 
-def _build_tree(prog: Program, P: Polyhedron, box: Box | None, max_cells, progress, stats):
-    need = cone(prog, prog.outputs)
+def _build_tree(prog: Program, P: Polyhedron, box: Box | None, max_cells, progress, stats,
+                deadline: float | None = None, all_units: bool = False):
+    need = set(range(len(prog.nodes))) if all_units else cone(prog, prog.outputs)
     oracle = _Oracle(P.dim, box)
     last = [time.monotonic()]
 
     def cell(rows: list[Row], known: dict, hint):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TooManyCells(f"time limit reached after {stats['cells']} cells")
         p = hint if hint is not None and all(
             sum((a * x for a, x in zip(r.a, hint)), r.c) > 0 for r in rows) \
             else oracle.interior_point(rows)
@@ -248,12 +251,17 @@ def find_merges(cells: list[Cell], box: Box, stats) -> tuple[list, list[int]]:
 
 
 def count_regions(model, domain: Domain, *, max_cells: int | None = None,
-                  progress=None) -> RegionCount:
+                  progress=None, timeout_s: float | None = None,
+                  all_units: bool = False) -> RegionCount:
     """Activation regions and linear regions of ``model`` (a Maxout network or a hardmax
-    Transformer) on the bounded, full-dimensional polyhedron ``domain``, exactly.
+    Transformer) on the bounded, full-dimensional polyhedron ``domain``, exactly.  An
+    activation pattern fixes the selected argument of every Max / Hardmax node the outputs
+    depend on (a unit whose output weight is zero everywhere is not one of them), or of every
+    such node of the model with ``all_units``; the linear regions are the outputs' either way.
 
     Raises DomainProblem (bad domain), Unsupported (softmax or bilinear attention),
-    TooManyCells, NoCertificate (a hardmax head whose tied keys carry different values: the
+    TooManyCells (also when the enumeration passes ``timeout_s`` seconds, checked before each
+    cell), NoCertificate (a hardmax head whose tied keys carry different values: the
     model jumps there, so it is not piecewise linear), CheckFailed (a producer bug)."""
     start = time.monotonic()
     if domain.dim != model.input_dim:
@@ -263,10 +271,11 @@ def count_regions(model, domain: Domain, *, max_cells: int | None = None,
     P, bbox = check_domain(domain)
     box = domain if isinstance(domain, Box) else None
     stats = {"cells": 0, "splits": 0, "program_nodes": len(prog.nodes)}
-    tree = _build_tree(prog, P, box, max_cells, progress, stats)
+    tree = _build_tree(prog, P, box, max_cells, progress, stats,
+                       None if timeout_s is None else start + timeout_s, all_units)
     stats["enumerate_s"] = time.monotonic() - start
     t0 = time.monotonic()
-    leaves = check_regions(prog, P, tree)
+    leaves = check_regions(prog, P, tree, all_units)
     stats["kernel_check_s"] = time.monotonic() - t0
     cells = [Cell(tuple(rows), pat, leaf.W, leaf.b, leaf.point) for rows, leaf, pat in leaves]
     t0 = time.monotonic()
