@@ -39,6 +39,62 @@ Definition spvec (n : nat) (r : list (Uint63.int * Q)) : list Q := map (sp_get r
 Definition spmat_t (rows : nat) (cols : list (list (Uint63.int * Q))) : mat :=
   map (fun i => map (fun c => sp_get c i) cols) (columns rows 0%uint63).
 
+(* Models packed as machine integers (the stream of Checker.unpack, read by Checker's readers),
+   for exported files of large networks: Coq reads an array of machine integers many times
+   faster than the same numbers written as terms.  A network: d, its layers (units, pieces:
+   weights then bias), then 0, or 1 and the output map's rows and constants.  A Transformer:
+   d, d_m, E, the positions, the sub-layers (0 and W1 b1 W2 b2, or 1 and the heads: W_Q W_K
+   W_V W_O and the scale), the read-out token (0 for the mean, t + 1 for token t), R and r;
+   a matrix as its columns and its rows' nonzero entries (spmat), a vector as one such row. *)
+Definition rd_pair {A B} (ra : reader A) (rb : reader B) : reader (A * B) :=
+  fun l => let '(a, l1) := ra l in let '(b, l2) := rb l1 in ((a, b), l2).
+
+Definition rd_piece : reader piece :=
+  fun l => let '(w, l1) := rd_list rd_Q l in let '(b, l2) := rd_Q l1 in ({| pw := w; pb := b |}, l2).
+
+Definition rd_maxout : reader maxout :=
+  fun l => let '(d, l1) := rd_nat l in
+           let '(Ls, l2) := rd_list (rd_list (rd_list rd_piece)) l1 in
+           let '(o, l3) := rd_nat l2 in
+           match o with
+           | O => ({| mo_dim := d; mo_layers := Ls; mo_out := None |}, l3)
+           | _ => let '(A, l4) := rd_list (rd_list rd_Q) l3 in let '(b, l5) := rd_list rd_Q l4 in
+                  ({| mo_dim := d; mo_layers := Ls; mo_out := Some (A, b) |}, l5)
+           end.
+
+Definition rd_row : reader (list (Uint63.int * Q)) := rd_list (rd_pair rd_idx rd_Q).
+
+Definition rd_spmat : reader mat :=
+  fun l => let '(c, l1) := rd_nat l in let '(rows, l2) := rd_list rd_row l1 in (spmat c rows, l2).
+
+Definition rd_spvec : reader (list Q) :=
+  fun l => let '(n, l1) := rd_nat l in let '(r, l2) := rd_row l1 in (spvec n r, l2).
+
+Definition rd_head : reader head :=
+  fun l => let '(q, l1) := rd_spmat l in let '(k, l2) := rd_spmat l1 in
+           let '(v, l3) := rd_spmat l2 in let '(o, l4) := rd_spmat l3 in let '(s, l5) := rd_Q l4 in
+           ({| h_query := q; h_key := k; h_value := v; h_out := o; h_scale := s |}, l5).
+
+Definition rd_sublayer : reader sublayer :=
+  fun l => let '(t, l1) := rd_nat l in
+           match t with
+           | O => let '(W1, l2) := rd_spmat l1 in let '(b1, l3) := rd_spvec l2 in
+                  let '(W2, l4) := rd_spmat l3 in let '(b2, l5) := rd_spvec l4 in
+                  (FeedForward W1 b1 W2 b2, l5)
+           | _ => let '(hs, l2) := rd_list rd_head l1 in (Attention hs, l2)
+           end.
+
+Definition rd_transformer : reader transformer :=
+  fun l => let '(d, l1) := rd_nat l in let '(dm, l2) := rd_nat l1 in
+           let '(E, l3) := rd_spmat l2 in let '(P, l4) := rd_spmat l3 in
+           let '(Ss, l5) := rd_list rd_sublayer l4 in let '(t, l6) := rd_nat l5 in
+           let '(R, l7) := rd_spmat l6 in let '(r, l8) := rd_spvec l7 in
+           ({| tf_dim := d; tf_dm := dm; tf_emb := E; tf_pos := P; tf_subs := Ss;
+               tf_token := match t with O => None | S k => Some k end; tf_rW := R; tf_rb := r |}, l8).
+
+Definition unpack_models (a : PArray.array Uint63.int) : maxout * transformer :=
+  let '(net, l) := rd_maxout (unpack a) in let '(tf, _) := rd_transformer l in (net, tf).
+
 (* ------------------------------------------------------------------ *)
 (** * Shapes *)
 

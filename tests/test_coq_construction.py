@@ -103,26 +103,30 @@ def coqc(tmp_path, name, text):
 
 
 @needs_coq
-@pytest.mark.parametrize("name", sorted(NETS))
-def test_coq_accepts_the_construction(tmp_path, library, name):
+@pytest.mark.parametrize("name,packed", [(n, False) for n in sorted(NETS)]
+                         + [("deep_out", True), ("poly", True)])
+def test_coq_accepts_the_construction(tmp_path, library, name, packed):
     net = NETS[name]
-    r = coqc(tmp_path, "NetEquiv", export_construction(net) +
+    r = coqc(tmp_path, "NetEquiv", export_construction(net, packed=packed) +
              "\nPrint Assumptions net_equiv.\n")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ClassicalDedekindReals.sig_forall_dec" in r.stdout
     # the Reals' two axioms, and the primitive integers the sparse matrices' columns are
     axioms = [l.split()[0] for l in r.stdout.split("Axioms:")[1].splitlines()
               if l and not l[0].isspace()]
-    primitive = {"int", "eqb", "add", "PrimInt63.int", "PrimInt63.eqb", "PrimInt63.add"}
+    primitive = {n for p in ("int", "eqb", "add", "sub", "land", "lsr", "ltb", "lsl", "lor")
+                 for n in (p, f"PrimInt63.{p}")} | {"PArray.array", "PArray.get", "PArray.length",
+                                                     "array", "get", "length"}
     assert set(axioms) <= {"ClassicalDedekindReals.sig_forall_dec",
                            "FunctionalExtensionality.functional_extensionality_dep"} | primitive, r.stdout
 
 
 @needs_coq
-def test_coq_rejects_one_weight_off(tmp_path, library):
+@pytest.mark.parametrize("packed", [False, True])
+def test_coq_rejects_one_weight_off(tmp_path, library, packed):
     net = NETS["deep_out"]
     tf = _one_weight_off(compile_transformer(net).transformer)
-    r = coqc(tmp_path, "Tampered", export_construction(net, tf, decide=False))
+    r = coqc(tmp_path, "Tampered", export_construction(net, tf, decide=False, packed=packed))
     assert r.returncode != 0 and "net_b = construct net_a gates" in r.stderr + r.stdout
 
 

@@ -30,7 +30,7 @@ from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
 from ..kernel.rational import ZERO, Q
 from ..kernel.transformer import FeedForward, Transformer
-from .coq import ExportUnsupported, _domain_text, _mat, _maxout_term, _q, _qlist
+from .coq import ExportUnsupported, _domain_text, _mat, _maxout_term, _pack, _q, _qlist, _qnums
 
 
 def _width(net: MaxoutNetwork) -> int:
@@ -115,6 +115,80 @@ def _tf_defs(tf: Transformer) -> tuple[str, str]:
     return "\n\n".join(defs) + "\n\n", term
 
 
+def _packed_models(net: MaxoutNetwork, tf: Transformer) -> list[int]:
+    """The stream Construction.unpack_models reads: the network, then the Transformer."""
+    out: list[int] = []
+
+    def q(v):
+        out.extend(_qnums(v))
+
+    def qs(vs):
+        out.append(len(vs))
+        for v in vs:
+            q(v)
+
+    def row(vs):
+        nz = [(j, v) for j, v in enumerate(vs) if v]
+        out.append(len(nz))
+        for j, v in nz:
+            out.append(j)
+            q(v)
+
+    def mat(M, cols):
+        out.append(cols)
+        out.append(len(M))
+        for r in M:
+            row(r)
+
+    def vec(v):
+        out.append(len(v))
+        row(v)
+
+    out.append(net.input_dim)
+    out.append(len(net.layers))
+    for layer in net.layers:
+        out.append(len(layer.units))
+        for unit in layer.units:
+            out.append(len(unit.pieces))
+            for p in unit.pieces:
+                qs(p.w)
+                q(p.b)
+    if net.output is None:
+        out.append(0)
+    else:
+        out.append(1)
+        out.append(len(net.output.W))
+        for r in net.output.W:
+            qs(r)
+        qs(net.output.b)
+    dm = tf.d_model
+    out += [tf.input_dim, dm]
+    mat(tf.embedding, tf.input_dim)
+    mat(tf.positions, dm)
+    out.append(len(tf.sublayers))
+    for s in tf.sublayers:
+        if isinstance(s, FeedForward):
+            out.append(0)
+            mat(s.inner.W, dm)
+            vec(s.inner.b)
+            mat(s.outer.W, len(s.inner.b))
+            vec(s.outer.b)
+        else:
+            out.append(1)
+            out.append(len(s.heads))
+            for h in s.heads:
+                mat(h.query, dm)
+                mat(h.key, dm)
+                mat(h.value, dm)
+                mat(h.out, len(h.value))
+                q(h.scale)
+    r = tf.readout
+    out.append(0 if r.token is None else r.token + 1)
+    mat(r.map.W, dm)
+    vec(r.map.b)
+    return out
+
+
 def _farkas(y) -> str:
     """A Farkas proof with scale 1 and the multipliers y (row index, value), zeros left out."""
     return "(1, [" + "; ".join(f"({i}%nat, {_q(v)})" for i, v in enumerate(y) if v) + "])"
@@ -185,12 +259,16 @@ def _gates_poly(net, gates, domain) -> tuple[str, str, str]:
 
 
 def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domain=None,
-                        module: str = "NetEquiv", gates=None, decide: bool = True) -> str:
+                        module: str = "NetEquiv", gates=None, decide: bool = True,
+                        packed: bool = False) -> str:
     """The Coq file proving ``tf`` (default: the construction of ``net``) equal to ``net`` on
     ``domain`` (default: the network's) through ``construct_sound``.  ``decide``: refuse
     (ExportUnsupported) a Transformer that is not the construction of ``net``, decided in
     Python; without it (tamper tests) the file is written with the gates read off ``tf`` (or
-    ``gates``) and Coq decides."""
+    ``gates``) and Coq decides.  ``packed``: the two models as one array of machine integers
+    (Construction.unpack_models), which Coq reads many times faster than terms; the file
+    then states them as that array (``Eval vm_compute in net_a`` shows them).  The domain,
+    the gate constants and the gate certificate are written as terms either way."""
     domain = domain if domain is not None else net.domain
     if domain is None:
         raise ExportUnsupported("no domain: give one (the network has none)")
@@ -202,7 +280,18 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
             raise ExportUnsupported("the Transformer is not the default construction of the "
                                     "network (construction.md §2, unmerged, one-hot) for any "
                                     "gate constants")
-    dt, term_tf = _tf_defs(tf)
+    if packed:
+        from ..kernel.transformer import HARDMAX
+        if any(not isinstance(s, FeedForward) and s.kind != HARDMAX for s in tf.sublayers):
+            raise ExportUnsupported("the Transformer has softmax attention")
+        models = ("Definition packed_models : PArray.array int :=\n  "
+                  + _pack(_packed_models(net, tf)) + ".\n\n"
+                  "Definition net_a : maxout := fst (unpack_models packed_models).\n\n"
+                  "Definition net_b : transformer := snd (unpack_models packed_models).\n")
+    else:
+        dt, term_tf = _tf_defs(tf)
+        models = (f"Definition net_a : maxout :=\n{_maxout_term(net)}.\n\n{dt}"
+                  f"Definition net_b : transformer :=\n{term_tf}.\n")
     dom_defs, in_dom, _ = _domain_text(domain)
     if isinstance(domain, Box):
         gdefs, check, theorem = _gates_box(net, gates, domain)
@@ -222,17 +311,10 @@ From Coq Require Import QArith Reals List Uint63.
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise Construction ConstructionSound.
 Open Scope Q_scope.
 
-Section Models.
+{"(** The models, packed as machine integers (Construction.unpack_models reads them) *)" + chr(10) + chr(10) + models + chr(10) if packed else ""}Section Models.
 Import ListNotations.
 
-(** The models, as a user wrote them *)
-
-Definition net_a : maxout :=
-{_maxout_term(net)}.
-
-{dt}Definition net_b : transformer :=
-{term_tf}.
-
+{"" if packed else "(** The models, as a user wrote them *)" + chr(10) + chr(10) + models}
 (** The gate constants C_l, one per layer *)
 
 Definition gates : list Q := {_qlist(gates)}.
@@ -254,12 +336,15 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
 Lemma gates_checked : {check} = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
+Lemma net_a_dim : mo_dim net_a = {net.input_dim}%nat.
+Proof. vm_cast_no_check (eq_refl {net.input_dim}%nat). Qed.
+
 (** The theorem *)
 
 Theorem net_equiv : forall x : list R,
   length x = {net.input_dim}%nat -> {in_dom} -> transformerR net_b x = maxoutR net_a x.
 Proof.
-  intros x Hd Hx. rewrite net_b_construct.
+  intros x Hd Hx. rewrite net_b_construct. rewrite <- net_a_dim in Hd.
   exact ({theorem} net_a_shaped gates_checked x Hd Hx).
 Qed.
 """
@@ -319,6 +404,8 @@ def main(argv=None) -> int:
     ap.add_argument("--coq-lib", metavar="DIR", help="the library (default: proofs/ beside "
                     "the package, or $EXACTMAX_COQ_LIB)")
     ap.add_argument("--timeout", type=float, default=600.0, metavar="S")
+    ap.add_argument("--packed", action="store_true", help="write the two models as an array of "
+                    "machine integers (Coq reads it many times faster)")
     args = ap.parse_args(argv)
     module = os.path.splitext(os.path.basename(args.output))[0]
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
@@ -333,7 +420,7 @@ def main(argv=None) -> int:
         if tf is not None and not isinstance(tf, Transformer):
             raise ExportUnsupported(f"{args.transformer} is not a Transformer")
         domain = load_domain(args.domain, net.input_dim) if args.domain else None
-        text = export_construction(net, tf, domain, module)
+        text = export_construction(net, tf, domain, module, packed=args.packed)
     except (ExportUnsupported, ValueError, OSError) as e:
         print(f"exactmax: cannot export: {e}", file=sys.stderr)
         return EXIT_INPUT
