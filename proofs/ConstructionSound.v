@@ -1026,3 +1026,30 @@ Proof.
   intros net C D gws boxes iws Hs Hg x Hd Hx.
   exact (construct_correct net C x Hs Hd (gates_ok_poly_sound net C D gws boxes iws x Hg Hx)).
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * Maxout.maxout_shaped and shaped *)
+
+Lemma mo_layers_shaped_spec : forall Ls n m, mo_layers_shaped n Ls = Some m ->
+  layers_shaped n Ls = true /\ m = last (n :: map (@length _) Ls) O.
+Proof.
+  induction Ls as [|L Ls IH]; intros n m H; cbn [mo_layers_shaped] in H.
+  - inversion H. split; reflexivity.
+  - destruct (forallb _ L) eqn:E; [|discriminate].
+    destruct (IH _ _ H) as [H1 H2]. cbn [layers_shaped]. rewrite E, H1. split; [reflexivity|].
+    rewrite H2. destruct Ls; reflexivity.
+Qed.
+
+(** The library's well-shapedness (Maxout.maxout_shaped), with at least one layer and one
+    piece, is this file's. *)
+Lemma maxout_shaped_shaped : forall net, maxout_shaped net = true -> mo_layers net <> [] ->
+  net_rank net <> O -> shaped net = true.
+Proof.
+  intros net H HL Hk. unfold maxout_shaped in H. unfold shaped.
+  destruct (mo_layers_shaped (mo_dim net) (mo_layers net)) as [n|] eqn:E; [|discriminate].
+  destruct (mo_layers_shaped_spec _ _ _ E) as [H1 H2].
+  rewrite H1. replace (Nat.eqb (length (mo_layers net)) O) with false
+    by (symmetry; apply Nat.eqb_neq; destruct (mo_layers net); [congruence | discriminate]).
+  replace (Nat.eqb (net_rank net) O) with false by (symmetry; apply Nat.eqb_neq; exact Hk).
+  cbn [negb andb]. unfold widths. rewrite <- H2. destruct (mo_out net) as [[A b]|]; [exact H | reflexivity].
+Qed.
