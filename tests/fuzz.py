@@ -412,7 +412,7 @@ def commands(s: Seeds) -> list[Command]:
                                      "300", "--cert", "{o}"), 4),
               Command(fmt, "search", ("search", t, "{f}", "--max-examples", "3"), 3),
               Command(fmt, "regions", ("regions", "{f}", "--domain", box, "--max-cells", "60",
-                                       "--cert", "{o}"), 4)]
+                                       "--timeout", "5", "--cert", "{o}"), 4)]
     C += [Command("maxout", "compile", ("compile", "{f}", "-o", "{o}"), 2),
           Command("maxout", "verify", ("verify", "{f}", "--timeout", "3", "--max-leaves",
                                        "300", "--cert", "{o}"), 4),
@@ -433,8 +433,8 @@ def commands(s: Seeds) -> list[Command]:
                                      "--strategy", "monolithic", "--max-leaves", "300"), 4),
               Command(fmt, "search", ("search", t, tri, "--domain", "{f}", "--max-examples",
                                       "3"), 3),
-              Command(fmt, "regions", ("regions", t, "--domain", "{f}", "--max-cells", "60"),
-                      4),
+              Command(fmt, "regions", ("regions", t, "--domain", "{f}", "--max-cells", "60",
+                                       "--timeout", "5"), 4),
               Command(fmt, "softmax-bound", ("softmax-bound", t, "--domain", "{f}",
                                              "--lambda", "50", "--max-cells", "40",
                                              "--timeout", "2"), 4)]
@@ -615,9 +615,10 @@ def run_case(cmd: Command, seed: Seed, rng, work: str, subprocess_run: bool = Fa
     outs = {"o": os.path.join(work, "out.json"), "v": os.path.join(work, "Out.v"),
             "r": os.path.join(work, "ref.json")}
     argv = [a.format(f=f, **outs) for a in cmd.argv]
-    # exact arithmetic on numbers of up to 10^5 digits is slow by nature (one exact LP of
-    # regions, which has no time limit, takes seconds): those cases get HUGE_FACTOR x longer
-    limit = cmd.limit_s * (HUGE_FACTOR if "huge number" in what else 1)
+    # exact arithmetic on numbers of up to 10^5 digits is slow by nature (one exact LP takes
+    # seconds, and a time limit is checked between such steps), and so is decompressing a
+    # 1 GiB bomb on a loaded machine: those cases get HUGE_FACTOR x longer
+    limit = cmd.limit_s * (HUGE_FACTOR if "huge number" in what or bomb else 1)
     o = (run_subprocess if subprocess_run else run_inprocess)(argv, limit)
     used = {p for k, p in outs.items() if "{" + k + "}" in cmd.argv}
     o.outputs = {p: _output_state(p) for p in used}

@@ -300,3 +300,22 @@ def test_a_key_or_value_with_a_line_break_stays_on_one_line(edit, tmp_path, caps
     assert main(["info", str(p)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.endswith("\n"), err
+
+
+def test_regions_on_huge_numbers_stops_at_its_time_limit(tmp_path, capsys):
+    """regions had no time limit: on 30,000-digit weights it ran for minutes (the fuzz run's
+    cases stopped at 120 s).  --timeout ends the enumeration: unknown, exit 3."""
+    import time
+    with open(TENT) as f:
+        net = json.load(f)
+    for layer in net["layers"]:
+        for unit in layer["units"]:
+            for i, piece in enumerate(unit["pieces"]):
+                piece["w"][0] = f"{i + 1}" + "7" * 30000 + "/" + "3" * 30000
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(net))
+    t0 = time.monotonic()
+    assert main(["regions", str(p), "--timeout", "1"]) == 3
+    assert time.monotonic() - t0 < 60
+    assert "time limit reached" in capsys.readouterr().out
+    assert main(["regions", str(p), "--timeout", "0"]) == 2

@@ -70,7 +70,11 @@ def _sawtooth(text: str):
     return sawtooth_network(k, d, D), f"sawtooth K={k}, d={d}, D={D}", k ** (d * D)
 
 
-def _progress():
+def _progress(args=None):
+    """Cells so far, on stderr, when progress is shown (``progress.shown``); else None."""
+    from ..progress import shown
+    if not shown(args):
+        return None
     start = time.monotonic()
 
     def show(cells):
@@ -135,7 +139,7 @@ def run(args) -> int:
         write_json_atomic(args.save_model, model_to_json(model))
     try:
         rc = count_regions(model, domain, max_cells=args.max_cells, timeout_s=args.timeout,
-                           progress=None if args.json else _progress(),
+                           progress=_progress(args),
                            all_units=args.all_units)
     except DomainProblem as e:
         raise InputError(where, "domain", str(e)) from None
