@@ -277,7 +277,11 @@ def cmd_info(args) -> int:
 
 
 def _progress(args):
-    """A progress printer for stderr (long runs only), or None when --json or quiet."""
+    """A progress printer for stderr (long runs only), or None when its lines are not shown
+    (stderr not a terminal, or --json: ``progress.shown``)."""
+    from .progress import shown
+    if not shown(args):
+        return None
     start = time.monotonic()
 
     def show(leaves):
@@ -834,6 +838,10 @@ def cmd_export_coq(args) -> int:
             out.update(checked=False, verdict="rejected", reason=str(e))
             print(json.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
+        from .progress import shown
+        if shown(args):
+            print(f"exactmax: coqc is checking {args.output} against {lib.path} ...",
+                  file=sys.stderr, flush=True)
         r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
         out.update(checked=r.ok, sentences_compared=n, library=lib.path,
                    coqc_s=round(r.seconds, 2), coqc_message=r.message, axioms=list(r.axioms))

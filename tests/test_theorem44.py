@@ -223,7 +223,7 @@ def test_a_transformer_that_disagrees_is_reported_and_the_smaller_count_used(mon
     from exactmax.regions import theorem44 as t44
     real = t44.count_of
 
-    def fake(model, domain):
+    def fake(model, domain, *progress):
         r = real(model, domain)
         if not isinstance(model, MaxoutNetwork):
             r["linear_regions"] -= 1
@@ -244,7 +244,7 @@ def test_small_networks_are_recounted_on_an_enlarged_box(monkeypatch):
     assert e["domain"] == "[-1, 2]^2" and e["linear_regions"] == 99 and r["status"] == "reached"
     real = t44.count_of
 
-    def fake(model, domain):
+    def fake(model, domain, *progress):
         c = real(model, domain)
         if domain.lower[0] < 0:
             c["linear_regions"] += 1

@@ -12,8 +12,9 @@ n = p_1 + ... + p_q of prod_i P(p_i, k)^(L-1) S(n, q, k).
 from __future__ import annotations
 
 import json
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..exits import UsageError
 from ..kernel.polyhedron import Box
@@ -79,13 +80,18 @@ class Theorem44Options:
     count: bool = True               # count the built networks' regions
     transformer: bool = True         # also compile and count the Transformer
     max_regions: int = 5000          # skip counting beyond this many expected regions
+    say: object = field(default=None, compare=False)   # progress lines, or None
 
 
-def count_of(model, domain) -> dict:
+def count_of(model, domain, say=None, what: str = "") -> dict:
     """{"activation_regions", "linear_regions", "time_s"} of part A's exact enumeration."""
     from .enumerate import count_regions
     t = time.monotonic()
-    r = count_regions(model, domain)
+    if say is not None:
+        say(f"counting the regions of {what}")
+    r = count_regions(model, domain, progress=None if say is None else
+                      (lambda cells: say(f"{what}: {cells} cells, "
+                                         f"{time.monotonic() - t:.0f} s")))
     return {"activation_regions": r.activation_regions, "linear_regions": r.linear_regions,
             "time_s": round(time.monotonic() - t, 3)}
 
@@ -137,12 +143,14 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
                "fold_pieces": list(f.pieces), "designed_count": f.expected,
                "domain": "[0, 1]^%d" % q, "maxout": None, "transformer": None}
         if options.count and f.expected <= options.max_regions:
-            rec["maxout"] = count_of(f.net, f.domain)
+            rec["maxout"] = count_of(f.net, f.domain, options.say, "the Maxout network")
             if f.expected <= ENLARGED_UP_TO:
                 # evidence that [0, 1]^q holds every region of R^q (regions.md's argument):
                 # the same count on the box three times as wide
                 big = Box(tuple(Q(-1) for _ in range(q)), tuple(Q(2) for _ in range(q)))
-                rec["maxout_enlarged"] = dict(count_of(f.net, big), domain="[-1, 2]^%d" % q)
+                rec["maxout_enlarged"] = dict(count_of(f.net, big, options.say,
+                                                       "the network on the larger domain"),
+                                              domain="[-1, 2]^%d" % q)
                 if rec["maxout_enlarged"]["linear_regions"] != rec["maxout"]["linear_regions"]:
                     notes.append(f"{f.construction}: {rec['maxout_enlarged']['linear_regions']}"
                                  f" linear regions on [-1, 2]^{q}, "
@@ -151,7 +159,8 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
             if options.transformer:
                 from ..construct.transformer import compile_transformer
                 tf = compile_transformer(f.net, f.domain).transformer
-                rec["transformer"] = count_of(tf, f.domain)
+                rec["transformer"] = count_of(tf, f.domain, options.say,
+                                              "the compiled Transformer")
                 rec["transformer"].update(tokens=tf.n_tokens, sublayers=len(tf.sublayers))
         elif options.count:
             rec["skipped"] = (f"designed for {f.expected} regions, more than --max-regions "
@@ -246,8 +255,11 @@ def run(args) -> int:
     if args.m * args.T > 64 or args.q > 8 or args.D > 60:
         raise UsageError(f"--m {args.m} --T {args.T} --q {args.q} --D {args.D}: beyond the "
                          "sizes exactmax evaluates (mT <= 64, q <= 8, D <= 60)")
+    from ..progress import shown
     opts = Theorem44Options(count=not args.no_count, transformer=not args.no_transformer,
-                            max_regions=args.max_regions)
+                            max_regions=args.max_regions,
+                            say=(lambda m: print(f"theorem44: {m}", file=sys.stderr,
+                                                 flush=True)) if shown(args) else None)
     rep = evaluate_theorem44(args.m, args.T, args.q, args.D, opts)
     if args.write:
         from ..io import model_to_json, write_json_atomic

@@ -87,7 +87,8 @@ def _arb_down(x) -> Q:
 
 
 class _Progress:
-    """Progress lines on stderr for runs longer than about two seconds."""
+    """Progress lines on stderr for runs longer than about two seconds (only when they are
+    shown: a terminal, no --json)."""
 
     def __init__(self, quiet: bool):
         self.quiet, self.t0 = quiet, time.monotonic()
@@ -215,7 +216,8 @@ def run(args) -> int:
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     s = _setting(args)
-    prog = _Progress(quiet=False)
+    from ..progress import shown
+    prog = _Progress(quiet=not shown(args))
     out: dict = {"model": args.model, "transformer": args.transformer, "tokens": s.n,
                  "gate_constants": [q_str(g) for g in s.gates]}
     code = EXIT_OK
