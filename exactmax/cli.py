@@ -9,10 +9,10 @@ it keeps its traceback and exits 70, never a code that carries a verdict.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
+from . import jsonout
 from .interruption import Terminated
 
 from . import __version__
@@ -78,7 +78,7 @@ def cmd_eval(args) -> int:
     # one point: the kernel's definitional evaluator (the batches of --inputs go the fast way)
     y = evaluate_maxout(model, x) if isinstance(model, MaxoutNetwork) else \
         evaluate_transformer(model, x)
-    print(json.dumps({"output": [q_str(v) for v in y]}) if args.json else _output_line(y))
+    print(jsonout.dumps({"output": [q_str(v) for v in y]}) if args.json else _output_line(y))
     return EXIT_OK
 
 
@@ -109,7 +109,7 @@ def _eval_many(args, model) -> int:
                   file=sys.stderr)
     ys = batch_evaluator(model).evaluate_batch(xs)
     if args.json:
-        print(json.dumps({"outputs": [[q_str(v) for v in y] for y in ys]}))
+        print(jsonout.dumps({"outputs": [[q_str(v) for v in y] for y in ys]}))
     else:
         for y in ys:
             print(_output_line(y))
@@ -136,7 +136,7 @@ def _eval_softmax(args, model, x) -> int:
     mids, rads = zip(*(ball_strings(v, args.precision) for v in y)) if y else ((), ())
     scale = f"lambda = {lam} x head scale" if lam is not None else "the file's head scales"
     if args.json:
-        print(json.dumps({"output": list(mids), "radius": list(rads), "attention": "softmax",
+        print(jsonout.dumps({"output": list(mids), "radius": list(rads), "attention": "softmax",
                           "softmax_lambda": None if lam is None else q_str(lam),
                           "precision_bits": args.precision}))
     else:
@@ -186,7 +186,7 @@ def cmd_compile(args) -> int:
     if args.json:
         rep["ratio_params"] = round(rep["ratio_params"], 4)
         rep["ratio_nonzero"] = round(rep["ratio_nonzero"], 4)
-        print(json.dumps(rep))
+        print(jsonout.dumps(rep))
         return EXIT_OK
     print(f"wrote {args.output}: {rep['sublayers']} sub-layers, {rep['tokens']} tokens, "
           f"{rep['heads']} heads, d_model {rep['d_model']}; gate constants from "
@@ -247,7 +247,7 @@ def cmd_info(args) -> int:
                 "readout_token": "mean" if model.readout.token is None else model.readout.token}
     info["domain"] = _domain_summary(dom)
     if args.json:
-        print(json.dumps(info))
+        print(jsonout.dumps(info))
         return EXIT_OK
     print(f"{args.model}: {'Maxout network' if info['kind'] == 'maxout' else 'Transformer'}, "
           f"input dimension {info['input_dim']}, output dimension {info['output_dim']}")
@@ -348,7 +348,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             names[0]: [q_str(t) for t in v.outputs[0]],
             names[1]: [q_str(t) for t in v.outputs[1]]}}
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     elif v.verdict == "proved":
         if v.trust == "kernel-checked":
             print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
@@ -412,7 +412,7 @@ def _vacuous(args, about) -> int:
     """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
     nothing, so it is its own answer, never "proved" or "valid"."""
     if args.json:
-        print(json.dumps({"verdict": "vacuous", "trust": "kernel-checked", "reason":
+        print(jsonout.dumps({"verdict": "vacuous", "trust": "kernel-checked", "reason":
                           "the domain is empty", "about": about}))
     else:
         print("vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
@@ -536,7 +536,7 @@ def cmd_search(args) -> int:
         out["outputs"] = {names[0]: [q_str(t) for t in r.outputs[0]],
                           names[1]: [q_str(t) for t in r.outputs[1]]}
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     elif r.found:
         print(f"counterexample: {names[0]} and {names[1]} differ at a point of the domain "
               f"(evaluated by the kernel; met in the {r.phase} phase after {r.tried} "
@@ -579,7 +579,7 @@ def cmd_check_cert(args) -> int:
         leaves = check_equivalence(a, b, dom, tree)
     except (CheckFailed, Unsupported) as e:
         if args.json:
-            print(json.dumps({"valid": False, "reason": str(e)}))
+            print(jsonout.dumps({"valid": False, "reason": str(e)}))
         else:
             print(f"rejected: {e}")
         return EXIT_REFUTED
@@ -593,7 +593,7 @@ def cmd_check_cert(args) -> int:
     if facts.empty:
         return _vacuous(args, about)
     if args.json:
-        print(json.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
+        print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
                           "time_s": round(time.monotonic() - t0, 3)}))
     else:
         print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
@@ -611,7 +611,7 @@ def cmd_import(args) -> int:
     write_json_atomic(args.output, model_to_json(net))
     out = dict(rep.as_json(net), output=args.output, parameters=net.parameter_count)
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return EXIT_OK
     print(f"wrote {args.output}: Maxout network, input dimension {rep.input_dim}, output "
           f"dimension {rep.output_dim}, {len(net.layers)} layers (widths "
@@ -682,7 +682,7 @@ def cmd_check(args) -> int:
             {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats}))
         out["certificate"] = args.cert
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     elif a.result == "sat":
         print(f"sat: a counterexample, exact and evaluated by the kernel (found by the "
               f"{a.stats.get('found_by')}): x is in the input set and f(x) satisfies "
@@ -740,7 +740,7 @@ def cmd_replay(args) -> int:
                        f"satisfies no output constraint (the closest misses by {q_str(-best)}, "
                        f"about {float(-best):.6g})")
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     else:
         print(verdict)
         print("  x = (" + ", ".join(out["x"]) + ")")
@@ -763,11 +763,11 @@ def _check_property_cert(args, root) -> int:
     try:
         leaves = check_property(net, prop.cases, trees)
     except CheckFailed as e:
-        print(json.dumps({"valid": False, "reason": str(e)}) if args.json else
+        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else
               f"rejected: {e}")
         return EXIT_REFUTED
     if args.json:
-        print(json.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
+        print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
                           "time_s": round(time.monotonic() - t0, 3)}))
     else:
         print(f"valid: the kernel checked {leaves} cells; the property's query is unsat")
@@ -836,7 +836,7 @@ def cmd_export_coq(args) -> int:
             n = coqcheck.check_binding(args.output, written, text, args.cert)
         except coqcheck.BindingMismatch as e:
             out.update(checked=False, verdict="rejected", reason=str(e))
-            print(json.dumps(out) if args.json else f"rejected: {e}")
+            print(jsonout.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
         from .progress import shown
         if shown(args):
@@ -849,7 +849,7 @@ def cmd_export_coq(args) -> int:
                "proved" if r is not None else "written")
     out["verdict"] = verdict
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     else:
         if not args.existing:
             print(f"wrote {args.output} ({len(written)} bytes)")
@@ -892,7 +892,7 @@ def cmd_coq_lib(args) -> int:
     if reason:
         out["reason"] = reason
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     elif args.path:
         print(lib.path)
     elif current:

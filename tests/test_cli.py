@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import exactmax
 from exactmax.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -21,7 +22,21 @@ def run(*args, cwd=None):
 def test_eval_prints_the_exact_output(capsys):
     assert main(["eval", EXAMPLE, "--input", "1/2,-1/3", "--json"]) == 0
     # by hand: h = (2/3, 1/3, 1), then (5/6, 2/3), y = 5/6 - 2/3
-    assert json.loads(capsys.readouterr().out) == {"output": ["1/6"]}
+    assert json.loads(capsys.readouterr().out) == {"output": ["1/6"],
+                                                   "exactmax_version": exactmax.__version__}
+
+
+def test_every_json_output_names_the_exactmax_version(tmp_path, capsys):
+    """Each command's --json object ends with the version of exactmax that produced it."""
+    cert = str(tmp_path / "c.json")
+    for argv in (["eval", EXAMPLE, "--input", "1/2,-1/3", "--json"],
+                 ["info", EXAMPLE, "--json"], ["verify", EXAMPLE, "--json", "--cert", cert],
+                 ["check-cert", cert, "--json"], ["regions", EXAMPLE, "--json"],
+                 ["schema", "--list", "--json"]):
+        main(argv)
+        out = json.loads(capsys.readouterr().out)
+        assert list(out)[-1] == "exactmax_version" and out["exactmax_version"] == \
+            exactmax.__version__, argv
 
 
 def test_eval_reads_decimals_exactly(capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from .. import jsonout
 from ..exits import UsageError
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import q_str
@@ -94,7 +95,7 @@ def run(args) -> int:
         code = 1 if "refuted" in verdicts else (0 if all(v == "proved" for v in verdicts)
                                                 else 3)
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return code
     s = out["network"]
     print(f"wrote {args.output}: {kind} by the {route} route, {s['layers']} Maxout layer(s), "
@@ -269,7 +270,7 @@ def run_approx(args) -> int:
            "max_error": q_str(err[0]) if err else None,
            "max_error_at": [q_str(v) for v in err[1]] if err else None}
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return 0
     print(f"wrote {args.output}: one Maxout unit of rank {a.pieces} ({a.grid_points} grid "
           f"points, spacing {q_str(h)}) on " +

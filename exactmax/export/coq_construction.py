@@ -24,6 +24,7 @@ wider domain or a Transformer that is not the construction make the file fail in
 
 from __future__ import annotations
 
+from .. import jsonout
 from ..construct.bounds import _affine_range, round_outward
 from ..construct.transformer import CompileOptions, compile_transformer
 from ..kernel.maxout import MaxoutNetwork
@@ -385,7 +386,6 @@ def main(argv=None) -> int:
     rejected it: its error in one line), 2 (bad input: the Transformer is not the
     construction, no domain, ...)."""
     import argparse
-    import json
     import os
     import re
     import sys
@@ -438,7 +438,7 @@ def main(argv=None) -> int:
             out["coqc_message"] = message
             status = EXIT_REFUTED
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     elif args.check:
         print(f"coqc accepted {args.output} in {out['coqc_s']:.1f} s: the Transformer equals "
               f"the network on the domain (construct_sound)" if status == EXIT_OK else

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from .. import jsonout
 from ..exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from ..exits import EXIT_REFUTED as EXIT_REJECTED
 
@@ -149,7 +149,7 @@ def run(args) -> int:
     except (TooManyCells, NoCertificate) as e:
         reason = str(e)
         if args.json:
-            print(json.dumps({"model": name, "activation_regions": None,
+            print(jsonout.dumps({"model": name, "activation_regions": None,
                               "linear_regions": None, "reason": reason}))
         else:
             print(f"unknown: {name}: {reason}")
@@ -181,7 +181,7 @@ def run(args) -> int:
                "certificate": args.cert, "plot": args.plot}
         if expected is not None:
             out["expected_linear_regions"] = expected
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return EXIT_OK
     bound = (f"linear regions = {rc.linear_regions} distinct maps" if
              rc.distinct_maps == rc.merge_components else
@@ -228,7 +228,7 @@ def _check(args) -> int:
             _check_claimed(claimed, act, lower, upper, _leaf_count(tree))
     except (CheckFailed, Unsupported) as e:
         if args.json:
-            print(json.dumps({"valid": False, "reason": str(e)}))
+            print(jsonout.dumps({"valid": False, "reason": str(e)}))
         else:
             print(f"rejected: {e}")
         return EXIT_REJECTED
@@ -237,7 +237,7 @@ def _check(args) -> int:
            "merge_components": upper, "sha256": hashes,
            "time_s": round(time.monotonic() - t0, 3)}
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     else:
         lin = (f"exactly {lower}" if lower == upper else
                f"between {lower} and {upper}, not certified (the producer claimed "

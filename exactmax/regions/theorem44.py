@@ -11,11 +11,11 @@ n = p_1 + ... + p_q of prod_i P(p_i, k)^(L-1) S(n, q, k).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
 
+from .. import jsonout
 from ..exits import UsageError
 from ..kernel.polyhedron import Box
 from ..kernel.rational import Q, q_str
@@ -277,7 +277,7 @@ def run(args) -> int:
         rep["written"] = args.write
     code = 0 if rep["reached"] else 3
     if args.json:
-        print(json.dumps(rep))
+        print(jsonout.dumps(rep))
         return code
     r = rep["reading"]
     print(f"reading: q = {args.q} is the input dimension, T = {args.T} tokens = the rank, "

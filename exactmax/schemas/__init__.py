@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from .. import jsonout
 from ..exits import EXIT_OK, UsageError
 
 BASE = "https://exactmax.dev/schemas/v1/"
@@ -106,7 +107,7 @@ def run(args) -> int:
         rows = [{"name": n, "format": format_of(n), "id": _load(n)["$id"],
                  "title": _load(n)["title"]} for n in NAMES]
         if args.json:
-            print(json.dumps({"schemas": rows}))
+            print(jsonout.dumps({"schemas": rows}))
         else:
             width = max(len(n) for n in NAMES)
             for r in rows:

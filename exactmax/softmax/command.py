@@ -11,10 +11,10 @@ Only that value is printed as certified.  The observed error W is a lower bound 
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from .. import jsonout
 from ..exits import EXIT_INPUT, EXIT_OK, EXIT_UNKNOWN, UsageError
 from ..kernel.rational import Q, q_str
 
@@ -184,7 +184,7 @@ def _not_certified(args, s, r, lam, out) -> int:
                closed_form_bound=None if gates else out.get("closed_form_bound"),
                suggested_slack=_up(slack) if slack is not None else None)
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     else:
         print(f"unknown: no bound for lambda = {q_str(lam)}: {r.reason}")
         for line in advice:
@@ -279,7 +279,7 @@ def run(args) -> int:
     if lam is None:
         out["verdict"] = "certified" if code == EXIT_OK else "unknown"
     if args.json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
     else:
         print("\n".join(lines))
     return code
