@@ -98,3 +98,21 @@ def test_a_box_whose_first_end_is_negative_needs_no_equals_sign(tmp_path):
     out = tmp_path / "g.json"
     assert main(["approx-convex", "x^2", "--box", "-1,1", "--h", "1/2", "-o", str(out)]) == 0
     assert out.exists()
+
+
+def test_every_certificate_names_the_exactmax_version_and_a_bad_one_is_refused(tmp_path,
+                                                                               capsys):
+    """Equivalence and region certificates record the release that wrote them; the field is
+    no part of the claim, but a value that is not a string is a malformed file (exit 2)."""
+    cert, rc = tmp_path / "c.json", tmp_path / "r.json"
+    assert main(["verify", EXAMPLE, "--cert", str(cert)]) == 0
+    assert main(["regions", EXAMPLE, "--cert", str(rc)]) == 0
+    capsys.readouterr()
+    for path, check in ((cert, ["check-cert", str(cert)]),
+                        (rc, ["regions", "--check-cert", str(rc)])):
+        c = json.loads(path.read_text())
+        assert c["exactmax_version"] == exactmax.__version__
+        c["exactmax_version"] = 7
+        path.write_text(json.dumps(c))
+        assert main(check) == 2
+        assert "exactmax_version" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .. import __version__
 from ..kernel.certificate import Choice, Empty, Leaf, Split, TieProof, Tree
 from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
@@ -89,8 +90,8 @@ def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = 
     """The certificate file; ``witness`` (``prove/domain.py``) shows the domain non-empty
     (and full- or lower-dimensional) or empty, for check-cert to check without a solver."""
     ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
-    out = {"format": CERTIFICATE, "version": VERSION, "claim": CLAIM,
-           "models": {"a": {"sha256": content_hash(ja), "model": ja},
+    out = {"format": CERTIFICATE, "version": VERSION, "exactmax_version": __version__,
+           "claim": CLAIM, "models": {"a": {"sha256": content_hash(ja), "model": ja},
                       "b": {"sha256": content_hash(jb), "model": jb}},
            "domain": {"sha256": content_hash(jd), "domain": jd}}
     if witness is not None:
@@ -178,10 +179,12 @@ def certificate_shape(root: Cursor) -> dict:
                                          "not an equivalence certificate; check it with "
                                          f"exactmax regions --check-cert {root.source}")
     f = root.fields(("format", "version", "claim", "models", "domain"),
-                    ("tree", "layerwise", "stats", "meta"))
+                    ("tree", "layerwise", "stats", "exactmax_version", "meta"))
     if ("tree" in f) == ("layerwise" in f):
         raise root.error('expected exactly one of "tree" or "layerwise"')
     f["format"].string((CERTIFICATE,))
+    if "exactmax_version" in f:
+        f["exactmax_version"].string()
     if f["version"].integer() != VERSION:
         raise f["version"].error(f"version {f['version'].value} is not supported")
     if f["claim"].string() != CLAIM:

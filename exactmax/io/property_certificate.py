@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 
+from .. import __version__
 from ..kernel.certificate import Empty, Split
 from ..kernel.property import Excluded
 from ..kernel.rational import Q, q_str
@@ -57,7 +58,8 @@ def property_certificate_to_json(net, model_path: str, prop_path: str, prop_text
                                  trees, stats: dict) -> dict:
     jm = model_to_json(net)
     jm.pop("meta", None)
-    return {"format": PROPERTY_CERTIFICATE, "version": 1, "claim": CLAIM,
+    return {"format": PROPERTY_CERTIFICATE, "version": 1, "exactmax_version": __version__,
+            "claim": CLAIM,
             "model": {"sha256": content_hash(jm), "file_sha256": file_sha256(model_path),
                       "model": jm},
             "property": {"sha256": hashlib.sha256(prop_text.encode()).hexdigest(),
@@ -98,8 +100,10 @@ def read_property_certificate(root: Cursor):
     embedded hashes are recomputed and must match."""
     from .vnnlib import _Syntax, _read
     f = root.fields(("format", "version", "claim", "model", "property", "cases"),
-                    ("stats", "meta"))
+                    ("stats", "exactmax_version", "meta"))
     f["format"].string((PROPERTY_CERTIFICATE,))
+    if "exactmax_version" in f:
+        f["exactmax_version"].string()
     if f["version"].integer() != 1:
         raise f["version"].error(f"version {f['version'].value} is not supported")
     if f["claim"].string() != CLAIM:

@@ -17,6 +17,7 @@ counts differ from what the kernel finds.  "units" (optional): "outputs" (the de
 
 from __future__ import annotations
 
+from .. import __version__
 from ..io.certificates import _choice, _read_choice, content_hash
 from ..io.certificates import read_tree as read_certificate_tree
 from ..io.jsonfile import Cursor, read_json_file
@@ -57,7 +58,8 @@ def tree_to_json(tree) -> dict:
 
 def certificate_to_json(model, domain, cert, counts: dict, all_units: bool = False) -> dict:
     jm, jd = model_to_json(model), domain_to_json(domain)
-    out = {"format": FORMAT, "version": VERSION, "claim": CLAIM,
+    out = {"format": FORMAT, "version": VERSION, "exactmax_version": __version__,
+           "claim": CLAIM,
            "model": {"sha256": content_hash(jm), "model": jm},
            "domain": {"sha256": content_hash(jd), "domain": jd},
            "tree": tree_to_json(cert.tree),
@@ -81,8 +83,10 @@ def read_tree(c: Cursor, dim: int, out_dim: int):
 def _shape(root: Cursor) -> dict:
     """The top level (format, version, claim, keys): its fields."""
     f = root.fields(("format", "version", "claim", "model", "domain", "tree", "merges"),
-                    ("counts", "units", "meta"))
+                    ("counts", "units", "exactmax_version", "meta"))
     f["format"].string((FORMAT,))
+    if "exactmax_version" in f:
+        f["exactmax_version"].string()
     if f["version"].integer() != VERSION:
         raise f["version"].error(f"version {f['version'].value} is not supported")
     if f["claim"].string() != CLAIM:
