@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .rational import Q, ZERO
+from .rational import ZERO, Q
 
 Vector = tuple[Q, ...]
 Matrix = tuple[Vector, ...]

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
-from .rational import Q, ZERO
+from .rational import ZERO, Q
 
-Farkas = tuple[tuple[int, Q], ...]   # (row index, multiplier > 0)
+Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
 
 
@@ -41,9 +41,9 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class TieProof:
-    dominance: Farkas   # s_k - s_j >= 0 on the cell
-    upper: Farkas       # v_j - v_k >= 0 on the cell and the tie set of j
-    lower: Farkas       # v_k - v_j >= 0 there
+    dominance: Farkas  # s_k - s_j >= 0 on the cell
+    upper: Farkas  # v_j - v_k >= 0 on the cell and the tie set of j
+    lower: Farkas  # v_k - v_j >= 0 there
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ class Choice:
     proofs: tuple[Farkas | TieProof | None, ...]
 
 
-Choices = tuple[tuple[int, int, Choice], ...]   # (program 0 or 1, node index, choice)
+Choices = tuple[tuple[int, int, Choice], ...]  # (program 0 or 1, node index, choice)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +79,8 @@ class Empty:
 class Split:
     a: tuple[Q, ...]
     c: Q
-    ge: "Tree"
-    lt: "Tree"
+    ge: Tree
+    lt: Tree
     choices: Choices = ()
 
 
@@ -112,30 +112,39 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
     if any(a):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
     if r < 0 or (strict and r == 0 and not used_strict):
-        raise CheckFailed(f"{where}: the combination gives {r}, which does not show "
-                          f"{'> 0' if strict else '>= 0'}")
+        raise CheckFailed(
+            f"{where}: the combination gives {r}, which does not show {'> 0' if strict else '>= 0'}"
+        )
 
 
 def cells(tree: Tree, P: Polyhedron, sides=(0, 1), zero_split: bool = True):
     """(leaf, rows of its cell, choices by (program, node), where) for every leaf of the split
     tree over P, depth first (ge before lt), choices inherited from the splits above; a split
     with a = 0 is refused unless ``zero_split``."""
-    stack = [(tree, domain_rows(P), {}, "root")]
+    stack: list[tuple] = [(tree, domain_rows(P), {}, "root")]
     while stack:
         node, rows, inherited, where = stack.pop()
         choices = dict(inherited)
         for side, index, ch in getattr(node, "choices", ()):
             if side not in sides:
-                raise CheckFailed(f"{where}: program {side} does not exist (only program "
-                                  f"{' and '.join(map(str, sides))})")
+                raise CheckFailed(
+                    f"{where}: program {side} does not exist (only program "
+                    f"{' and '.join(map(str, sides))})"
+                )
             choices[side, index] = ch
         if not isinstance(node, Split):
             yield node, rows, choices, where
             continue
         if len(node.a) != P.dim or not (zero_split or any(node.a)):
             raise CheckFailed(f"{where}: split of the wrong dimension or with a = 0")
-        stack.append((node.lt, rows + [Row(tuple(-v for v in node.a), -node.c, True)],
-                      choices, where + ".lt"))
+        stack.append(
+            (
+                node.lt,
+                rows + [Row(tuple(-v for v in node.a), -node.c, True)],
+                choices,
+                where + ".lt",
+            )
+        )
         stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, where + ".ge"))
 
 
@@ -176,8 +185,14 @@ def cone(p: Program, roots) -> set[int]:
     return seen
 
 
-def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
-                  needed: set[int] | None = None, partial: bool = False) -> list[Affine | None]:
+def affine_values(
+    p: Program,
+    rows: list[Row],
+    choices: dict,
+    where: str,
+    needed: set[int] | None = None,
+    partial: bool = False,
+) -> list[Affine | None]:
     """The affine map on the cell of every node of p in ``needed`` (default: all), after
     checking the choices there; other nodes get None.  With ``partial`` (as the Coq checker
     evaluates), a Max or Hardmax node without a choice, or a node reading an unknown one, is
@@ -185,9 +200,13 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
     vals: list[Affine | None] = []
     for index, node in enumerate(p.nodes):
         ch = choices.get(index)
-        if (needed is not None and index not in needed) or (partial and (
+        if (needed is not None and index not in needed) or (
+            partial
+            and (
                 any(vals[j] is None for j in _reads(node))
-                or (ch is None and not isinstance(node, Lin)))):
+                or (ch is None and not isinstance(node, Lin))
+            )
+        ):
             vals.append(None)
         elif isinstance(node, Lin):
             vals.append(lin_affine(node, vals, p.dim))
@@ -196,8 +215,7 @@ def affine_values(p: Program, rows: list[Row], choices: dict, where: str,
     return vals
 
 
-def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
-            at: str) -> Affine:
+def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row], at: str) -> Affine:
     """The map of the argument (the value of the key) that ``ch`` selects, after checking every
     one of its proofs (j = k included, as in the Coq checker)."""
     args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
@@ -220,16 +238,28 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
         sj, vj = node.pairs[j]
         if pr is None:
             if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
-                raise CheckFailed(f"{at}: key {j} has no proof, and its score or value "
-                                  f"differs from key {ch.k}'s")
+                raise CheckFailed(
+                    f"{at}: key {j} has no proof, and its score or value differs from key {ch.k}'s"
+                )
         elif isinstance(pr, TieProof):
-            check_entails(rows, _sub(vals[sk], vals[sj]), False, pr.dominance,
-                          f"{at}, score {ch.k} >= {j}")
+            check_entails(
+                rows, _sub(vals[sk], vals[sj]), False, pr.dominance, f"{at}, score {ch.k} >= {j}"
+            )
             tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
-            check_entails(tie, _sub(vals[vj], vals[vk]), False, pr.upper,
-                          f"{at}, value {j} >= {ch.k} on their tie set")
-            check_entails(tie, _sub(vals[vk], vals[vj]), False, pr.lower,
-                          f"{at}, value {ch.k} >= {j} on their tie set")
+            check_entails(
+                tie,
+                _sub(vals[vj], vals[vk]),
+                False,
+                pr.upper,
+                f"{at}, value {j} >= {ch.k} on their tie set",
+            )
+            check_entails(
+                tie,
+                _sub(vals[vk], vals[vj]),
+                False,
+                pr.lower,
+                f"{at}, value {ch.k} >= {j} on their tie set",
+            )
         elif isinstance(pr, tuple):
             check_entails(rows, _sub(vals[sk], vals[sj]), True, pr, f"{at}, score {ch.k} > {j}")
         else:
@@ -237,8 +267,9 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
     return vals[vk]
 
 
-def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
-                          outputs: tuple[int, ...] | None = None) -> int:
+def check_equal_on_domain(
+    f: Program, g: Program, P: Polyhedron, tree: Tree, outputs: tuple[int, ...] | None = None
+) -> int:
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
     ``outputs`` (default: all); returns the number of leaves.  Only the nodes these outputs
     depend on are evaluated.  Raises CheckFailed naming the leaf and the reason otherwise."""
@@ -258,9 +289,17 @@ def check_equal_on_domain(f: Program, g: Program, P: Polyhedron, tree: Tree,
             continue
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
-        vf, vg = (affine_values(p, rows, {i: c for (s, i), c in choices.items() if s == side},
-                                f"{where}, {name} program", need[side], partial=True)
-                  for side, p, name in ((0, f, "first"), (1, g, "second")))
+        vf, vg = (
+            affine_values(
+                p,
+                rows,
+                {i: c for (s, i), c in choices.items() if s == side},
+                f"{where}, {name} program",
+                need[side],
+                partial=True,
+            )
+            for side, p, name in ((0, f, "first"), (1, g, "second"))
+        )
         for o in outputs:
             if not outputs_agree(f, g, vf, vg, f.outputs[o], g.outputs[o]):
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
@@ -275,13 +314,18 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) ->
     if _agree(f, g, vf, vg, i, j):
         return True
     fi, gj = f.nodes[i], g.nodes[j]
-    if not (isinstance(fi, Lin) and isinstance(gj, Lin)) or fi.x != gj.x or fi.c != gj.c \
-            or len(fi.terms) != len(gj.terms):
+    if (
+        not (isinstance(fi, Lin) and isinstance(gj, Lin))
+        or fi.x != gj.x
+        or fi.c != gj.c
+        or len(fi.terms) != len(gj.terms)
+    ):
         return False
     left = list(gj.terms)
     for a, w in fi.terms:
-        k = next((k for k, (b, w2) in enumerate(left)
-                  if w2 == w and _agree(f, g, vf, vg, a, b)), None)
+        k = next(
+            (k for k, (b, w2) in enumerate(left) if w2 == w and _agree(f, g, vf, vg, a, b)), None
+        )
         if k is None:
             return False
         del left[k]
@@ -294,10 +338,12 @@ def _agree(f, g, vf, vg, i, j) -> bool:
     of its own (max{a} = a), then both equal that max (a mean over tied maxima is that max)."""
     if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
         return True
-    mf, mg = ([v[a] for a in _max_args(p.nodes[k])] or [v[k]]
-              for p, v, k in ((f, vf, i), (g, vg, j)))
-    return None not in mf and None not in mg and all(m in mg for m in mf) and \
-        all(m in mf for m in mg)
+    mf, mg = (
+        [v[a] for a in _max_args(p.nodes[k])] or [v[k]] for p, v, k in ((f, vf, i), (g, vg, j))
+    )
+    return (
+        None not in mf and None not in mg and all(m in mg for m in mf) and all(m in mf for m in mg)
+    )
 
 
 def _max_args(node) -> tuple[int, ...]:

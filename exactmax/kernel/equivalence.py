@@ -21,6 +21,8 @@ def check_equivalence(a, b, domain: Domain, cert: Tree | LayerwiseCertificate) -
     check_shapes((a, b), domain)
     if isinstance(cert, LayerwiseCertificate):
         return check_layerwise(a, b, domain, cert)
-    programs = [program_of_maxout(m) if isinstance(m, MaxoutNetwork) else
-                program_of_transformer(m) for m in (a, b)]
-    return check_equal_on_domain(*programs, domain.as_polyhedron(), cert)
+    f, g = (
+        program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
+        for m in (a, b)
+    )
+    return check_equal_on_domain(f, g, domain.as_polyhedron(), cert)

@@ -38,15 +38,20 @@ from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, dom
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Box, Domain, check_box_contains
-from .program import (check_shapes, place, program_of_encoded_layer, program_of_segment,
-                      same_feedforward)
-from .rational import ONE, Q, ZERO
+from .program import (
+    check_shapes,
+    place,
+    program_of_encoded_layer,
+    program_of_segment,
+    same_feedforward,
+)
+from .rational import ONE, ZERO, Q
 from .transformer import FeedForward, Transformer, check_transformer_shapes
 
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    outputs: tuple[int, ...]    # segment outputs (token t, coordinate i at t d_m + i)
+    outputs: tuple[int, ...]  # segment outputs (token t, coordinate i at t d_m + i)
     tree: Tree
 
 
@@ -62,13 +67,13 @@ class UnitImage:
 
 @dataclass(frozen=True, slots=True)
 class LayerwiseCertificate:
-    boxes: tuple[Box, ...]      # B_0 .. B_{D-1}: the input box of every layer
-    box_proofs: tuple[tuple[Farkas, Farkas], ...] | None   # (upper, lower) per coordinate,
+    boxes: tuple[Box, ...]  # B_0 .. B_{D-1}: the input box of every layer
+    box_proofs: tuple[tuple[Farkas, Farkas], ...] | None  # (upper, lower) per coordinate,
     #                             for a polyhedral domain; None when the domain is a box
     layers: tuple[tuple[Claim, ...], ...]
-    image: tuple[UnitImage, ...] | None = None   # (B'): first layer over the domain, B_1 by
+    image: tuple[UnitImage, ...] | None = None  # (B'): first layer over the domain, B_1 by
     #                             Farkas proofs (one per unit of layer 1; () when D = 1)
-    unmerged: Transformer | None = None           # (M): the claims are about this one
+    unmerged: Transformer | None = None  # (M): the claims are about this one
 
 
 def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
@@ -94,13 +99,15 @@ def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
     """(E) and (R), and the shape of the sub-layer groups."""
     D, dm = len(net.layers), tf.d_model
     if len(tf.sublayers) != 3 * D:
-        raise CheckFailed(f"layerwise: {len(tf.sublayers)} sub-layers, expected 3 per Maxout "
-                          f"layer ({3 * D})")
+        raise CheckFailed(
+            f"layerwise: {len(tf.sublayers)} sub-layers, expected 3 per Maxout layer ({3 * D})"
+        )
     if max(net.widths + (net.out_dim,)) > dm or tf.input_dim != net.input_dim:
         raise CheckFailed("layerwise: the layer widths do not fit the token width")
     if tuple(tf.embedding) != place(net.input_dim, dm):
-        raise CheckFailed("layerwise: the embedding does not write x into coordinates "
-                          f"0..{net.input_dim - 1}")
+        raise CheckFailed(
+            f"layerwise: the embedding does not write x into coordinates 0..{net.input_dim - 1}"
+        )
     m = net.out_dim
     R = tf.readout.map
     if R.out_dim != m:
@@ -108,8 +115,7 @@ def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
     for i in range(m):
         for j in range(m):
             if R.W[i][j] != (ONE if i == j else ZERO):
-                raise CheckFailed("layerwise: the read-out does not return the output "
-                                  "coordinates")
+                raise CheckFailed("layerwise: the read-out does not return the output coordinates")
     ps = tf.positions if tf.readout.token is None else [tf.positions[tf.readout.token]]
     for i in range(m):
         bias = sum((R.W[i][j] * p[j] for p in ps for j in range(dm)), ZERO) / len(ps)
@@ -122,12 +128,16 @@ def layer_programs(net: MaxoutNetwork, other, l: int):
     Transformer's three sub-layers, or against the same layer of another Maxout network (with
     one token and no positional vector: encode is then just place)."""
     if isinstance(other, Transformer):
-        return (program_of_encoded_layer(net, l, other.positions, other.d_model),
-                program_of_segment(other, 3 * l, 3 * l + 3, net.widths[l]))
+        return (
+            program_of_encoded_layer(net, l, other.positions, other.d_model),
+            program_of_segment(other, 3 * l, 3 * l + 3, net.widths[l]),
+        )
     dm = max(net.widths + (net.out_dim,))
     zero = ((ZERO,) * dm,)
-    return (program_of_encoded_layer(net, l, zero, dm),
-            program_of_encoded_layer(other, l, zero, dm))
+    return (
+        program_of_encoded_layer(net, l, zero, dm),
+        program_of_encoded_layer(other, l, zero, dm),
+    )
 
 
 def check_same_shape(a: MaxoutNetwork, b: MaxoutNetwork) -> None:
@@ -136,8 +146,7 @@ def check_same_shape(a: MaxoutNetwork, b: MaxoutNetwork) -> None:
         raise CheckFailed("layerwise: the two Maxout networks have different layer widths")
 
 
-def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
-                    cert: LayerwiseCertificate) -> int:
+def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCertificate) -> int:
     """Accept iff the certificate proves T(x) = N(x) for every x in the domain, where T is a
     Transformer (see the module docstring) or another Maxout network of the same layer widths
     (then (S) reads Phi^N_l = Phi^T_l on B_{l-1}, with no embedding or read-out to check);
@@ -160,13 +169,20 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
             raise CheckFailed(f"layerwise: B_{l} has the wrong dimension")
     B = cert.boxes[0]
     if isinstance(domain, Box):
-        if not all(bl <= dl and du <= bu for bl, dl, du, bu in
-                   zip(B.lower, domain.lower, domain.upper, B.upper)):
+        if not all(
+            bl <= dl and du <= bu
+            for bl, dl, du, bu in zip(B.lower, domain.lower, domain.upper, B.upper)
+        ):
             raise CheckFailed("layerwise: B_0 does not contain the domain box")
     else:
         m = len(domain.b)
-        check_box_contains(domain, B.lower, B.upper, [
-            (_dense(up, m), _dense(low, m)) for up, low in cert.box_proofs or ()], "layerwise: B_0")
+        check_box_contains(
+            domain,
+            B.lower,
+            B.upper,
+            [(_dense(up, m), _dense(low, m)) for up, low in cert.box_proofs or ()],
+            "layerwise: B_0",
+        )
     if cert.image is not None:
         if not isinstance(other, Transformer):
             raise CheckFailed("layerwise: image proofs are for a Transformer's first layer")
@@ -174,8 +190,9 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
     for l in range(1 if cert.image is None else 2, len(net.layers)):
         image, box = interval_image(net, l - 1, cert.boxes[l - 1]), cert.boxes[l]
         if box.dim != image.dim or not all(
-                bl <= il and iu <= bu for bl, il, iu, bu in
-                zip(box.lower, image.lower, image.upper, box.upper)):
+            bl <= il and iu <= bu
+            for bl, il, iu, bu in zip(box.lower, image.lower, image.upper, box.upper)
+        ):
             raise CheckFailed(f"layerwise: B_{l} does not contain the image of B_{l - 1}")
     leaves = 0
     for l, claims in enumerate(cert.layers):
@@ -183,13 +200,15 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain,
         if l == 0 and cert.image is not None:
             cell = domain.as_polyhedron()
         f, g = layer_programs(net, other, l)
-        covered = set()
+        covered: set[int] = set()
         for claim in claims:
             leaves += check_equal_on_domain(f, g, cell, claim.tree, claim.outputs)
             covered.update(claim.outputs)
         if covered != set(range(len(f.outputs))):
-            raise CheckFailed(f"layerwise: layer {l}: outputs "
-                              f"{sorted(set(range(len(f.outputs))) - covered)[:5]} unproved")
+            raise CheckFailed(
+                f"layerwise: layer {l}: outputs "
+                f"{sorted(set(range(len(f.outputs))) - covered)[:5]} unproved"
+            )
     return leaves
 
 
@@ -204,28 +223,49 @@ def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
         raise CheckFailed(f"layerwise: {n} sub-layers are not 2 D + 1")
     D = (n - 1) // 2
     if len(u.sublayers) < 3 * D - 1:
-        raise CheckFailed(f"layerwise: the unmerged Transformer has {len(u.sublayers)} "
-                          f"sub-layers, fewer than the pairs of {D - 1} merged ones need")
+        raise CheckFailed(
+            f"layerwise: the unmerged Transformer has {len(u.sublayers)} "
+            f"sub-layers, fewer than the pairs of {D - 1} merged ones need"
+        )
     subs = [tf.sublayers[0]]
     for l in range(D - 1):
-        merged, first, second = tf.sublayers[2 + 2 * l], u.sublayers[2 + 3 * l], \
-            u.sublayers[3 + 3 * l]
+        merged, first, second = (
+            tf.sublayers[2 + 2 * l],
+            u.sublayers[2 + 3 * l],
+            u.sublayers[3 + 3 * l],
+        )
         subs += [tf.sublayers[1 + 2 * l], first, second]
         if not all(isinstance(x, FeedForward) for x in (merged, first, second)):
-            raise CheckFailed(f"layerwise: sub-layer {2 + 2 * l} and its pair are not all "
-                              "feed-forward sub-layers")
-    U = Transformer(tf.input_dim, tf.d_model, tf.embedding, tf.positions,
-                    tuple(subs) + tuple(tf.sublayers[n - 2:]), tf.readout, tf.domain)
+            raise CheckFailed(
+                f"layerwise: sub-layer {2 + 2 * l} and its pair are not all feed-forward sub-layers"
+            )
+    U = Transformer(
+        tf.input_dim,
+        tf.d_model,
+        tf.embedding,
+        tf.positions,
+        tuple(subs) + tuple(tf.sublayers[n - 2 :]),
+        tf.readout,
+        tf.domain,
+    )
     try:
         check_transformer_shapes(tf)
         check_transformer_shapes(U)
     except (ValueError, TypeError) as e:
         raise CheckFailed(f"layerwise: {e}") from None
     for l in range(D - 1):
-        if not same_feedforward(tf, tf.sublayers[2 + 2 * l], U.sublayers[2 + 3 * l],
-                                U.sublayers[3 + 3 * l]):
-            raise CheckFailed(f"layerwise: sub-layer {2 + 2 * l} is not the unmerged "
-                              f"sub-layers {2 + 3 * l} and {3 + 3 * l} in one")
+        merged, first, second = (
+            tf.sublayers[2 + 2 * l],
+            U.sublayers[2 + 3 * l],
+            U.sublayers[3 + 3 * l],
+        )
+        assert isinstance(merged, FeedForward) and isinstance(first, FeedForward)
+        assert isinstance(second, FeedForward)  # checked above, when U was built
+        if not same_feedforward(tf, merged, first, second):
+            raise CheckFailed(
+                f"layerwise: sub-layer {2 + 2 * l} is not the unmerged "
+                f"sub-layers {2 + 3 * l} and {3 + 3 * l} in one"
+            )
     return U
 
 
@@ -236,19 +276,24 @@ def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertifi
         if cert.image:
             raise CheckFailed("layerwise: image proofs for a network of one layer")
         return
-    box = cert.boxes[1]
-    if len(cert.image) != len(units) or box.dim != len(units):
+    box, image = cert.boxes[1], cert.image or ()
+    if len(image) != len(units) or box.dim != len(units):
         raise CheckFailed("layerwise: one image proof per unit of the first layer is needed")
     rows = domain_rows(domain.as_polyhedron())
-    for i, (unit, im) in enumerate(zip(units, cert.image)):
+    for i, (unit, im) in enumerate(zip(units, image)):
         where = f"layerwise: B_1, unit {i}"
         if not 0 <= im.lower_piece < len(unit.pieces) or len(im.upper) != len(unit.pieces):
             raise CheckFailed(f"{where}: needs a lower piece and one upper proof per piece")
         p = unit.pieces[im.lower_piece]
         check_entails(rows, (p.w, p.b - box.lower[i]), False, im.lower, f"{where}, lower")
         for j, (p, proof) in enumerate(zip(unit.pieces, im.upper)):
-            check_entails(rows, (tuple(-v for v in p.w), box.upper[i] - p.b), False, proof,
-                          f"{where}, upper, piece {j}")
+            check_entails(
+                rows,
+                (tuple(-v for v in p.w), box.upper[i] - p.b),
+                False,
+                proof,
+                f"{where}, upper, piece {j}",
+            )
 
 
 def _dense(F: Farkas, n: int) -> tuple[Q, ...]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .affine import Vector, Matrix, dot
+from .affine import Matrix, Vector, dot
 from .errors import CheckFailed
-from .rational import Q, ZERO, rational
+from .rational import ZERO, Q, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class Polyhedron:
         """Indices of the constraints that x violates."""
         return [i for i, (row, c) in enumerate(zip(self.A, self.b)) if dot(row, x) > c]
 
-    def as_polyhedron(self) -> "Polyhedron":
+    def as_polyhedron(self) -> Polyhedron:
         return self
 
 
@@ -83,17 +83,21 @@ def check_domain(domain: Domain, dim: int) -> None:
     """Accept iff the domain is a box or a polyhedron of dimension ``dim`` whose every bound,
     row and right-hand side has the length that dimension needs, with exact rational entries
     (the kernel relies on no reader for this: nothing is truncated)."""
+    rows: tuple[Vector, ...]
     if isinstance(domain, Box):
         rows, numbers = (domain.lower, domain.upper), domain.lower + domain.upper
     elif isinstance(domain, Polyhedron) and domain.dim == dim and len(domain.A) == len(domain.b):
         rows, numbers = domain.A, tuple(domain.b) + tuple(v for a in domain.A for v in a)
     else:
-        raise CheckFailed(f"the domain is not a box or a polyhedron of dimension {dim} with "
-                          "one right-hand side per row")
+        raise CheckFailed(
+            f"the domain is not a box or a polyhedron of dimension {dim} with "
+            "one right-hand side per row"
+        )
     bad = next((len(v) for v in rows if len(v) != dim), None)
     if bad is not None:
-        raise CheckFailed(f"the domain has a bound or row of length {bad}, but the input "
-                          f"dimension is {dim}")
+        raise CheckFailed(
+            f"the domain has a bound or row of length {bad}, but the input dimension is {dim}"
+        )
     try:
         [rational(v) for v in numbers]
     except TypeError as e:
@@ -107,8 +111,7 @@ def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:
     for i, v in enumerate(y):
         if v < 0:
             raise CheckFailed(f"{what}: multiplier y[{i}] = {v} is negative")
-    lin = tuple(sum((y[i] * P.A[i][j] for i in range(len(y)) if y[i]), ZERO)
-                for j in range(P.dim))
+    lin = tuple(sum((y[i] * P.A[i][j] for i in range(len(y)) if y[i]), ZERO) for j in range(P.dim))
     return lin, dot(y, P.b)
 
 
@@ -137,8 +140,7 @@ def check_flat(P: Polyhedron, y: Vector) -> None:
     empty).  (Weight on zero rows only would show nothing.)"""
     lin, const = _combination(P, y, "flat")
     if any(lin) or const != 0 or not any(v and any(row) for v, row in zip(y, P.A)):
-        raise CheckFailed("flat: y^T A or y^T b is not zero, or y has no weight on a "
-                          "non-zero row")
+        raise CheckFailed("flat: y^T A or y^T b is not zero, or y has no weight on a non-zero row")
 
 
 def check_empty(P: Polyhedron, y: Vector) -> None:
@@ -165,8 +167,10 @@ def check_box_contains(P: Polyhedron, lower: Vector, upper: Vector, proofs, what
         raise CheckFailed(f"{what}: one pair of Farkas bounds per coordinate is needed")
     for i, (y_up, y_low) in enumerate(proofs):
         e = tuple(Q(int(j == i)) for j in range(P.dim))
-        if check_upper_bound(P, e, y_up) > upper[i] or \
-                check_upper_bound(P, tuple(-v for v in e), y_low) > -lower[i]:
+        if (
+            check_upper_bound(P, e, y_up) > upper[i]
+            or check_upper_bound(P, tuple(-v for v in e), y_low) > -lower[i]
+        ):
             raise CheckFailed(f"{what}: the box does not contain the domain in coordinate {i}")
 
 

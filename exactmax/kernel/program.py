@@ -23,15 +23,15 @@ from dataclasses import dataclass
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
 from .polyhedron import Domain, check_domain
-from .rational import ONE, Q, ZERO, rational
-from .transformer import Attention, FeedForward, Transformer, check_transformer_shapes
+from .rational import ONE, ZERO, Q, rational
+from .transformer import FeedForward, Transformer, check_transformer_shapes
 
 
 @dataclass(frozen=True, slots=True)
 class Lin:
-    x: tuple[tuple[int, Q], ...]       # sparse coefficients of the inputs
+    x: tuple[tuple[int, Q], ...]  # sparse coefficients of the inputs
     c: Q
-    terms: tuple[tuple[int, Q], ...]   # sparse coefficients of earlier nodes
+    terms: tuple[tuple[int, Q], ...]  # sparse coefficients of earlier nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +94,14 @@ def evaluate_program(p: Program, x) -> tuple[Q, ...]:
 
 # ------------------------------------------------------------------- building programs
 
+
 class _Builder:
     """Nodes with hash-consing; expressions are (x: dict, c, terms: dict) linear forms."""
 
     def __init__(self, dim: int):
-        self.dim, self.nodes, self.index = dim, [], {}
+        self.dim = dim
+        self.nodes: list[Node] = []
+        self.index: dict = {}
 
     def add(self, node: Node) -> int:
         key = _node_key(node)
@@ -112,20 +115,24 @@ class _Builder:
         """The node holding the value of expression e (e itself if it is one node)."""
         xs, c, terms = e
         if not xs and not c and len(terms) == 1:
-            (j, a), = terms.items()
+            ((j, a),) = terms.items()
             if a == 1:
                 return j
         return self.add(Lin(tuple(sorted(xs.items())), c, tuple(sorted(terms.items()))))
 
 
 def _qkey(v: Q) -> tuple[int, int]:
-    return int(v.p), int(v.q)   # hashing (p, q) is much cheaper than hashing an fmpq
+    return int(v.p), int(v.q)  # hashing (p, q) is much cheaper than hashing an fmpq
 
 
 def _node_key(node: Node):
     if isinstance(node, Lin):
-        return ("lin", tuple((i, _qkey(v)) for i, v in node.x), _qkey(node.c),
-                tuple((j, _qkey(v)) for j, v in node.terms))
+        return (
+            "lin",
+            tuple((i, _qkey(v)) for i, v in node.x),
+            _qkey(node.c),
+            tuple((j, _qkey(v)) for j, v in node.terms),
+        )
     if isinstance(node, Max):
         return ("max", node.args)
     return ("hardmax", node.pairs)
@@ -195,8 +202,11 @@ def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
     W1, b1, W2 = ff.inner.W, ff.inner.b, ff.outer.W
     pairs, h = {}, 0
     while h + 1 < len(b1):
-        if b1[h + 1] == -b1[h] and all(v == -u for u, v in zip(W1[h], W1[h + 1])) and \
-                all(row[h + 1] == -row[h] for row in W2):
+        if (
+            b1[h + 1] == -b1[h]
+            and all(v == -u for u, v in zip(W1[h], W1[h + 1]))
+            and all(row[h + 1] == -row[h] for row in W2)
+        ):
             pairs[h] = h + 1
             h += 2
         else:
@@ -242,13 +252,15 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
             for t, xt in enumerate(X):
                 query = [_combine(r, xt, ZERO) for r in head.query]
                 if not all(_is_constant(q) for q in query):
-                    raise Unsupported(f"sublayers[{index}].heads[{hi}]: the query depends on "
-                                      "the input, so the attention scores are bilinear")
-                scores = [b.node_of(_combine([head.scale * q[1] for q in query], k, ZERO))
-                          for k in keys]
+                    raise Unsupported(
+                        f"sublayers[{index}].heads[{hi}]: the query depends on "
+                        "the input, so the attention scores are bilinear"
+                    )
+                scores = [
+                    b.node_of(_combine([head.scale * q[1] for q in query], k, ZERO)) for k in keys
+                ]
                 for r in range(len(head.value)):
-                    node = b.add(Hardmax(tuple((scores[u], values[u][r])
-                                               for u in range(len(X)))))
+                    node = b.add(Hardmax(tuple((scores[u], values[u][r]) for u in range(len(X)))))
                     for i in range(tf.d_model):
                         if head.out[i][r]:
                             _axpy(updates[t][i], head.out[i][r], _expr(terms={node: ONE}))
@@ -261,20 +273,23 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
 def _embedded(tf: Transformer, E, dim: int) -> list:
     """Token expressions E h + p_t for the input h of dimension dim."""
     h = [_expr({i: ONE}) for i in range(dim)]
-    return [[_combine(row, h, tf.positions[t][k]) for k, row in enumerate(E)]
-            for t in range(tf.n_tokens)]
+    return [
+        [_combine(row, h, tf.positions[t][k]) for k, row in enumerate(E)]
+        for t in range(tf.n_tokens)
+    ]
 
 
 def program_of_transformer(tf: Transformer) -> Program:
     """The program of the hardmax Transformer of construction.md §1 (read-out included)."""
     check_transformer_shapes(tf)
     b = _Builder(tf.input_dim)
-    X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim),
-                       enumerate(tf.sublayers))
+    X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim), enumerate(tf.sublayers))
     r = tf.readout
     if r.token is None:
-        z = [_combine([Q(1, tf.n_tokens)] * tf.n_tokens, [X[t][i] for t in range(tf.n_tokens)],
-                      ZERO) for i in range(tf.d_model)]
+        z = [
+            _combine([Q(1, tf.n_tokens)] * tf.n_tokens, [X[t][i] for t in range(tf.n_tokens)], ZERO)
+            for i in range(tf.d_model)
+        ]
     else:
         z = X[r.token]
     outs = [b.node_of(_combine(row, z, c)) for row, c in zip(r.map.W, r.map.b)]
@@ -293,8 +308,12 @@ def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Prog
         raise ValueError(f"sub-layers {first}..{last - 1} do not exist")
     check_transformer_shapes(tf, range(first, last))
     b = _Builder(dim)
-    X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim),
-                       [(i, tf.sublayers[i]) for i in range(first, last)])
+    X = _run_sublayers(
+        b,
+        tf,
+        _embedded(tf, place(dim, tf.d_model), dim),
+        [(i, tf.sublayers[i]) for i in range(first, last)],
+    )
     outs = [b.node_of(e) for xt in X for e in xt]
     return Program(dim, tuple(b.nodes), tuple(outs))
 
@@ -312,15 +331,19 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     outs = []
     for p in positions:
         for i in range(d_model):
-            e = [dict(units[i][0]), units[i][1], dict(units[i][2])] if i < len(units) \
+            e = (
+                [dict(units[i][0]), units[i][1], dict(units[i][2])]
+                if i < len(units)
                 else [{}, ZERO, {}]
+            )
             _axpy(e, ONE, _expr(c=p[i]))
             outs.append(b.node_of(e))
     return Program(dim, tuple(b.nodes), tuple(outs))
 
 
-def same_feedforward(tf: Transformer, merged: FeedForward, first: FeedForward,
-                     second: FeedForward) -> bool:
+def same_feedforward(
+    tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward
+) -> bool:
     """merged(s) = second(first(s)) for every token state s in Q^{d_m}: the two are run on
     one symbolic token with the translation above (exact linear maps from ReLU pairs,
     hash-consed ReLU nodes) and give the same expression in every coordinate.  Syntactic,
@@ -334,5 +357,8 @@ def same_feedforward(tf: Transformer, merged: FeedForward, first: FeedForward,
 
 
 def _normal(e):
-    return (tuple(sorted((k, _qkey(v)) for k, v in e[0].items() if v)), _qkey(e[1]),
-            tuple(sorted((k, _qkey(v)) for k, v in e[2].items() if v)))
+    return (
+        tuple(sorted((k, _qkey(v)) for k, v in e[0].items() if v)),
+        _qkey(e[1]),
+        tuple(sorted((k, _qkey(v)) for k, v in e[2].items() if v)),
+    )

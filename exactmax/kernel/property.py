@@ -16,8 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .certificate import (Choice, Empty, Farkas, Row, Split, Tree, affine_values,
-                          check_entails, cone, domain_rows)
+from .certificate import (
+    Choice,
+    Empty,
+    Farkas,
+    Row,
+    Tree,
+    affine_values,
+    cells,
+    check_entails,
+    cone,
+)
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Polyhedron, check_domain
@@ -28,13 +37,13 @@ from .rational import ZERO, rational
 @dataclass(frozen=True, slots=True)
 class Case:
     inputs: Polyhedron
-    outputs: tuple[tuple[Row, ...], ...]   # the forbidden conjunctions O_1 ... O_m
+    outputs: tuple[tuple[Row, ...], ...]  # the forbidden conjunctions O_1 ... O_m
 
 
 @dataclass(frozen=True, slots=True)
 class Excluded:
-    choices: tuple[tuple[int, int, Choice], ...]   # (program 0, node, choice)
-    proofs: tuple[Farkas, ...]             # one per conjunction O_j of the case
+    choices: tuple[tuple[int, int, Choice], ...]  # (program 0, node, choice)
+    proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
 
 
 def compose(row: Row, ys: list, d: int) -> Row:
@@ -44,48 +53,40 @@ def compose(row: Row, ys: list, d: int) -> Row:
     return Row(a, row.c + sum((w * e for w, (_, e) in terms), ZERO), row.strict)
 
 
-def _cells(tree: Tree, P: Polyhedron):
-    """(leaf, rows of its cell, choices by node, where) for every leaf of the split tree."""
-    stack = [(tree, domain_rows(P), {}, "root")]
-    while stack:
-        node, rows, above, where = stack.pop()
-        choices = dict(above)   # (program, node, choice): one program, every choice checked
-        choices.update((index, ch) for _, index, ch in getattr(node, "choices", ()))
-        if not isinstance(node, Split):
-            yield node, rows, choices, where
-        elif len(node.a) != P.dim:
-            raise CheckFailed(f"{where}: a split of the wrong dimension")
-        else:
-            stack.append((node.lt, rows + [Row(tuple(-v for v in node.a), -node.c, True)],
-                          choices, where + ".lt"))
-            stack.append((node.ge, rows + [Row(node.a, node.c)], choices, where + ".ge"))
-
-
 def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
     """Accept iff ``tree`` proves the case for the program p; returns its number of leaves."""
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
-            raise CheckFailed(f"{where}: an output row of length {len(row.a)}, not the inputs' "
-                              "and the outputs'")
+            raise CheckFailed(
+                f"{where}: an output row of length {len(row.a)}, not the inputs' and the outputs'"
+            )
         [rational(v) for v in row.a + (row.c,)]
     need = cone(p, p.outputs)
     zero = ((ZERO,) * p.dim, ZERO)
     leaves = 0
-    for node, rows, choices, at in _cells(tree, case.inputs):
+    for node, rows, choices, at in cells(tree, case.inputs, sides=(0,)):
+        choices = {index: ch for (_, index), ch in choices.items()}
         leaves += 1
         at = f"{where}, {at}"
         if isinstance(node, Empty):
             check_entails(rows, zero, True, node.proof, f"{at}: empty cell")
             continue
         if not isinstance(node, Excluded) or len(node.proofs) != len(case.outputs):
-            raise CheckFailed(f"{at}: expected an empty cell, or an excluded cell with one "
-                              f"proof per output constraint ({len(case.outputs)})")
+            raise CheckFailed(
+                f"{at}: expected an empty cell, or an excluded cell with one "
+                f"proof per output constraint ({len(case.outputs)})"
+            )
         vals = affine_values(p, rows, choices, at, need)
         ys = [vals[o] for o in p.outputs]
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
-            check_entails(rows + [compose(r, ys, p.dim) for r in conj], zero, True, proof,
-                          f"{at}, output constraint {j}")
+            check_entails(
+                rows + [compose(r, ys, p.dim) for r in conj],
+                zero,
+                True,
+                proof,
+                f"{at}, output constraint {j}",
+            )
     return leaves
 
 
@@ -98,5 +99,4 @@ def check_property(net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tre
         p = program_of_maxout(net)
     except (ValueError, TypeError) as e:
         raise CheckFailed(f"the network is malformed: {e}") from None
-    return sum(check_case(p, c, t, f"case {n}") for n, (c, t) in
-               enumerate(zip(cases, trees)))
+    return sum(check_case(p, c, t, f"case {n}") for n, (c, t) in enumerate(zip(cases, trees)))

@@ -21,8 +21,15 @@ from fractions import Fraction
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
 
 __all__ = [
-    "Q", "Z", "IntMatrix", "RatMatrix", "rational", "ZERO", "ONE",
-    "to_fraction", "q_str",
+    "Q",
+    "Z",
+    "IntMatrix",
+    "RatMatrix",
+    "rational",
+    "ZERO",
+    "ONE",
+    "to_fraction",
+    "q_str",
 ]
 
 Q = fmpq
@@ -55,9 +62,7 @@ def rational(value: object) -> Q:
         return fmpq(value)
     if isinstance(value, Fraction):
         return fmpq(value.numerator, value.denominator)
-    raise TypeError(
-        f"exactmax: expected an exact rational, got {type(value).__name__} {value!r}"
-    )
+    raise TypeError(f"exactmax: expected an exact rational, got {type(value).__name__} {value!r}")
 
 
 def to_fraction(value: Q) -> Fraction:

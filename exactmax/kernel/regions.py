@@ -30,6 +30,7 @@ from .certificate import Choices, Row, affine_values, cells, cone
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Max, Program, evaluate_program
+from .rational import Q
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +43,13 @@ class Region:
     point: Vector
 
 
-def _value(row: Row, x) -> object:
+def _value(row: Row, x) -> Q:
     return dot(row.a, x) + row.c
 
 
-def check_regions(p: Program, P: Polyhedron, tree,
-                  all_units: bool = False) -> list[tuple[list[Row], Region, tuple]]:
+def check_regions(
+    p: Program, P: Polyhedron, tree, all_units: bool = False
+) -> list[tuple[list[Row], Region, tuple]]:
     """(rows of the cell, leaf, activation pattern) for every leaf, depth first (ge before lt),
     after the checks of the module docstring; raises CheckFailed naming the leaf otherwise.
     The pattern is over the Max and Hardmax nodes the outputs depend on, or over every such
@@ -64,8 +66,11 @@ def check_regions(p: Program, P: Polyhedron, tree,
         if len(x) != P.dim or not all(_value(r, x) > 0 for r in rows):
             raise CheckFailed(f"{where}: the point is not strictly inside the cell")
         vals = affine_values(p, rows, choices, where, need)
-        if len(node.W) != len(p.outputs) or len(node.b) != len(p.outputs) or \
-                any(vals[o] != (tuple(w), c) for o, w, c in zip(p.outputs, node.W, node.b)):
+        if (
+            len(node.W) != len(p.outputs)
+            or len(node.b) != len(p.outputs)
+            or any(vals[o] != (tuple(w), c) for o, w, c in zip(p.outputs, node.W, node.b))
+        ):
             raise CheckFailed(f"{where}: the stated affine map is not the program's on the cell")
         if evaluate_program(p, x) != tuple(dot(w, x) + c for w, c in zip(node.W, node.b)):
             raise CheckFailed(f"{where}: the program's value at the point is not W x + b")
@@ -128,8 +133,9 @@ def check_merges(leaves: list, merges) -> tuple[int, int]:
     return len(maps), sum(1 for i in range(len(leaves)) if find(i) == i)
 
 
-def check_region_count(p: Program, P: Polyhedron, tree, merges,
-                       all_units: bool = False) -> tuple[int, int, int]:
+def check_region_count(
+    p: Program, P: Polyhedron, tree, merges, all_units: bool = False
+) -> tuple[int, int, int]:
     """(activation regions, distinct maps, components of the merge graph), all checked."""
     leaves = check_regions(p, P, tree, all_units)
     return (len({pat for _, _, pat in leaves}),) + check_merges(leaves, merges)

@@ -34,21 +34,22 @@ the domain is violated on all of it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
 from .polyhedron import Box, Domain, check_box_contains, check_domain, check_upper_bound
-from .rational import ONE, Q, ZERO
+from .rational import ONE, ZERO, Q
 
 GRID_BITS = 64
-CAP = 256            # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
-E_LOWER = Q(2718281828, 10 ** 9)   # e > E_LOWER (e = 2.71828182845...)
+CAP = 256  # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
+E_LOWER = Q(2718281828, 10**9)  # e > E_LOWER (e = 2.71828182845...)
 
 
 def _grid(x: Q, up: bool, bits: int = GRID_BITS) -> Q:
     """x rounded down (or up) to a multiple of 2^-bits."""
-    y = x * 2 ** bits
-    return Q(y.ceil() if up else y.floor(), 2 ** bits)
+    y = x * 2**bits
+    return Q(y.ceil() if up else y.floor(), 2**bits)
 
 
 def _round(x: Q, up: bool, bits: int = 80) -> Q:
@@ -56,9 +57,9 @@ def _round(x: Q, up: bool, bits: int = 80) -> Q:
     if x == 0:
         return x
     s = bits - (int(x.p).bit_length() - int(x.q).bit_length())
-    y = x * 2 ** s if s >= 0 else x / 2 ** (-s)
+    y = x * 2**s if s >= 0 else x / 2 ** (-s)
     n = y.ceil() if up else y.floor()
-    return Q(n) / 2 ** s if s >= 0 else Q(n) * 2 ** (-s)
+    return Q(n) / 2**s if s >= 0 else Q(n) * 2 ** (-s)
 
 
 def _series(f: Q, m: int) -> Q:
@@ -91,8 +92,10 @@ def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
     n = int(a.floor())
     f = a - n
     en = _exp_neg_int(n)
-    return (_round(en[0] * max(ZERO, _series(_grid(f, True, 48), 21)), False),
-            _round(en[1] * _series(_grid(f, False, 48), 22), True))
+    return (
+        _round(en[0] * max(ZERO, _series(_grid(f, True, 48), 21)), False),
+        _round(en[1] * _series(_grid(f, False, 48), 22), True),
+    )
 
 
 class ExactArithmetic:
@@ -150,8 +153,12 @@ class ExactArithmetic:
             den_lo += eh[0]
             den_hi += el[1]
         psi = sum((psi_upper(lam, l, h) for l, h in zip(gl, gh)), ZERO)
-        d_hi = min(_grid(num_hi / max(ONE, den_lo), True), (n - 1) * peak, _grid(psi, True),
-                   _grid(deviation_peak(n - 1) / lam, True))
+        d_hi = min(
+            _grid(num_hi / max(ONE, den_lo), True),
+            (n - 1) * peak,
+            _grid(psi, True),
+            _grid(deviation_peak(n - 1) / lam, True),
+        )
         d_lo = _grid(num_lo / den_hi, False)
         return d_lo, d_hi
 
@@ -173,7 +180,7 @@ def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
         return _psi_bound(xh, xh) / lam
     if xl >= Q(8, 5):
         return _psi_bound(xl, xl) / lam
-    return deviation_peak(1) / lam    # max psi = W(1/e): the case m = 1 of deviation_peak
+    return deviation_peak(1) / lam  # max psi = W(1/e): the case m = 1 of deviation_peak
 
 
 def deviation_peak(m: int) -> Q:
@@ -183,8 +190,10 @@ def deviation_peak(m: int) -> Q:
     bisection, each candidate checked with the exp bounds (c e^{c+1} >= c / hi(e^{-(c+1)}))."""
     c = _DEV_PEAK.get(m)
     if c is None:
+
         def ok(c):
             return c > 0 and c >= m * exp_neg_bounds(c + 1)[1]
+
         lo, hi = ZERO, Q(max(m, 1))
         while not ok(hi):
             hi *= 2
@@ -200,17 +209,16 @@ _DEV_PEAK: dict = {}
 
 @dataclass(frozen=True, slots=True)
 class CellResult:
-    bound: object                 # upper bound of |y~ - y|_inf on the cell (None: gates fail)
-    zmax: tuple                   # per layer, upper bound of |z~| on the cell
-    gate_layer: int | None        # first layer whose gate check failed
+    bound: Any  # upper bound of |y~ - y|_inf on the cell (None: gates fail), in A's numbers
+    zmax: tuple  # per layer, upper bound of |z~| on the cell
+    gate_layer: int | None  # first layer whose gate check failed
 
 
 def _tokens(unit, n):
     return [unit.pieces[min(t, len(unit.pieces) - 1)] for t in range(n)]
 
 
-def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT,
-               first=None) -> CellResult:
+def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=None) -> CellResult:
     """Bound of sup |y~(x) - N(x)|_inf over the points of the domain in the box
     lo <= x <= hi, in arithmetic A, with the gate check |z~^l| <= C_l (``gates``) on the cell.
     ``first[i][j]`` (optional) is a range (lo, hi) of piece j of unit i of layer 1 over the
@@ -226,8 +234,10 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT,
             ps = _tokens(unit, n)
             zt = [A.dot(p.w, Ht, p.b) for p in ps]
             if layer_index == 0 and first is not None:
-                zt = [A.meet(v, A.box(*first[ui][min(t, len(unit.pieces) - 1)]))
-                      for t, v in enumerate(zt)]
+                zt = [
+                    A.meet(v, A.box(*first[ui][min(t, len(unit.pieces) - 1)]))
+                    for t, v in enumerate(zt)
+                ]
             else:
                 for v in zt:
                     zm = max(zm, A.abs_max(v))
@@ -239,28 +249,43 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT,
                         w = [a - b for a, b in zip(ps[s].w, ps[t].w)]
                         dz[s, t] = A.dot(w, H, ps[s].b - ps[t].b)
                         dzt[s, t] = A.dot(w, Ht, ps[s].b - ps[t].b)
-            cand = [a for a in range(n)
-                    if not any(A.lo(dz[s, a]) > 0 for s in range(n) if (s, a) in dz)]
-            cand_t = [a for a in range(n)
-                      if not any(A.lo(dzt[s, a]) > 0 for s in range(n) if (s, a) in dzt)]
-            gl = [max([A.zero] + [A.lo(dzt[s, t]) for s in range(n) if (s, t) in dzt])
-                  for t in range(n)]
-            gh = [max([A.zero] + [A.hi(dzt[s, t]) for s in range(n) if (s, t) in dzt])
-                  for t in range(n)]
+            cand = [
+                a for a in range(n) if not any(A.lo(dz[s, a]) > 0 for s in range(n) if (s, a) in dz)
+            ]
+            cand_t = [
+                a
+                for a in range(n)
+                if not any(A.lo(dzt[s, a]) > 0 for s in range(n) if (s, a) in dzt)
+            ]
+            gl = [
+                max([A.zero] + [A.lo(dzt[s, t]) for s in range(n) if (s, t) in dzt])
+                for t in range(n)
+            ]
+            gh = [
+                max([A.zero] + [A.hi(dzt[s, t]) for s in range(n) if (s, t) in dzt])
+                for t in range(n)
+            ]
             d_lo, d_hi = A.deviation(gl, gh, lam)
             D = A.box(d_lo, d_hi)
             d = [A.dot(p.w, E, A.zero) for p in ps]
             # max z~ - max z = max_a (d_a - g_a) exactly, with hardmax gaps g_a = max z - z_a
-            g = [A.box(max([A.zero] + [A.lo(dz[s, t]) for s in range(n) if (s, t) in dz]),
-                       max([A.zero] + [A.hi(dz[s, t]) for s in range(n) if (s, t) in dz]))
-                 for t in range(n)]
+            g = [
+                A.box(
+                    max([A.zero] + [A.lo(dz[s, t]) for s in range(n) if (s, t) in dz]),
+                    max([A.zero] + [A.hi(dz[s, t]) for s in range(n) if (s, t) in dz]),
+                )
+                for t in range(n)
+            ]
             dg = [A.sub(d[a], g[a]) for a in range(n)]
-            shift = A.meet(A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t)),
-                           A.box(max(A.lo(v) for v in dg), max(A.hi(v) for v in dg)))
+            shift = A.meet(
+                A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t)),
+                A.box(max(A.lo(v) for v in dg), max(A.hi(v) for v in dg)),
+            )
             e = A.sub(shift, D)
             h = A.box(max(A.lo(v) for v in z), max(A.hi(v) for v in z))
-            ht = A.meet(A.add(h, e), A.sub(A.box(max(A.lo(v) for v in zt),
-                                                 max(A.hi(v) for v in zt)), D))
+            ht = A.meet(
+                A.add(h, e), A.sub(A.box(max(A.lo(v) for v in zt), max(A.hi(v) for v in zt)), D)
+            )
             nH.append(h)
             nE.append(A.meet(e, A.sub(ht, h)))
             nHt.append(ht)
@@ -306,16 +331,27 @@ def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
             hi = check_upper_bound(P, p.w, y_max) + p.b
             lo = -check_upper_bound(P, tuple(-c for c in p.w), y_min) + p.b
             if lo < -C or hi > C:
-                raise CheckFailed(f"softmax: a layer-1 pre-activation ranges over [{lo}, {hi}], "
-                                  f"beyond the gate C_1 = {C}")
+                raise CheckFailed(
+                    f"softmax: a layer-1 pre-activation ranges over [{lo}, {hi}], "
+                    f"beyond the gate C_1 = {C}"
+                )
             rs.append((lo, hi))
         ranges.append(rs)
     return ranges
 
 
-def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domain,
-                        root_lo, root_hi, tree, first_multipliers=None,
-                        root_multipliers=None) -> SoftmaxClaim:
+def check_softmax_bound(
+    net: MaxoutNetwork,
+    gates,
+    n: int,
+    lam: Q,
+    domain: Domain,
+    root_lo,
+    root_hi,
+    tree,
+    first_multipliers=None,
+    root_multipliers=None,
+) -> SoftmaxClaim:
     """Check, in exact arithmetic, every cell of the bisection ``tree`` of the box
     [root_lo, root_hi] and return the largest cell bound.  A tree is ("leaf",),
     ("out", row) (the cell violates domain constraint ``row`` everywhere: dropped) or
@@ -337,13 +373,17 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
         raise CheckFailed("softmax: lambda must be positive")
     if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
         raise CheckFailed("softmax: one gate constant per layer and n >= every rank needed")
-    if isinstance(domain, Box) and (tuple(domain.lower) != tuple(root_lo)
-                                    or tuple(domain.upper) != tuple(root_hi)):
+    if isinstance(domain, Box) and (
+        tuple(domain.lower) != tuple(root_lo) or tuple(domain.upper) != tuple(root_hi)
+    ):
         raise CheckFailed("softmax: the root cell is not the domain box")
     if not isinstance(domain, Box):
         check_box_contains(domain, root_lo, root_hi, root_multipliers or (), "softmax: root")
-    first = None if first_multipliers is None else \
-        check_first_layer(net, gates, domain, first_multipliers)
+    first = (
+        None
+        if first_multipliers is None
+        else check_first_layer(net, gates, domain, first_multipliers)
+    )
     best, leaves, excluded = ZERO, 0, 0
     zmax = [ZERO] * len(net.layers)
     stack = [(tree, tuple(root_lo), tuple(root_hi))]
@@ -354,8 +394,8 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
                 raise CheckFailed(f"softmax: a split node names no coordinate: {node[:2]!r}")
             _, i, left, right = node
             mid = (lo[i] + hi[i]) / 2
-            stack.append((left, lo, hi[:i] + (mid,) + hi[i + 1:]))
-            stack.append((right, lo[:i] + (mid,) + lo[i + 1:], hi))
+            stack.append((left, lo, hi[:i] + (mid,) + hi[i + 1 :]))
+            stack.append((right, lo[:i] + (mid,) + lo[i + 1 :], hi))
         elif node[0] == "out":
             if not _excluded(domain, node[1], lo, hi):
                 raise CheckFailed(f"softmax: a dropped cell is not outside constraint {node[1]}")
@@ -363,8 +403,10 @@ def check_softmax_bound(net: MaxoutNetwork, gates, n: int, lam: Q, domain: Domai
         elif node[0] == "leaf":
             r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
             if r.bound is None:
-                raise CheckFailed(f"softmax: a gate of layer {r.gate_layer + 1} is not shown "
-                                  f"exact on the cell {lo}..{hi}")
+                raise CheckFailed(
+                    f"softmax: a gate of layer {(r.gate_layer or 0) + 1} is not shown "
+                    f"exact on the cell {lo}..{hi}"
+                )
             best = max(best, r.bound)
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
             leaves += 1

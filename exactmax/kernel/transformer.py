@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from .affine import Affine, Matrix, Vector
 from .polyhedron import Domain
-from .rational import Q, RatMatrix, ZERO, rational
+from .rational import ZERO, Q, RatMatrix, rational
 
 HARDMAX = "hardmax"
 SOFTMAX = "softmax"
@@ -68,7 +68,7 @@ class Readout:
 class Transformer:
     input_dim: int
     d_model: int
-    embedding: Matrix          # E in Q^{d_m x input_dim}
+    embedding: Matrix  # E in Q^{d_m x input_dim}
     positions: tuple[Vector, ...]  # p_t in Q^{d_m}, one per token
     sublayers: tuple[Sublayer, ...]
     readout: Readout
@@ -104,9 +104,9 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
     for i in range(len(tf.sublayers)) if sublayers is None else sublayers:
         s = tf.sublayers[i]
         if isinstance(s, FeedForward):
-            h = len(s.inner.b)
-            mat(s.inner.W, h, dm, f"sub-layer {i}: W1")
-            mat(s.outer.W, dm, h, f"sub-layer {i}: W2")
+            width = len(s.inner.b)
+            mat(s.inner.W, width, dm, f"sub-layer {i}: W1")
+            mat(s.outer.W, dm, width, f"sub-layer {i}: W2")
             if len(s.outer.b) != dm:
                 raise ValueError(f"sub-layer {i}: b2 has the wrong length")
             for v in s.inner.b + s.outer.b:
@@ -146,11 +146,18 @@ def _plus_column(X: RatMatrix, b: Vector) -> RatMatrix:
     return _columns(X, lambda t: [X[i, t] + b[i] for i in range(X.nrows())])
 
 
+def _relu(H: RatMatrix) -> RatMatrix:
+    """ReLU entrywise."""
+    return _columns(H, lambda t: [max(H[i, t], ZERO) for i in range(H.nrows())])
+
+
 def _hardmax_mean(S: RatMatrix, V: RatMatrix):
     """t -> the mean of the columns u of V whose score S[u, t] is maximal (ties averaged)."""
+
     def mean(t):
         win = hardmax_winners([S[u, t] for u in range(S.nrows())])
         return [sum((V[i, u] for u in win), ZERO) / len(win) for i in range(V.nrows())]
+
     return mean
 
 
@@ -167,23 +174,26 @@ def evaluate_transformer(tf: Transformer, x) -> Vector:
     for index, sub in enumerate(tf.sublayers):
         if isinstance(sub, FeedForward):
             hidden = _plus_column(_matrix(sub.inner.W, dm) * X, sub.inner.b)
-            relu = _columns(hidden, lambda t: [max(hidden[i, t], ZERO)
-                                                for i in range(hidden.nrows())])
-            X = X + _plus_column(_matrix(sub.outer.W, len(sub.inner.b)) * relu, sub.outer.b)
+            X = X + _plus_column(
+                _matrix(sub.outer.W, len(sub.inner.b)) * _relu(hidden), sub.outer.b
+            )
             continue
         if sub.kind != HARDMAX:
-            raise ValueError(f"sublayers[{index}] uses {sub.kind} attention, which has no "
-                             "exact rational value; only hardmax is evaluated exactly")
+            raise ValueError(
+                f"sublayers[{index}] uses {sub.kind} attention, which has no "
+                "exact rational value; only hardmax is evaluated exactly"
+            )
         update = RatMatrix(dm, n)
         for h in sub.heads:
             K, Qm = _matrix(h.key, dm) * X, _matrix(h.query, dm) * X
             V = _matrix(h.value, dm) * X
-            S = K.transpose() * Qm * h.scale            # S[t', t] = s_h(t', t)
+            S = K.transpose() * Qm * h.scale  # S[t', t] = s_h(t', t)
 
             update += _matrix(h.out, len(h.value)) * _columns(V, _hardmax_mean(S, V))
         X = X + update
     r = tf.readout
-    z = [X[i, r.token] if r.token is not None else
-         sum((X[i, t] for t in range(n)), ZERO) / n for i in range(dm)]
-    return tuple(sum((a * v for a, v in zip(row, z)), ZERO) + c
-                 for row, c in zip(r.map.W, r.map.b))
+    z = [
+        X[i, r.token] if r.token is not None else sum((X[i, t] for t in range(n)), ZERO) / n
+        for i in range(dm)
+    ]
+    return tuple(sum((a * v for a, v in zip(row, z)), ZERO) + c for row, c in zip(r.map.W, r.map.b))
