@@ -48,7 +48,7 @@ def test_mutated_files_give_an_answer_or_one_line(fmt, seeds, work):
     cmds = [c for c in fuzz.commands(seeds) if c.format == fmt]
     assert cmds and seeds.of(fmt)
 
-    @settings(max_examples=CASES[fmt], deadline=None, database=None,
+    @settings(max_examples=CASES[fmt], deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(rng=st.randoms(use_true_random=False))
     def run(rng):
@@ -107,7 +107,7 @@ def test_a_gzip_bomb_is_refused_without_holding_it(tmp_path):
     assert peak < 32 << 20, peak
 
 
-@settings(max_examples=110, deadline=None, database=None,
+@settings(max_examples=110, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(rng=st.randoms(use_true_random=False))
 def test_tampered_certificates_are_accepted_only_when_their_claim_holds(rng, tmp_path_factory):
