@@ -776,6 +776,33 @@ def _check_property_cert(args, root) -> int:
     return EXIT_OK
 
 
+def _export_construction(args) -> int:
+    """export-coq --construction: the library located and checked current as for a
+    certificate, then ``export.coq_construction`` writes and (with --check) compiles."""
+    from .export import coqlib
+    from .export.coq_construction import main as construction_main
+    from .io.models import check_outputs
+    if args.existing:
+        raise UsageError("--existing goes with a certificate, not --construction")
+    check_outputs([("-o", args.output)], [("NET.json", args.construction),
+                                          ("--transformer", args.transformer),
+                                          ("--domain", args.domain)])
+    argv = [args.construction, "-o", args.output, "--timeout", str(args.timeout)]
+    for flag, value in (("--transformer", args.transformer), ("--domain", args.domain)):
+        if value:
+            argv += [flag, value]
+    argv += [f for f, on in (("--check", args.check), ("--json", args.json),
+                             ("--packed", args.packed)) if on]
+    if args.check:
+        try:
+            lib = coqlib.locate(args.coq_lib)
+            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
+        except coqlib.LibraryError as e:
+            raise UsageError(f"--check: {e}") from None
+        argv += ["--coq-lib", lib.path]
+    return construction_main(argv)
+
+
 def cmd_export_coq(args) -> int:
     """Write the certificate as a Coq file (or, with --existing, take the file already there)
     and, with --check: confirm that the file states exactly the certificate's models, domain
@@ -794,6 +821,12 @@ def cmd_export_coq(args) -> int:
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
         raise UsageError(f"-o: expected a Coq file name such as NetEquiv.v (a letter, then "
                          f"letters, digits or _, then .v), got {args.output!r}")
+    if (args.cert is None) == (args.construction is None):
+        raise UsageError("give CERT.json, or --construction NET.json (one of them)")
+    if args.construction is None and (args.transformer or args.domain or args.packed):
+        raise UsageError("--transformer, --domain and --packed go with --construction")
+    if args.construction is not None:
+        return _export_construction(args)
     check = args.check or args.existing
     from .io.models import check_outputs
     if args.existing:
@@ -1062,7 +1095,18 @@ def build_parser() -> argparse.ArgumentParser:
                        "same widths), proved by the composition theorems of "
                        "proofs/Layerwise.v. With --check, run coqc on it: exit 0 when Coq "
                        "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.")
-    x.add_argument("cert", metavar="CERT.json[.gz]", help="an exactmax/certificate")
+    x.add_argument("cert", metavar="CERT.json[.gz]", nargs="?",
+                   help="an exactmax/certificate (not with --construction)")
+    x.add_argument("--construction", metavar="NET.json",
+                   help="instead of a certificate: prove the Transformer (--transformer, "
+                   "default: compile NET) equal to NET on the domain (--domain, default: "
+                   "NET's) through the construction theorem of proofs/ConstructionSound.v "
+                   "(construct_sound): Coq computes that the Transformer is construct NET C "
+                   "and that the gate constants C hold, no split tree")
+    x.add_argument("--transformer", metavar="TF.json", help="with --construction")
+    x.add_argument("--domain", metavar="D.json", help="with --construction")
+    x.add_argument("--packed", action="store_true",
+                   help="with --construction: the models as one array of machine integers")
     x.add_argument("-o", "--output", required=True, metavar="NetEquiv.v",
                    help="the Coq file to write (its name is the Coq module name)")
     x.add_argument("--check", action="store_true",

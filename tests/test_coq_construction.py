@@ -187,3 +187,34 @@ def test_the_command_line(tmp_path, library, capsys):
     bad.write_text(json.dumps(d))
     assert main([net, "--transformer", str(bad), "-o", str(tmp_path / "B.v")]) == 2
     assert "not the default construction" in capsys.readouterr().err
+
+
+@needs_coq
+def test_export_coq_construction_on_the_command_line(tmp_path, library, capsys):
+    """exactmax export-coq --construction NET -o X.v --check: the library located and checked
+    current as for certificates, Print Assumptions net_equiv checked against the allow-list;
+    a certificate and --construction together, or neither, are a usage error."""
+    import json
+    from exactmax.cli import main
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tent = os.path.join(root, "examples", "tent.json")
+    out = str(tmp_path / "TentC.v")
+    assert main(["export-coq", "--construction", tent, "-o", out, "--check", "--json",
+                 "--coq-lib", PROOFS]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["coq"] == "accepted"
+    assert open(out).read().rstrip().endswith("Print Assumptions net_equiv.")
+    # the same theorem proved from an axiom: coqc accepts the file, the allow-list does not
+    from exactmax.export.coq_construction import run_coqc
+    text = open(out).read()
+    head, tail = text.split("Theorem net_equiv", 1)
+    statement, rest = tail.split("Proof.", 1)
+    cheat = (head + "Axiom cheat : False.\n\nTheorem net_equiv" + statement +
+             "Proof. destruct cheat. Qed.\n\nPrint Assumptions net_equiv.\n")
+    bad = tmp_path / "Cheat.v"
+    bad.write_text(cheat)
+    ok, _, message = run_coqc(str(bad), PROOFS)
+    assert not ok and "cheat" in message
+    assert main(["export-coq", "-o", out]) == 2
+    assert main(["export-coq", str(tmp_path / "c.json"), "--construction", tent, "-o", out]) == 2
+    capsys.readouterr()

@@ -285,7 +285,7 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
         from ..kernel.transformer import HARDMAX
         if any(not isinstance(s, FeedForward) and s.kind != HARDMAX for s in tf.sublayers):
             raise ExportUnsupported("the Transformer has softmax attention")
-        models = ("Definition packed_models : PArray.array int :=\n  "
+        models = ("Definition packed_models : PArray.array Uint63.int :=\n  "
                   + _pack(_packed_models(net, tf)) + ".\n\n"
                   "Definition net_a : maxout := fst (unpack_models packed_models).\n\n"
                   "Definition net_b : transformer := snd (unpack_models packed_models).\n")
@@ -308,7 +308,9 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
    gate constants bound every pre-activation over the domain (the boxes below carry them
    through the layers). *)
 
-From Coq Require Import QArith Reals List Uint63.
+From Coq Require Import QArith Reals List.
+From Coq Require Uint63.
+Import (notations) Uint63.   (* names, as Print Assumptions prints them, stay qualified *)
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise Construction ConstructionSound.
 Open Scope Q_scope.
 
@@ -348,6 +350,8 @@ Proof.
   intros x Hd Hx. rewrite net_b_construct. rewrite <- net_a_dim in Hd.
   exact ({theorem} net_a_shaped gates_checked x Hd Hx).
 Qed.
+
+Print Assumptions net_equiv.
 """
 
 
@@ -377,7 +381,14 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> tuple[bool, f
     except subprocess.TimeoutExpired:
         return False, time.perf_counter() - t, f"coqc took more than {timeout_s:g} s"
     secs = time.perf_counter() - t
-    return r.returncode == 0, secs, "" if r.returncode == 0 else _first_error(r.stdout + r.stderr)
+    if r.returncode != 0:
+        return False, secs, _first_error(r.stdout + r.stderr)
+    from .coqcheck import AssumptionsRejected, check_assumptions
+    try:   # the file's last command, Print Assumptions net_equiv: only allowed axioms
+        check_assumptions(r.stdout)
+    except AssumptionsRejected as e:
+        return False, secs, f"{path}: {e}"
+    return True, secs, ""
 
 
 def main(argv=None) -> int:
