@@ -29,8 +29,7 @@ from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
 from ..kernel.rational import q_str
 from .jsonfile import Cursor, read_json_file
-from .models import (TRANSFORMER, VERSION, domain_to_json, model_to_json, read_domain,
-                     read_model)
+from .models import TRANSFORMER, VERSION, domain_to_json, model_to_json, read_domain, read_model
 
 CERTIFICATE = "exactmax/certificate"
 CLAIM = "A(x) = B(x) for every x in the domain"
@@ -39,8 +38,9 @@ CLAIM = "A(x) = B(x) for every x in the domain"
 def content_hash(obj: dict) -> str:
     """SHA-256 of the canonical JSON of a model or domain object, "meta" left out."""
     obj = {k: v for k, v in obj.items() if k != "meta"}
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
 def _farkas(F) -> list:
@@ -53,8 +53,15 @@ def _choice(side, index, ch: Choice) -> dict:
         if pr is None:
             proofs.append(None)
         elif isinstance(pr, TieProof):
-            proofs.append({"tie": {"dominance": _farkas(pr.dominance),
-                                   "upper": _farkas(pr.upper), "lower": _farkas(pr.lower)}})
+            proofs.append(
+                {
+                    "tie": {
+                        "dominance": _farkas(pr.dominance),
+                        "upper": _farkas(pr.upper),
+                        "lower": _farkas(pr.lower),
+                    }
+                }
+            )
         else:
             proofs.append(_farkas(pr))
     return {"program": side, "node": index, "k": ch.k, "proofs": proofs}
@@ -68,32 +75,62 @@ def tree_to_json(tree: Tree) -> dict:
         if tree.same_max:
             leaf["same_max"] = True
         return {"leaf": leaf}
-    return {"split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
-            "choices": [_choice(*c) for c in tree.choices],
-            "ge": tree_to_json(tree.ge), "lt": tree_to_json(tree.lt)}
+    return {
+        "split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
+        "choices": [_choice(*c) for c in tree.choices],
+        "ge": tree_to_json(tree.ge),
+        "lt": tree_to_json(tree.lt),
+    }
 
 
 def layerwise_to_json(c: LayerwiseCertificate) -> dict:
-    return {"boxes": [{"lower": [q_str(v) for v in b.lower],
-                       "upper": [q_str(v) for v in b.upper]} for b in c.boxes],
-            "box_proofs": None if c.box_proofs is None else
-            [[_farkas(up), _farkas(low)] for up, low in c.box_proofs],
-            "layers": [[{"outputs": list(cl.outputs), "tree": tree_to_json(cl.tree)}
-                        for cl in claims] for claims in c.layers]} | (
-        {} if c.image is None else {"image": [
-            {"lower_piece": im.lower_piece, "lower": _farkas(im.lower),
-             "upper": [_farkas(u) for u in im.upper]} for im in c.image]}) | (
-        {} if c.unmerged is None else {"unmerged": model_to_json(c.unmerged)})
+    return (
+        {
+            "boxes": [
+                {"lower": [q_str(v) for v in b.lower], "upper": [q_str(v) for v in b.upper]}
+                for b in c.boxes
+            ],
+            "box_proofs": None
+            if c.box_proofs is None
+            else [[_farkas(up), _farkas(low)] for up, low in c.box_proofs],
+            "layers": [
+                [{"outputs": list(cl.outputs), "tree": tree_to_json(cl.tree)} for cl in claims]
+                for claims in c.layers
+            ],
+        }
+        | (
+            {}
+            if c.image is None
+            else {
+                "image": [
+                    {
+                        "lower_piece": im.lower_piece,
+                        "lower": _farkas(im.lower),
+                        "upper": [_farkas(u) for u in im.upper],
+                    }
+                    for im in c.image
+                ]
+            }
+        )
+        | ({} if c.unmerged is None else {"unmerged": model_to_json(c.unmerged)})
+    )
 
 
 def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = None) -> dict:
     """The certificate file; ``witness`` (``prove/domain.py``) shows the domain non-empty
     (and full- or lower-dimensional) or empty, for check-cert to check without a solver."""
     ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
-    out = {"format": CERTIFICATE, "version": VERSION, "exactmax_version": __version__,
-           "claim": CLAIM, "models": {"a": {"sha256": content_hash(ja), "model": ja},
-                      "b": {"sha256": content_hash(jb), "model": jb}},
-           "domain": {"sha256": content_hash(jd), "domain": jd}}
+    out = {
+        "format": CERTIFICATE,
+        "version": VERSION,
+        "exactmax_version": __version__,
+        "claim": CLAIM,
+        "models": {
+            "a": {"sha256": content_hash(ja), "model": ja},
+            "b": {"sha256": content_hash(jb), "model": jb},
+        },
+        "domain": {"sha256": content_hash(jd), "domain": jd},
+    }
     if witness is not None:
         out["domain"]["witness"] = {k: [q_str(v) for v in vec] for k, vec in witness.items()}
     if isinstance(cert, LayerwiseCertificate):
@@ -105,6 +142,7 @@ def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = 
 
 
 # ----------------------------------------------------------------------------- reading
+
 
 def _read_farkas(c: Cursor):
     out = []
@@ -122,12 +160,14 @@ def _read_choice(c: Cursor):
             proofs.append(None)
         elif isinstance(p.value, dict):
             t = p.fields(("tie",))["tie"].fields(("dominance", "upper", "lower"))
-            proofs.append(TieProof(_read_farkas(t["dominance"]), _read_farkas(t["upper"]),
-                                   _read_farkas(t["lower"])))
+            proofs.append(
+                TieProof(
+                    _read_farkas(t["dominance"]), _read_farkas(t["upper"]), _read_farkas(t["lower"])
+                )
+            )
         else:
             proofs.append(_read_farkas(p))
-    return (f["program"].integer(0), f["node"].integer(0),
-            Choice(f["k"].integer(0), tuple(proofs)))
+    return (f["program"].integer(0), f["node"].integer(0), Choice(f["k"].integer(0), tuple(proofs)))
 
 
 def _read_empty(cur: Cursor) -> Tree:
@@ -152,8 +192,7 @@ def read_tree(c: Cursor, dim: int, leaves=None) -> Tree:
     todo = [(c, False)]
     while todo:
         cur, children_read = todo.pop()
-        if not isinstance(cur.value, dict) or not any(k in cur.value for k in
-                                                      ("split", *leaves)):
+        if not isinstance(cur.value, dict) or not any(k in cur.value for k in ("split", *leaves)):
             raise cur.error(f"expected a tree node: an object with one of {kinds}")
         kind = next((k for k in leaves if k in cur.value), None)
         if kind is not None:
@@ -165,21 +204,30 @@ def read_tree(c: Cursor, dim: int, leaves=None) -> Tree:
             continue
         h = f["split"].fields(("a", "c"))
         lt, ge = done.pop(), done.pop()
-        done.append(Split(h["a"].vector(dim, why="the input dimension"), h["c"].number(),
-                          ge, lt, tuple(_read_choice(x) for x in
-                                        f["choices"].items(what="choice"))))
+        done.append(
+            Split(
+                h["a"].vector(dim, why="the input dimension"),
+                h["c"].number(),
+                ge,
+                lt,
+                tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
+            )
+        )
     return done[0]
 
 
 def certificate_shape(root: Cursor) -> dict:
     """The top level of a certificate (format, version, claim, keys): its fields."""
-    if isinstance(root.value, dict) and \
-            root.value.get("format") == "exactmax/region-certificate":
-        raise root.child("format").error("a region certificate (of exactmax regions --cert), "
-                                         "not an equivalence certificate; check it with "
-                                         f"exactmax regions --check-cert {root.source}")
-    f = root.fields(("format", "version", "claim", "models", "domain"),
-                    ("tree", "layerwise", "stats", "exactmax_version", "meta"))
+    if isinstance(root.value, dict) and root.value.get("format") == "exactmax/region-certificate":
+        raise root.child("format").error(
+            "a region certificate (of exactmax regions --cert), "
+            "not an equivalence certificate; check it with "
+            f"exactmax regions --check-cert {root.source}"
+        )
+    f = root.fields(
+        ("format", "version", "claim", "models", "domain"),
+        ("tree", "layerwise", "stats", "exactmax_version", "meta"),
+    )
     if ("tree" in f) == ("layerwise" in f):
         raise root.error('expected exactly one of "tree" or "layerwise"')
     f["format"].string((CERTIFICATE,))
@@ -214,47 +262,59 @@ def load_certificate(path: str):
     witness = None
     if "witness" in df:
         wf = df["witness"].fields((), ("interior", "member", "flat", "empty"))
-        witness = {k: c.vector(dim if k in ("interior", "member") else None)
-                   for k, c in wf.items()}
-    tree = read_tree(f["tree"], dim) if "tree" in f else \
-        read_layerwise(f["layerwise"], models["a"])
+        witness = {k: c.vector(dim if k in ("interior", "member") else None) for k, c in wf.items()}
+    tree = read_tree(f["tree"], dim) if "tree" in f else read_layerwise(f["layerwise"], models["a"])
     return models["a"], models["b"], domain, tree, hashes, witness
 
 
 def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
     from ..kernel.maxout import MaxoutNetwork
+
     if not isinstance(net, MaxoutNetwork):
         raise c.error("a layerwise certificate needs a Maxout network as model a")
     f = c.fields(("boxes", "box_proofs", "layers"), ("image", "unmerged"))
     boxes = []
-    for bc, width in zip(f["boxes"].items(len(net.layers), what="box",
-                                          why="one per layer"), net.widths):
+    for bc, width in zip(
+        f["boxes"].items(len(net.layers), what="box", why="one per layer"), net.widths
+    ):
         bf = bc.fields(("lower", "upper"))
         lower = bf["lower"].vector(width, why="the width of the layer's input")
         boxes.append(Box(lower, bf["upper"].vector(len(lower), why="as many as lower")))
     proofs = None
     if f["box_proofs"].value is not None:
-        proofs = tuple(tuple(_read_farkas(x) for x in pair.items(2, what="proof",
-                                                                  why="upper, lower"))
-                       for pair in f["box_proofs"].items(net.input_dim, what="pair"))
+        proofs = tuple(
+            tuple(_read_farkas(x) for x in pair.items(2, what="proof", why="upper, lower"))
+            for pair in f["box_proofs"].items(net.input_dim, what="pair")
+        )
     layers = []
     for lc, width in zip(f["layers"].items(len(net.layers), what="layer"), net.widths):
         claims = []
         for cc in lc.items(what="claim"):
             cf = cc.fields(("outputs", "tree"))
-            claims.append(Claim(tuple(o.integer(0) for o in cf["outputs"].items(what="output")),
-                                read_tree(cf["tree"], width)))
+            claims.append(
+                Claim(
+                    tuple(o.integer(0) for o in cf["outputs"].items(what="output")),
+                    read_tree(cf["tree"], width),
+                )
+            )
         layers.append(tuple(claims))
     image = None
     if "image" in f:
         n = net.layers[0].width if len(net.layers) > 1 else 0
         image = []
-        for ic in f["image"].items(n, what="unit image", why="one per unit of the first "
-                                   "layer (none for a network of one layer)"):
+        for ic in f["image"].items(
+            n,
+            what="unit image",
+            why="one per unit of the first layer (none for a network of one layer)",
+        ):
             jf = ic.fields(("lower_piece", "lower", "upper"))
-            image.append(UnitImage(jf["lower_piece"].integer(0), _read_farkas(jf["lower"]),
-                                   tuple(_read_farkas(u) for u in jf["upper"].items(
-                                       what="proof"))))
+            image.append(
+                UnitImage(
+                    jf["lower_piece"].integer(0),
+                    _read_farkas(jf["lower"]),
+                    tuple(_read_farkas(u) for u in jf["upper"].items(what="proof")),
+                )
+            )
         image = tuple(image)
     unmerged = None
     if "unmerged" in f:

@@ -51,14 +51,21 @@ def _integer(text: str):
 def parse_json_text(text: str, source: str) -> object:
     """Parse JSON text exactly; errors name ``source`` and the line and column."""
     try:
-        value = json.loads(text, parse_float=JsonNumber, parse_int=_integer,
-                           parse_constant=JsonConstant, object_pairs_hook=_object)
+        value = json.loads(
+            text,
+            parse_float=JsonNumber,
+            parse_int=_integer,
+            parse_constant=JsonConstant,
+            object_pairs_hook=_object,
+        )
     except json.JSONDecodeError as e:
-        if not text[e.pos:].strip():
-            raise InputError(source, "", "invalid JSON: the file ends early (is it "
-                             "truncated?)") from None
-        raise InputError(source, "", f"invalid JSON at line {e.lineno} column {e.colno}: "
-                         f"{e.msg}") from None
+        if not text[e.pos :].strip():
+            raise InputError(
+                source, "", "invalid JSON: the file ends early (is it truncated?)"
+            ) from None
+        raise InputError(
+            source, "", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
     except RecursionError:
         raise InputError(source, "", "JSON nested too deeply") from None
     return value
@@ -100,17 +107,18 @@ SHALLOW_VALUE_CHARS = 1 << 16
 _WS = re.compile(r"[ \t\n\r]*")
 # a run of characters that are neither brackets nor quotes, and of complete strings
 _FLAT = re.compile(r'[^\[\]{}"]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^\[\]{}"]*+)*+', re.S)
-_SCALAR = re.compile(r'[^\s,\]}]*')
+_SCALAR = re.compile(r"[^\s,\]}]*")
 _KINDS = {"[": "a list", "{": "an object", '"': "a string"}
 
 
-def shallow_root(text: str, source: str) -> "JsonObject | None":
+def shallow_root(text: str, source: str) -> JsonObject | None:
     """The root object's keys with their values, parsed when small and ``Unread`` when
     large, found by a pass over the text in time proportional to its length and with no
     Python object per element (regular expressions skip the large values); None when the
     root is not an object or the text is not well-formed enough for this pass (the full
     parse then says what is wrong)."""
     from json.decoder import scanstring
+
     n = len(text)
     pos = _WS.match(text, 0).end()
     if pos >= n or text[pos] != "{":
@@ -138,7 +146,7 @@ def shallow_root(text: str, source: str) -> "JsonObject | None":
             while True:
                 end = _FLAT.match(text, end).end()
                 if end >= n or text[end] == '"':
-                    return None   # ends early, or an unterminated string
+                    return None  # ends early, or an unterminated string
                 depth += 1 if text[end] in "[{" else -1
                 end += 1
                 if depth == 0:
@@ -177,6 +185,7 @@ def read_text_file(path: str, expected: str = "a text file") -> str:
     source = path
     import gzip
     import zlib
+
     too_large = f"larger than {MAX_FILE_BYTES >> 20} MiB (decompressed); exactmax refuses it"
     try:
         if path.endswith(".gz"):
@@ -198,7 +207,7 @@ def read_text_file(path: str, expected: str = "a text file") -> str:
                 f.close()
                 raise InputError(source, "", too_large)
         with f:
-            data = bytearray(size + 1)   # one spare byte: a file that grew is refused
+            data = bytearray(size + 1)  # one spare byte: a file that grew is refused
             view = memoryview(data)
             got = 0
             while got <= size:
@@ -208,7 +217,7 @@ def read_text_file(path: str, expected: str = "a text file") -> str:
                 got += k
             view.release()
             if got > size and not path.endswith(".gz"):
-                extra = f.read(MAX_FILE_BYTES)   # a special file or a growing one
+                extra = f.read(MAX_FILE_BYTES)  # a special file or a growing one
                 if got + len(extra) > MAX_FILE_BYTES:
                     raise InputError(source, "", too_large)
                 data += extra
@@ -218,8 +227,7 @@ def read_text_file(path: str, expected: str = "a text file") -> str:
         del data
         return text
     except EOFError:
-        raise InputError(source, "", "the gzip data ends early (is the file truncated?)") \
-            from None
+        raise InputError(source, "", "the gzip data ends early (is the file truncated?)") from None
     except (zlib.error, gzip.BadGzipFile) as e:
         raise InputError(source, "", f"not valid gzip data ({e})") from None
     except FileNotFoundError:
@@ -256,7 +264,7 @@ def describe(value: object) -> str:
     return repr(value)
 
 
-def plain(c: "Cursor") -> object:
+def plain(c: Cursor) -> object:
     """The free-form ``meta`` value with its number literals as Python numbers.  Meta never
     reaches a computation, but it must still be valid JSON: NaN, Infinity, huge exponents and
     repeated keys are refused with their path."""
@@ -290,7 +298,7 @@ class Cursor:
     def error(self, message: str) -> InputError:
         return InputError(self.source, self.path, message)
 
-    def child(self, key: str | int) -> "Cursor":
+    def child(self, key: str | int) -> Cursor:
         if isinstance(key, int):
             path = f"{self.path}[{key}]"
         else:
@@ -299,8 +307,9 @@ class Cursor:
 
     # --- structure -------------------------------------------------------------------------
 
-    def fields(self, required: tuple[str, ...], optional: tuple[str, ...] = (),
-               what: str = "an object") -> dict[str, "Cursor"]:
+    def fields(
+        self, required: tuple[str, ...], optional: tuple[str, ...] = (), what: str = "an object"
+    ) -> dict[str, Cursor]:
         """The object's fields as cursors; missing required or unknown keys are errors."""
         if not isinstance(self.value, dict):
             raise self.error(f"expected {what}, got {describe(self.value)}")
@@ -309,7 +318,7 @@ class Cursor:
         for k in self.value:
             if k not in allowed:
                 names = ", ".join(f'"{a}"' for a in allowed)
-                raise self.error(f'unknown key {quote(k)} (expected one of {names})')
+                raise self.error(f"unknown key {quote(k)} (expected one of {names})")
         for k in required:
             if k not in self.value:
                 raise self.error(f'missing key "{k}"')
@@ -318,9 +327,9 @@ class Cursor:
     def _check_duplicates(self) -> None:
         dup = getattr(self.value, "duplicate", None)
         if dup is not None:
-            raise self.error(f'duplicate key {quote(dup)}')
+            raise self.error(f"duplicate key {quote(dup)}")
 
-    def one_of(self, keys: tuple[str, ...]) -> tuple[str, "Cursor"]:
+    def one_of(self, keys: tuple[str, ...]) -> tuple[str, Cursor]:
         """An object with exactly one key among ``keys``: (key, cursor of its value)."""
         names = " or ".join(f'"{k}"' for k in keys)
         if not isinstance(self.value, dict):
@@ -329,13 +338,14 @@ class Cursor:
         present = [k for k in self.value if k in keys]
         unknown = [k for k in self.value if k not in keys]
         if unknown:
-            raise self.error(f'unknown key {quote(unknown[0])} (expected {names})')
+            raise self.error(f"unknown key {quote(unknown[0])} (expected {names})")
         if len(present) != 1:
             raise self.error(f"expected exactly one key of {names}")
         return present[0], self.child(present[0])
 
-    def items(self, length: int | None = None, min_length: int = 0,
-              what: str = "items", why: str = "") -> list["Cursor"]:
+    def items(
+        self, length: int | None = None, min_length: int = 0, what: str = "items", why: str = ""
+    ) -> list[Cursor]:
         """The list's elements as cursors, with a length check (``why`` explains ``length``)."""
         if not isinstance(self.value, list):
             raise self.error(f"expected a list of {what}, got {describe(self.value)}")
@@ -374,8 +384,7 @@ class Cursor:
 
     def string(self, choices: tuple[str, ...] | None = None) -> str:
         v = self.value
-        if not isinstance(v, str) or isinstance(v, (JsonNumber, JsonConstant,
-                                                    JsonLongInteger)):
+        if not isinstance(v, str) or isinstance(v, (JsonNumber, JsonConstant, JsonLongInteger)):
             raise self.error(f"expected a string, got {describe(v)}")
         if choices is not None and v not in choices:
             names = ", ".join(f'"{c}"' for c in choices)
@@ -385,23 +394,27 @@ class Cursor:
     def vector(self, length: int | None, what: str = "number", why: str = "") -> tuple[Q, ...]:
         return tuple(c.number() for c in self.items(length, what=what, why=why))
 
-    def matrix(self, rows: int | None, cols: int | None, rows_why: str = "",
-               cols_why: str = "") -> tuple:
+    def matrix(
+        self, rows: int | None, cols: int | None, rows_why: str = "", cols_why: str = ""
+    ) -> tuple:
         """A matrix: dense (a list of rows) or sparse ``{"shape": [r, c], "entries":
         [[i, j, v], ...]}`` with 0-based indices and no repeated (i, j).  ``rows_why`` and
         ``cols_why`` say where the expected sizes come from."""
         if isinstance(self.value, dict):
-            f = self.fields(("shape", "entries"), what="a matrix (a list of rows, or "
-                            '{"shape", "entries"})')
+            f = self.fields(
+                ("shape", "entries"), what='a matrix (a list of rows, or {"shape", "entries"})'
+            )
             r, c = (s.integer(0) for s in f["shape"].items(2, what="size"))
             for want, got, name, why in ((rows, r, "row", rows_why), (cols, c, "column", cols_why)):
                 if want is not None and got != want:
                     because = f" ({why})" if why else ""
                     raise f["shape"].error(f"expected {plural(want, name)}{because}, got {got}")
             if r * c > self.budget[0]:
-                raise f["shape"].error(f"a {r} x {c} matrix is beyond the limit of "
-                                       f"{MAX_MATRIX_ENTRIES} entries for the sparse matrices "
-                                       "of one file")
+                raise f["shape"].error(
+                    f"a {r} x {c} matrix is beyond the limit of "
+                    f"{MAX_MATRIX_ENTRIES} entries for the sparse matrices "
+                    "of one file"
+                )
             self.budget[0] -= r * c
             dense = [[Q(0)] * c for _ in range(r)]
             seen = set()
@@ -424,11 +437,11 @@ class Cursor:
         return tuple(out)
 
 
-MAX_MATRIX_ENTRIES = 4 * 10 ** 6
+MAX_MATRIX_ENTRIES = 4 * 10**6
 """Most entries the sparse matrices of one file may declare together (dense copies are
 built), so a small file cannot ask for gigabytes."""
 
-MAX_FILE_BYTES = 2 ** 30
+MAX_FILE_BYTES = 2**30
 """Largest (decompressed) input file."""
 
 

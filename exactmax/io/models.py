@@ -12,9 +12,16 @@ import tempfile
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box, Domain, Polyhedron
-from ..kernel.rational import Q, ZERO, q_str
-from ..kernel.transformer import (HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout,
-                                  Transformer)
+from ..kernel.rational import ZERO, Q, q_str
+from ..kernel.transformer import (
+    HARDMAX,
+    SOFTMAX,
+    Attention,
+    FeedForward,
+    Head,
+    Readout,
+    Transformer,
+)
 from .errors import InputError
 from .jsonfile import Cursor, describe, plain, plural, read_json_file
 
@@ -28,28 +35,34 @@ Model = MaxoutNetwork | Transformer
 
 # --------------------------------------------------------------------------------- reading
 
+
 def _header(root: Cursor, formats: tuple[str, ...]) -> str:
     if not isinstance(root.value, dict):
         raise root.error(f"expected a JSON object, got {describe(root.value)}")
     if "format" not in root.value:
-        raise root.error('missing key "format" (expected ' +
-                         " or ".join(f'"{f}"' for f in formats) + ")")
+        raise root.error(
+            'missing key "format" (expected ' + " or ".join(f'"{f}"' for f in formats) + ")"
+        )
     if root.value.get("format") == DOMAIN and DOMAIN not in formats:
-        raise root.child("format").error('this is a domain file, not a model; pass it with '
-                                         '--domain FILE')
+        raise root.child("format").error(
+            "this is a domain file, not a model; pass it with --domain FILE"
+        )
     fmt = root.child("format").string(formats)
     if "version" not in root.value:
         raise root.error('missing key "version"')
     v = root.child("version").integer()
     if v != VERSION:
         raise root.child("version").error(
-            f"{fmt} version {v} is not supported (this exactmax reads version {VERSION})")
+            f"{fmt} version {v} is not supported (this exactmax reads version {VERSION})"
+        )
     return fmt
 
 
 MAXOUT_KEYS = (("format", "version", "input_dim", "layers"), ("output", "domain", "meta"))
-TRANSFORMER_KEYS = (("format", "version", "input_dim", "d_model", "embedding", "positions",
-                     "sublayers", "readout"), ("domain", "meta"))
+TRANSFORMER_KEYS = (
+    ("format", "version", "input_dim", "d_model", "embedding", "positions", "sublayers", "readout"),
+    ("domain", "meta"),
+)
 
 
 def model_shape(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -> str:
@@ -65,6 +78,7 @@ def load_model(path: str) -> Model:
     network (``io/onnxfile.py``)."""
     if path.lower().endswith(".onnx"):
         from .onnxfile import load_onnx
+
         return load_onnx(path)
     return read_model(Cursor(path, "", read_json_file(path, model_shape)))
 
@@ -120,8 +134,11 @@ def read_maxout(root: Cursor) -> MaxoutNetwork:
     width = d
     layers = []
     for index, lc in enumerate(f["layers"].items(min_length=1, what="layer")):
-        why = (f"input_dim is {d}" if index == 0 else
-               f"layers[{index - 1}] has {plural(width, 'unit')}")
+        why = (
+            f"input_dim is {d}"
+            if index == 0
+            else f"layers[{index - 1}] has {plural(width, 'unit')}"
+        )
         kind, body = lc.one_of(("units", "relu"))
         if kind == "units":
             units = []
@@ -150,8 +167,9 @@ def read_maxout(root: Cursor) -> MaxoutNetwork:
 def _affine(c: Cursor, out_dim: int | None, in_dim: int) -> Affine:
     f = c.fields(("W", "b"))
     b = f["b"].vector(out_dim)
-    W = f["W"].matrix(len(b), in_dim, "one per entry of b",
-                      f"the last layer has {plural(in_dim, 'unit')}")
+    W = f["W"].matrix(
+        len(b), in_dim, "one per entry of b", f"the last layer has {plural(in_dim, 'unit')}"
+    )
     return Affine(W, b, in_dim)
 
 
@@ -160,8 +178,9 @@ def read_transformer(root: Cursor) -> Transformer:
     d = f["input_dim"].integer(1)
     dm = f["d_model"].integer(1)
     E = f["embedding"].matrix(dm, d, "d_model", "input_dim")
-    positions = tuple(pc.vector(dm, why="d_model") for pc in
-                      f["positions"].items(min_length=1, what="position"))
+    positions = tuple(
+        pc.vector(dm, why="d_model") for pc in f["positions"].items(min_length=1, what="position")
+    )
     sublayers = []
     for sc in f["sublayers"].items(what="sub-layer"):
         kind, body = sc.one_of(("feedforward", "attention"))
@@ -195,11 +214,13 @@ def read_transformer(root: Cursor) -> Transformer:
         else:
             token = rf["token"].integer(0, f'a token index below {len(positions)} or "mean"')
             if token >= len(positions):
-                raise rf["token"].error(f'expected a token index below {len(positions)} '
-                                        f'or "mean", got {token}')
+                raise rf["token"].error(
+                    f'expected a token index below {len(positions)} or "mean", got {token}'
+                )
     b = rf["b"].vector(None)
-    readout = Readout(Affine(rf["W"].matrix(len(b), dm, "one per entry of b", "d_model"), b, dm),
-                      token)
+    readout = Readout(
+        Affine(rf["W"].matrix(len(b), dm, "one per entry of b", "d_model"), b, dm), token
+    )
     domain = read_domain(f["domain"], d) if "domain" in f else None
     meta = _meta(f)
     return Transformer(d, dm, E, positions, tuple(sublayers), readout, domain, meta)
@@ -216,6 +237,7 @@ def _meta(f: dict):
 
 # --------------------------------------------------------------------------------- writing
 
+
 def _vec(v) -> list[str]:
     return [q_str(x) for x in v]
 
@@ -224,9 +246,12 @@ def _matrix(M, ncols: int) -> object:
     """Dense rows, or the sparse form when at most a quarter of the entries are non-zero."""
     nnz = sum(1 for row in M for v in row if v)
     if len(M) * ncols >= 16 and 4 * nnz <= len(M) * ncols:
-        return {"shape": [len(M), ncols],
-                "entries": [[i, j, q_str(v)] for i, row in enumerate(M)
-                            for j, v in enumerate(row) if v]}
+        return {
+            "shape": [len(M), ncols],
+            "entries": [
+                [i, j, q_str(v)] for i, row in enumerate(M) for j, v in enumerate(row) if v
+            ],
+        }
     return [_vec(row) for row in M]
 
 
@@ -239,32 +264,73 @@ def domain_to_json(dom: Domain) -> dict:
 def model_to_json(model: Model) -> dict:
     """The JSON object of a model; ``read`` of it gives back an equal model."""
     if isinstance(model, MaxoutNetwork):
-        obj = {"format": MAXOUT, "version": VERSION, "input_dim": model.input_dim,
-               "layers": [{"units": [{"pieces": [{"w": _vec(p.w), "b": q_str(p.b)}
-                                                 for p in u.pieces]} for u in l.units]}
-                          for l in model.layers]}
+        obj = {
+            "format": MAXOUT,
+            "version": VERSION,
+            "input_dim": model.input_dim,
+            "layers": [
+                {
+                    "units": [
+                        {"pieces": [{"w": _vec(p.w), "b": q_str(p.b)} for p in u.pieces]}
+                        for u in l.units
+                    ]
+                }
+                for l in model.layers
+            ],
+        }
         if model.output is not None:
-            obj["output"] = {"W": _matrix(model.output.W, model.output.in_dim),
-                             "b": _vec(model.output.b)}
+            obj["output"] = {
+                "W": _matrix(model.output.W, model.output.in_dim),
+                "b": _vec(model.output.b),
+            }
     else:
         dm = model.d_model
         subs = []
         for s in model.sublayers:
             if isinstance(s, FeedForward):
-                subs.append({"feedforward": {
-                    "W1": _matrix(s.inner.W, dm), "b1": _vec(s.inner.b),
-                    "W2": _matrix(s.outer.W, s.outer.in_dim), "b2": _vec(s.outer.b)}})
+                subs.append(
+                    {
+                        "feedforward": {
+                            "W1": _matrix(s.inner.W, dm),
+                            "b1": _vec(s.inner.b),
+                            "W2": _matrix(s.outer.W, s.outer.in_dim),
+                            "b2": _vec(s.outer.b),
+                        }
+                    }
+                )
             else:
-                subs.append({"attention": {"kind": s.kind, "heads": [
-                    {"query": _matrix(h.query, dm), "key": _matrix(h.key, dm),
-                     "value": _matrix(h.value, dm), "out": _matrix(h.out, len(h.value)),
-                     "scale": q_str(h.scale)} for h in s.heads]}})
+                subs.append(
+                    {
+                        "attention": {
+                            "kind": s.kind,
+                            "heads": [
+                                {
+                                    "query": _matrix(h.query, dm),
+                                    "key": _matrix(h.key, dm),
+                                    "value": _matrix(h.value, dm),
+                                    "out": _matrix(h.out, len(h.value)),
+                                    "scale": q_str(h.scale),
+                                }
+                                for h in s.heads
+                            ],
+                        }
+                    }
+                )
         r = model.readout
-        obj = {"format": TRANSFORMER, "version": VERSION, "input_dim": model.input_dim,
-               "d_model": dm, "embedding": _matrix(model.embedding, model.input_dim),
-               "positions": [_vec(p) for p in model.positions], "sublayers": subs,
-               "readout": {"token": "mean" if r.token is None else r.token,
-                           "W": _matrix(r.map.W, dm), "b": _vec(r.map.b)}}
+        obj = {
+            "format": TRANSFORMER,
+            "version": VERSION,
+            "input_dim": model.input_dim,
+            "d_model": dm,
+            "embedding": _matrix(model.embedding, model.input_dim),
+            "positions": [_vec(p) for p in model.positions],
+            "sublayers": subs,
+            "readout": {
+                "token": "mean" if r.token is None else r.token,
+                "W": _matrix(r.map.W, dm),
+                "b": _vec(r.map.b),
+            },
+        }
     if model.domain is not None:
         obj["domain"] = domain_to_json(model.domain)
     if model.meta is not None:
@@ -278,6 +344,7 @@ def write_json_atomic(path: str, obj: object) -> None:
     data = (json.dumps(obj, indent=1) + "\n").encode()
     if path.endswith(".gz"):
         import gzip
+
         data = gzip.compress(data, mtime=0)
     write_bytes_atomic(path, data)
 
@@ -293,9 +360,13 @@ def check_outputs(outputs, inputs=()) -> None:
         check_writable(path)
         for what, other in list(inputs) + seen:
             if other is not None and same_file(path, other):
-                raise InputError(path, "", f"{option} names the same file as {what} "
-                                 f"({other}); writing it would overwrite that: give another "
-                                 "file")
+                raise InputError(
+                    path,
+                    "",
+                    f"{option} names the same file as {what} "
+                    f"({other}); writing it would overwrite that: give another "
+                    "file",
+                )
         seen.append((option, path))
 
 
@@ -317,8 +388,9 @@ def check_writable(path: str | None) -> None:
         raise InputError(path, "", "is a directory; give a file name to write")
     if not os.path.isdir(folder):
         raise InputError(path, "", f"cannot write here: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK) or \
-            (os.path.exists(path) and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+        os.path.exists(path) and not os.access(path, os.W_OK)
+    ):
         raise InputError(path, "", "cannot write here: permission denied")
 
 
@@ -348,4 +420,3 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-

@@ -51,7 +51,8 @@ def parse_rational(text: str) -> Q:
         e = int(exp) if exp else 0
         if abs(e) > MAX_EXPONENT:
             raise NumberSyntaxError(
-                f'exponent {e} in "{text}" is beyond +-{MAX_EXPONENT}; write the number as "p/q"')
+                f'exponent {e} in "{text}" is beyond +-{MAX_EXPONENT}; write the number as "p/q"'
+            )
         mantissa = _int((whole or "0") + frac)
         e -= len(frac)
         value = Q(mantissa * Z(10) ** e) if e >= 0 else Q(mantissa, Z(10) ** -e)
@@ -67,5 +68,6 @@ def _int(digits: str) -> Z:
 def quote(text: str, limit: int = 40) -> str:
     """The text as a JSON string, shortened to about ``limit`` characters."""
     import json
+
     s = json.dumps(text, ensure_ascii=False)
     return s if len(s) <= limit else s[: limit - 4] + '..."'

@@ -29,15 +29,35 @@ import numpy as np
 
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from ..kernel.rational import ONE, Q, RatMatrix, ZERO
+from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from .errors import InputError
 
-SUPPORTED = ("Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Neg", "Relu", "Max", "ReduceMax",
-             "MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
-             "Dropout", "Constant", "Concat", "Softmax (final, with --drop-final-softmax)")
+SUPPORTED = (
+    "Gemm",
+    "MatMul",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Neg",
+    "Relu",
+    "Max",
+    "ReduceMax",
+    "MaxPool",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Identity",
+    "Dropout",
+    "Constant",
+    "Concat",
+    "Softmax (final, with --drop-final-softmax)",
+)
 SUPPORTED_LINE = "supported: " + ", ".join(SUPPORTED)
 OPSETS = (7, 21)
-_FLOAT_TYPES = (1, 10, 11)       # FLOAT, FLOAT16, DOUBLE
+_FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
 _INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
 
 
@@ -58,13 +78,18 @@ class ImportReport:
     dropped_softmax: bool = False
 
     def as_json(self, net: MaxoutNetwork) -> dict:
-        return {"input_dim": self.input_dim, "output_dim": self.output_dim,
-                "layers": [{"width": l.width, "rank": l.rank} for l in net.layers],
-                "opset": self.opset, "ir_version": self.ir_version,
-                "operators": dict(sorted(self.operators.items())), "weights": self.weights,
-                "max_weight_denominator_bits": self.max_weight_denominator_bits,
-                "max_network_denominator_bits": self.max_network_denominator_bits,
-                "dropped_final_softmax": self.dropped_softmax}
+        return {
+            "input_dim": self.input_dim,
+            "output_dim": self.output_dim,
+            "layers": [{"width": l.width, "rank": l.rank} for l in net.layers],
+            "opset": self.opset,
+            "ir_version": self.ir_version,
+            "operators": dict(sorted(self.operators.items())),
+            "weights": self.weights,
+            "max_weight_denominator_bits": self.max_weight_denominator_bits,
+            "max_network_denominator_bits": self.max_network_denominator_bits,
+            "dropped_final_softmax": self.dropped_softmax,
+        }
 
 
 @dataclass
@@ -99,7 +124,7 @@ def _den_bits(v: Q) -> int:
 class _Graph:
     def __init__(self, path: str, report: ImportReport):
         self.path, self.report = path, report
-        self.layers: list[list[tuple]] = []   # per layer: units, each a list of (w, b)
+        self.layers: list[list[tuple]] = []  # per layer: units, each a list of (w, b)
 
     # ------------------------------------------------------------------ values
     def width(self, level: int) -> int:
@@ -110,8 +135,11 @@ class _Graph:
         if a.dtype == object:
             return a
         if a.dtype.kind in "iub":
-            return np.asarray(_int_to_q(a), dtype=object) if a.size else \
-                np.empty(a.shape, dtype=object)
+            return (
+                np.asarray(_int_to_q(a), dtype=object)
+                if a.size
+                else np.empty(a.shape, dtype=object)
+            )
         raise _Refuse(f"a constant of type {a.dtype}")
 
     def padded(self, x: _Aff) -> np.ndarray:
@@ -132,29 +160,35 @@ class _Graph:
         an array (n + 1,) + S with its own shape, right-aligned for broadcasting."""
         levels = {v.level for v in values if isinstance(v, _Aff)}
         if len(levels) > 1:
-            raise _Refuse(f"{what} combines tensors after {sorted(levels)} nonlinear layers "
-                          "(a skip connection); only chains of layers are supported")
+            raise _Refuse(
+                f"{what} combines tensors after {sorted(levels)} nonlinear layers "
+                "(a skip connection); only chains of layers are supported"
+            )
         if not levels:
             return None, [self.exact(v) for v in values]
         level = levels.pop()
         arrays = [self.padded(v) if isinstance(v, _Aff) else self.lift(v, level) for v in values]
         rank = max(a.ndim for a in arrays)
-        return level, [a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:])
-                       for a in arrays]
+        return level, [
+            a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:]) for a in arrays
+        ]
 
     # ------------------------------------------------------------------ layers
     def new_units(self, level: int, pieces_per_element: np.ndarray, shape) -> _Aff:
         """One unit per element (its pieces: ``pieces_per_element[..., j]`` of shape
         (n + 1,) + S + (k,)) in layer level + 1; the affine tensor of these units."""
         if level < len(self.layers) - 1:
-            raise _Refuse("a max of a tensor from before the last nonlinear layer (a skip "
-                          "connection); only chains of layers are supported")
+            raise _Refuse(
+                "a max of a tensor from before the last nonlinear layer (a skip "
+                "connection); only chains of layers are supported"
+            )
         if level == len(self.layers):
             self.layers.append([])
         units = self.layers[level]
         start = len(units)
-        P = pieces_per_element.reshape(pieces_per_element.shape[0], -1,
-                                       pieces_per_element.shape[-1])
+        P = pieces_per_element.reshape(
+            pieces_per_element.shape[0], -1, pieces_per_element.shape[-1]
+        )
         count = P.shape[1]
         for e in range(count):
             units.append([(tuple(P[1:, e, j]), P[0, e, j]) for j in range(P.shape[2])])
@@ -166,6 +200,7 @@ class _Graph:
 
 def _attrs(node) -> dict:
     from onnx import helper
+
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
@@ -202,8 +237,9 @@ def _product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     denominator, an integer product in C) for large ones, numpy's object loop for small."""
     if A.shape[0] * A.shape[1] * B.shape[1] < 50_000:
         return np.matmul(A, B)
-    P = RatMatrix(A.shape[0], A.shape[1], list(A.reshape(-1))) * \
-        RatMatrix(B.shape[0], B.shape[1], list(B.reshape(-1)))
+    P = RatMatrix(A.shape[0], A.shape[1], list(A.reshape(-1))) * RatMatrix(
+        B.shape[0], B.shape[1], list(B.reshape(-1))
+    )
     return np.array(P.entries(), dtype=object).reshape(A.shape[0], B.shape[1])
 
 
@@ -234,7 +270,8 @@ def _matmul(g: _Graph, a, b):
     moved = np.moveaxis(T, -2, 0)
     rows = M.reshape(1, -1) if M.ndim == 1 else M
     out = _product(rows, moved.reshape(moved.shape[0], -1)).reshape(
-        rows.shape[:1] + moved.shape[1:])
+        rows.shape[:1] + moved.shape[1:]
+    )
     return _Aff(out[0] if M.ndim == 1 else np.moveaxis(out, 0, -2), b.level)
 
 
@@ -247,8 +284,13 @@ def _add(g: _Graph, a, b, sign: int):
 
 def _scale(g: _Graph, a, c, divide: bool):
     if isinstance(c, _Aff):
-        raise _Refuse("a product or quotient of two input-dependent tensors" if isinstance(
-            a, _Aff) else "division by an input-dependent tensor" if divide else "")
+        raise _Refuse(
+            "a product or quotient of two input-dependent tensors"
+            if isinstance(a, _Aff)
+            else "division by an input-dependent tensor"
+            if divide
+            else ""
+        )
     c = g.exact(c)
     if divide:
         if any(v == 0 for v in c.reshape(-1)):
@@ -277,8 +319,11 @@ def _max_units(g: _Graph, values):
 def _reduce_max(g: _Graph, x, axes, keepdims: bool):
     S = _shape_of(x)
     axes = sorted(set(_norm_axes(axes, len(S)))) if axes else list(range(len(S)))
-    out_shape = tuple(1 if i in axes else d for i, d in enumerate(S)) if keepdims else \
-        tuple(d for i, d in enumerate(S) if i not in axes)
+    out_shape = (
+        tuple(1 if i in axes else d for i, d in enumerate(S))
+        if keepdims
+        else tuple(d for i, d in enumerate(S) if i not in axes)
+    )
     if not isinstance(x, _Aff):
         return np.array(g.exact(x)).max(axis=tuple(axes), keepdims=keepdims) if x.size else x
     T = g.padded(x)
@@ -287,7 +332,7 @@ def _reduce_max(g: _Graph, x, axes, keepdims: bool):
     if k == 0:
         raise _Refuse("ReduceMax over an empty axis")
     moved = np.transpose(T, [0] + [1 + i for i in keep] + [1 + i for i in axes])
-    P = moved.reshape(moved.shape[:1 + len(keep)] + (k,))
+    P = moved.reshape(moved.shape[: 1 + len(keep)] + (k,))
     return g.new_units(x.level, P, out_shape)
 
 
@@ -312,6 +357,7 @@ def _max_pool(g: _Graph, x, a: dict):
         outs.append((-(-num // st[i]) if ceil else num // st[i]) + 1)
     T = g.padded(x)
     import itertools
+
     windows = []
     for o in itertools.product(*(range(n) for n in outs)):
         idx = []
@@ -325,10 +371,9 @@ def _max_pool(g: _Graph, x, a: dict):
     k = max(len(w) for w in windows)
     P = _zeros(T.shape[:3] + (len(windows), k))
     for wi, idx in enumerate(windows):
-        for j in range(k):   # a short window repeats its last piece (max is unchanged)
+        for j in range(k):  # a short window repeats its last piece (max is unchanged)
             P[:, :, :, wi, j] = T[(slice(None),) * 3 + idx[min(j, len(idx) - 1)]]
-    return g.new_units(x.level, P.reshape(T.shape[:3] + tuple(outs) + (k,)),
-                       S[:2] + tuple(outs))
+    return g.new_units(x.level, P.reshape(T.shape[:3] + tuple(outs) + (k,)), S[:2] + tuple(outs))
 
 
 def _reshape(x, shape: list[int], allowzero: bool):
@@ -355,8 +400,7 @@ def _unsqueeze(x, axes):
 
 def _squeeze(x, axes):
     S = _shape_of(x)
-    axes = _norm_axes(axes, len(S)) if axes is not None else [i for i, d in enumerate(S)
-                                                               if d == 1]
+    axes = _norm_axes(axes, len(S)) if axes is not None else [i for i, d in enumerate(S) if d == 1]
     if any(S[i] != 1 for i in axes):
         raise _Refuse("Squeeze of an axis whose size is not 1")
     new = [d for i, d in enumerate(S) if i not in axes]
@@ -393,6 +437,7 @@ def _gemm(g: _Graph, inputs, a: dict):
 
 def _constant(g: _Graph, a: dict):
     from onnx import numpy_helper
+
     if "value" in a:
         return g.tensor(a["value"], "value")
     if "value_float" in a:
@@ -435,8 +480,11 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     if op == "ReduceMax":
         axes = a.get("axes")
         if opset >= 18:
-            axes = _int_values(inputs[1], "axes") if len(inputs) > 1 and inputs[1] is not None \
+            axes = (
+                _int_values(inputs[1], "axes")
+                if len(inputs) > 1 and inputs[1] is not None
                 else None
+            )
             if not axes and int(a.get("noop_with_empty_axes", 0)):
                 return x
         return _reduce_max(g, x, axes, bool(int(a.get("keepdims", 1))))
@@ -459,8 +507,11 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     if op in ("Squeeze", "Unsqueeze"):
         axes = a.get("axes")
         if opset >= 13:
-            axes = _int_values(inputs[1], "axes") if len(inputs) > 1 and inputs[1] is not None \
+            axes = (
+                _int_values(inputs[1], "axes")
+                if len(inputs) > 1 and inputs[1] is not None
                 else None
+            )
         if op == "Unsqueeze":
             if axes is None:
                 raise _Refuse("Unsqueeze without axes")
@@ -476,14 +527,18 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
         if final and drop_softmax:
             g.report.dropped_softmax = True
             return x
-        raise _Refuse("Softmax has no exact value; a final Softmax is dropped with "
-                      "--drop-final-softmax (for properties about the argmax only)" if final
-                      else "Softmax inside the network has no exact value")
+        raise _Refuse(
+            "Softmax has no exact value; a final Softmax is dropped with "
+            "--drop-final-softmax (for properties about the argmax only)"
+            if final
+            else "Softmax inside the network has no exact value"
+        )
     raise _Refuse(f"unsupported operator {op}")
 
 
 def _tensor(g: _Graph, t, what: str) -> np.ndarray:
     from onnx import numpy_helper
+
     if t.data_location == 1:
         raise _Refuse(f"{what}: external tensor data is not supported")
     if t.data_type not in _FLOAT_TYPES + _INT_TYPES + (9,):
@@ -498,16 +553,18 @@ def _tensor(g: _Graph, t, what: str) -> np.ndarray:
 
 
 def _floats(g: _Graph, arr: np.ndarray, what: str) -> np.ndarray:
-    arr = np.asarray(arr, dtype=np.float64)   # float16/32 -> float64 is exact
+    arr = np.asarray(arr, dtype=np.float64)  # float16/32 -> float64 is exact
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
-        raise _Refuse(f"{what}: weight {list(map(int, bad))} is {arr[tuple(bad)]}, "
-                      "not a finite number")
+        raise _Refuse(
+            f"{what}: weight {list(map(int, bad))} is {arr[tuple(bad)]}, not a finite number"
+        )
     out = _qs(arr) if arr.size else np.empty(arr.shape, dtype=object)
     g.report.weights += arr.size
     if arr.size:
-        g.report.max_weight_denominator_bits = max(g.report.max_weight_denominator_bits,
-                                                   max(_den_bits(v) for v in out.reshape(-1)))
+        g.report.max_weight_denominator_bits = max(
+            g.report.max_weight_denominator_bits, max(_den_bits(v) for v in out.reshape(-1))
+        )
     return out
 
 
@@ -520,37 +577,44 @@ def _dims(vi, path: str) -> tuple:
     if not vi.type.HasField("tensor_type") or t.elem_type not in _FLOAT_TYPES:
         raise InputError(path, f"input {vi.name}", "expected a float tensor input")
     if not t.HasField("shape"):
-        raise InputError(path, f"input {vi.name}", "has no shape; give the input's dimensions "
-                         "in the graph (a batch dimension may stay symbolic)")
-    return tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
-                 for d in t.shape.dim)
+        raise InputError(
+            path,
+            f"input {vi.name}",
+            "has no shape; give the input's dimensions "
+            "in the graph (a batch dimension may stay symbolic)",
+        )
+    return tuple(
+        d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in t.shape.dim
+    )
 
 
-def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetwork,
-                                                                         ImportReport]:
+def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetwork, ImportReport]:
     """The Maxout network an ONNX file denotes (see the module docstring) and a report."""
     try:
         import onnx
     except ImportError:  # pragma: no cover - onnx is a dependency
-        raise InputError(path, "", "reading ONNX needs the onnx package (pip install onnx)") \
-            from None
+        raise InputError(
+            path, "", "reading ONNX needs the onnx package (pip install onnx)"
+        ) from None
     if not os.path.isfile(path):
-        raise InputError(path, "", "no such file" if not os.path.exists(path)
-                         else "not a file")
+        raise InputError(path, "", "no such file" if not os.path.exists(path) else "not a file")
     try:
         model = onnx.load(path, load_external_data=False)
     except Exception as e:  # noqa: BLE001 - protobuf's errors have no common base
-        raise InputError(path, "", f"not a readable ONNX file ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else 'corrupt protobuf'})") \
-            from None
+        raise InputError(
+            path,
+            "",
+            f"not a readable ONNX file ({type(e).__name__}: "
+            f"{str(e).splitlines()[0] if str(e) else 'corrupt protobuf'})",
+        ) from None
     graph = model.graph
     if not graph.node and not graph.output:
         raise InputError(path, "", "not an ONNX model (no graph); the file is empty or corrupt")
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-                default=0)
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     if not OPSETS[0] <= opset <= OPSETS[1]:
-        raise InputError(path, "", f"opset {opset} is not supported (opsets {OPSETS[0]} to "
-                         f"{OPSETS[1]})")
+        raise InputError(
+            path, "", f"opset {opset} is not supported (opsets {OPSETS[0]} to {OPSETS[1]})"
+        )
     report = ImportReport(opset=opset, ir_version=model.ir_version)
     g = _Graph(path, report)
     values: dict[str, object] = {}
@@ -561,8 +625,12 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
             raise InputError(path, f"initializer {t.name}", str(e)) from None
     real_inputs = [vi for vi in graph.input if vi.name not in values]
     if len(real_inputs) != 1 or len(graph.output) != 1:
-        raise InputError(path, "", f"expected one input and one output (besides the "
-                         f"initializers), got {len(real_inputs)} and {len(graph.output)}")
+        raise InputError(
+            path,
+            "",
+            f"expected one input and one output (besides the "
+            f"initializers), got {len(real_inputs)} and {len(graph.output)}",
+        )
     S = _dims(real_inputs[0], path)
     n0 = math.prod(S)
     report.input_dim = n0
@@ -574,8 +642,9 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
     for index, node in enumerate(graph.node):
         where = f"node {index} ({node.name or 'unnamed'}, {node.op_type})"
         if node.domain not in ("", "ai.onnx"):
-            raise InputError(path, where, f"operator domain {node.domain!r} is not "
-                             f"supported; {SUPPORTED_LINE}")
+            raise InputError(
+                path, where, f"operator domain {node.domain!r} is not supported; {SUPPORTED_LINE}"
+            )
         try:
             missing = [n for n in node.input if n and n not in values]
             if missing:
@@ -586,19 +655,24 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
         except _Refuse as e:
             raise InputError(path, where, f"{e}; {SUPPORTED_LINE}") from None
         except (KeyError, ValueError, IndexError, TypeError) as e:
-            raise InputError(path, where, f"malformed node ({type(e).__name__}: {e}); "
-                             f"{SUPPORTED_LINE}") from None
+            raise InputError(
+                path, where, f"malformed node ({type(e).__name__}: {e}); {SUPPORTED_LINE}"
+            ) from None
         values[node.output[0]] = out
     if out_name not in values:
         raise InputError(path, f"output {out_name}", "is not computed by any node")
     net = _network(g, values[out_name], path)
     report.output_dim = net.out_dim
     report.max_network_denominator_bits = max(
-        [_den_bits(v) for l in net.layers for u in l.units for p in u.pieces
-         for v in p.w + (p.b,)] +
-        ([_den_bits(v) for row in net.output.W for v in row] + [_den_bits(v) for v in
-                                                               net.output.b]
-         if net.output is not None else []), default=0)
+        [_den_bits(v) for l in net.layers for u in l.units for p in u.pieces for v in p.w + (p.b,)]
+        + (
+            [_den_bits(v) for row in net.output.W for v in row]
+            + [_den_bits(v) for v in net.output.b]
+            if net.output is not None
+            else []
+        ),
+        default=0,
+    )
     return net, report
 
 
@@ -606,26 +680,44 @@ def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
     if not isinstance(out, _Aff):
         out = _Aff(g.lift(np.asarray(out), len(g.layers)), len(g.layers))
     if out.level != len(g.layers):
-        raise InputError(path, "", "the output does not depend on the last nonlinear layer "
-                         "(a skip connection); only chains of layers are supported")
-    if not g.layers:   # an affine network: one layer of rank-1 units, the identity
-        g.layers.append([[(tuple(ONE if j == i else ZERO for j in range(g.width(0))), ZERO)]
-                         for i in range(g.width(0))])
+        raise InputError(
+            path,
+            "",
+            "the output does not depend on the last nonlinear layer "
+            "(a skip connection); only chains of layers are supported",
+        )
+    if not g.layers:  # an affine network: one layer of rank-1 units, the identity
+        g.layers.append(
+            [
+                [(tuple(ONE if j == i else ZERO for j in range(g.width(0))), ZERO)]
+                for i in range(g.width(0))
+            ]
+        )
         T = g.padded(out)
         out = _Aff(np.concatenate([T[:1], T[1:]]), 1)
     layers, width = [], g.report.input_dim
     for units in g.layers:
-        layers.append(Layer(tuple(Unit(tuple(Piece(tuple(w) + (ZERO,) * (width - len(w)), b)
-                                             for w, b in pieces)) for pieces in units)))
+        layers.append(
+            Layer(
+                tuple(
+                    Unit(tuple(Piece(tuple(w) + (ZERO,) * (width - len(w)), b) for w, b in pieces))
+                    for pieces in units
+                )
+            )
+        )
         width = len(units)
     T = g.padded(out).reshape(width + 1, -1)
     W = tuple(tuple(T[1 + v, i] for v in range(width)) for i in range(T.shape[1]))
     b = tuple(T[0, i] for i in range(T.shape[1]))
-    identity = len(W) == width and not any(b) and all(
-        W[i][j] == (ONE if i == j else ZERO) for i in range(width) for j in range(width))
+    identity = (
+        len(W) == width
+        and not any(b)
+        and all(W[i][j] == (ONE if i == j else ZERO) for i in range(width) for j in range(width))
+    )
     output = None if identity else Affine(W, b, width)
-    return MaxoutNetwork(g.report.input_dim, tuple(layers), output, None,
-                         {"imported_from": os.path.basename(path)})
+    return MaxoutNetwork(
+        g.report.input_dim, tuple(layers), output, None, {"imported_from": os.path.basename(path)}
+    )
 
 
 def load_onnx(path: str, drop_final_softmax: bool = False) -> MaxoutNetwork:

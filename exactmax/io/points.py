@@ -17,8 +17,12 @@ def read_points(path: str, dim: int) -> tuple[list[tuple], list[int]]:
             continue
         items = [t.strip() for t in text.split(",")]
         if len(items) != dim:
-            raise InputError(path, f"line {number}", f"expected {dim} comma-separated numbers "
-                             f"(the model's input dimension), got {len(items)}")
+            raise InputError(
+                path,
+                f"line {number}",
+                f"expected {dim} comma-separated numbers "
+                f"(the model's input dimension), got {len(items)}",
+            )
         point = []
         for i, t in enumerate(items):
             try:
@@ -28,6 +32,9 @@ def read_points(path: str, dim: int) -> tuple[list[tuple], list[int]]:
         points.append(tuple(point))
         lines.append(number)
     if not points:
-        raise InputError(path, "", "no points (one point per line: exact numbers separated "
-                         "by commas, e.g. 1/2,-3,0.25)")
+        raise InputError(
+            path,
+            "",
+            "no points (one point per line: exact numbers separated by commas, e.g. 1/2,-3,0.25)",
+        )
     return points, lines

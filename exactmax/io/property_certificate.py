@@ -24,15 +24,24 @@ from .. import __version__
 from ..kernel.certificate import Empty, Split
 from ..kernel.property import Excluded
 from ..kernel.rational import Q, q_str
-from .certificates import _choice, _farkas, _read_choice, _read_empty, _read_farkas, \
-    content_hash, read_tree
+from .certificates import (
+    _choice,
+    _farkas,
+    _read_choice,
+    _read_empty,
+    _read_farkas,
+    content_hash,
+    read_tree,
+)
 from .errors import InputError
 from .jsonfile import Cursor
 from .models import MAXOUT, model_to_json, read_model
 
 PROPERTY_CERTIFICATE = "exactmax/property-certificate"
-CLAIM = ("no input in the property's input set has an output satisfying its output "
-         "constraints (VNN-LIB: unsat)")
+CLAIM = (
+    "no input in the property's input set has an output satisfying its output "
+    "constraints (VNN-LIB: unsat)"
+)
 
 
 def file_sha256(path: str) -> str:
@@ -47,30 +56,48 @@ def _tree(t) -> dict:
     if isinstance(t, Empty):
         return {"empty": _farkas(t.proof)}
     if isinstance(t, Excluded):
-        return {"excluded": {"choices": [_choice(*c) for c in t.choices],
-                             "proofs": [_farkas(p) for p in t.proofs]}}
+        return {
+            "excluded": {
+                "choices": [_choice(*c) for c in t.choices],
+                "proofs": [_farkas(p) for p in t.proofs],
+            }
+        }
     assert isinstance(t, Split)
-    return {"split": {"a": [q_str(v) for v in t.a], "c": q_str(t.c)},
-            "choices": [_choice(*c) for c in t.choices], "ge": _tree(t.ge), "lt": _tree(t.lt)}
+    return {
+        "split": {"a": [q_str(v) for v in t.a], "c": q_str(t.c)},
+        "choices": [_choice(*c) for c in t.choices],
+        "ge": _tree(t.ge),
+        "lt": _tree(t.lt),
+    }
 
 
-def property_certificate_to_json(net, model_path: str, prop_path: str, prop_text: str,
-                                 trees, stats: dict) -> dict:
+def property_certificate_to_json(
+    net, model_path: str, prop_path: str, prop_text: str, trees, stats: dict
+) -> dict:
     jm = model_to_json(net)
     jm.pop("meta", None)
-    return {"format": PROPERTY_CERTIFICATE, "version": 1, "exactmax_version": __version__,
-            "claim": CLAIM,
-            "model": {"sha256": content_hash(jm), "file_sha256": file_sha256(model_path),
-                      "model": jm},
-            "property": {"sha256": hashlib.sha256(prop_text.encode()).hexdigest(),
-                         "file": prop_path.rsplit("/", 1)[-1], "vnnlib": prop_text},
-            "cases": [_tree(t) for t in trees], "stats": stats}
+    return {
+        "format": PROPERTY_CERTIFICATE,
+        "version": 1,
+        "exactmax_version": __version__,
+        "claim": CLAIM,
+        "model": {"sha256": content_hash(jm), "file_sha256": file_sha256(model_path), "model": jm},
+        "property": {
+            "sha256": hashlib.sha256(prop_text.encode()).hexdigest(),
+            "file": prop_path.rsplit("/", 1)[-1],
+            "vnnlib": prop_text,
+        },
+        "cases": [_tree(t) for t in trees],
+        "stats": stats,
+    }
 
 
 def _read_excluded(cur: Cursor):
     f = cur.fields(("excluded",))["excluded"].fields(("choices", "proofs"))
-    return Excluded(tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
-                    tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")))
+    return Excluded(
+        tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
+        tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
+    )
 
 
 def is_property_certificate(value) -> bool:
@@ -89,6 +116,7 @@ def peek_property_certificate(path: str) -> bool:
 
     def shape(root):
         raise _Format(root.value.get("format") if isinstance(root.value, dict) else None)
+
     try:
         return is_property_certificate(read_json_file(path, shape))
     except _Format as f:
@@ -98,9 +126,12 @@ def peek_property_certificate(path: str) -> bool:
 def read_property_certificate(root: Cursor):
     """(network, property, trees, {"model": sha, "model_file": sha, "property": sha}); the
     embedded hashes are recomputed and must match."""
-    from .vnnlib import _Syntax, _read
-    f = root.fields(("format", "version", "claim", "model", "property", "cases"),
-                    ("stats", "exactmax_version", "meta"))
+    from .vnnlib import _read, _Syntax
+
+    f = root.fields(
+        ("format", "version", "claim", "model", "property", "cases"),
+        ("stats", "exactmax_version", "meta"),
+    )
     f["format"].string((PROPERTY_CERTIFICATE,))
     if "exactmax_version" in f:
         f["exactmax_version"].string()
@@ -124,13 +155,20 @@ def read_property_certificate(root: Cursor):
     except RecursionError:
         raise pf["vnnlib"].error("formulas nested too deeply") from None
     leaves = {"empty": _read_empty, "excluded": _read_excluded}
-    trees = tuple(read_tree(c, net.input_dim, leaves) for c in
-                  f["cases"].items(len(prop.cases), what="tree", why="one per case"))
-    return net, prop, trees, {"model": mf["sha256"].value,
-                              "model_file": mf["file_sha256"].string(), "property": sha}
+    trees = tuple(
+        read_tree(c, net.input_dim, leaves)
+        for c in f["cases"].items(len(prop.cases), what="tree", why="one per case")
+    )
+    return (
+        net,
+        prop,
+        trees,
+        {"model": mf["sha256"].value, "model_file": mf["file_sha256"].string(), "property": sha},
+    )
 
 
 # ------------------------------------------------------------- VNN-COMP counterexamples
+
 
 def decimal_text(v: Q) -> str:
     """The exact decimal text of v when its denominator has no prime but 2 and 5 (every
@@ -144,15 +182,16 @@ def decimal_text(v: Q) -> str:
     if rest != 1:
         return f"(/ {p} {q})" if p >= 0 else f"(- (/ {-p} {q}))"
     k = max(a, b)
-    digits = str(abs(p) * (10 ** k // q)).rjust(k + 1, "0")
+    digits = str(abs(p) * (10**k // q)).rjust(k + 1, "0")
     text = digits if k == 0 else f"{digits[:-k]}.{digits[-k:]}".rstrip("0").rstrip(".")
     return ("-" if p < 0 else "") + text
 
 
 def counterexample_text(x, y) -> str:
     """VNN-COMP's counterexample file: ``sat`` then ((X_0 v) ... (Y_0 v) ...)."""
-    items = [f"(X_{i} {decimal_text(v)})" for i, v in enumerate(x)] + \
-        [f"(Y_{j} {decimal_text(v)})" for j, v in enumerate(y)]
+    items = [f"(X_{i} {decimal_text(v)})" for i, v in enumerate(x)] + [
+        f"(Y_{j} {decimal_text(v)})" for j, v in enumerate(y)
+    ]
     return "sat\n(" + "\n ".join(items) + ")\n"
 
 
@@ -161,7 +200,8 @@ def read_counterexample(path: str, n_x: int, n_y: int):
     text; InputError "file:line:column: ..." otherwise."""
     from .jsonfile import read_text_file
     from .numbers import NumberSyntaxError, parse_rational
-    from .vnnlib import Atom, SList, _Syntax, _VAR, parse_sexprs
+    from .vnnlib import _VAR, Atom, SList, _Syntax, parse_sexprs
+
     text = read_text_file(path, "a VNN-COMP counterexample text file")
 
     def value(t):
@@ -182,16 +222,18 @@ def read_counterexample(path: str, n_x: int, n_y: int):
         forms = parse_sexprs(text)
         if forms and isinstance(forms[0], Atom):
             if forms[0].text != "sat":
-                raise _Syntax(forms[0], f"expected 'sat' or the assignment, got "
-                              f"{forms[0].text!r}")
+                raise _Syntax(forms[0], f"expected 'sat' or the assignment, got {forms[0].text!r}")
             forms = forms[1:]
         if len(forms) != 1 or not isinstance(forms[0], SList):
             raise _Syntax(forms[0] if forms else None, "expected one list ((X_0 v) ...)")
         vals: dict[str, Q] = {}
         for pair in forms[0].items:
-            if not isinstance(pair, SList) or len(pair.items) != 2 or \
-                    not isinstance(pair.items[0], Atom) or \
-                    not _VAR.fullmatch(pair.items[0].text):
+            if (
+                not isinstance(pair, SList)
+                or len(pair.items) != 2
+                or not isinstance(pair.items[0], Atom)
+                or not _VAR.fullmatch(pair.items[0].text)
+            ):
                 raise _Syntax(pair, "expected (X_i value) or (Y_j value)")
             vals[pair.items[0].text] = value(pair.items[1])
     except _Syntax as e:
@@ -203,9 +245,13 @@ def read_counterexample(path: str, n_x: int, n_y: int):
         raise InputError(path, "", f"no value for {missing[0]} (the network has {n_x} inputs)")
     extra = [k for k in vals if int(k[2:]) >= (n_x if k[0] == "X" else n_y)]
     if extra:
-        raise InputError(path, "", f"{extra[0]} does not exist (the network has {n_x} inputs "
-                         f"and {n_y} outputs)")
+        raise InputError(
+            path, "", f"{extra[0]} does not exist (the network has {n_x} inputs and {n_y} outputs)"
+        )
     x = tuple(vals[f"X_{i}"] for i in range(n_x))
-    y = tuple(vals[f"Y_{j}"] for j in range(n_y)) if all(f"Y_{j}" in vals
-                                                          for j in range(n_y)) else None
+    y = (
+        tuple(vals[f"Y_{j}"] for j in range(n_y))
+        if all(f"Y_{j}" in vals for j in range(n_y))
+        else None
+    )
     return x, y

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..kernel.certificate import Row
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 from .errors import InputError
 from .jsonfile import read_text_file
 from .numbers import NumberSyntaxError, parse_rational
@@ -58,7 +58,7 @@ class VnnProperty:
     cases: tuple[Case, ...]
     disjuncts: int
     sha256: str
-    boxes: tuple = ()    # per case: its input set as a Box (rows in Box order), or None
+    boxes: tuple = ()  # per case: its input set as a Box (rows in Box order), or None
 
 
 class _Syntax(Exception):
@@ -80,8 +80,9 @@ def parse_sexprs(text: str) -> list:
             stack.append(([], line, col))
         elif tok == ")":
             if len(stack) == 1:
-                raise _Syntax(Atom(")", line, col), "unbalanced ')': expected '(' or the end "
-                              "of the file")
+                raise _Syntax(
+                    Atom(")", line, col), "unbalanced ')': expected '(' or the end of the file"
+                )
             items, l0, c0 = stack.pop()
             stack[-1][0].append(SList(tuple(items), l0, c0))
         elif not tok[0].isspace() and tok[0] != ";":
@@ -93,8 +94,9 @@ def parse_sexprs(text: str) -> list:
         pos = m.end()
     if len(stack) > 1:
         _, l0, c0 = stack[-1]
-        raise _Syntax(Atom("(", l0, c0), "this '(' is never closed: expected ')' before the "
-                      "end of the file")
+        raise _Syntax(
+            Atom("(", l0, c0), "this '(' is never closed: expected ')' before the end of the file"
+        )
     return stack[0][0]
 
 
@@ -103,8 +105,11 @@ class _Reader:
         self.sorts: dict[str, Atom] = {}
 
     def declare(self, form: SList) -> None:
-        if len(form.items) != 3 or not isinstance(form.items[1], Atom) or \
-                not isinstance(form.items[2], Atom):
+        if (
+            len(form.items) != 3
+            or not isinstance(form.items[1], Atom)
+            or not isinstance(form.items[2], Atom)
+        ):
             raise _Syntax(form, "expected (declare-const X_i Real) or (declare-const Y_j Real)")
         name, sort = form.items[1], form.items[2]
         if not _VAR.fullmatch(name.text):
@@ -125,10 +130,12 @@ class _Reader:
             try:
                 return {}, parse_rational(t.text)
             except NumberSyntaxError:
-                raise _Syntax(t, f"expected a declared variable or a number, got {t.text!r}") \
-                    from None
-        head = self._head(t, ("+", "-", "*"), "a term: a variable, a number, or (+ ...), "
-                          "(- ...), (* c t)")
+                raise _Syntax(
+                    t, f"expected a declared variable or a number, got {t.text!r}"
+                ) from None
+        head = self._head(
+            t, ("+", "-", "*"), "a term: a variable, a number, or (+ ...), (- ...), (* c t)"
+        )
         args = [self.term(a) for a in t.items[1:]]
         if not args:
             raise _Syntax(t, f"expected at least one argument of {head}")
@@ -145,8 +152,11 @@ class _Reader:
         out, c = {}, ONE
         for xs, k in args:
             if xs and out:
-                raise _Syntax(t, "expected a product with at most one non-constant factor "
-                              "(the property must be linear)")
+                raise _Syntax(
+                    t,
+                    "expected a product with at most one non-constant factor "
+                    "(the property must be linear)",
+                )
             if xs:
                 out = {v: a * c for v, a in xs.items()}
                 c = k * c
@@ -163,11 +173,17 @@ class _Reader:
     def formula(self, f) -> list[list[Row | tuple]]:
         """The DNF of f: a list of conjunctions, each a list of rows (over named variables)."""
         if isinstance(f, Atom):
-            raise _Syntax(f, "expected a formula: (and ...), (or ...) or a comparison "
-                          "(<= a b), (>= a b), (< a b), (> a b), (= a b)")
-        head = self._head(f, ("and", "or", "<=", ">=", "<", ">", "="),
-                          "a formula: (and ...), (or ...) or a comparison (<= a b), "
-                          "(>= a b), (< a b), (> a b), (= a b)")
+            raise _Syntax(
+                f,
+                "expected a formula: (and ...), (or ...) or a comparison "
+                "(<= a b), (>= a b), (< a b), (> a b), (= a b)",
+            )
+        head = self._head(
+            f,
+            ("and", "or", "<=", ">=", "<", ">", "="),
+            "a formula: (and ...), (or ...) or a comparison (<= a b), "
+            "(>= a b), (< a b), (> a b), (= a b)",
+        )
         args = f.items[1:]
         if head == "or":
             out = [c for a in args for c in self.formula(a)]
@@ -197,8 +213,9 @@ class _Reader:
 
 def _product(a, b, at):
     if len(a) * len(b) > MAX_DISJUNCTS:
-        raise _Syntax(at, f"the property has more than {MAX_DISJUNCTS} disjuncts in "
-                      "disjunctive normal form")
+        raise _Syntax(
+            at, f"the property has more than {MAX_DISJUNCTS} disjuncts in disjunctive normal form"
+        )
     return [x + y for x in a for y in b]
 
 
@@ -220,8 +237,10 @@ def _read(text: str, sha: str) -> VnnProperty:
     asserted = False
     for form in parse_sexprs(text):
         if not isinstance(form, SList) or not form.items or not isinstance(form.items[0], Atom):
-            raise _Syntax(form.items[0] if isinstance(form, SList) and form.items else form,
-                          "expected (declare-const ...) or (assert ...)")
+            raise _Syntax(
+                form.items[0] if isinstance(form, SList) and form.items else form,
+                "expected (declare-const ...) or (assert ...)",
+            )
         head = form.items[0].text
         if head == "declare-const":
             r.declare(form)
@@ -243,10 +262,11 @@ def _read(text: str, sha: str) -> VnnProperty:
     for conj in dnf:
         inputs, outputs = [], []
         for lin, c, strict in conj:
-            a = tuple(lin.get(f"X_{i}", ZERO) for i in range(n_x)) + \
-                tuple(lin.get(f"Y_{j}", ZERO) for j in range(n_y))
+            a = tuple(lin.get(f"X_{i}", ZERO) for i in range(n_x)) + tuple(
+                lin.get(f"Y_{j}", ZERO) for j in range(n_y)
+            )
             if not any(a[n_x:]) and not strict:
-                inputs.append((tuple(-v for v in a[:n_x]), c))   # -a.x <= c
+                inputs.append((tuple(-v for v in a[:n_x]), c))  # -a.x <= c
             else:
                 outputs.append(Row(a, c, strict))
         key = tuple(sorted(set(inputs), key=lambda t: (tuple(map(str, t[0])), str(t[1]))))
@@ -254,8 +274,11 @@ def _read(text: str, sha: str) -> VnnProperty:
     cases, boxes = [], []
     for key, outs in groups.items():
         box = _as_box(key, n_x)
-        P = box.as_polyhedron() if box is not None else \
-            Polyhedron(tuple(a for a, _ in key), tuple(b for _, b in key), n_x)
+        P = (
+            box.as_polyhedron()
+            if box is not None
+            else Polyhedron(tuple(a for a, _ in key), tuple(b for _, b in key), n_x)
+        )
         cases.append(Case(P, tuple(outs)))
         boxes.append(box)
     return VnnProperty(n_x, n_y, tuple(cases), len(dnf), sha, tuple(boxes))
@@ -269,7 +292,7 @@ def _as_box(rows, n: int) -> Box | None:
         nz = [(i, v) for i, v in enumerate(a) if v]
         if len(nz) != 1:
             return None
-        (i, v), = nz
+        ((i, v),) = nz
         bound = b / v
         if v > 0:
             upper[i] = bound if upper[i] is None else min(upper[i], bound)
@@ -285,8 +308,11 @@ def _indices(r: _Reader, letter: str) -> list[int]:
     if found != list(range(len(found))):
         missing = next(i for i in range(len(found) + 1) if i not in found)
         first = r.sorts[next(n for n in r.sorts if n[0] == letter)]
-        raise _Syntax(first, f"expected {letter}_0 to {letter}_{len(found) - 1} declared, but "
-                      f"{letter}_{missing} is missing")
+        raise _Syntax(
+            first,
+            f"expected {letter}_0 to {letter}_{len(found) - 1} declared, but "
+            f"{letter}_{missing} is missing",
+        )
     if not found:
         raise _Syntax(None, f"expected at least one {letter}_i variable declared")
     return found
