@@ -350,6 +350,25 @@ def _at(aff, p) -> Q:
     return sum((a * x for a, x in zip(aff[0], p) if a), aff[1])
 
 
+def choose_max(args, rows, oracle, point):
+    """(k, proofs, None): argument k is the largest at ``point``, and proofs[j] shows A_k - A_j
+    >= 0 on the cell (None at j = k); or (k, None, gap) with the first A_k - A_j the oracle
+    could not prove, where the caller splits."""
+    at = [_at(v, point) for v in args]
+    k = at.index(max(at))
+    proofs = []
+    for j, v in enumerate(args):
+        if j == k:
+            proofs.append(None)
+            continue
+        gap = _sub(args[k], v)
+        pr = oracle.farkas(rows, gap, False, point)
+        if pr is None:
+            return k, None, gap
+        proofs.append(pr)
+    return k, tuple(proofs), None
+
+
 def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict, needed):
     """Affine maps of every node on the cell and the choices proved on it, or _SplitOn
     (carrying the choices proved before the split).  Choices in ``known`` were proved on an
@@ -379,19 +398,10 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
             continue
         if isinstance(node, Max):
             args = [vals[j] for j in node.args]
-            at = [_at(v, point) for v in args]
-            k = at.index(max(at))
-            proofs = []
-            for j, v in enumerate(args):
-                if j == k:
-                    proofs.append(None)
-                    continue
-                gap = _sub(args[k], v)
-                pr = oracle.farkas(rows, gap, False, point)
-                if pr is None:
-                    raise _SplitOn(*gap)
-                proofs.append(pr)
-            choices.append((side, index, Choice(k, tuple(proofs))))
+            k, proofs, gap = choose_max(args, rows, oracle, point)
+            if gap is not None:
+                raise _SplitOn(*gap)
+            choices.append((side, index, Choice(k, proofs)))
             vals.append(args[k])
             continue
         scores = [vals[s] for s, _ in node.pairs]

@@ -29,7 +29,7 @@ from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, Q, RatMatrix, ZERO
 from ..kernel.certificate import Choice, check_entails
 from ..kernel.program import Lin
-from .certify import Limits, NoCertificate, _at, _inside, _nudge, _Oracle, _sub
+from .certify import Limits, NoCertificate, _inside, _nudge, _Oracle, choose_max
 from .smt import from_z3
 
 
@@ -246,19 +246,10 @@ def _walk_from(p, lins: _Lins, rows, point, oracle: _Oracle, vals: list, start: 
                 lins.fill(vals, index)
             continue
         args = [vals[j] for j in node.args]
-        at = [_at(v, point) for v in args]
-        k = at.index(max(at))
-        proofs = []
-        for j, v in enumerate(args):
-            if j == k:
-                proofs.append(None)
-                continue
-            gap = _sub(args[k], v)
-            pr = oracle.farkas(rows, gap, False, point)
-            if pr is None:
-                raise _Split(gap, index, vals)
-            proofs.append(pr)
-        choices.append((0, index, Choice(k, tuple(proofs))))
+        k, proofs, gap = choose_max(args, rows, oracle, point)
+        if gap is not None:
+            raise _Split(gap, index, vals)
+        choices.append((0, index, Choice(k, proofs)))
         vals[index] = args[k]
     return vals
 
