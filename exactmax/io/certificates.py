@@ -24,10 +24,11 @@ import hashlib
 import json
 
 from .. import __version__
-from ..kernel.certificate import Choice, Empty, Leaf, Split, TieProof, Tree
+from ..kernel.certificate import Choice, Empty, Farkas, Leaf, Split, TieProof, Tree
 from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
 from ..kernel.rational import q_str
+from ..kernel.transformer import Transformer
 from .jsonfile import Cursor, read_json_file
 from .models import TRANSFORMER, VERSION, domain_to_json, model_to_json, read_domain, read_model
 
@@ -48,7 +49,7 @@ def _farkas(F) -> list:
 
 
 def _choice(side, index, ch: Choice) -> dict:
-    proofs = []
+    proofs: list[object] = []
     for pr in ch.proofs:
         if pr is None:
             proofs.append(None)
@@ -71,7 +72,7 @@ def tree_to_json(tree: Tree) -> dict:
     if isinstance(tree, Empty):
         return {"empty": _farkas(tree.proof)}
     if isinstance(tree, Leaf):
-        leaf = {"choices": [_choice(*c) for c in tree.choices]}
+        leaf: dict[str, object] = {"choices": [_choice(*c) for c in tree.choices]}
         if tree.same_max:
             leaf["same_max"] = True
         return {"leaf": leaf}
@@ -120,7 +121,10 @@ def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = 
     """The certificate file; ``witness`` (``prove/domain.py``) shows the domain non-empty
     (and full- or lower-dimensional) or empty, for check-cert to check without a solver."""
     ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
-    out = {
+    dom: dict[str, object] = {"sha256": content_hash(jd), "domain": jd}
+    if witness is not None:
+        dom["witness"] = {k: [q_str(v) for v in vec] for k, vec in witness.items()}
+    out: dict[str, object] = {
         "format": CERTIFICATE,
         "version": VERSION,
         "exactmax_version": __version__,
@@ -129,10 +133,8 @@ def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = 
             "a": {"sha256": content_hash(ja), "model": ja},
             "b": {"sha256": content_hash(jb), "model": jb},
         },
-        "domain": {"sha256": content_hash(jd), "domain": jd},
+        "domain": dom,
     }
-    if witness is not None:
-        out["domain"]["witness"] = {k: [q_str(v) for v in vec] for k, vec in witness.items()}
     if isinstance(cert, LayerwiseCertificate):
         out["layerwise"] = layerwise_to_json(cert)
     else:
@@ -154,7 +156,7 @@ def _read_farkas(c: Cursor):
 
 def _read_choice(c: Cursor):
     f = c.fields(("program", "node", "k", "proofs"))
-    proofs = []
+    proofs: list[Farkas | TieProof | None] = []
     for p in f["proofs"].items(what="proof"):
         if p.value is None:
             proofs.append(None)
@@ -298,25 +300,27 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
                 )
             )
         layers.append(tuple(claims))
-    image = None
+    image: tuple[UnitImage, ...] | None = None
     if "image" in f:
         n = net.layers[0].width if len(net.layers) > 1 else 0
-        image = []
+        images = []
         for ic in f["image"].items(
             n,
             what="unit image",
             why="one per unit of the first layer (none for a network of one layer)",
         ):
             jf = ic.fields(("lower_piece", "lower", "upper"))
-            image.append(
+            images.append(
                 UnitImage(
                     jf["lower_piece"].integer(0),
                     _read_farkas(jf["lower"]),
                     tuple(_read_farkas(u) for u in jf["upper"].items(what="proof")),
                 )
             )
-        image = tuple(image)
-    unmerged = None
+        image = tuple(images)
+    unmerged: Transformer | None = None
     if "unmerged" in f:
-        unmerged = read_model(f["unmerged"], (TRANSFORMER,))
+        model = read_model(f["unmerged"], (TRANSFORMER,))
+        assert isinstance(model, Transformer)  # the only format read_model accepted
+        unmerged = model
     return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image, unmerged)

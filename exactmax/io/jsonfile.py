@@ -7,6 +7,7 @@ constants NaN, Infinity and -Infinity, which Python's json module would accept, 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -111,20 +112,30 @@ _SCALAR = re.compile(r"[^\s,\]}]*")
 _KINDS = {"[": "a list", "{": "an object", '"': "a string"}
 
 
+def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern``'s match at ``pos`` ends; the patterns above (``_WS``, ``_FLAT``,
+    ``_SCALAR``) all match the empty string, so there is always a match."""
+    m = pattern.match(text, pos)
+    assert m is not None
+    return m.end()
+
+
 def shallow_root(text: str, source: str) -> JsonObject | None:
     """The root object's keys with their values, parsed when small and ``Unread`` when
     large, found by a pass over the text in time proportional to its length and with no
     Python object per element (regular expressions skip the large values); None when the
     root is not an object or the text is not well-formed enough for this pass (the full
     parse then says what is wrong)."""
-    from json.decoder import scanstring
+    # json.decoder.scanstring is public (the C scanner or its Python fallback), but typeshed
+    # declares it only in the private _json module
+    from json.decoder import scanstring  # type: ignore[attr-defined]
 
     n = len(text)
-    pos = _WS.match(text, 0).end()
+    pos = _end(_WS, text, 0)
     if pos >= n or text[pos] != "{":
         return None
-    pairs = []
-    pos = _WS.match(text, pos + 1).end()
+    pairs: list[tuple[str, object]] = []
+    pos = _end(_WS, text, pos + 1)
     if text.startswith("}", pos):
         return _object(pairs)
     while True:
@@ -134,17 +145,17 @@ def shallow_root(text: str, source: str) -> JsonObject | None:
             key, pos = scanstring(text, pos + 1)
         except ValueError:
             return None
-        pos = _WS.match(text, pos).end()
+        pos = _end(_WS, text, pos)
         if not text.startswith(":", pos):
             return None
-        start = _WS.match(text, pos + 1).end()
+        start = _end(_WS, text, pos + 1)
         if start >= n:
             return None
         c = text[start]
         if c in "[{":
             end, depth = start, 0
             while True:
-                end = _FLAT.match(text, end).end()
+                end = _end(_FLAT, text, end)
                 if end >= n or text[end] == '"':
                     return None  # ends early, or an unterminated string
                 depth += 1 if text[end] in "[{" else -1
@@ -157,7 +168,7 @@ def shallow_root(text: str, source: str) -> JsonObject | None:
             except ValueError:
                 return None
         else:
-            end = _SCALAR.match(text, start).end()
+            end = _end(_SCALAR, text, start)
         if end - start <= SHALLOW_VALUE_CHARS:
             try:
                 value = parse_json_text(text[start:end], source)
@@ -166,12 +177,12 @@ def shallow_root(text: str, source: str) -> JsonObject | None:
         else:
             value = Unread(_KINDS.get(c, "a number"), end - start)
         pairs.append((key, value))
-        pos = _WS.match(text, end).end()
+        pos = _end(_WS, text, end)
         if text.startswith("}", pos):
             return _object(pairs)
         if not text.startswith(",", pos):
             return None
-        pos = _WS.match(text, pos + 1).end()
+        pos = _end(_WS, text, pos + 1)
 
 
 def read_text_file(path: str, expected: str = "a text file") -> str:
@@ -187,12 +198,13 @@ def read_text_file(path: str, expected: str = "a text file") -> str:
     import zlib
 
     too_large = f"larger than {MAX_FILE_BYTES >> 20} MiB (decompressed); exactmax refuses it"
+    f: io.BufferedIOBase
     try:
         if path.endswith(".gz"):
             size = 0
-            with gzip.open(path, "rb") as f:
+            with gzip.open(path, "rb") as g:
                 while True:
-                    chunk = f.read(1 << 20)
+                    chunk = g.read(1 << 20)
                     if not chunk:
                         break
                     size += len(chunk)
@@ -299,11 +311,15 @@ class Cursor:
         return InputError(self.source, self.path, message)
 
     def child(self, key: str | int) -> Cursor:
+        """The cursor on ``value[key]``: an index of a list or a key of an object, which the
+        caller has checked the value to be."""
+        value = self.value
         if isinstance(key, int):
-            path = f"{self.path}[{key}]"
-        else:
-            path = f"{self.path}.{key}" if self.path else key
-        return Cursor(self.source, path, self.value[key], self.budget)
+            assert isinstance(value, list)
+            return Cursor(self.source, f"{self.path}[{key}]", value[key], self.budget)
+        assert isinstance(value, dict)
+        path = f"{self.path}.{key}" if self.path else key
+        return Cursor(self.source, path, value[key], self.budget)
 
     # --- structure -------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from ..kernel.transformer import (
     FeedForward,
     Head,
     Readout,
+    Sublayer,
     Transformer,
 )
 from .errors import InputError
@@ -181,7 +182,7 @@ def read_transformer(root: Cursor) -> Transformer:
     positions = tuple(
         pc.vector(dm, why="d_model") for pc in f["positions"].items(min_length=1, what="position")
     )
-    sublayers = []
+    sublayers: list[Sublayer] = []
     for sc in f["sublayers"].items(what="sub-layer"):
         kind, body = sc.one_of(("feedforward", "attention"))
         if kind == "feedforward":
@@ -353,7 +354,7 @@ def check_outputs(outputs, inputs=()) -> None:
     """Before any work: every output path ((option, path) pairs; None paths skipped) can be
     written (``check_writable``), names none of the inputs ((what, path) pairs) after
     resolving links, and no two outputs name the same file."""
-    seen = []
+    seen: list[tuple[str, str]] = []
     for option, path in outputs:
         if path is None:
             continue

@@ -121,10 +121,14 @@ def _den_bits(v: Q) -> int:
     return int(v.q).bit_length() - 1
 
 
+_Unit = list[tuple[tuple[Q, ...], Q]]
+"""A maxout unit as its pieces (w, b): the unit computes max over the pieces of w . x + b."""
+
+
 class _Graph:
     def __init__(self, path: str, report: ImportReport):
         self.path, self.report = path, report
-        self.layers: list[list[tuple]] = []  # per layer: units, each a list of (w, b)
+        self.layers: list[list[_Unit]] = []  # per layer, its units
 
     # ------------------------------------------------------------------ values
     def width(self, level: int) -> int:
@@ -439,11 +443,11 @@ def _constant(g: _Graph, a: dict):
     from onnx import numpy_helper
 
     if "value" in a:
-        return g.tensor(a["value"], "value")
+        return _tensor(g, a["value"], "value")
     if "value_float" in a:
-        return g.floats(np.array(a["value_float"], dtype=np.float32), "value_float")
+        return _floats(g, np.array(a["value_float"], dtype=np.float32), "value_float")
     if "value_floats" in a:
-        return g.floats(np.array(a["value_floats"], dtype=np.float32), "value_floats")
+        return _floats(g, np.array(a["value_floats"], dtype=np.float32), "value_floats")
     if "value_int" in a:
         return np.array(a["value_int"], dtype=np.int64)
     if "value_ints" in a:
@@ -548,7 +552,7 @@ def _tensor(g: _Graph, t, what: str) -> np.ndarray:
     except Exception as e:  # noqa: BLE001 - a malformed tensor, reported as bad input
         raise _Refuse(f"{what}: unreadable tensor ({e})") from None
     if t.data_type in _FLOAT_TYPES:
-        return g.floats(arr, what)
+        return _floats(g, arr, what)
     return arr.astype(np.int64)
 
 
@@ -566,10 +570,6 @@ def _floats(g: _Graph, arr: np.ndarray, what: str) -> np.ndarray:
             g.report.max_weight_denominator_bits, max(_den_bits(v) for v in out.reshape(-1))
         )
     return out
-
-
-_Graph.tensor = _tensor
-_Graph.floats = _floats
 
 
 def _dims(vi, path: str) -> tuple:
@@ -620,7 +620,7 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
     values: dict[str, object] = {}
     for t in graph.initializer:
         try:
-            values[t.name] = g.tensor(t, f"initializer {t.name}")
+            values[t.name] = _tensor(g, t, f"initializer {t.name}")
         except _Refuse as e:
             raise InputError(path, f"initializer {t.name}", str(e)) from None
     real_inputs = [vi for vi in graph.input if vi.name not in values]
