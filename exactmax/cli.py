@@ -146,68 +146,6 @@ def _eval_softmax(args, model, x) -> int:
     return EXIT_OK
 
 
-def cmd_compile(args) -> int:
-    from .construct.bounds import DomainError
-    from .construct.size import size_report
-    from .construct.transformer import CompileOptions, compile_transformer
-    from .io import model_to_json, write_json_atomic
-    from .io.models import check_outputs
-    check_outputs([("-o", args.output)], [("NET.json", args.model), ("--domain", args.domain)])
-    net = load_model(args.model)
-    if not isinstance(net, MaxoutNetwork):
-        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network to '
-                         "compile, got a Transformer")
-    dom = model_domain(net, args)
-    if dom is None:
-        raise InputError(args.model, "", "the construction needs a bounded, non-empty domain "
-                         'and the network has none; add a "domain" entry (a box or a '
-                         "polyhedron) or pass --domain FILE")
-    try:
-        slack = parse_rational(args.slack)
-    except NumberSyntaxError as e:
-        raise UsageError(f"--slack: {e}") from None
-    if slack < 0:
-        raise UsageError(f"--slack: expected a number >= 0, got {slack}")
-    opts = CompileOptions(merged=args.merged, positional=args.positional, bounds=args.bounds,
-                          slack=slack)
-    try:
-        c = compile_transformer(net, dom, opts)
-    except DomainError as e:
-        where, path = (args.domain, "") if args.domain else (args.model, "domain")
-        raise InputError(where, path, f"the construction needs a bounded, non-empty "
-                         f"domain, but {e}; give a bounded one (a box, or a polyhedron "
-                         "A x <= b with bounded feasible set) in the \"domain\" entry or with "
-                         "--domain FILE") from None
-    write_json_atomic(args.output, model_to_json(c.transformer))
-    rep = size_report(net, c.transformer, args.merged)
-    rep.update(output=args.output, bounds=c.bounds_method,
-               gate_constants=[q_str(g) for g in c.gates],
-               variant={"merged": args.merged, "positional": args.positional})
-    if args.json:
-        rep["ratio_params"] = round(rep["ratio_params"], 4)
-        rep["ratio_nonzero"] = round(rep["ratio_nonzero"], 4)
-        print(jsonout.dumps(rep))
-        return EXIT_OK
-    print(f"wrote {args.output}: {rep['sublayers']} sub-layers, {rep['tokens']} tokens, "
-          f"{rep['heads']} heads, d_model {rep['d_model']}; gate constants from "
-          f"{rep['bounds']} bounds: " + ", ".join(rep["gate_constants"]))
-    if args.report:
-        print()
-        print("| layer | width | rank | Maxout params | Transformer params | non-zero | "
-              "sub-layers |")
-        print("|---:|---:|---:|---:|---:|---:|---|")
-        for l in rep["layers"]:
-            print(f"| {l['layer']} | {l['width']} | {l['rank']} | {l['maxout_params']} | "
-                  f"{l['transformer_params']} | {l['transformer_nonzero']} | "
-                  + ", ".join(str(i) for i in l["sublayers"]) + " |")
-        print(f"| total | | | {rep['maxout_params']} | {rep['transformer_params']} | "
-              f"{rep['transformer_nonzero']} | {rep['sublayers']} |")
-        print(f"\nTransformer / Maxout parameters: {rep['ratio_params']:.2f}x in total, "
-              f"{rep['ratio_nonzero']:.2f}x non-zero (totals include the embedding, the "
-              "positions and the read-out).")
-    return EXIT_OK
-
-
 def _domain_summary(dom: Domain | None) -> dict:
     if dom is None:
         return {"kind": None}
@@ -601,6 +539,12 @@ def cmd_check_cert(args) -> int:
     return EXIT_OK
 
 
+def _cmd_export_onnx(args) -> int:
+    """``export-onnx MODEL.json -o M.onnx``: see exactmax/export/onnxmodel.py."""
+    from .export.onnxmodel import cmd_export_onnx
+    return cmd_export_onnx(args)
+
+
 def cmd_import(args) -> int:
     """``import NET.onnx -o NET.json``: the exact Maxout network an ONNX file denotes."""
     from .io import model_to_json, write_json_atomic
@@ -938,6 +882,16 @@ def cmd_coq_lib(args) -> int:
 
 # --------------------------------------------------------------------------------- parser
 
+def _command(module: str, name: str = "run"):
+    """Dispatch: the function ``name`` of ``exactmax.<module>`` (where the command's logic
+    lives, with its subject), imported only when that command runs, so that one command's
+    dependencies (z3, hypothesis, FLINT's balls) do not slow the start of another."""
+    def run(args) -> int:
+        import importlib
+        return getattr(importlib.import_module(f"exactmax.{module}"), name)(args)
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="exactmax",
@@ -998,7 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--slack", default="0", metavar="S",
                    help="gate constants C_l = max(1, ceil((1 + S) * bound)), room for softmax "
                    "perturbations (default 0)")
-    c.set_defaults(run=cmd_compile)
+    c.set_defaults(run=_command("construct.command"))
 
     def verify_options(p):
         p.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
@@ -1154,6 +1108,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "properties about the largest output only)")
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
     m.set_defaults(run=cmd_import)
+
+    xo = sub.add_parser("export-onnx", help="write a Maxout network or hardmax Transformer as "
+                        "ONNX", description="Write a Maxout network or a hardmax Transformer as "
+                        "an ONNX model (opset 18, IR 8; checked by onnx.checker) computing in "
+                        "float32 or float64. Every exact rational weight becomes the nearest "
+                        "float of that type; the report gives the largest absolute rounding "
+                        "error, or says the weights are exact. Hardmax attention averages over "
+                        "ties (ReduceMax, Equal, Cast, ReduceSum, Div). The ONNX reader "
+                        "(exactmax import) reads an exported Maxout network back.")
+    xo.add_argument("model", metavar="MODEL.json")
+    xo.add_argument("-o", "--output", required=True, metavar="M.onnx",
+                    help="the ONNX file to write (atomically)")
+    xo.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                    help="the graph's floating-point type (default float64)")
+    xo.add_argument("--json", action="store_true", help="print the export report as JSON")
+    xo.set_defaults(run=_cmd_export_onnx)
 
     ck = sub.add_parser("check", help="decide a VNN-LIB property: sat, unsat or unknown",
                         description="Decide a VNN-LIB 1.0 property (the negation of a safety "

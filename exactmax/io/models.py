@@ -98,6 +98,14 @@ def load_domain(path: str, dim: int | None = None) -> Domain:
     return _domain_body(kind, f[kind], dim)
 
 
+def model_domain(model: Model, path: str | None) -> Domain | None:
+    """The domain of a command about ``model``: the domain file ``path`` if given (of the
+    model's input dimension), else the model's own (None when it has none)."""
+    if path:
+        return load_domain(path, model.input_dim)
+    return model.domain
+
+
 def _domain_shape(root: Cursor):
     """(kind, fields) of a domain file's top level."""
     _header(root, (DOMAIN,))
