@@ -1,0 +1,264 @@
+(* Property.v -- the checker of property certificates (exactmax/kernel/property.py) over Q,
+   and its soundness over R for Maxout networks:
+
+     maxout_property_sound : property_shaped net cases = true ->
+       property_ok net cases ts = true ->
+       forall c, In c cases -> forall x : list R, length x = mo_dim net ->
+       in_poly (pc_A c) (pc_b c) x ->
+       forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+
+   A property (VNN-LIB's query, read by exactmax/io/vnnlib.py) is a list of cases; a case is
+   an input polyhedron P = {x : A x <= b} and forbidden conjunctions O_1 .. O_m, each a list
+   of rows a . (x ++ y) + c >= 0 (> 0 when strict) over the input x and the output y.  The
+   property holds when no x in P has (x, net x) satisfying every row of some O_j.
+
+   A case's certificate is a split tree over P (rows: P's, then h >= 0 or -h > 0 per split,
+   numbered absolutely, as in Checker.v), with choices at splits (checked on the split's cell
+   and passed down, as Checker.check_tree does) and leaves
+   - PEmpty w: Farkas multipliers for 0 > 0 on the cell;
+   - PExcluded cs ws: choices fixing every Max node the outputs read (Checker.srun), so that
+     y = M x + e on the cell, and per O_j a Farkas proof of 0 > 0 on the cell's rows followed
+     by O_j's rows with y replaced by M x + e ([compose]).
+   The leaves cover P (each split's halves cover its cell), so no x of P satisfies an O_j. *)
+
+From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
+From Coq Require Uint63 PArray.
+Import (notations) Uint63.
+From ExactMax Require Import Checker Sound Build Maxout.
+Import ListNotations.
+Open Scope Q_scope.
+
+(* ------------------------------------------------------------------ *)
+(** * Properties *)
+
+(* the row a . (x ++ y) + c >= 0 (> 0 when strict) *)
+Definition row (a : list Q) (c : Q) (strict : bool) : con := ((a, c), strict).
+
+(* a case: the input polyhedron A x <= b and the forbidden output conjunctions *)
+Record pcase := { pc_A : list (list Q); pc_b : list Q; pc_outs : list (list con) }.
+
+(* the number of outputs of a network: its output map's rows, else its last layer's units *)
+Definition maxout_out_dim (net : maxout) : nat :=
+  match mo_out net with
+  | Some (W, _) => length W
+  | None => fold_left (fun _ L => length L) (mo_layers net) (mo_dim net)
+  end.
+
+(** Every length is the one the dimensions say: the network is well-shaped, each case's
+    polyhedron has d entries per row and one right-hand side per row, and each output row
+    has d + n entries (x, then y).  The statement's list functions would otherwise
+    truncate; exported files prove this by computation. *)
+Definition pcase_shaped (d n : nat) (c : pcase) : bool :=
+  poly_shaped d (pc_A c) (pc_b c) &&
+  forallb (forallb (fun r => Nat.eqb (length (fst (fst r))) (d + n))) (pc_outs c).
+
+Definition property_shaped (net : maxout) (cases : list pcase) : bool :=
+  maxout_shaped net && forallb (pcase_shaped (mo_dim net) (maxout_out_dim net)) cases.
+
+(* ------------------------------------------------------------------ *)
+(** * The checker *)
+
+(* sum_o w_o y_o for affine maps y_o *)
+Fixpoint lincomb_aff (ws : list Q) (ys : list aff) : aff :=
+  match ws, ys with
+  | w :: ws', y :: ys' => aadd (ascale w y) (lincomb_aff ws' ys')
+  | _, _ => azero
+  end.
+
+(* the row a . (x ++ y) + c (>= 0 or > 0) with y_o = ys_o(x), as a row over x alone, for x
+   of dimension d *)
+Definition compose (d : nat) (ys : list aff) (r : con) : con :=
+  (aadd (firstn d (fst (fst r)), snd (fst r)) (lincomb_aff (skipn d (fst (fst r))) ys), snd r).
+
+Inductive ptree :=
+| PEmpty (w : farkas)                          (* the cell is empty: it entails 0 > 0 *)
+| PExcluded (cs : choices) (ws : list farkas)  (* y = M x + e; no O_j holds on the cell *)
+| PSplit (h : aff) (cs : choices) (ge lt : ptree).
+    (* ge: h >= 0 appended; lt: -h > 0 appended *)
+
+Definition check_excluded (p : prog) (d : nat) (need : list bool) (outs : list (list con))
+                          (C : list con) (cs : choices) (prev : list (option aff))
+                          (ws : list farkas) : bool :=
+  match srun C 0 cs (p_nodes p) need prev [] with
+  | Some v =>
+      match all_some (map (get v) (p_outs p)) with
+      | Some ys => forall2b (fun O w => entails (C ++ map (compose d ys) O) azero true w) outs ws
+      | None => false
+      end
+  | None => false
+  end.
+
+Fixpoint check_ptree (p : prog) (d : nat) (need : list bool) (outs : list (list con))
+                     (C : list con) (inh : choices) (prev : list (option aff)) (t : ptree)
+  : bool :=
+  match t with
+  | PEmpty w => entails C azero true w
+  | PExcluded cs ws => check_excluded p d need outs C (cs ++ inh) prev ws
+  | PSplit h [] l r =>
+      check_ptree p d need outs (C ++ [(h, false)]) inh prev l &&
+      check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh prev r
+  | PSplit h cs l r =>
+      match srun C 0 (cs ++ inh) (p_nodes p) need prev [] with
+      | Some v =>
+          let inh' := unresolved v v (cs ++ inh) in
+          check_ptree p d need outs (C ++ [(h, false)]) inh' v l &&
+          check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh' v r
+      | None => false
+      end
+  end.
+
+Definition case_ok (p : prog) (d : nat) (c : pcase) (t : ptree) : bool :=
+  check_ptree p d (needed p) (pc_outs c) (rows_of_poly (pc_A c) (pc_b c)) [] [] t.
+
+(** One tree per case, checked against the program the library's translation builds from
+    the network. *)
+Definition property_ok (net : maxout) (cases : list pcase) (ts : list ptree) : bool :=
+  forall2b (case_ok (program_of_maxout net) (mo_dim net)) cases ts.
+
+(* ------------------------------------------------------------------ *)
+(** * Soundness *)
+
+Local Open Scope R_scope.
+
+Lemma dotR_app : forall (a : list Q) (x y : list R),
+  dotR a (x ++ y) = dotR (firstn (length x) a) x + dotR (skipn (length x) a) y.
+Proof.
+  intros a x. revert a. induction x as [|v x IH]; intros [|q a] y; cbn [app length firstn skipn dotR].
+  - lra.
+  - lra.
+  - lra.
+  - rewrite IH. lra.
+Qed.
+
+Lemma lincomb_aff_evalR : forall ws ys x,
+  evalR (lincomb_aff ws ys) x = dotR ws (map (fun a => evalR a x) ys).
+Proof.
+  induction ws as [|w ws IH]; intros [|y ys] x; cbn [lincomb_aff map dotR];
+    try apply evalR_azero.
+  rewrite evalR_aadd, evalR_ascale, IH. reflexivity.
+Qed.
+
+Lemma compose_evalR : forall d ys r x, length x = d ->
+  evalR (fst (compose d ys r)) x = evalR (fst r) (x ++ map (fun a => evalR a x) ys).
+Proof.
+  intros d ys [[a c] s] x Hd. unfold compose. cbn [fst snd].
+  rewrite evalR_aadd, lincomb_aff_evalR. unfold evalR at 1 3. cbn [fst snd].
+  rewrite dotR_app, Hd. lra.
+Qed.
+
+Lemma compose_satR : forall d ys O x, length x = d ->
+  satR O (x ++ map (fun a => evalR a x) ys) -> satR (map (compose d ys) O) x.
+Proof.
+  intros d ys O x Hd H. unfold satR in *. apply Forall_map.
+  eapply Forall_impl; [|exact H]. intros r Hr. unfold sat_conR in *.
+  rewrite compose_evalR by exact Hd. destruct r as [h s]. exact Hr.
+Qed.
+
+Lemma check_excluded_sound : forall p d need outs C cs prev ws x,
+  check_excluded p d need outs C cs prev ws = true -> satR C x -> length x = d ->
+  knownR x (runR (p_nodes p) x []) prev ->
+  forall O, In O outs -> ~ satR O (x ++ outsR p x).
+Proof.
+  intros p d need outs C cs prev ws x H HC Hd K O HO HS. unfold check_excluded in H.
+  destruct (srun C 0 cs (p_nodes p) need prev []) as [v|] eqn:E; [|discriminate].
+  destruct (all_some (map (get v) (p_outs p))) as [ys|] eqn:Y; [|discriminate].
+  pose proof (srun_sound C x 0 cs HC (p_nodes p) need [] [] prev v (Forall2_nil _) eq_refl K E)
+    as Ag.
+  pose proof (values_of_args x _ v (p_outs p) ys Ag Y) as V.
+  destruct (forall2b_In _ _ _ H O HO) as [w Hw].
+  assert (HS' : satR (C ++ map (compose d ys) O) x).
+  { apply satR_app; [exact HC|]. apply compose_satR; [exact Hd|].
+    unfold outsR in HS. rewrite V in HS. exact HS. }
+  pose proof (entails_gt _ _ _ x HS' Hw) as G. rewrite evalR_azero in G. lra.
+Qed.
+
+Lemma check_ptree_sound : forall p d need outs t C inh prev x,
+  check_ptree p d need outs C inh prev t = true -> satR C x -> length x = d ->
+  knownR x (runR (p_nodes p) x []) prev ->
+  forall O, In O outs -> ~ satR O (x ++ outsR p x).
+Proof.
+  intros p d need outs t. induction t as [w | cs ws | h cs l IHl r IHr];
+    intros C inh prev x Ht HC Hd K; cbn [check_ptree] in Ht.
+  - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
+  - exact (check_excluded_sound p d need outs C _ prev ws x Ht HC Hd K).
+  - assert (Hgo : forall inh' prev', knownR x (runR (p_nodes p) x []) prev' ->
+              check_ptree p d need outs (C ++ [(h, false)]) inh' prev' l &&
+              check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh' prev' r = true ->
+              forall O, In O outs -> ~ satR O (x ++ outsR p x)).
+    { intros inh' prev' K' H. apply andb_true_iff in H as [Hl Hr].
+      destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
+      + apply (IHr _ _ _ x Hr); [|exact Hd|exact K']. apply satR_app; [exact HC|].
+        constructor; [|constructor].
+        unfold sat_conR. cbn [fst snd]. rewrite evalR_ascale, Q2R_m1. lra.
+      + apply (IHl _ _ _ x Hl); [|exact Hd|exact K']. apply satR_app; [exact HC|].
+        constructor; [|constructor].
+        unfold sat_conR. cbn [fst snd]. exact Hpos. }
+    destruct cs as [|e cs]; [exact (Hgo inh prev K Ht)|].
+    destruct (srun C 0 ((e :: cs) ++ inh) (p_nodes p) need prev []) as [v|] eqn:E;
+      [|discriminate].
+    apply (Hgo (unresolved v v ((e :: cs) ++ inh)) v); [|exact Ht].
+    exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes p) need [] []
+             prev v (Forall2_nil _) eq_refl K E)).
+Qed.
+
+(** A certificate that checks proves the property: for every case, no real x of its input
+    polyhedron (of the network's input dimension) has (x, net x) satisfying a forbidden
+    conjunction. *)
+Theorem property_sound : forall net cases ts, property_ok net cases ts = true ->
+  forall c, In c cases -> forall x : list R, length x = mo_dim net ->
+  in_poly (pc_A c) (pc_b c) x ->
+  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+Proof.
+  intros net cases ts H c Hc x Hd Hx O HO.
+  destruct (forall2b_In _ _ _ H c Hc) as [t Ht]. unfold case_ok in Ht.
+  rewrite <- (maxout_program_correct net x Hd).
+  exact (check_ptree_sound _ _ _ _ t _ [] [] x Ht (poly_rows_sound _ _ x Hx) Hd
+           (knownR_nil _ _) O HO).
+Qed.
+
+(** What exported files apply: the network and the property well-shaped (so the statement's
+    list functions truncate nothing), and the certificate checked. *)
+Theorem maxout_property_sound : forall net cases ts,
+  property_shaped net cases = true -> property_ok net cases ts = true ->
+  forall c, In c cases -> forall x : list R, length x = mo_dim net ->
+  in_poly (pc_A c) (pc_b c) x ->
+  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+Proof. intros net cases ts _. exact (property_sound net cases ts). Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * Packed certificates *)
+
+(* As Checker.unpack_tree, with the trees of property certificates: the same five tables
+   (Farkas lists, affine maps, choice entries, choice lists, tree nodes), tree nodes being
+   0 c n f_1 .. f_n (PExcluded: a choice list's index and n Farkas lists' indices),
+   1 f (PEmpty), 2 a c ge lt (PSplit); then the number of cases and each case's root.  Only
+   a way of writing: property_ok is sound for every list of trees. *)
+
+Definition no_ptree : ptree := PEmpty no_farkas.
+
+Definition rd_ptree (F : PArray.array farkas) (A : PArray.array aff)
+                    (C : PArray.array choices) (T : PArray.array ptree) : reader ptree :=
+  fun l => let '(k, l1) := rd l in
+           match k with
+           | 0%Z => let '(c, l2) := rd_idx l1 in
+                    let '(ws, l3) := rd_list (fun l => let '(f, l') := rd_idx l in
+                                                       (PArray.get F f, l')) l2 in
+                    (PExcluded (PArray.get C c) ws, l3)
+           | 1%Z => let '(f, l2) := rd_idx l1 in (PEmpty (PArray.get F f), l2)
+           | 2%Z => let '(a, l2) := rd_idx l1 in let '(c, l3) := rd_idx l2 in
+                    let '(g, l4) := rd_idx l3 in let '(t, l5) := rd_idx l4 in
+                    (PSplit (PArray.get A a) (PArray.get C c) (PArray.get T g) (PArray.get T t),
+                     l5)
+           | _ => (no_ptree, l1)
+           end.
+
+Definition unpack_ptrees (a : PArray.array Uint63.int) : list ptree :=
+  let l := unpack a in
+  let '(F, l1) := rd_table no_farkas (fun _ => rd_farkas) l in
+  let '(A, l2) := rd_table azero (fun _ => rd_aff) l1 in
+  let '(E, l3) := rd_table (0%nat, 0%nat, {| ch_k := 0; ch_proofs := [] |})
+                           (fun _ => rd_entry F) l2 in
+  let '(C, l4) := rd_table [] (fun _ => rd_choices E) l3 in
+  let '(T, l5) := rd_table no_ptree (rd_ptree F A C) l4 in
+  let '(roots, _) := rd_list rd_idx l5 in
+  map (PArray.get T) roots.
