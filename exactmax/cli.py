@@ -539,12 +539,6 @@ def cmd_check_cert(args) -> int:
     return EXIT_OK
 
 
-def _cmd_export_onnx(args) -> int:
-    """``export-onnx MODEL.json -o M.onnx``: see exactmax/export/onnxmodel.py."""
-    from .export.onnxmodel import cmd_export_onnx
-    return cmd_export_onnx(args)
-
-
 def cmd_import(args) -> int:
     """``import NET.onnx -o NET.json``: the exact Maxout network an ONNX file denotes."""
     from .io import model_to_json, write_json_atomic
@@ -1123,7 +1117,7 @@ def build_parser() -> argparse.ArgumentParser:
     xo.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                     help="the graph's floating-point type (default float64)")
     xo.add_argument("--json", action="store_true", help="print the export report as JSON")
-    xo.set_defaults(run=_cmd_export_onnx)
+    xo.set_defaults(run=_command("export.onnxmodel", "cmd_export_onnx"))
 
     ck = sub.add_parser("check", help="decide a VNN-LIB property: sat, unsat or unknown",
                         description="Decide a VNN-LIB 1.0 property (the negation of a safety "
