@@ -132,13 +132,17 @@ def sentences(text: str) -> list[tuple[str, list]]:
 
 _WHAT = {"net_a": "model a", "net_b": "model b", "lower": "the domain", "upper": "the domain",
          "A": "the domain", "b": "the domain", "packed": "the certificate's tree",
-         "splits": "the unmerged Transformer"}
+         "splits": "the unmerged Transformer",
+         # property files (export.coq_property)
+         "net": "the network", "cases": "the property"}
 
 
 def _what(name: str) -> str:
     word = name.split()[-1]
     if word.startswith("Sha256."):
         return "the sha256 the file is bound to"
+    if re.fullmatch(r"case\d+", word):
+        return "the property"
     return _WHAT.get(word) or ("model b" if word.startswith(("net_b_", "split_")) else
                                "the statement")
 
@@ -184,7 +188,8 @@ def check_binding(path: str, text: str, expected: str, cert: str) -> int:
     return len(got)
 
 
-_HASH_LINE = re.compile(r"^ {5}(net_a|net_b|domain) +([0-9a-f]{64})$", re.M)
+_HASH_LINE = re.compile(r"^ {5}(net_a|net_b|domain|model|model_file|property) +([0-9a-f]{64})$",
+                        re.M)
 
 
 # ------------------------------------------------------------------ 2. the axioms
@@ -232,7 +237,7 @@ def check_assumptions(out: str) -> list[str]:
                                       + ", ".join(names))
         for name in names:
             if name not in ALLOWED:
-                raise AssumptionsRejected(f"net_equiv depends on the axiom {name}, which is "
+                raise AssumptionsRejected(f"the theorem depends on the axiom {name}, which is "
                                           "not among the Reals axioms and Coq primitives "
                                           "allowed")
     return sections.get("Axioms", [])

@@ -87,8 +87,9 @@ def nearest_float(v: Q, dtype: str) -> float:
         raise OverflowError
     with np.errstate(over="ignore"):
         c = ftype(f)
+        around = (c, np.nextafter(c, ftype(np.inf)), np.nextafter(c, ftype(-np.inf)))
     best = None
-    for cand in (c, np.nextafter(c, ftype(np.inf)), np.nextafter(c, ftype(-np.inf))):
+    for cand in around:
         if not np.isfinite(cand):
             continue
         err = abs(Fraction(float(cand)) - exact)
