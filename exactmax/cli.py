@@ -28,21 +28,6 @@ from .exits import (EXIT_BUG, EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_SOLVER_ONL
                     EXIT_UNKNOWN, EXIT_VACUOUS, UsageError)
 
 
-def parse_point(text: str, dim: int, option: str = "--input") -> tuple[Q, ...]:
-    """A comma-separated list of exact numbers of length ``dim``."""
-    items = [t.strip() for t in text.split(",")]
-    values = []
-    for i, t in enumerate(items):
-        try:
-            values.append(parse_rational(t))
-        except NumberSyntaxError as e:
-            raise UsageError(f"{option}: item {i}: {e}") from None
-    if len(values) != dim:
-        raise UsageError(f"{option}: expected {dim} comma-separated numbers (the model's input "
-                         f"dimension), got {len(values)} in {quote(text)}")
-    return tuple(values)
-
-
 def model_domain(model, args) -> Domain | None:
     """The domain from ``--domain FILE`` if given, else the model's own (or None)."""
     if getattr(args, "domain", None):
@@ -50,101 +35,7 @@ def model_domain(model, args) -> Domain | None:
     return model.domain
 
 
-def describe_outside(dom: Domain, x) -> str:
-    """Why x is not in dom, for the note of ``eval``."""
-    if isinstance(dom, Box):
-        for i, (lo, v, hi) in enumerate(zip(dom.lower, x, dom.upper)):
-            if v < lo:
-                return f"x[{i}] = {v} is below the lower bound {lo}"
-            if v > hi:
-                return f"x[{i}] = {v} is above the upper bound {hi}"
-    bad = dom.as_polyhedron().violated(x)
-    return f"it violates constraint {bad[0]} (row {bad[0]} of A x <= b)" if bad else ""
-
-
 # ------------------------------------------------------------------------------- commands
-
-def cmd_eval(args) -> int:
-    model = load_model(args.model)
-    if args.inputs is not None:
-        return _eval_many(args, model)
-    x = parse_point(args.input, model.input_dim)
-    dom = model_domain(model, args)
-    if dom is not None and not dom.contains(x):
-        print(f"exactmax: note: the input is outside the domain ({describe_outside(dom, x)}); "
-              "evaluating anyway", file=sys.stderr)
-    if args.softmax_lambda is not None or _softmax_sublayers(model):
-        return _eval_softmax(args, model, x)
-    # one point: the kernel's definitional evaluator (the batches of --inputs go the fast way)
-    y = evaluate_maxout(model, x) if isinstance(model, MaxoutNetwork) else \
-        evaluate_transformer(model, x)
-    print(jsonout.dumps({"output": [q_str(v) for v in y]}) if args.json else _output_line(y))
-    return EXIT_OK
-
-
-def _output_line(y) -> str:
-    return "y = (" + ", ".join(q_str(v) for v in y) + ")"
-
-
-def _softmax_sublayers(model) -> list[int]:
-    return [i for i, s in enumerate(getattr(model, "sublayers", ()))
-            if isinstance(s, Attention) and s.kind != HARDMAX]
-
-
-def _eval_many(args, model) -> int:
-    """``eval --inputs FILE``: every point of the file, as one batch (vectorized when large)."""
-    from .io.points import read_points
-    from .vectorized import batch_evaluator
-    if args.softmax_lambda is not None or _softmax_sublayers(model):
-        raise UsageError("--inputs: batches are evaluated exactly, with hardmax attention; "
-                         "evaluate softmax attention one --input at a time")
-    xs, lines = read_points(args.inputs, model.input_dim)
-    dom = model_domain(model, args)
-    if dom is not None:
-        outside = [(n, x) for n, x in zip(lines, xs) if not dom.contains(x)]
-        if outside:
-            n, x = outside[0]
-            print(f"exactmax: note: {len(outside)} of {len(xs)} inputs are outside the domain "
-                  f"(the first on line {n}: {describe_outside(dom, x)}); evaluating anyway",
-                  file=sys.stderr)
-    ys = batch_evaluator(model).evaluate_batch(xs)
-    if args.json:
-        print(jsonout.dumps({"outputs": [[q_str(v) for v in y] for y in ys]}))
-    else:
-        for y in ys:
-            print(_output_line(y))
-    return EXIT_OK
-
-
-def _eval_softmax(args, model, x) -> int:
-    """Softmax attention: rigorous balls at --precision bits (not exact, so never "proved")."""
-    if isinstance(model, MaxoutNetwork):
-        raise UsageError("--softmax-lambda: a Maxout network has no attention; give a "
-                         "Transformer file")
-    lam = None
-    if args.softmax_lambda is not None:
-        try:
-            lam = parse_rational(args.softmax_lambda)
-        except NumberSyntaxError as e:
-            raise UsageError(f"--softmax-lambda: {e}") from None
-        if not lam > 0:
-            raise UsageError(f"--softmax-lambda: expected a positive number, got {lam}")
-    if args.precision < 16:
-        raise UsageError(f"--precision: expected at least 16 bits, got {args.precision}")
-    from .softmax.evaluate import ball_strings, evaluate_softmax
-    y = evaluate_softmax(model, x, lam, args.precision)
-    mids, rads = zip(*(ball_strings(v, args.precision) for v in y)) if y else ((), ())
-    scale = f"lambda = {lam} x head scale" if lam is not None else "the file's head scales"
-    if args.json:
-        print(jsonout.dumps({"output": list(mids), "radius": list(rads), "attention": "softmax",
-                          "softmax_lambda": None if lam is None else q_str(lam),
-                          "precision_bits": args.precision}))
-    else:
-        print("y ~ (" + ", ".join(mids) + ")")
-        print(f"  softmax attention at {scale}; ball arithmetic at {args.precision} bits, "
-              f"radii <= {max(rads, key=float) if rads else 0}")
-    return EXIT_OK
-
 
 def _domain_summary(dom: Domain | None) -> dict:
     if dom is None:
@@ -504,7 +395,7 @@ def cmd_import(args) -> int:
 
 def _network_and_property(args):
     """The Maxout network and the VNN-LIB property of check / replay, dimensions matched."""
-    from .io.vnnlib import read_vnnlib
+    from .io.vnnlib2 import read_property as read_vnnlib   # VNN-LIB 1.0 or 2.0
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
         raise InputError(args.model, "format", 'expected a Maxout network (an .onnx file or '
@@ -861,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "head's scale) in ball arithmetic; the output is approximate, with radii")
     e.add_argument("--precision", type=int, default=256, metavar="BITS",
                    help="working precision of the softmax ball arithmetic (default 256)")
-    e.set_defaults(run=cmd_eval)
+    e.set_defaults(run=_command("model_command", "run_eval"))
 
     c = sub.add_parser("compile", help="build the hardmax Transformer of a Maxout network",
                        description="Compile a Maxout network into the hardmax Transformer of "
@@ -1121,6 +1012,8 @@ def build_parser() -> argparse.ArgumentParser:
     softmax_command.add_parser(sub)
     from . import schemas as schema_command
     schema_command.add_parser(sub)
+    from .prove import vnnlib_interface
+    vnnlib_interface.add_parser(sub)
     return p
 
 
