@@ -14,7 +14,7 @@ from .io.numbers import NumberSyntaxError, parse_rational, quote
 from .kernel.maxout import MaxoutNetwork, evaluate_maxout
 from .kernel.polyhedron import Box, Domain
 from .kernel.rational import Q, q_str
-from .kernel.transformer import HARDMAX, Attention, evaluate_transformer
+from .kernel.transformer import HARDMAX, Attention, FeedForward, evaluate_transformer
 
 
 def parse_point(text: str, dim: int, option: str = "--input") -> tuple[Q, ...]:
@@ -126,4 +126,74 @@ def _eval_softmax(args, model, x) -> int:
         print("y ~ (" + ", ".join(mids) + ")")
         print(f"  softmax attention at {scale}; ball arithmetic at {args.precision} bits, "
               f"radii <= {max(rads, key=float) if rads else 0}")
+    return EXIT_OK
+
+
+def _domain_summary(dom: Domain | None) -> dict:
+    if dom is None:
+        return {"kind": None}
+    if isinstance(dom, Box):
+        empty = dom.is_empty()
+        out = {"kind": "box", "constraints": 2 * dom.dim, "empty": empty, "bounded": True}
+        if not empty:
+            out.update(lower=[q_str(v) for v in dom.lower], upper=[q_str(v) for v in dom.upper])
+        return out
+    from .prove.lp import analyze_domain  # z3 is imported only when a polyhedron needs it
+    r = analyze_domain(dom)
+    out = {"kind": "polyhedron", "constraints": len(dom.b), "empty": r.empty,
+           "bounded": r.bounded}
+    if r.point is not None:
+        out["point"] = [q_str(v) for v in r.point]
+    if r.lower is not None and not r.empty:
+        out.update(lower=[q_str(v) for v in r.lower], upper=[q_str(v) for v in r.upper])
+    if r.unbounded_direction is not None:
+        out["unbounded_direction"] = [q_str(v) for v in r.unbounded_direction]
+    return out
+
+
+def run_info(args) -> int:
+    """``info MODEL``: the model's kind and shape, and whether its domain is empty, bounded
+    (within which box) or unbounded (along which direction), decided exactly."""
+    model = load_model(args.model)
+    dom = model_domain(model, args.domain)
+    if isinstance(model, MaxoutNetwork):
+        info = {"kind": "maxout", "input_dim": model.input_dim, "output_dim": model.out_dim,
+                "layers": [{"width": l.width, "rank": l.rank} for l in model.layers],
+                "parameters": model.parameter_count}
+    else:
+        subs = [{"type": "feedforward", "hidden": s.inner.out_dim} if isinstance(s, FeedForward)
+                else {"type": "attention", "kind": s.kind, "heads": len(s.heads)}
+                for s in model.sublayers]
+        info = {"kind": "transformer", "input_dim": model.input_dim,
+                "output_dim": model.out_dim, "d_model": model.d_model,
+                "tokens": model.n_tokens, "sublayers": subs,
+                "readout_token": "mean" if model.readout.token is None else model.readout.token}
+    info["domain"] = _domain_summary(dom)
+    if args.json:
+        print(jsonout.dumps(info))
+        return EXIT_OK
+    print(f"{args.model}: {'Maxout network' if info['kind'] == 'maxout' else 'Transformer'}, "
+          f"input dimension {info['input_dim']}, output dimension {info['output_dim']}")
+    if info["kind"] == "maxout":
+        print(f"  layers: {len(info['layers'])} (widths "
+              + ", ".join(str(l["width"]) for l in info["layers"]) + "; ranks "
+              + ", ".join(str(l["rank"]) for l in info["layers"])
+              + f"), {info['parameters']} parameters")
+    else:
+        kinds = ", ".join("FF" if s["type"] == "feedforward" else f"attn({s['heads']})"
+                          for s in info["sublayers"])
+        print(f"  {info['tokens']} tokens, d_model {info['d_model']}, "
+              f"{len(info['sublayers'])} sub-layers: {kinds}")
+    d = info["domain"]
+    if d["kind"] is None:
+        print("  domain: none given (use a \"domain\" entry or --domain FILE)")
+    else:
+        state = "empty" if d["empty"] else ("bounded" if d["bounded"] else "unbounded")
+        line = f"  domain: {d['kind']} with {d['constraints']} constraints, {state}"
+        if not d["empty"] and d["bounded"]:
+            line += ", within " + " x ".join(f"[{lo}, {hi}]"
+                                              for lo, hi in zip(d["lower"], d["upper"]))
+        if d.get("unbounded_direction"):
+            line += " along (" + ", ".join(d["unbounded_direction"]) + ")"
+        print(line)
     return EXIT_OK
