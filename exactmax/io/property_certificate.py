@@ -127,6 +127,7 @@ def read_property_certificate(root: Cursor):
     """(network, property, trees, {"model": sha, "model_file": sha, "property": sha}); the
     embedded hashes are recomputed and must match."""
     from .vnnlib import _read, _Syntax
+    from .vnnlib2 import QueryError, is_vnnlib2, parse_query, single_property
 
     f = root.fields(
         ("format", "version", "claim", "model", "property", "cases"),
@@ -149,8 +150,8 @@ def read_property_certificate(root: Cursor):
     if sha != pf["sha256"].string():
         raise pf["sha256"].error("does not match the embedded property")
     try:
-        prop = _read(text, sha)
-    except _Syntax as e:
+        prop = _read(text, sha) if not is_vnnlib2(text) else single_property(parse_query(text, sha))
+    except (_Syntax, QueryError) as e:
         raise pf["vnnlib"].error(f"line {e.line}, column {e.col}: {e}") from None
     except RecursionError:
         raise pf["vnnlib"].error("formulas nested too deeply") from None
