@@ -197,3 +197,28 @@ def run_info(args) -> int:
             line += " along (" + ", ".join(d["unbounded_direction"]) + ")"
         print(line)
     return EXIT_OK
+
+
+def run_import(args) -> int:
+    """``import NET.onnx -o NET.json``: the exact Maxout network an ONNX file denotes."""
+    from .io import model_to_json, write_json_atomic
+    from .io.models import check_outputs
+    from .io.onnxfile import import_onnx
+    check_outputs([("-o", args.output)], [("NET.onnx", args.model)])
+    net, rep = import_onnx(args.model, args.drop_final_softmax)
+    write_json_atomic(args.output, model_to_json(net))
+    out = dict(rep.as_json(net), output=args.output, parameters=net.parameter_count)
+    if args.json:
+        print(jsonout.dumps(out))
+        return EXIT_OK
+    print(f"wrote {args.output}: Maxout network, input dimension {rep.input_dim}, output "
+          f"dimension {rep.output_dim}, {len(net.layers)} layers (widths "
+          + ", ".join(str(l.width) for l in net.layers) + "; ranks "
+          + ", ".join(str(l.rank) for l in net.layers) + f"), {net.parameter_count} parameters")
+    print(f"  {rep.weights} weights read exactly (dyadic rationals, no rounding): "
+          f"denominators up to 2^{rep.max_weight_denominator_bits} in the file, up to "
+          f"2^{rep.max_network_denominator_bits} after composing the affine maps; opset "
+          f"{rep.opset}, IR {rep.ir_version}; operators "
+          + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
+          + ("; the final Softmax dropped" if rep.dropped_softmax else ""))
+    return EXIT_OK
