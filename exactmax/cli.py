@@ -14,6 +14,7 @@ import time
 
 from . import jsonout
 from .interruption import Terminated
+from .progress import cells_certified
 
 from . import __version__
 from .io import InputError, load_domain, load_model
@@ -36,20 +37,6 @@ def model_domain(model, args) -> Domain | None:
 
 
 # ------------------------------------------------------------------------------- commands
-
-def _progress(args):
-    """A progress printer for stderr (long runs only), or None when its lines are not shown
-    (stderr not a terminal, or --json: ``progress.shown``)."""
-    from .progress import shown
-    if not shown(args):
-        return None
-    start = time.monotonic()
-
-    def show(leaves):
-        print(f"exactmax: {leaves} cells certified, {time.monotonic() - start:.0f} s",
-              file=sys.stderr, flush=True)
-    return show
-
 
 def _verify_models(args, a, b, names, started: float | None = None) -> int:
     """verify / equiv of two loaded models; ``--timeout`` counts from ``started`` (the
@@ -75,7 +62,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         if left > 0:
             v = verify_equal(a, b, dom, VerifyOptions(
                 timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
-                progress=None if args.json else _progress(args)))
+                progress=None if args.json else cells_certified(args)))
         else:
             v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
                         "the proof began)", stats={"time_s": 0.0})
@@ -338,7 +325,7 @@ def cmd_check(args) -> int:
     net, prop = _network_and_property(args)
     left = args.timeout - (time.monotonic() - started)
     a = decide_property(net, prop, max(left, 0.1), args.max_leaves, not args.no_search,
-                        None if args.json else _progress(args))
+                        None if args.json else cells_certified(args))
     out = {"result": a.result, "reason": a.reason,
            "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
            "stats": a.stats, "certificate": None, "counterexample_file": None}

@@ -9,6 +9,7 @@ whether they are shown.
 from __future__ import annotations
 
 import sys
+import time
 
 
 def shown(args=None) -> bool:
@@ -19,3 +20,16 @@ def shown(args=None) -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):   # replaced or closed stderr
         return False
+
+
+def cells_certified(args=None):
+    """A progress printer for stderr (cells certified so far and the time), for the proofs
+    of verify, equiv and check; None when its lines are not shown (``shown``)."""
+    if not shown(args):
+        return None
+    start = time.monotonic()
+
+    def show(leaves):
+        print(f"exactmax: {leaves} cells certified, {time.monotonic() - start:.0f} s",
+              file=sys.stderr, flush=True)
+    return show

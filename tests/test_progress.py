@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from exactmax.cli import _progress, main
-from exactmax.progress import shown
+from exactmax.cli import main
+from exactmax.progress import cells_certified, shown
 
 
 class _Args:
@@ -24,7 +24,7 @@ def _terminal(monkeypatch, yes: bool):
 def test_progress_is_shown_on_a_terminal_without_json_only(monkeypatch, tty, json_flag, want):
     _terminal(monkeypatch, tty)
     assert shown(_Args(json_flag)) is want
-    assert (_progress(_Args(json_flag)) is not None) is want
+    assert (cells_certified(_Args(json_flag)) is not None) is want
 
 
 @pytest.mark.parametrize("tty", [True, False])
