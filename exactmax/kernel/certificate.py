@@ -242,24 +242,13 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
                     f"{at}: key {j} has no proof, and its score or value differs from key {ch.k}'s"
                 )
         elif isinstance(pr, TieProof):
-            check_entails(
-                rows, _sub(vals[sk], vals[sj]), False, pr.dominance, f"{at}, score {ch.k} >= {j}"
-            )
             tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
-            check_entails(
-                tie,
-                _sub(vals[vj], vals[vk]),
-                False,
-                pr.upper,
-                f"{at}, value {j} >= {ch.k} on their tie set",
-            )
-            check_entails(
-                tie,
-                _sub(vals[vk], vals[vj]),
-                False,
-                pr.lower,
-                f"{at}, value {ch.k} >= {j} on their tie set",
-            )
+            for cell, e, proof, what in (
+                (rows, _sub(vals[sk], vals[sj]), pr.dominance, f"score {ch.k} >= {j}"),
+                (tie, _sub(vals[vj], vals[vk]), pr.upper, f"value {j} >= {ch.k} on their tie set"),
+                (tie, _sub(vals[vk], vals[vj]), pr.lower, f"value {ch.k} >= {j} on their tie set"),
+            ):
+                check_entails(cell, e, False, proof, f"{at}, {what}")
         elif isinstance(pr, tuple):
             check_entails(rows, _sub(vals[sk], vals[sj]), True, pr, f"{at}, score {ch.k} > {j}")
         else:

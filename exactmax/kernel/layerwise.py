@@ -32,7 +32,7 @@ under (B')), one per group of segment outputs that share their pair of program n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, domain_rows
 from .errors import CheckFailed
@@ -45,7 +45,7 @@ from .program import (
     program_of_segment,
     same_feedforward,
 )
-from .rational import ONE, ZERO, Q
+from .rational import ZERO, Q
 from .transformer import FeedForward, Transformer, check_transformer_shapes
 
 
@@ -95,6 +95,14 @@ def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
     return Box(tuple(lo), tuple(hi))
 
 
+def _contains(outer: Box, inner: Box) -> bool:
+    """outer contains inner: the same dimension, and every interval of inner lies in outer's."""
+    return outer.dim == inner.dim and all(
+        ol <= il and iu <= ou
+        for ol, il, iu, ou in zip(outer.lower, inner.lower, inner.upper, outer.upper)
+    )
+
+
 def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
     """(E) and (R), and the shape of the sub-layer groups."""
     D, dm = len(net.layers), tf.d_model
@@ -112,10 +120,8 @@ def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
     R = tf.readout.map
     if R.out_dim != m:
         raise CheckFailed("layerwise: the read-out has the wrong number of outputs")
-    for i in range(m):
-        for j in range(m):
-            if R.W[i][j] != (ONE if i == j else ZERO):
-                raise CheckFailed("layerwise: the read-out does not return the output coordinates")
+    if any(R.W[i][j] != int(i == j) for i in range(m) for j in range(m)):
+        raise CheckFailed("layerwise: the read-out does not return the output coordinates")
     ps = tf.positions if tf.readout.token is None else [tf.positions[tf.readout.token]]
     for i in range(m):
         bias = sum((R.W[i][j] * p[j] for p in ps for j in range(dm)), ZERO) / len(ps)
@@ -169,10 +175,7 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
             raise CheckFailed(f"layerwise: B_{l} has the wrong dimension")
     B = cert.boxes[0]
     if isinstance(domain, Box):
-        if not all(
-            bl <= dl and du <= bu
-            for bl, dl, du, bu in zip(B.lower, domain.lower, domain.upper, B.upper)
-        ):
+        if not _contains(B, domain):
             raise CheckFailed("layerwise: B_0 does not contain the domain box")
     else:
         m = len(domain.b)
@@ -188,11 +191,7 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
             raise CheckFailed("layerwise: image proofs are for a Transformer's first layer")
         check_first_image(net, domain, cert)
     for l in range(1 if cert.image is None else 2, len(net.layers)):
-        image, box = interval_image(net, l - 1, cert.boxes[l - 1]), cert.boxes[l]
-        if box.dim != image.dim or not all(
-            bl <= il and iu <= bu
-            for bl, il, iu, bu in zip(box.lower, image.lower, image.upper, box.upper)
-        ):
+        if not _contains(cert.boxes[l], interval_image(net, l - 1, cert.boxes[l - 1])):
             raise CheckFailed(f"layerwise: B_{l} does not contain the image of B_{l - 1}")
     leaves = 0
     for l, claims in enumerate(cert.layers):
@@ -227,41 +226,24 @@ def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
             f"layerwise: the unmerged Transformer has {len(u.sublayers)} "
             f"sub-layers, fewer than the pairs of {D - 1} merged ones need"
         )
-    subs = [tf.sublayers[0]]
-    for l in range(D - 1):
-        merged, first, second = (
-            tf.sublayers[2 + 2 * l],
-            u.sublayers[2 + 3 * l],
-            u.sublayers[3 + 3 * l],
+    pairs = [
+        (tf.sublayers[2 + 2 * l], u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l])
+        for l in range(D - 1)
+    ]
+    bad = [l for l, ss in enumerate(pairs) if not all(isinstance(x, FeedForward) for x in ss)]
+    if bad:
+        raise CheckFailed(
+            f"layerwise: sub-layer {2 + 2 * bad[0]} and its pair are not feed-forward sub-layers"
         )
-        subs += [tf.sublayers[1 + 2 * l], first, second]
-        if not all(isinstance(x, FeedForward) for x in (merged, first, second)):
-            raise CheckFailed(
-                f"layerwise: sub-layer {2 + 2 * l} and its pair are not all feed-forward sub-layers"
-            )
-    U = Transformer(
-        tf.input_dim,
-        tf.d_model,
-        tf.embedding,
-        tf.positions,
-        tuple(subs) + tuple(tf.sublayers[n - 2 :]),
-        tf.readout,
-        tf.domain,
-    )
+    subs = [x for l, (_, a, b) in enumerate(pairs) for x in (tf.sublayers[1 + 2 * l], a, b)]
+    U = replace(tf, sublayers=(tf.sublayers[0], *subs, *tf.sublayers[n - 2 :]))
     try:
         check_transformer_shapes(tf)
         check_transformer_shapes(U)
     except (ValueError, TypeError) as e:
         raise CheckFailed(f"layerwise: {e}") from None
-    for l in range(D - 1):
-        merged, first, second = (
-            tf.sublayers[2 + 2 * l],
-            U.sublayers[2 + 3 * l],
-            U.sublayers[3 + 3 * l],
-        )
-        assert isinstance(merged, FeedForward) and isinstance(first, FeedForward)
-        assert isinstance(second, FeedForward)  # checked above, when U was built
-        if not same_feedforward(tf, merged, first, second):
+    for l, (merged, first, second) in enumerate(pairs):
+        if not same_feedforward(tf, merged, first, second):  # type: ignore[arg-type]  # all FF
             raise CheckFailed(
                 f"layerwise: sub-layer {2 + 2 * l} is not the unmerged "
                 f"sub-layers {2 + 3 * l} and {3 + 3 * l} in one"

@@ -92,18 +92,13 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
             for p in unit.pieces:
                 if len(p.w) != width:
                     raise ValueError(f"layer {l}, unit {i}: {len(p.w)} weights, expected {width}")
-                for v in p.w + (p.b,):
-                    rational(v)
+                [rational(v) for v in (*p.w, p.b)]
         width = len(layer.units)
     if net.output is not None:
         A = net.output
         if A.in_dim != width or len(A.W) != len(A.b) or any(len(r) != width for r in A.W):
             raise ValueError("the output map does not fit the last layer")
-        for row in A.W:
-            for v in row:
-                rational(v)
-        for v in A.b:
-            rational(v)
+        [rational(v) for v in (*A.b, *(v for row in A.W for v in row))]
 
 
 def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:

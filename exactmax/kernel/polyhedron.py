@@ -65,15 +65,9 @@ class Box:
         d = self.dim
         if len(self.upper) != d:
             raise ValueError(f"a box with {d} lower and {len(self.upper)} upper bounds")
-        one, zero = Q(1), ZERO
-        rows, rhs = [], []
-        for i in range(d):
-            rows.append(tuple(one if j == i else zero for j in range(d)))
-            rhs.append(self.upper[i])
-        for i in range(d):
-            rows.append(tuple(-one if j == i else zero for j in range(d)))
-            rhs.append(-self.lower[i])
-        return Polyhedron(tuple(rows), tuple(rhs), d)
+        unit = tuple(tuple(Q(int(i == j)) for j in range(d)) for i in range(d))
+        rows = unit + tuple(tuple(-v for v in e) for e in unit)
+        return Polyhedron(rows, tuple(self.upper) + tuple(-v for v in self.lower), d)
 
 
 Domain = Box | Polyhedron

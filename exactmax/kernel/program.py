@@ -331,13 +331,9 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     outs = []
     for p in positions:
         for i in range(d_model):
-            e = (
-                [dict(units[i][0]), units[i][1], dict(units[i][2])]
-                if i < len(units)
-                else [{}, ZERO, {}]
+            outs.append(
+                b.node_of(_combine([ONE], [units[i]], p[i]) if i < len(units) else _expr(c=p[i]))
             )
-            _axpy(e, ONE, _expr(c=p[i]))
-            outs.append(b.node_of(e))
     return Program(dim, tuple(b.nodes), tuple(outs))
 
 

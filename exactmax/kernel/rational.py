@@ -20,18 +20,6 @@ from fractions import Fraction
 
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
 
-__all__ = [
-    "Q",
-    "Z",
-    "IntMatrix",
-    "RatMatrix",
-    "rational",
-    "ZERO",
-    "ONE",
-    "to_fraction",
-    "q_str",
-]
-
 Q = fmpq
 """The rational scalar type."""
 

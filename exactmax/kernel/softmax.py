@@ -103,8 +103,13 @@ class ExactArithmetic:
 
     zero = ZERO
 
-    def box(self, lo, hi):
-        return (lo, hi)
+    box = staticmethod(lambda lo, hi: (lo, hi))
+    add = staticmethod(lambda a, b: (a[0] + b[0], a[1] + b[1]))
+    sub = staticmethod(lambda a, b: (a[0] - b[1], a[1] - b[0]))
+    meet = staticmethod(lambda a, b: (max(a[0], b[0]), min(a[1], b[1])))
+    lo = staticmethod(lambda a: a[0])
+    hi = staticmethod(lambda a: a[1])
+    abs_max = staticmethod(lambda a: max(-a[0], a[1]))
 
     def dot(self, w, xs, b):
         lo = hi = b
@@ -116,24 +121,6 @@ class ExactArithmetic:
                 lo += c * u
                 hi += c * l
         return (_grid(lo, False), _grid(hi, True))
-
-    def add(self, a, b):
-        return (a[0] + b[0], a[1] + b[1])
-
-    def sub(self, a, b):
-        return (a[0] - b[1], a[1] - b[0])
-
-    def meet(self, a, b):
-        return (max(a[0], b[0]), min(a[1], b[1]))
-
-    def lo(self, a):
-        return a[0]
-
-    def hi(self, a):
-        return a[1]
-
-    def abs_max(self, a):
-        return max(-a[0], a[1])
 
     def deviation(self, gl, gh, lam):
         """(D_lo, D_hi) over the gap box (see the module docstring)."""
@@ -218,80 +205,73 @@ def _tokens(unit, n):
     return [unit.pieces[min(t, len(unit.pieces) - 1)] for t in range(n)]
 
 
+def _differences(A, ps, X) -> list[list]:
+    """Per token t, enclosures of z_s - z_t = (w_s - w_t) . h + (b_s - b_t) over the box X of
+    h, for the tokens s != t of distinct pieces (a repeated piece differs from itself by 0)."""
+    return [
+        [
+            A.dot([a - b for a, b in zip(p.w, q.w)], X, p.b - q.b)
+            for s, p in enumerate(ps)
+            if s != t and p is not q
+        ]
+        for t, q in enumerate(ps)
+    ]
+
+
+def _gap(A, col, end):
+    """One end (``end`` is A.lo or A.hi) of the gap max_s z_s - z_t >= 0, from column t of the
+    differences."""
+    return max([A.zero] + [end(v) for v in col])
+
+
+def _max_of(A, vs):
+    """The enclosure of max_t v_t (max is monotone)."""
+    return A.box(max(A.lo(v) for v in vs), max(A.hi(v) for v in vs))
+
+
 def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=None) -> CellResult:
     """Bound of sup |y~(x) - N(x)|_inf over the points of the domain in the box
     lo <= x <= hi, in arithmetic A, with the gate check |z~^l| <= C_l (``gates``) on the cell.
     ``first[i][j]`` (optional) is a range (lo, hi) of piece j of unit i of layer 1 over the
-    whole domain (then the layer-1 gates are the caller's: z~^1 = z^1 is unperturbed)."""
-    H = [A.box(l, u) for l, u in zip(lo, hi)]
+    whole domain (then the layer-1 gates are the caller's: z~^1 = z^1 is unperturbed).
+    H, Ht and E enclose h, h~ and e = h~ - h of the layer; ``cand`` are the tokens that may be
+    an argmax (no other is known to exceed them)."""
+    H = Ht = [A.box(l, u) for l, u in zip(lo, hi)]
     E = [A.box(A.zero, A.zero) for _ in lo]
-    Ht = H
     zmax = []
-    for layer_index, layer in enumerate(net.layers):
-        C = gates[layer_index]
+    for li, layer in enumerate(net.layers):
         nH, nE, nHt, zm = [], [], [], A.zero
         for ui, unit in enumerate(layer.units):
             ps = _tokens(unit, n)
             zt = [A.dot(p.w, Ht, p.b) for p in ps]
-            if layer_index == 0 and first is not None:
-                zt = [
-                    A.meet(v, A.box(*first[ui][min(t, len(unit.pieces) - 1)]))
-                    for t, v in enumerate(zt)
-                ]
+            if li == 0 and first is not None:
+                k = len(unit.pieces) - 1
+                zt = [A.meet(v, A.box(*first[ui][min(t, k)])) for t, v in enumerate(zt)]
             else:
-                for v in zt:
-                    zm = max(zm, A.abs_max(v))
-            z = zt if layer_index == 0 else [A.dot(p.w, H, p.b) for p in ps]
-            dz, dzt = {}, {}
-            for s in range(n):
-                for t in range(n):
-                    if s != t and ps[s] is not ps[t]:
-                        w = [a - b for a, b in zip(ps[s].w, ps[t].w)]
-                        dz[s, t] = A.dot(w, H, ps[s].b - ps[t].b)
-                        dzt[s, t] = A.dot(w, Ht, ps[s].b - ps[t].b)
-            cand = [
-                a for a in range(n) if not any(A.lo(dz[s, a]) > 0 for s in range(n) if (s, a) in dz)
-            ]
-            cand_t = [
-                a
-                for a in range(n)
-                if not any(A.lo(dzt[s, a]) > 0 for s in range(n) if (s, a) in dzt)
-            ]
-            gl = [
-                max([A.zero] + [A.lo(dzt[s, t]) for s in range(n) if (s, t) in dzt])
-                for t in range(n)
-            ]
-            gh = [
-                max([A.zero] + [A.hi(dzt[s, t]) for s in range(n) if (s, t) in dzt])
-                for t in range(n)
-            ]
-            d_lo, d_hi = A.deviation(gl, gh, lam)
-            D = A.box(d_lo, d_hi)
+                zm = max([zm] + [A.abs_max(v) for v in zt])
+            z = zt if li == 0 else [A.dot(p.w, H, p.b) for p in ps]
+            dz, dzt = _differences(A, ps, H), _differences(A, ps, Ht)
+            cand, cand_t = (
+                [a for a in range(n) if not any(A.lo(v) > 0 for v in dd[a])] for dd in (dz, dzt)
+            )
+            gaps = [[_gap(A, col, end) for col in dzt] for end in (A.lo, A.hi)]
+            D = A.box(*A.deviation(gaps[0], gaps[1], lam))
             d = [A.dot(p.w, E, A.zero) for p in ps]
             # max z~ - max z = max_a (d_a - g_a) exactly, with hardmax gaps g_a = max z - z_a
-            g = [
-                A.box(
-                    max([A.zero] + [A.lo(dz[s, t]) for s in range(n) if (s, t) in dz]),
-                    max([A.zero] + [A.hi(dz[s, t]) for s in range(n) if (s, t) in dz]),
-                )
-                for t in range(n)
-            ]
-            dg = [A.sub(d[a], g[a]) for a in range(n)]
+            g = [A.box(_gap(A, col, A.lo), _gap(A, col, A.hi)) for col in dz]
             shift = A.meet(
                 A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t)),
-                A.box(max(A.lo(v) for v in dg), max(A.hi(v) for v in dg)),
+                _max_of(A, [A.sub(d[a], g[a]) for a in range(n)]),
             )
             e = A.sub(shift, D)
-            h = A.box(max(A.lo(v) for v in z), max(A.hi(v) for v in z))
-            ht = A.meet(
-                A.add(h, e), A.sub(A.box(max(A.lo(v) for v in zt), max(A.hi(v) for v in zt)), D)
-            )
+            h = _max_of(A, z)
+            ht = A.meet(A.add(h, e), A.sub(_max_of(A, zt), D))
             nH.append(h)
             nE.append(A.meet(e, A.sub(ht, h)))
             nHt.append(ht)
         zmax.append(zm)
-        if zm > C:
-            return CellResult(None, tuple(zmax), layer_index)
+        if zm > gates[li]:
+            return CellResult(None, tuple(zmax), li)
         H, E, Ht = nH, nE, nHt
     if net.output is not None:
         E = [A.dot(row, E, A.zero) for row in net.output.W]

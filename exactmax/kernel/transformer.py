@@ -93,9 +93,7 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
     def mat(M, rows, cols, what):
         if (rows is not None and len(M) != rows) or any(len(r) != cols for r in M):
             raise ValueError(f"{what} does not have shape {rows} x {cols}")
-        for r in M:
-            for v in r:
-                rational(v)
+        [rational(v) for r in M for v in r]
 
     mat(tf.embedding, dm, d, "the embedding")
     if not tf.positions:
@@ -109,8 +107,7 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
             mat(s.outer.W, dm, width, f"sub-layer {i}: W2")
             if len(s.outer.b) != dm:
                 raise ValueError(f"sub-layer {i}: b2 has the wrong length")
-            for v in s.inner.b + s.outer.b:
-                rational(v)
+            [rational(v) for v in s.inner.b + s.outer.b]
         else:
             for j, h in enumerate(s.heads):
                 mat(h.key, None, dm, f"sub-layer {i}, head {j}: key")
