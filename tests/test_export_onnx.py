@@ -18,7 +18,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from exactmax.export.onnxmodel import OPSET, export_onnx, nearest_float
+from exactmax.export.onnxmodel import OPSET, export_onnx, nearest_float, nearest_floats
 from exactmax.io import load_model, model_to_json
 from exactmax.io.onnxfile import import_onnx
 from exactmax.kernel.affine import Affine
@@ -89,9 +89,13 @@ def transformer(rng, d=3, dm=5, n=4, token=0, dyadic=False) -> Transformer:
 
     def ff(width):
         return FeedForward(
-            Affine(_mat(rng, width, dm, dyadic), tuple(_rat(rng, dyadic, 3) for _ in range(width)), dm),
-            Affine(_mat(rng, dm, width, dyadic), tuple(_rat(rng, dyadic, 3) for _ in range(dm)), width),
-        )  # fmt: skip
+            Affine(
+                _mat(rng, width, dm, dyadic), tuple(_rat(rng, dyadic, 3) for _ in range(width)), dm
+            ),
+            Affine(
+                _mat(rng, dm, width, dyadic), tuple(_rat(rng, dyadic, 3) for _ in range(dm)), width
+            ),
+        )
 
     def att(heads):
         hs = []
@@ -99,23 +103,35 @@ def transformer(rng, d=3, dm=5, n=4, token=0, dyadic=False) -> Transformer:
             s = rng.randint(1, 2)
             scale = Q(rng.choice([1, 2, 3]), rng.choice([1, 2, 3]))
             hs.append(
-                Head(_mat(rng, s, dm, dyadic), _mat(rng, s, dm, dyadic), _mat(rng, s, dm, dyadic),
-                     _mat(rng, dm, s, dyadic), scale)
-            )  # fmt: skip
+                Head(
+                    _mat(rng, s, dm, dyadic),
+                    _mat(rng, s, dm, dyadic),
+                    _mat(rng, s, dm, dyadic),
+                    _mat(rng, dm, s, dyadic),
+                    scale,
+                )
+            )
         return Attention(tuple(hs))
 
     return Transformer(
-        d, dm, _mat(rng, dm, d, dyadic), _mat(rng, n, dm, dyadic), (ff(6), att(2), ff(3), att(1)),
-        Readout(Affine(_mat(rng, 2, dm, dyadic), (_rat(rng, dyadic), _rat(rng, dyadic)), dm), token),
-    )  # fmt: skip
+        d,
+        dm,
+        _mat(rng, dm, d, dyadic),
+        _mat(rng, n, dm, dyadic),
+        (ff(6), att(2), ff(3), att(1)),
+        Readout(
+            Affine(_mat(rng, 2, dm, dyadic), (_rat(rng, dyadic), _rat(rng, dyadic)), dm), token
+        ),
+    )
 
 
-def tie_transformer(scale=Q(1, 3), token=0) -> Transformer:
+def tie_transformer(scale=None, token=0) -> Transformer:
     """Tokens (x, p_t) with p_0 = (1, 0), p_1 = (0, 1), p_2 = (0, 3); one head scores
     s(t', t) = scale * x_0 * p_t'[0]: for x_0 < 0 keys 1 and 2 tie (value 1 and 3: the average
     is 2, ArgMax would give 1), for x_0 = 0 all three tie (average 4/3), for x_0 > 0 key 0 wins.
-    The tied keys are bit-identical, so the float scores tie too."""
+    The tied keys are bit-identical, so the float scores tie too.  (Scale 1/3 by default.)"""
     z, o = Q(0), Q(1)
+    scale = Q(1, 3) if scale is None else scale
     E = ((o, z), (z, o), (z, z), (z, z))
     P = ((z, z, o, z), (z, z, z, o), (z, z, z, Q(3)))
     head = Head(((o, z, z, z),), ((z, z, o, z),), ((z, z, z, o),), ((z,), (z,), (z,), (o,)), scale)
@@ -198,8 +214,10 @@ def test_maxout_float64_at_tie_points_of_its_units(seed):
             for u in layer.units:
                 v = [sum((a * b for a, b in zip(p.w, h)), Q(0)) + p.b for p in u.pieces]
                 assert v[0] == v[1] == max(v)
-            h = tuple(max(sum((a * b for a, b in zip(p.w, h)), Q(0)) + p.b for p in u.pieces)
-                      for u in layer.units)  # fmt: skip
+            h = tuple(
+                max(sum((a * b for a, b in zip(p.w, h)), Q(0)) + p.b for p in u.pieces)
+                for u in layer.units
+            )
         m, _ = export_onnx(net, "float64")
         assert rel_error(run(m, [x0]), exact(net, [x0])) < TOL64
 
@@ -245,10 +263,18 @@ def test_argmax_would_fail_the_tie_test():
     i = nodes.index(eq)
     am = onnx.helper.make_node("ArgMax", [scores], ["am"], axis=-1, keepdims=1)
     shape = onnx.helper.make_node("Shape", [scores], ["sh"])
-    zeros = onnx.helper.make_node("ConstantOfShape", ["sh"], ["zz"],
-                                  value=onnx.helper.make_tensor("v", onnx.TensorProto.DOUBLE, [1], [0.0]))  # fmt: skip
-    ones = onnx.helper.make_node("Constant", [], ["one"],
-                                 value=onnx.helper.make_tensor("o", onnx.TensorProto.DOUBLE, [1, 1, 1], [1.0]))  # fmt: skip
+    zeros = onnx.helper.make_node(
+        "ConstantOfShape",
+        ["sh"],
+        ["zz"],
+        value=onnx.helper.make_tensor("v", onnx.TensorProto.DOUBLE, [1], [0.0]),
+    )
+    ones = onnx.helper.make_node(
+        "Constant",
+        [],
+        ["one"],
+        value=onnx.helper.make_tensor("o", onnx.TensorProto.DOUBLE, [1, 1, 1], [1.0]),
+    )
     scatter = onnx.helper.make_node("ScatterElements", ["zz", "am", "one_b"], ["onehot"], axis=-1)
     expand = onnx.helper.make_node("Expand", ["one", "amshape"], ["one_b"])
     amshape = onnx.helper.make_node("Shape", ["am"], ["amshape"])
@@ -315,8 +341,9 @@ def test_float32_bound_can_fail():
     net = maxout(rng, d=3, widths=(5, 4, 3))
     m, _ = export_onnx(net, "float32")
     A = net.output
-    off = MaxoutNetwork(net.input_dim, net.layers,
-                        Affine(A.W, (A.b[0] + Q(1, 100),) + A.b[1:], A.in_dim))  # fmt: skip
+    off = MaxoutNetwork(
+        net.input_dim, net.layers, Affine(A.W, (A.b[0] + Q(1, 100),) + A.b[1:], A.in_dim)
+    )
     for p in dyadic_points(rng, 3, 5):
         got, want = run(m, [p], np.float32)[0], exact(off, [p])[0]
         assert float32_bound(off, p) < 1e-4 * max(1.0, float(np.max(np.abs(want))))
@@ -369,6 +396,32 @@ def test_nearest_float32_is_correctly_rounded_where_double_rounding_is_not():
     assert nearest_float(Q(2**128 - 2**104), "float32") == float(np.finfo(np.float32).max)
 
 
+def test_the_vectorised_rounding_is_the_scalar_one():
+    """nearest_floats (used for every tensor) rounds each value as nearest_float does, the
+    float64 half-way cases of float32 included, and reports which values changed."""
+    rng = random.Random(9)
+    tricky = [
+        Q(2**60 + 2**36 + 1, 2**60),
+        Q(-(2**60 + 2**36 + 1), 2**60),
+        Q(2**24 + 1, 2**24),
+        Q(3 * 2**29 + 1, 2**54),
+        Q(1, 3),
+        Q(5),
+        Q(3, 2**150),
+    ]
+    values = tricky + [
+        Q(rng.randint(-(10**15), 10**15), rng.randint(1, 10**12)) for _ in range(500)
+    ]
+    for dtype in ("float32", "float64"):
+        out, changed, overflow = nearest_floats(values, dtype)
+        assert overflow is None
+        want = [nearest_float(v, dtype) for v in values]
+        assert out.tolist() == want
+        assert changed == [k for k, v in enumerate(values) if Q(*want[k].as_integer_ratio()) != v]
+    assert nearest_floats([Q(1), Q(2**130), Q(2**1100)], "float32")[2] == 1
+    assert nearest_floats([Q(1), Q(2**130), Q(2**1100)], "float64")[2] == 2
+
+
 def test_the_report_gives_the_largest_rounding_error_exactly():
     z, o = Q(0), Q(1)
     net = MaxoutNetwork(
@@ -398,8 +451,9 @@ def test_the_report_gives_the_largest_rounding_error_exactly():
 
 def _dyadic_net(seed, output=True):
     rng = random.Random(seed)
-    return maxout(rng, d=3, widths=(5, 4), ranks=[[2, 2, 1, 3, 3], [1, 2, 2, 2]],
-                  dyadic=True, output=output)  # fmt: skip
+    return maxout(
+        rng, d=3, widths=(5, 4), ranks=[[2, 2, 1, 3, 3], [1, 2, 2, 2]], dyadic=True, output=output
+    )
 
 
 @pytest.mark.parametrize("output", [True, False])
@@ -456,7 +510,9 @@ def test_the_command_writes_a_checked_model_and_reports(tmp_path):
     onnx.checker.check_model(m, full_check=True)
     assert [o.version for o in m.opset_import] == [OPSET]
     props = {p.key: p.value for p in m.metadata_props}
-    assert json.loads(props["exactmax_domain"]) == {"box": {"lower": ["-1", "-1"], "upper": ["1", "1"]}}
+    assert json.loads(props["exactmax_domain"]) == {
+        "box": {"lower": ["-1", "-1"], "upper": ["1", "1"]}
+    }
     r = _run("export-onnx", src, "-o", out, "--dtype", "float32", "--json")
     js = json.loads(r.stdout)
     assert js["dtype"] == "float32" and js["opset"] == OPSET and "exactmax_version" in js
@@ -470,7 +526,9 @@ def test_the_command_writes_a_checked_model_and_reports(tmp_path):
 def _refused(r, expect):
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("exactmax: error: ") and expect in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("exactmax: error: ") and expect in lines[0], (
+        lines
+    )
 
 
 def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
@@ -484,7 +542,9 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
     assert src.read_bytes() == before
     out = tmp_path / "out.onnx"
     dom = tmp_path / "dom.json"
-    dom.write_text('{"format": "exactmax/domain", "version": 1, "box": {"lower": [0], "upper": [1]}}')
+    dom.write_text(
+        '{"format": "exactmax/domain", "version": 1, "box": {"lower": [0], "upper": [1]}}'
+    )
     _refused(_run("export-onnx", dom, "-o", out), "domain file")
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
@@ -493,16 +553,24 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
     _refused(_run("export-onnx", src, "-o", tmp_path / "no" / "dir.onnx"), "does not exist")
     # a softmax Transformer, and a weight beyond float32
     tf = tie_transformer()
-    soft = Transformer(tf.input_dim, tf.d_model, tf.embedding, tf.positions,
-                       (Attention(tf.sublayers[0].heads, SOFTMAX),), tf.readout)  # fmt: skip
+    soft = Transformer(
+        tf.input_dim,
+        tf.d_model,
+        tf.embedding,
+        tf.positions,
+        (Attention(tf.sublayers[0].heads, SOFTMAX),),
+        tf.readout,
+    )
     sp = tmp_path / "soft.json"
     sp.write_text(json.dumps(model_to_json(soft)))
     _refused(_run("export-onnx", sp, "-o", out), "sublayers[0].attention.kind: softmax attention")
     big = MaxoutNetwork(1, (Layer((Unit((Piece((Q(2**200),), Q(0)),)),)),))
     bp = tmp_path / "big.json"
     bp.write_text(json.dumps(model_to_json(big)))
-    _refused(_run("export-onnx", bp, "-o", out, "--dtype", "float32"),
-             "layers[0].units[0].pieces[0].w[0]: ")  # fmt: skip
+    _refused(
+        _run("export-onnx", bp, "-o", out, "--dtype", "float32"),
+        "layers[0].units[0].pieces[0].w[0]: ",
+    )
     assert not out.exists() and not [f for f in os.listdir(tmp_path) if f.startswith(".exactmax-")]
     assert _run("export-onnx", bp, "-o", out).returncode == 0  # float64 holds 2^200
     with pytest.raises(SystemExit) as e:  # argparse's usage error

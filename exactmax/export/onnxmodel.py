@@ -100,6 +100,46 @@ def nearest_float(v: Q, dtype: str) -> float:
     return float(best[1])
 
 
+def nearest_floats(values, dtype: str) -> tuple[np.ndarray, list[int], int | None]:
+    """The nearest floats of ``dtype`` to the rationals ``values`` (as ``nearest_float``,
+    vectorised), the indices of those that changed, and the index of the first one beyond the
+    type's range (None if none).
+
+    float32 without double rounding: the float64 f of v is correctly rounded, so no float32
+    half-way point (a float64 number) lies strictly between v and f; rounding f to float32 is
+    then correct unless f *is* a half-way point, and those (rare) values are rounded exactly."""
+    pq = [(int(v.p), int(v.q)) for v in values]
+    f64 = np.empty(len(pq), dtype=np.float64)
+    overflow = None
+    for i, (p, q) in enumerate(pq):
+        try:
+            f64[i] = p / q
+        except OverflowError:
+            overflow = i
+            break
+    if dtype == "float32":
+        big = np.flatnonzero(np.abs(f64[:overflow]) >= float(np.finfo(np.float32).max))
+        overflow = next((int(i) for i in big if abs(Fraction(*pq[i])) >= 2**128 - 2**103), overflow)
+    if overflow is not None:
+        return f64, [], overflow
+    if dtype == "float64":
+        out = f64
+    else:
+        with np.errstate(over="ignore"):
+            out = f64.astype(np.float32)
+            lo = np.minimum(out, np.nextafter(out, np.float32(-np.inf)))
+            hi = np.maximum(out, np.nextafter(out, np.float32(np.inf)))
+        below = f64 < out.astype(np.float64)
+        other = np.where(below, lo, hi).astype(np.float64)
+        half = (out.astype(np.float64) + other) / 2  # exact: float32 numbers have 24 bits
+        for i in np.flatnonzero((f64 == half) & (f64 != out.astype(np.float64))):
+            out[i] = nearest_float(values[i], "float32")
+    changed = [
+        i for i, ((p, q), x) in enumerate(zip(pq, out.tolist())) if x.as_integer_ratio() != (p, q)
+    ]
+    return out, changed, None
+
+
 class _Builder:
     """The nodes, initializers and rounding record of one graph."""
 
@@ -119,24 +159,40 @@ class _Builder:
         self._names[stem] += 1
         return f"{stem}_{self._names[stem]}"
 
-    def _float(self, v: Q, place: str) -> float:
-        try:
-            f = nearest_float(v, self.dtype)
-        except OverflowError:
+    def _floats(self, values: list, place) -> np.ndarray:
+        """The nearest floats of the values, recorded in ``rounding``; ``place(k)`` names value
+        k (called only for the report and for errors)."""
+        out, changed, overflow = nearest_floats(values, self.dtype)
+        if overflow is not None:
+            v = values[overflow]
             raise ExportRefused(
-                place,
+                place(overflow),
                 f"{q_str(v) if len(q_str(v)) < 60 else 'the weight'} is beyond the largest "
                 f"finite {self.dtype}"
                 + ("; export with --dtype float64" if self.dtype == "float32" else ""),
-            ) from None
+            )
         r = self.rounding
-        r.weights += 1
-        if Q(*f.as_integer_ratio()) != v:
-            r.rounded += 1
-            err = abs(Q(*f.as_integer_ratio()) - v)
+        r.weights += len(values)
+        r.rounded += len(changed)
+        if changed:
+            # |fl(v) - v| = |a q - p b| / (b q) rounded to a float (rounding is monotone)
+            # finds the candidates, compared exactly
+            approx = {}
+            for k in changed:
+                a, b = float(out[k]).as_integer_ratio()
+                p, q = int(values[k].p), int(values[k].q)
+                approx[k] = abs(a * q - p * b) / (b * q)
+            top = max(approx.values())
+            errs = {
+                k: abs(Fraction(float(out[k])) - Fraction(int(values[k].p), int(values[k].q)))
+                for k in changed
+                if approx[k] == top
+            }
+            k = max(errs, key=lambda k: errs[k])
+            err = Q(errs[k].numerator, errs[k].denominator)
             if err > r.max_error:
-                r.max_error, r.max_place, r.max_value = err, place, v
-        return f
+                r.max_error, r.max_place, r.max_value = err, place(k), values[k]
+        return out
 
     def weights(self, stem: str, rows, place, transpose: bool = False) -> str:
         """An initializer from a matrix (a sequence of rows) or a vector of rationals;
@@ -144,17 +200,19 @@ class _Builder:
         M^T (for x M^T products)."""
         from onnx import numpy_helper
 
+        if isinstance(place, str):  # the entries' names: place[i] or place[i][j]
+            at = place
+            place = lambda i, j=None: f"{at}[{i}]" + ("" if j is None else f"[{j}]")  # noqa: E731
         rows = list(rows)
         if rows and isinstance(rows[0], tuple | list):
             ncols = len(rows[0])
-            a = np.array(
-                [[self._float(v, place(i, j)) for j, v in enumerate(r)] for i, r in enumerate(rows)],
-                dtype=self.np_dtype,
-            ).reshape(len(rows), ncols)
+            flat = [v for r in rows for v in r]
+            a = self._floats(flat, lambda k: place(k // ncols, k % ncols))
+            a = a.astype(self.np_dtype).reshape(len(rows), ncols)
             if transpose:
                 a = a.T.copy()
         else:
-            a = np.array([self._float(v, place(i)) for i, v in enumerate(rows)], dtype=self.np_dtype)
+            a = self._floats(rows, place).astype(self.np_dtype)
         name = self.name(stem)
         self.inits.append(numpy_helper.from_array(a, name))
         return name
@@ -234,7 +292,7 @@ def _maxout_graph(g: _Builder, net: MaxoutNetwork) -> str:
 
 
 def _transformer_graph(g: _Builder, tf: Transformer) -> str:
-    dm, n = tf.d_model, tf.n_tokens
+    dm = tf.d_model
     for i, s in enumerate(tf.sublayers):
         if not isinstance(s, FeedForward) and s.kind != HARDMAX:
             raise ExportRefused(
@@ -244,71 +302,49 @@ def _transformer_graph(g: _Builder, tf: Transformer) -> str:
             )
     keys = g.ints("axes_keys", [-1])
     tokens = g.ints("axes_tokens", [1])
-    ex = g.node(
-        "MatMul",
-        [
-            "x",
-            g.matrix(
-                "E", tf.embedding, tf.input_dim, lambda r, c: f"embedding[{r}][{c}]", transpose=True
-            ),
-        ],
-    )
-    ex = g.node("Unsqueeze", [ex, tokens])  # (batch, 1, d_m)
-    X = g.node(
-        "Add", [ex, g.weights("P", [tuple(p) for p in tf.positions], lambda r, c: f"positions[{r}][{c}]")]
-    )
+
+    def times(X: str, M, cols: int, at: str, stem: str) -> str:
+        """X M^T, M (given by rows, ``cols`` columns) named ``at`` in the model file."""
+        w = g.matrix(stem, M, cols, at, transpose=True)
+        return g.node("MatMul", [X, w])
+
+    ex = g.node("Unsqueeze", [times("x", tf.embedding, tf.input_dim, "embedding", "E"), tokens])
+    P = g.weights("P", [tuple(p) for p in tf.positions], "positions")
+    X = g.node("Add", [ex, P])  # (batch, n, d_m): token t = E x + p_t
     for i, s in enumerate(tf.sublayers):
         if isinstance(s, FeedForward):
             at = f"sublayers[{i}].feedforward"
             if s.inner.b:
-                H = g.affine(
-                    X, s.inner.W, s.inner.b, dm,
-                    lambda r, c, at=at: f"{at}.W1[{r}][{c}]", lambda r, at=at: f"{at}.b1[{r}]",
-                    f"ff{i}_1",
-                )  # fmt: skip
+                H = times(X, s.inner.W, dm, f"{at}.W1", f"ff{i}_W1")
+                H = g.node("Add", [H, g.weights(f"ff{i}_b1", s.inner.b, f"{at}.b1")])
                 H = g.node("Relu", [H])
-                U = g.affine(
-                    H, s.outer.W, s.outer.b, len(s.inner.b),
-                    lambda r, c, at=at: f"{at}.W2[{r}][{c}]", lambda r, at=at: f"{at}.b2[{r}]",
-                    f"ff{i}_2",
-                )  # fmt: skip
+                U = times(H, s.outer.W, len(s.inner.b), f"{at}.W2", f"ff{i}_W2")
+                U = g.node("Add", [U, g.weights(f"ff{i}_b2", s.outer.b, f"{at}.b2")])
             else:  # no hidden unit: only b_2 is added
-                U = g.weights(f"ff{i}_b2", s.outer.b, lambda r, at=at: f"{at}.b2[{r}]")
+                U = g.weights(f"ff{i}_b2", s.outer.b, f"{at}.b2")
             X = g.node("Add", [X, U])
             continue
         updates = []
         for j, h in enumerate(s.heads):
-            at = f"sublayers[{i}].attention.heads[{j}]"
+            at, stem = f"sublayers[{i}].attention.heads[{j}]", f"a{i}h{j}"
             if not h.value:  # W_O W_V = 0: the head adds nothing
                 continue
-            V = g.node(
-                "MatMul",
-                [X, g.matrix(f"a{i}h{j}_V", h.value, dm, lambda r, c, at=at: f"{at}.value[{r}][{c}]", True)],
-            )
+            V = times(X, h.value, dm, f"{at}.value", f"{stem}_V")
             if h.key:
-                Qm = g.node(
-                    "MatMul",
-                    [X, g.matrix(f"a{i}h{j}_Q", h.query, dm, lambda r, c, at=at: f"{at}.query[{r}][{c}]", True)],
-                )
-                K = g.node(
-                    "MatMul",
-                    [X, g.matrix(f"a{i}h{j}_K", h.key, dm, lambda r, c, at=at: f"{at}.key[{r}][{c}]", True)],
-                )
+                Qm = times(X, h.query, dm, f"{at}.query", f"{stem}_Q")
+                K = times(X, h.key, dm, f"{at}.key", f"{stem}_K")
                 S = g.node("MatMul", [Qm, g.node("Transpose", [K], perm=[0, 2, 1])])  # S[t, t']
                 if h.scale != 1:
-                    S = g.node("Mul", [S, g.weights(f"a{i}h{j}_scale", [h.scale], lambda r, at=at: f"{at}.scale")])
+                    lam = g.weights(f"{stem}_scale", [h.scale], lambda r, at=at: f"{at}.scale")
+                    S = g.node("Mul", [S, lam])
+                # hardmax, ties averaged: the indicator of the maximal scores over its count
                 top = g.node("ReduceMax", [S, keys], keepdims=1)
                 win = g.node("Cast", [g.node("Equal", [S, top])], to=g.elem)
                 A = g.node("Div", [win, g.node("ReduceSum", [win, keys], keepdims=1)])
                 O = g.node("MatMul", [A, V])  # (batch, n, s): mean of the winners' values
             else:  # no key rows: every score is 0, every key wins
                 O = g.node("ReduceMean", [V, tokens], keepdims=1)
-            updates.append(
-                g.node(
-                    "MatMul",
-                    [O, g.matrix(f"a{i}h{j}_O", h.out, len(h.value), lambda r, c, at=at: f"{at}.out[{r}][{c}]", True)],
-                )
-            )  # fmt: skip
+            updates.append(times(O, h.out, len(h.value), f"{at}.out", f"{stem}_O"))
         if updates:
             U = updates[0] if len(updates) == 1 else g.node("Sum", updates)
             X = g.node("Add", [X, U])
@@ -318,9 +354,9 @@ def _transformer_graph(g: _Builder, tf: Transformer) -> str:
     else:
         z = g.node("Gather", [X, g.ints("token", r.token)], axis=1)
     y = g.affine(
-        z, r.map.W, r.map.b, dm, lambda a, c: f"readout.W[{a}][{c}]", lambda a: f"readout.b[{a}]", "readout"
-    )
-    del n
+        z, r.map.W, r.map.b, dm, lambda a, c: f"readout.W[{a}][{c}]",
+        lambda a: f"readout.b[{a}]", "readout",
+    )  # fmt: skip
     return g.node("Identity", [y], "y")
 
 
@@ -447,8 +483,9 @@ def cmd_export_onnx(args) -> int:
         return EXIT_OK
     r = rep.rounding
     print(
-        f"wrote {args.output}: {'Maxout network' if rep.kind == 'maxout' else 'hardmax Transformer'}"
-        f", input dimension {rep.input_dim}, output dimension {rep.output_dim}; "
+        f"wrote {args.output}: "
+        + ("Maxout network" if rep.kind == "maxout" else "hardmax Transformer")
+        + f", input dimension {rep.input_dim}, output dimension {rep.output_dim}; "
         f"{rep.dtype}, opset {OPSET}, IR {IR_VERSION}, {rep.nodes} nodes ("
         + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
         + "); checked by onnx.checker"
@@ -463,7 +500,12 @@ def cmd_export_onnx(args) -> int:
         )
     print(
         f"  the graph computes in {rep.dtype} arithmetic: its outputs approximate the exact "
-        "model's" + ("; hardmax ties are ties of the float scores" if rep.kind == "transformer" else "")
-        + ("; the domain is kept in the metadata (exactmax_domain), not in the graph" if rep.domain_kept else "")
+        "model's"
+        + ("; hardmax ties are ties of the float scores" if rep.kind == "transformer" else "")
+        + (
+            "; the domain is kept in the metadata (exactmax_domain), not in the graph"
+            if rep.domain_kept
+            else ""
+        )
     )
     return EXIT_OK
