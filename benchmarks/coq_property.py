@@ -1,0 +1,141 @@
+"""Property certificates in Coq (#20): exactmax check --cert, then export-coq, then coqc.
+
+    python benchmarks/coq_property.py [--json results.json] [--quick] [--cert NAME=C.json ...]
+                                      [--timeout S]
+
+Instances:
+- ``relu-abs``: a 2-input ReLU network (|x0| + |x1|, x0 - x1 + 1/4) and a VNN-LIB property
+  with two input boxes and two forbidden conjunctions (the one of tests/test_coq_property.py);
+- ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
+  ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
+  ReLUs, 5 outputs), from ../shared/data/vnncomp2022-test (skipped when absent).
+
+Reported per instance: the time of ``exactmax check --cert`` (or "given" with ``--cert``), the
+certificate's leaves, the time to write the .v file (``export_coq_property``), its size, and
+coqc's wall and user time and peak memory (getrusage of a fresh child) against proofs/, with
+Print Assumptions checked against the allow-list.  The library must be built: make -C proofs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from coq_construction import MEASURE
+from exactmax.export.coq_property import _leaves, export_coq_property
+from exactmax.export.coqcheck import AssumptionsRejected, check_assumptions
+from exactmax.io.jsonfile import Cursor, read_json_file
+from exactmax.io.property_certificate import read_property_certificate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROOFS = os.path.join(ROOT, "proofs")
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "vnncomp2022-test")
+
+RELU_NET = {"format": "exactmax/maxout", "version": 1, "input_dim": 2, "layers": [{"units": [
+    {"pieces": [{"w": w, "b": "0"}, {"w": ["0", "0"], "b": "0"}]}
+    for w in (["1", "0"], ["-1", "0"], ["0", "1"], ["0", "-1"])]}],
+    "output": {"W": [["1", "1", "1", "1"], ["1", "-1", "-1", "1"]], "b": ["0", "1/4"]}}
+RELU_PROP = "".join(f"(declare-const {v} Real)\n" for v in ("X_0", "X_1", "Y_0", "Y_1")) + """
+(assert (or (and (>= X_0 -1) (<= X_0 1) (>= X_1 -0.5) (<= X_1 1))
+            (and (>= X_0 2) (<= X_0 3) (>= X_1 0) (<= X_1 0.25))))
+(assert (or (and (> Y_0 3.25)) (and (< Y_0 -0.1) (>= Y_1 0))))
+"""
+
+
+def coqc(path: str, timeout: float) -> dict:
+    """coqc on path: accepted (and its Print Assumptions allowed), wall and user s, peak MB."""
+    measure = MEASURE.replace("print(r.returncode,",
+                              "sys.stderr.write(r.stdout.decode()); print(r.returncode,")
+    r = subprocess.run([sys.executable, "-c", measure, str(timeout), "coqc", "-Q", PROOFS,
+                        "ExactMax", "-no-glob", os.path.basename(path)],
+                       cwd=os.path.dirname(path), capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"coq_ok": False, "coqc_s": None, "why": r.stderr.strip()[-300:]}
+    code, wall, user, rss = r.stdout.split()
+    try:
+        axioms = check_assumptions(r.stderr) if code == "0" else []
+    except AssumptionsRejected as e:
+        return {"coq_ok": False, "coqc_s": round(float(wall), 1), "why": str(e)}
+    return {"coq_ok": code == "0", "coqc_s": round(float(wall), 1),
+            "coqc_user_s": round(float(user), 1), "coqc_mb": round(int(rss) / 1024),
+            "axioms": len(axioms)}
+
+
+def instance(name: str, net: str, prop: str, cert: str | None, folder: str,
+             timeout: float) -> dict:
+    row: dict = {"instance": name}
+    if cert is None:
+        cert = os.path.join(folder, f"{name}.json")
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "exactmax", "check", net, prop, "--cert", cert,
+                            "--timeout", str(timeout), "--json"], capture_output=True,
+                           text=True)
+        row["check_s"] = round(time.perf_counter() - t0, 1)
+        answer = json.loads(r.stdout)["result"] if r.stdout.strip() else r.stderr.strip()
+        if answer != "unsat":
+            row["answer"] = answer
+            return row
+    else:
+        row["check_s"] = "given"
+    t0 = time.perf_counter()
+    n, p, trees, hashes = read_property_certificate(Cursor(cert, "", read_json_file(cert)))
+    module = "P_" + name.replace("-", "_")
+    text = export_coq_property(n, p, trees, hashes, module)
+    row.update(answer="unsat", leaves=sum(_leaves(t) for t in trees),
+               export_s=round(time.perf_counter() - t0, 2), v_kb=round(len(text) / 1024))
+    path = os.path.join(folder, module + ".v")
+    with open(path, "w") as f:
+        f.write(text)
+    row.update(coqc(path, timeout))
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--quick", action="store_true", help="the small ReLU network only")
+    ap.add_argument("--cert", action="append", default=[], metavar="NAME=C.json",
+                    help="use this certificate for the instance NAME instead of running check")
+    ap.add_argument("--timeout", type=float, default=1800, metavar="S",
+                    help="give check and coqc S seconds each")
+    args = ap.parse_args(argv)
+    if not os.path.isfile(os.path.join(PROOFS, "Property.vo")):
+        sys.exit("build the Coq library first: make -C proofs")
+    given = dict(c.split("=", 1) for c in args.cert)
+    rows = []
+    print("| instance | check --cert | leaves | export | .v | coqc (wall) | coqc (user) | peak | "
+          "accepted |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    with tempfile.TemporaryDirectory() as folder:
+        net, prop = os.path.join(folder, "relu.json"), os.path.join(folder, "relu.vnnlib")
+        with open(net, "w") as f:
+            json.dump(RELU_NET, f)
+        with open(prop, "w") as f:
+            f.write(RELU_PROP)
+        todo = [("relu-abs", net, prop)]
+        if not args.quick and os.path.isdir(DATA):
+            todo.append(("acas-1-6-prop3", os.path.join(DATA, "test_unsat.onnx"),
+                         os.path.join(DATA, "test_prop.vnnlib")))
+        for name, n, p in todo:
+            r = instance(name, n, p, given.get(name), folder, args.timeout)
+            rows.append(r)
+            if r.get("answer") != "unsat":
+                print(f"| {name} | {r['check_s']} s | {r.get('answer')} | | | | | | |")
+                continue
+            ok = "yes" if r.get("coq_ok") else f"no: {r.get('why', '')}"
+            print(f"| {name} | {r['check_s']}{' s' if r['check_s'] != 'given' else ''} | "
+                  f"{r['leaves']} | {r['export_s']} s | {r['v_kb']} KB | {r['coqc_s']} s | "
+                  f"{r.get('coqc_user_s')} s | {r.get('coqc_mb')} MB | {ok} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
