@@ -576,3 +576,33 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
     with pytest.raises(SystemExit) as e:  # argparse's usage error
         _run("export-onnx", src, "-o", out, "--dtype", "float16")
     assert e.value.code == 2
+
+
+def test_the_compiled_transformer_exported_computes_its_maxout_network(tmp_path):
+    """exactmax compile's Transformer (construction.md §2), exported in float64, agrees with
+    the exact Maxout network at random points (its one-hot positions and gate constants
+    included)."""
+    rng = random.Random(21)
+    net = maxout(rng, d=2, widths=(3, 2), ranks=[[2, 3, 2], [2, 2]])
+    net = MaxoutNetwork(net.input_dim, net.layers, net.output, Box((Q(-1), Q(-1)), (Q(1), Q(1))))
+    src, tf = tmp_path / "n.json", tmp_path / "t.json"
+    src.write_text(json.dumps(model_to_json(net)))
+    assert _run("compile", src, "-o", tf).returncode == 0
+    r = _run("export-onnx", tf, "-o", tmp_path / "t.onnx", "--json")
+    assert r.returncode == 0, r.stderr
+    m = onnx.load(str(tmp_path / "t.onnx"))
+    pts = dyadic_points(rng, 2, 30)
+    assert rel_error(run(m, pts), exact(net, pts)) < TOL64
+    assert rel_error(run(m, pts), exact(load_model(str(tf)), pts)) < TOL64
+
+
+def test_rounding_places_name_the_transformer_entry():
+    tf = tie_transformer(scale=Q(1, 3))
+    _, rep = export_onnx(tf, "float64")
+    assert rep.rounding.rounded == 1
+    assert rep.rounding.max_place == "sublayers[0].attention.heads[0].scale"
+    tf2 = Transformer(tf.input_dim, tf.d_model, tf.embedding,
+                      tf.positions[:1] + ((Q(0), Q(0), Q(0), Q(1000, 3)),) + tf.positions[2:],
+                      tf.sublayers, tf.readout)  # fmt: skip
+    _, rep = export_onnx(tf2, "float32")
+    assert rep.rounding.rounded == 2 and rep.rounding.max_place == "positions[1][3]"
