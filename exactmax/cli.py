@@ -15,6 +15,7 @@ import time
 from . import jsonout
 from .interruption import Terminated
 from .progress import cells_certified
+from .prove.command import about_line, answer_vacuous, claim_about
 
 from . import __version__
 from .io import InputError, load_domain, load_model
@@ -37,205 +38,6 @@ def model_domain(model, args) -> Domain | None:
 
 
 # ------------------------------------------------------------------------------- commands
-
-def _verify_models(args, a, b, names, started: float | None = None) -> int:
-    """verify / equiv of two loaded models; ``--timeout`` counts from ``started`` (the
-    command's start: compiling and the pre-search are part of the limit)."""
-    from .prove.verify import Verdict, VerifyOptions, verify_equal
-    started = time.monotonic() if started is None else started
-    dom = model_domain(a, args) if args.domain else (a.domain or b.domain)
-    if dom is None:
-        raise UsageError("no domain: give one with --domain FILE or in the first model")
-    if a.input_dim != b.input_dim:
-        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
-                         f"{b.input_dim}")
-    if dom.dim != a.input_dim:
-        raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    about, facts = _about(a, b, dom)
-    if facts.empty:
-        return _vacuous(args, about)
-    v, found = _short_search(args, a, b, dom)
-    if v is None:
-        left = args.timeout - (time.monotonic() - started)
-        if left > 0:
-            v = verify_equal(a, b, dom, VerifyOptions(
-                timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
-                progress=None if args.json else cells_certified(args)))
-        else:
-            v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
-                        "the proof began)", stats={"time_s": 0.0})
-    if found is not None:
-        v.stats["search"] = found
-    cert_error = None
-    if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
-        from .io import write_json_atomic
-        from .io.certificates import certificate_to_json
-        try:
-            write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
-                k: val for k, val in v.stats.items() if k in ("leaves", "splits",
-                                                             "strategy")}, facts.witness))
-        except InputError as e:   # the verdict stands; say it, then the error, exit 2
-            cert_error = str(e)
-    out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
-           "time_s": round(v.stats.get("time_s", 0.0), 3),
-           "counterexample": None, "stats": {k: val for k, val in v.stats.items()
-                                             if k in ("leaves", "splits", "lp_calls",
-                                                      "float_lp_calls",
-                                                      "program_nodes", "strategy",
-                                                      "layerwise_failed", "layers",
-                                                      "same_max", "differs_in_layer",
-                                                      "search")},
-           "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
-           cert_error is None else None, "about": about}
-    if cert_error is not None:
-        out["certificate_error"] = cert_error
-    if v.verdict == "refuted":
-        out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
-            names[0]: [q_str(t) for t in v.outputs[0]],
-            names[1]: [q_str(t) for t in v.outputs[1]]}}
-    if args.json:
-        print(jsonout.dumps(out))
-    elif v.verdict == "proved":
-        if v.trust == "kernel-checked":
-            print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
-                  f"domain; {v.stats.get('leaves_checked')} cells, "
-                  f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
-                                            if out["certificate"] else ""))
-        else:
-            print(f"proved by z3, no certificate (trust: solver-only; exit status "
-                  f"{EXIT_SOLVER_ONLY}): {v.reason}")
-            if args.cert:
-                print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
-    elif v.verdict == "refuted":
-        by = "; found by the search" if v.stats.get("strategy") == "search" else \
-            f"; found where layer {v.stats['differs_in_layer']} differs" \
-            if v.stats.get("differs_in_layer") else ""
-        print(f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
-              f"(evaluated by the kernel{by})")
-        print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
-        for name in names:
-            print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
-    else:
-        print(f"unknown: {v.reason}")
-    if not args.json:
-        print("  " + _about_line(about))
-    if cert_error is not None:
-        sys.stdout.flush()
-        print(f"exactmax: error: {cert_error} (the certificate was not written)",
-              file=sys.stderr)
-        return EXIT_INPUT
-    if v.verdict == "proved" and v.trust != "kernel-checked":
-        return EXIT_SOLVER_ONLY
-    return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
-
-
-def _about(a, b, dom, witness=None):
-    """(what a verdict is about: both models' and the domain's sha256, the domain's kind,
-    dimension and whether it is full-dimensional; the kernel-checked domain facts, from
-    ``witness`` when given)."""
-    from .io.certificates import content_hash
-    from .io.models import domain_to_json, model_to_json
-    from .prove.domain import domain_facts
-    facts = domain_facts(dom, witness)
-    about = {"a_sha256": content_hash(model_to_json(a)),
-             "b_sha256": content_hash(model_to_json(b)),
-             "domain": {"kind": "box" if isinstance(dom, Box) else "polyhedron",
-                        "dimension": dom.dim, "sha256": content_hash(domain_to_json(dom)),
-                        "empty": facts.empty, "full_dimensional": facts.full_dimensional}}
-    return about, facts
-
-
-def _about_line(about) -> str:
-    d = about["domain"]
-    shape = "empty" if d["empty"] else "full-dimensional" if d["full_dimensional"] else \
-        "lower-dimensional: no interior point, the claim holds on a thin set only"
-    return (f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
-            f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
-            f"({shape}), sha256 {d['sha256'][:16]}...")
-
-
-def _vacuous(args, about) -> int:
-    """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
-    nothing, so it is its own answer, never "proved" or "valid"."""
-    if args.json:
-        print(jsonout.dumps({"verdict": "vacuous", "trust": "kernel-checked", "reason":
-                          "the domain is empty", "about": about}))
-    else:
-        print("vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
-              "every claim about it holds and says nothing")
-        print("  " + _about_line(about))
-    return EXIT_VACUOUS
-
-
-SHORT_SEARCH = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
-"""The budget of the search that verify and equiv run first (--no-search skips it)."""
-SHORT_SEARCH_MAX_WEIGHTS = 20000
-"""Larger models skip it (preparing their evaluators and tie sets alone takes seconds)."""
-
-
-def _short_search(args, a, b, dom):
-    """(Refuted verdict or None, search record or None): the short search before a proof."""
-    if args.no_search:
-        return None, None
-    from .prove.verify import Verdict
-    from .search import SearchOptions, refute_by_search
-    from .search.counterexample import model_size
-    size = model_size(a) + model_size(b)
-    if size > SHORT_SEARCH_MAX_WEIGHTS:
-        return None, {"skipped": f"{size} non-zero weights (more than "
-                                 f"{SHORT_SEARCH_MAX_WEIGHTS}); exactmax search runs a longer "
-                                 "search"}
-    try:
-        v, r = refute_by_search(a, b, dom, SearchOptions(**SHORT_SEARCH))
-    except ValueError:   # e.g. softmax attention: no exact value to compare; verify decides
-        return None, None
-    record = {"found": r.found, "tried": r.tried, "time_s": round(r.time_s, 3)}
-    if v is None:
-        return None, record
-    return Verdict("refuted", x=v.x, outputs=v.outputs,
-                   stats={"strategy": "search", "time_s": r.time_s}), record
-
-
-def _check_cert_path(args, inputs) -> None:
-    from .io.models import check_outputs
-    check_outputs([("--cert", args.cert)], inputs + [("--domain", args.domain)])
-
-
-def cmd_verify(args) -> int:
-    started = time.monotonic()
-    _check_cert_path(args, [("NET.json", args.model), ("--transformer", args.transformer)])
-    from .construct.bounds import DomainError
-    from .construct.transformer import compile_transformer
-    net = load_model(args.model)
-    if not isinstance(net, MaxoutNetwork):
-        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network (use '
-                         "exactmax equiv to compare two arbitrary models)")
-    if args.transformer:
-        tf = load_model(args.transformer)
-        names = (args.model, args.transformer)
-    else:
-        dom = model_domain(net, args)
-        if dom is None:
-            raise InputError(args.model, "", "no domain to compile and verify on; add a "
-                             '"domain" entry or pass --domain FILE')
-        try:
-            tf = compile_transformer(net, dom).transformer
-        except DomainError as e:
-            raise InputError(args.domain or args.model, "" if args.domain else "domain",
-                             f"the construction needs a "
-                             f"bounded, non-empty domain, but {e}") from None
-        names = (args.model, "its compiled Transformer")
-    return _verify_models(args, net, tf, names, started)
-
-
-def cmd_equiv(args) -> int:
-    started = time.monotonic()
-    _check_cert_path(args, [("A.json", args.a), ("B.json", args.b)])
-    a, b = load_model(args.a), load_model(args.b)
-    return _verify_models(args, a, b, (args.a, args.b), started)
-
 
 def cmd_check_cert(args) -> int:
     from .io.certificates import content_hash, load_certificate
@@ -272,18 +74,18 @@ def cmd_check_cert(args) -> int:
     # what the certificate is about; its witness is no part of the claim (the Coq checker
     # does not read it): a wrong one is set aside and the facts found afresh
     try:
-        about, facts = _about(a, b, dom, witness)
+        about, facts = claim_about(a, b, dom, witness)
     except CheckFailed as e:
-        about, facts = _about(a, b, dom)
+        about, facts = claim_about(a, b, dom)
         about["domain"]["witness_rejected"] = str(e)
     if facts.empty:
-        return _vacuous(args, about)
+        return answer_vacuous(args, about)
     if args.json:
         print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
                           "time_s": round(time.monotonic() - t0, 3)}))
     else:
         print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
-        print("  " + _about_line(about))
+        print("  " + about_line(about))
     return EXIT_OK
 
 
@@ -506,9 +308,9 @@ def cmd_export_coq(args) -> int:
     except ExportUnsupported as e:
         raise UsageError(f"{args.cert}: cannot export: {e}") from None
     try:
-        about, facts = _about(a, b, dom, witness)
+        about, facts = claim_about(a, b, dom, witness)
     except CheckFailed:
-        about, facts = _about(a, b, dom)
+        about, facts = claim_about(a, b, dom)
     lib = None
     if check:
         try:
@@ -565,7 +367,7 @@ def cmd_export_coq(args) -> int:
             print("vacuous: the domain is empty (checked by the kernel); the file's theorem "
                   "says nothing")
         if r is None or r.ok:
-            print("  " + _about_line(about))
+            print("  " + about_line(about))
     if r is not None and not r.ok:
         return EXIT_REFUTED
     return EXIT_VACUOUS if facts.empty else EXIT_OK
@@ -712,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--transformer", metavar="TF.json",
                    help="the Transformer to check (default: compile NET)")
     verify_options(v)
-    v.set_defaults(run=cmd_verify)
+    v.set_defaults(run=_command("prove.command", "run_verify"))
 
     q = sub.add_parser("equiv", help="prove two models equal on a domain",
                        description="Like verify, for any two models in exactmax's formats "
@@ -721,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("a", metavar="A.json")
     q.add_argument("b", metavar="B.json")
     verify_options(q)
-    q.set_defaults(run=cmd_equiv)
+    q.set_defaults(run=_command("prove.command", "run_equiv"))
 
     s = sub.add_parser("search", help="look for a point where two models differ",
                        description="Search the domain for an exact point x with A(x) != B(x) "

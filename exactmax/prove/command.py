@@ -1,0 +1,223 @@
+"""``exactmax verify`` and ``exactmax equiv``: two models equal on a domain, proved with a
+certificate the kernel checks, refuted by a point the kernel evaluated, unknown, or vacuous
+(the domain empty); and what every such answer is about (``claim_about``), which check-cert
+and export-coq print too."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .. import jsonout
+from ..exits import (EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_SOLVER_ONLY, EXIT_UNKNOWN,
+                     EXIT_VACUOUS, UsageError)
+from ..io import InputError, load_model
+from ..io.models import model_domain
+from ..kernel.maxout import MaxoutNetwork
+from ..kernel.polyhedron import Box
+from ..kernel.rational import q_str
+from ..progress import cells_certified
+
+
+def _verify_models(args, a, b, names, started: float | None = None) -> int:
+    """verify / equiv of two loaded models; ``--timeout`` counts from ``started`` (the
+    command's start: compiling and the pre-search are part of the limit)."""
+    from .verify import Verdict, VerifyOptions, verify_equal
+    started = time.monotonic() if started is None else started
+    dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
+    if dom is None:
+        raise UsageError("no domain: give one with --domain FILE or in the first model")
+    if a.input_dim != b.input_dim:
+        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
+                         f"{b.input_dim}")
+    if dom.dim != a.input_dim:
+        raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    about, facts = claim_about(a, b, dom)
+    if facts.empty:
+        return answer_vacuous(args, about)
+    v, found = _short_search(args, a, b, dom)
+    if v is None:
+        left = args.timeout - (time.monotonic() - started)
+        if left > 0:
+            v = verify_equal(a, b, dom, VerifyOptions(
+                timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
+                progress=None if args.json else cells_certified(args)))
+        else:
+            v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
+                        "the proof began)", stats={"time_s": 0.0})
+    if found is not None:
+        v.stats["search"] = found
+    cert_error = None
+    if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
+        from ..io import write_json_atomic
+        from ..io.certificates import certificate_to_json
+        try:
+            write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
+                k: val for k, val in v.stats.items() if k in ("leaves", "splits",
+                                                             "strategy")}, facts.witness))
+        except InputError as e:   # the verdict stands; say it, then the error, exit 2
+            cert_error = str(e)
+    out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
+           "time_s": round(v.stats.get("time_s", 0.0), 3),
+           "counterexample": None, "stats": {k: val for k, val in v.stats.items()
+                                             if k in ("leaves", "splits", "lp_calls",
+                                                      "float_lp_calls",
+                                                      "program_nodes", "strategy",
+                                                      "layerwise_failed", "layers",
+                                                      "same_max", "differs_in_layer",
+                                                      "search")},
+           "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
+           cert_error is None else None, "about": about}
+    if cert_error is not None:
+        out["certificate_error"] = cert_error
+    if v.verdict == "refuted":
+        out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
+            names[0]: [q_str(t) for t in v.outputs[0]],
+            names[1]: [q_str(t) for t in v.outputs[1]]}}
+    if args.json:
+        print(jsonout.dumps(out))
+    elif v.verdict == "proved":
+        if v.trust == "kernel-checked":
+            print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
+                  f"domain; {v.stats.get('leaves_checked')} cells, "
+                  f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
+                                            if out["certificate"] else ""))
+        else:
+            print(f"proved by z3, no certificate (trust: solver-only; exit status "
+                  f"{EXIT_SOLVER_ONLY}): {v.reason}")
+            if args.cert:
+                print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
+    elif v.verdict == "refuted":
+        by = "; found by the search" if v.stats.get("strategy") == "search" else \
+            f"; found where layer {v.stats['differs_in_layer']} differs" \
+            if v.stats.get("differs_in_layer") else ""
+        print(f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
+              f"(evaluated by the kernel{by})")
+        print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
+        for name in names:
+            print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
+    else:
+        print(f"unknown: {v.reason}")
+    if not args.json:
+        print("  " + about_line(about))
+    if cert_error is not None:
+        sys.stdout.flush()
+        print(f"exactmax: error: {cert_error} (the certificate was not written)",
+              file=sys.stderr)
+        return EXIT_INPUT
+    if v.verdict == "proved" and v.trust != "kernel-checked":
+        return EXIT_SOLVER_ONLY
+    return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
+
+
+def claim_about(a, b, dom, witness=None):
+    """(what a verdict is about: both models' and the domain's sha256, the domain's kind,
+    dimension and whether it is full-dimensional; the kernel-checked domain facts, from
+    ``witness`` when given)."""
+    from ..io.certificates import content_hash
+    from ..io.models import domain_to_json, model_to_json
+    from .domain import domain_facts
+    facts = domain_facts(dom, witness)
+    about = {"a_sha256": content_hash(model_to_json(a)),
+             "b_sha256": content_hash(model_to_json(b)),
+             "domain": {"kind": "box" if isinstance(dom, Box) else "polyhedron",
+                        "dimension": dom.dim, "sha256": content_hash(domain_to_json(dom)),
+                        "empty": facts.empty, "full_dimensional": facts.full_dimensional}}
+    return about, facts
+
+
+def about_line(about) -> str:
+    d = about["domain"]
+    shape = "empty" if d["empty"] else "full-dimensional" if d["full_dimensional"] else \
+        "lower-dimensional: no interior point, the claim holds on a thin set only"
+    return (f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
+            f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
+            f"({shape}), sha256 {d['sha256'][:16]}...")
+
+
+def answer_vacuous(args, about) -> int:
+    """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
+    nothing, so it is its own answer, never "proved" or "valid"."""
+    if args.json:
+        print(jsonout.dumps({"verdict": "vacuous", "trust": "kernel-checked", "reason":
+                          "the domain is empty", "about": about}))
+    else:
+        print("vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
+              "every claim about it holds and says nothing")
+        print("  " + about_line(about))
+    return EXIT_VACUOUS
+
+
+SHORT_SEARCH = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
+"""The budget of the search that verify and equiv run first (--no-search skips it)."""
+
+
+SHORT_SEARCH_MAX_WEIGHTS = 20000
+"""Larger models skip it (preparing their evaluators and tie sets alone takes seconds)."""
+
+
+def _short_search(args, a, b, dom):
+    """(Refuted verdict or None, search record or None): the short search before a proof."""
+    if args.no_search:
+        return None, None
+    from .verify import Verdict
+    from ..search import SearchOptions, refute_by_search
+    from ..search.counterexample import model_size
+    size = model_size(a) + model_size(b)
+    if size > SHORT_SEARCH_MAX_WEIGHTS:
+        return None, {"skipped": f"{size} non-zero weights (more than "
+                                 f"{SHORT_SEARCH_MAX_WEIGHTS}); exactmax search runs a longer "
+                                 "search"}
+    try:
+        v, r = refute_by_search(a, b, dom, SearchOptions(**SHORT_SEARCH))
+    except ValueError:   # e.g. softmax attention: no exact value to compare; verify decides
+        return None, None
+    record = {"found": r.found, "tried": r.tried, "time_s": round(r.time_s, 3)}
+    if v is None:
+        return None, record
+    return Verdict("refuted", x=v.x, outputs=v.outputs,
+                   stats={"strategy": "search", "time_s": r.time_s}), record
+
+
+def _check_cert_path(args, inputs) -> None:
+    from ..io.models import check_outputs
+    check_outputs([("--cert", args.cert)], inputs + [("--domain", args.domain)])
+
+
+def run_verify(args) -> int:
+    """``verify NET [--transformer TF]``: the Transformer (compiled from NET by default)
+    equals NET on the domain: proved, refuted, unknown or vacuous (``_verify_models``)."""
+    started = time.monotonic()
+    _check_cert_path(args, [("NET.json", args.model), ("--transformer", args.transformer)])
+    from ..construct.bounds import DomainError
+    from ..construct.transformer import compile_transformer
+    net = load_model(args.model)
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network (use '
+                         "exactmax equiv to compare two arbitrary models)")
+    if args.transformer:
+        tf = load_model(args.transformer)
+        names = (args.model, args.transformer)
+    else:
+        dom = model_domain(net, args.domain)
+        if dom is None:
+            raise InputError(args.model, "", "no domain to compile and verify on; add a "
+                             '"domain" entry or pass --domain FILE')
+        try:
+            tf = compile_transformer(net, dom).transformer
+        except DomainError as e:
+            raise InputError(args.domain or args.model, "" if args.domain else "domain",
+                             f"the construction needs a "
+                             f"bounded, non-empty domain, but {e}") from None
+        names = (args.model, "its compiled Transformer")
+    return _verify_models(args, net, tf, names, started)
+
+
+def run_equiv(args) -> int:
+    """``equiv A B``: two models equal on the domain (``_verify_models``)."""
+    started = time.monotonic()
+    _check_cert_path(args, [("A.json", args.a), ("B.json", args.b)])
+    a, b = load_model(args.a), load_model(args.b)
+    return _verify_models(args, a, b, (args.a, args.b), started)
