@@ -367,3 +367,15 @@ def test_supports_answers_every_capability():
     assert run("vnnlib", "supports").returncode == 2
     assert run("vnnlib", "--name").stdout == "exactmax\n"
     assert run("vnnlib").returncode == 2
+
+
+def test_values_print_exactly_and_non_decimal_points_are_rounded_only_if_confirmed():
+    from exactmax.prove.vnnlib_interface import decimal_nearby, value_text
+
+    assert [value_text(v) for v in (Q(-3, 8), Q(7), Q(1, 3))] == ["-0.375", "7", "1/3"]
+    third = (Q(1, 3), Q(1, 2))
+    # a point the check still accepts after rounding to 3 places is replaced by it
+    assert decimal_nearby(third, lambda x: x[0] > Q(3, 10)) == (Q(333, 1000), Q(1, 2))
+    # one it never accepts (only x0 = 1/3 exactly) is kept as it is
+    assert decimal_nearby(third, lambda x: x[0] == Q(1, 3)) == third
+    assert Fraction(value_text(Q(1, 3))) == Fraction(1, 3)
