@@ -39,56 +39,6 @@ def model_domain(model, args) -> Domain | None:
 
 # ------------------------------------------------------------------------------- commands
 
-def cmd_check_cert(args) -> int:
-    from .io.certificates import content_hash, load_certificate
-    from .io.models import model_to_json
-    from .kernel.errors import CheckFailed
-    from .kernel.program import Unsupported
-    from .io.jsonfile import Cursor, read_json_file
-    from .io.property_certificate import peek_property_certificate
-    if peek_property_certificate(args.cert):
-        return _check_property_cert(args, Cursor(args.cert, "", read_json_file(args.cert)))
-    a, b, dom, tree, hashes, witness = load_certificate(args.cert)
-    for path, key in zip(args.models or (), ("a", "b")):
-        if content_hash(model_to_json(load_model(path))) != hashes[key]:
-            print(f"rejected: {path} is not the model the certificate speaks about (its "
-                  "content hash differs)")
-            return EXIT_REFUTED
-    if args.domain:
-        from .io.models import domain_to_json
-        if content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != \
-                hashes["domain"]:
-            print(f"rejected: {args.domain} is not the domain the certificate speaks about "
-                  "(its content hash differs)")
-            return EXIT_REFUTED
-    from .kernel.equivalence import check_equivalence
-    t0 = time.monotonic()
-    try:
-        leaves = check_equivalence(a, b, dom, tree)
-    except (CheckFailed, Unsupported) as e:
-        if args.json:
-            print(jsonout.dumps({"valid": False, "reason": str(e)}))
-        else:
-            print(f"rejected: {e}")
-        return EXIT_REFUTED
-    # what the certificate is about; its witness is no part of the claim (the Coq checker
-    # does not read it): a wrong one is set aside and the facts found afresh
-    try:
-        about, facts = claim_about(a, b, dom, witness)
-    except CheckFailed as e:
-        about, facts = claim_about(a, b, dom)
-        about["domain"]["witness_rejected"] = str(e)
-    if facts.empty:
-        return answer_vacuous(args, about)
-    if args.json:
-        print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
-                          "time_s": round(time.monotonic() - t0, 3)}))
-    else:
-        print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
-        print("  " + about_line(about))
-    return EXIT_OK
-
-
 def _network_and_property(args):
     """The Maxout network and the VNN-LIB property of check / replay, dimensions matched."""
     from .io.vnnlib2 import read_property as read_vnnlib   # VNN-LIB 1.0 or 2.0
@@ -211,32 +161,6 @@ def cmd_replay(args) -> int:
         if y_file is not None:
             print(f"  the file's Y values differ from f(x) by at most {out['y_file_max_error']}")
     return EXIT_OK if n is not None else EXIT_REFUTED
-
-
-def _check_property_cert(args, root) -> int:
-    from .io.property_certificate import read_property_certificate
-    from .kernel.errors import CheckFailed
-    from .kernel.property import check_property
-    if args.models or args.domain:
-        raise UsageError("--models and --domain are for equivalence certificates; a property "
-                         "certificate embeds its network and property (their sha256 are "
-                         "printed)")
-    net, prop, trees, hashes = read_property_certificate(root)
-    t0 = time.monotonic()
-    try:
-        leaves = check_property(net, prop.cases, trees)
-    except CheckFailed as e:
-        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else
-              f"rejected: {e}")
-        return EXIT_REFUTED
-    if args.json:
-        print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
-                          "time_s": round(time.monotonic() - t0, 3)}))
-    else:
-        print(f"valid: the kernel checked {leaves} cells; the property's query is unsat")
-        print(f"  about: model sha256 {hashes['model'][:16]}... (file "
-              f"{hashes['model_file'][:16]}...), property sha256 {hashes['property'][:16]}...")
-    return EXIT_OK
 
 
 def _export_construction(args) -> int:
@@ -560,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--domain", metavar="D.json",
                    help="the domain file (exactmax/domain) the certificate should be about")
     k.add_argument("--json", action="store_true", help="print one JSON object")
-    k.set_defaults(run=cmd_check_cert)
+    k.set_defaults(run=_command("prove.command", "run_check_cert"))
 
     x = sub.add_parser("export-coq", help="write a certificate as a Coq proof (and check it)",
                        description="Write a Coq file that defines both networks readably, the "
