@@ -16,7 +16,7 @@ from onnx import helper
 from exactmax.cli import main
 from exactmax.io.property_certificate import decimal_text, read_counterexample
 from exactmax.io.vnnlib import read_vnnlib
-from exactmax.kernel.certificate import Empty, Split
+from exactmax.kernel.certificate import Choice, Empty, Split, domain_rows
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.affine import Affine
@@ -99,6 +99,56 @@ def _tamperings(tree):
         out.append(dataclasses.replace(tree, c=tree.c + Q(1, 2)))
         out.append(dataclasses.replace(tree, a=(tree.a[0] + 1,) + tree.a[1:]))
     return out
+
+
+def test_choices_are_checked_where_stated_and_restatements_below_replace_them(tmp_path):
+    """The kernel walks the tree once, carrying the maps known on each cell (kernel/property.py
+    check_case): a choice is checked on the rows of the cell where it is stated, and a choice
+    stated again lower down replaces it there (and is checked)."""
+    prop = read_vnnlib(vnn(tmp_path, "(assert (> Y_0 2))"))
+    a = decide_property(NET, prop, timeout_s=30, search=False)
+    tree = a.trees[0]
+    inner = next(t for t in (tree, tree.ge, tree.lt)
+                 if isinstance(t, Split) and t.choices and isinstance(t.ge, Excluded)
+                 and isinstance(t.lt, Excluded))
+    path = ("ge",) if inner is tree.ge else ("lt",) if inner is tree.lt else ()
+    assert check_property(NET, prop.cases, (tree,)) == a.stats["leaves_checked"]
+
+    def with_inner(new):
+        return (_replace(tree, path, new),)
+
+    # restating a choice of the split at a leaf below it: accepted as it is, and checked
+    same = dataclasses.replace(inner, ge=dataclasses.replace(
+        inner.ge, choices=inner.ge.choices + inner.choices[:1]))
+    assert check_property(NET, prop.cases, with_inner(same)) == a.stats["leaves_checked"]
+    _, index, ch = inner.choices[0]
+    wrong = Choice(1 - ch.k, tuple(None if pr is not None else ((0, Q(1)),) for pr in ch.proofs))
+    restated = dataclasses.replace(inner, ge=dataclasses.replace(
+        inner.ge, choices=inner.ge.choices + ((0, index, wrong),)))
+    with pytest.raises(CheckFailed, match=f"node {index}"):
+        check_property(NET, prop.cases, with_inner(restated))
+    # a leaf's choices moved up to the split above: their proofs use the split's own row,
+    # which the split's cell does not have, so they are refused there (the leaf on the other
+    # side states its own, which would replace them)
+    up = dataclasses.replace(inner, choices=inner.choices + inner.ge.choices,
+                             ge=dataclasses.replace(inner.ge, choices=()))
+    assert any(i >= len(domain_rows(prop.cases[0].inputs)) + len(path) for _, _, c in
+               inner.ge.choices for pr in c.proofs if pr for i, _ in pr)
+    with pytest.raises(CheckFailed, match="does not exist"):
+        check_property(NET, prop.cases, with_inner(up))
+    # a proof of the split's choice one number off, and a choice for a program 1
+    (i, y), *rest = next(pr for pr in ch.proofs if pr)
+    off = Choice(ch.k, tuple(pr if pr is None else ((i, y + 1), *rest) for pr in ch.proofs))
+    with pytest.raises(CheckFailed, match=f"node {index}"):
+        check_property(NET, prop.cases, with_inner(dataclasses.replace(
+            inner, choices=((0, index, off),) + inner.choices[1:])))
+    with pytest.raises(CheckFailed, match="program 1 does not exist"):
+        check_property(NET, prop.cases, with_inner(dataclasses.replace(
+            inner, choices=((1, index, ch),) + inner.choices[1:])))
+    # a leaf without the choice of a Max node the outputs read
+    bare = dataclasses.replace(inner, ge=dataclasses.replace(inner.ge, choices=()))
+    with pytest.raises(CheckFailed, match="no choice for this Max node"):
+        check_property(NET, prop.cases, with_inner(bare))
 
 
 def test_strictness_decides_on_the_boundary(tmp_path):
