@@ -388,3 +388,154 @@ Definition gates_ok_poly (net : maxout) (C : list Q) (D : domain) (gws : list (f
       | _ :: _, [] => false
       end
   end.
+
+(* ------------------------------------------------------------------ *)
+(** * The gate condition in integers (what exported files check) *)
+
+(* gates_ok in Q reduces every partial sum (Qred, a gcd of numbers that grow through the
+   layers); here no gcd is taken and every large product has a small factor.  A box has its
+   corners on a grid 1/G (lo_j = L_j / G, hi_j = U_j / G; compile_transformer rounds its
+   boxes to G = 2^16).  The pieces of layer l are brought to one denominator s_l: for each
+   denominator d of the layer, m_d = s_l / d (data, checked: m_d d = s_l), and a table holds
+   m_d L_j and m_d U_j for every coordinate j and every d.  A weight n / d then contributes
+   n (m_d L_j) or n (m_d U_j) to the ends of the piece's range over the box, a bias n / d
+   n (m_d G); the ends are these sums over s_l G, compared with Qle_bool (products only). *)
+
+Definition zbox : Type := (positive * list Z * list Z)%type.
+
+(* the box's corners as rationals (not reduced) *)
+Definition qgrid (G : positive) (L : list Z) : list Q := map (fun z => Qmake z G) L.
+
+(* a layer's denominators d with m_d: m_d d = s *)
+Definition dms_ok (s : positive) (ms : list (positive * Z)) : bool :=
+  forallb (fun dm => Z.eqb (snd dm * Zpos (fst dm)) (Zpos s)) ms.
+
+(* coordinate j's row of the table: (d, m_d L_j, m_d U_j) *)
+Definition zrow (ms : list (positive * Z)) (l u : Z) : list (positive * Z * Z) :=
+  map (fun dm => (fst dm, (snd dm * l)%Z, (snd dm * u)%Z)) ms.
+
+Fixpoint zrows (ms : list (positive * Z)) (L U : list Z) : list (list (positive * Z * Z)) :=
+  match L, U with
+  | l :: L', u :: U' => zrow ms l u :: zrows ms L' U'
+  | _, _ => []
+  end.
+
+Fixpoint zlook (d : positive) (r : list (positive * Z * Z)) : option (Z * Z) :=
+  match r with
+  | [] => None
+  | (d', a, b) :: r' => if Pos.eqb d d' then Some (a, b) else zlook d r'
+  end.
+
+(* s G times the exact range of w . h over the box, from the table T of the box *)
+Fixpoint zdot (w : list Q) (T : list (list (positive * Z * Z))) : option (Z * Z) :=
+  match w, T with
+  | q :: w', r :: T' =>
+      match zlook (Qden q) r, zdot w' T' with
+      | Some (a, b), Some (lo, hi) =>
+          let n := Qnum q in
+          Some (if Z.leb 0 n then ((n * a + lo)%Z, (n * b + hi)%Z) else ((n * b + lo)%Z, (n * a + hi)%Z))
+      | _, _ => None
+      end
+  | _, _ => Some (0%Z, 0%Z)
+  end.
+
+(* the range of the piece p over the box (grid G, table T, bias table TB = zrow ms G G) *)
+Definition zrange (p : piece) (s G : positive) (T : list (list (positive * Z * Z)))
+           (TB : list (positive * Z * Z)) : option (Q * Q) :=
+  match zdot (pw p) T, zlook (Qden (pb p)) TB with
+  | Some (lo, hi), Some (c, _) =>
+      let cb := (Qnum (pb p) * c)%Z in Some (Qmake (lo + cb) (s * G), Qmake (hi + cb) (s * G))
+  | _, _ => None
+  end.
+
+Definition zr_gated (C : Q) (r : option (Q * Q)) : bool :=
+  match r with Some (lo, hi) => Qle_bool (- C) lo && Qle_bool hi C | None => false end.
+Definition zr_lo_ge (x : Q) (r : option (Q * Q)) : bool :=
+  match r with Some (lo, _) => Qle_bool x lo | None => false end.
+Definition zr_hi_le (x : Q) (r : option (Q * Q)) : bool :=
+  match r with Some (_, hi) => Qle_bool hi x | None => false end.
+
+(* the last layer: every piece in [-C, C] *)
+Definition zlayer_gates_ok (Lp : list (list piece)) (C : Q) (s G : positive)
+           (T : list (list (positive * Z * Z))) (TB : list (positive * Z * Z)) : bool :=
+  forallb (forallb (fun p => zr_gated C (zrange p s G T TB))) Lp.
+
+(* as units_ok: the gates over the box, and (G', L', U') contains the layer's image *)
+Fixpoint zunits_ok (Lp : list (list piece)) (C : Q) (s G : positive)
+         (T : list (list (positive * Z * Z))) (TB : list (positive * Z * Z))
+         (G' : positive) (L' U' : list Z) : bool :=
+  match Lp, L', U' with
+  | [], [], [] => true
+  | u :: Lp', l' :: L'', h' :: U'' =>
+      let rs := map (fun p => zrange p s G T TB) u in
+      forallb (zr_gated C) rs && existsb (zr_lo_ge (Qmake l' G')) rs &&
+      forallb (zr_hi_le (Qmake h' G')) rs && zunits_ok Lp' C s G T TB G' L'' U''
+  | _, _, _ => false
+  end.
+
+(* layer l over the box B_l with its denominators (s_l, [(d, m_d)]) *)
+Definition zscales : Type := (positive * list (positive * Z))%type.
+
+Fixpoint zgates_boxes (Ls : list (list (list piece))) (Cs : list Q) (Ss : list zscales)
+         (boxes : list zbox) : bool :=
+  match Ls, boxes with
+  | [], _ => true
+  | Lp :: Ls', (G, L, U) :: boxes' =>
+      let s := fst (hd (1%positive, []) Ss) in
+      let ms := snd (hd (1%positive, []) Ss) in
+      let T := zrows ms L U in
+      let TB := zrow ms (Zpos G) (Zpos G) in
+      dms_ok s ms &&
+      match Ls', boxes' with
+      | [], _ => zlayer_gates_ok Lp (hd 0 Cs) s G T TB
+      | _ :: _, (G', L', U') :: _ => zunits_ok Lp (hd 0 Cs) s G T TB G' L' U' &&
+                                     zgates_boxes Ls' (tl Cs) (tl Ss) boxes'
+      | _ :: _, [] => false
+      end
+  | _ :: _, [] => false
+  end.
+
+(** The gate condition over a domain with integer boxes: B_0 contains the domain (as in
+    gates_ok), and the boxes carry the gates through the layers. *)
+Definition zgates_ok (net : maxout) (C : list Q) (D : domain) (boxes : list zbox)
+           (Ss : list zscales) (proofs : list (farkas * farkas)) : bool :=
+  match boxes with
+  | (G, L, U) :: _ => b0_ok D (mo_dim net) (qgrid G L) (qgrid G U) proofs &&
+                      zgates_boxes (mo_layers net) C Ss boxes
+  | [] => false
+  end.
+
+(* for a polyhedron: the first layer by Farkas proofs as in gates_ok_poly, B_1 by rule (B'),
+   then the integer boxes (and the denominators) of layers 2, 3, .. *)
+Definition zgates_ok_poly (net : maxout) (C : list Q) (D : domain) (gws : list (farkas * farkas))
+           (boxes : list zbox) (Ss : list zscales) (iws : list (nat * farkas * list farkas)) : bool :=
+  match mo_layers net with
+  | [] => true
+  | Lp :: Ls' =>
+      pieces_gated (dom_rows D) (hd 0 C) (concat Lp) gws &&
+      match Ls', boxes with
+      | [], _ => true
+      | _ :: _, (G, L', U') :: _ => image_poly_ok (dom_rows D) Lp (qgrid G L') (qgrid G U') iws &&
+                                    zgates_boxes Ls' (tl C) Ss boxes
+      | _ :: _, [] => false
+      end
+  end.
+
+(* the integer certificate packed as machine integers: the number of boxes, each as G, |L|,
+   L, |U|, U; then the number of layers, each as s_l, the number of its denominators and
+   the pairs d, m_d *)
+Definition rd_pos : reader positive := fun l => let '(z, l') := rd l in (Z.to_pos z, l').
+
+Definition rd_zbox : reader zbox :=
+  fun l => let '(G, l1) := rd_pos l in let '(L, l2) := rd_list rd_sZ l1 in
+           let '(U, l3) := rd_list rd_sZ l2 in ((G, L, U), l3).
+
+Definition rd_zscales : reader zscales :=
+  rd_pair rd_pos (rd_list (rd_pair rd_pos rd_sZ)).
+
+Definition unpack_zcert (a : PArray.array Uint63.int) : list zbox * list zscales :=
+  let '(bs, l) := rd_list rd_zbox (unpack a) in (bs, fst (rd_list rd_zscales l)).
+
+(* the two models packed separately, so that a check about the network reads only its part *)
+Definition unpack_maxout (a : PArray.array Uint63.int) : maxout := fst (rd_maxout (unpack a)).
+Definition unpack_transformer (a : PArray.array Uint63.int) : transformer := fst (rd_transformer (unpack a)).

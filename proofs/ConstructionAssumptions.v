@@ -7,3 +7,5 @@ Print Assumptions construct_sound.
 Print Assumptions construct_box_sound.
 Print Assumptions construct_count.
 Print Assumptions construct_poly_sound.
+Print Assumptions construct_zsound.
+Print Assumptions construct_poly_zsound.

@@ -1053,3 +1053,219 @@ Proof.
   replace (Nat.eqb (net_rank net) O) with false by (symmetry; apply Nat.eqb_neq; exact Hk).
   cbn [negb andb]. unfold widths. rewrite <- H2. destruct (mo_out net) as [[A b]|]; [exact H | reflexivity].
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * The gate condition in integers (Construction.zgates_ok) *)
+
+Lemma dms_pos : forall m d s, (m * Zpos d = Zpos s)%Z -> (0 < m)%Z.
+Proof. intros m d s H. destruct m; cbn in H; try discriminate. reflexivity. Qed.
+
+Lemma weight_R : forall n d m s, (m * Zpos d = Zpos s)%Z -> Q2R (Qmake n d) * IZR (Zpos s) = IZR n * IZR m.
+Proof.
+  intros n d m s H. rewrite <- H, mult_IZR. unfold Q2R. cbn [Qnum Qden].
+  assert (IZR (Zpos d) <> 0) by (apply not_0_IZR; discriminate). field. assumption.
+Qed.
+
+Lemma dms_in : forall s ms d m, dms_ok s ms = true -> In (d, m) ms -> (m * Zpos d = Zpos s)%Z.
+Proof.
+  intros s ms d m H Hin. unfold dms_ok in H. rewrite forallb_forall in H.
+  specialize (H _ Hin). cbn [fst snd] in H. apply Z.eqb_eq. exact H.
+Qed.
+
+Lemma zlook_row : forall ms l u d a b, zlook d (zrow ms l u) = Some (a, b) ->
+  exists m, In (d, m) ms /\ a = (m * l)%Z /\ b = (m * u)%Z.
+Proof.
+  induction ms as [|[d' m] ms IH]; intros l u d a b H; cbn in H; [discriminate|].
+  destruct (Pos.eqb d d') eqn:E.
+  - inversion H; subst. apply Pos.eqb_eq in E; subst. exists m. split; [left; reflexivity | split; reflexivity].
+  - destruct (IH l u d a b H) as [m' [H1 H2]]. exists m'. split; [right; exact H1 | exact H2].
+Qed.
+
+Lemma grid_lo : forall l G v, Q2R (Qmake l G) <= v -> IZR l <= IZR (Zpos G) * v.
+Proof.
+  intros l G v H. unfold Q2R in H. cbn [Qnum Qden] in H.
+  assert (0 < IZR (Zpos G)) by (apply IZR_lt; reflexivity).
+  replace (IZR l) with (IZR (Zpos G) * (IZR l * / IZR (Zpos G))) by (field; lra).
+  apply Rmult_le_compat_l; lra.
+Qed.
+
+Lemma grid_hi : forall u G v, v <= Q2R (Qmake u G) -> IZR (Zpos G) * v <= IZR u.
+Proof.
+  intros u G v H. unfold Q2R in H. cbn [Qnum Qden] in H.
+  assert (0 < IZR (Zpos G)) by (apply IZR_lt; reflexivity).
+  replace (IZR u) with (IZR (Zpos G) * (IZR u * / IZR (Zpos G))) by (field; lra).
+  apply Rmult_le_compat_l; lra.
+Qed.
+
+Lemma frac_le : forall n s G x, IZR n <= IZR (Zpos s) * IZR (Zpos G) * x -> Q2R (Qmake n (s * G)) <= x.
+Proof.
+  intros n s G x H. unfold Q2R. cbn [Qnum Qden]. rewrite Pos2Z.inj_mul, mult_IZR.
+  assert (0 < IZR (Zpos s)) by (apply IZR_lt; reflexivity).
+  assert (0 < IZR (Zpos G)) by (apply IZR_lt; reflexivity).
+  assert (0 < IZR (Zpos s) * IZR (Zpos G)) by (apply Rmult_lt_0_compat; assumption).
+  replace x with ((IZR (Zpos s) * IZR (Zpos G) * x) * / (IZR (Zpos s) * IZR (Zpos G))) by (field; lra).
+  apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; assumption | exact H].
+Qed.
+
+Lemma frac_ge : forall n s G x, IZR (Zpos s) * IZR (Zpos G) * x <= IZR n -> x <= Q2R (Qmake n (s * G)).
+Proof.
+  intros n s G x H. unfold Q2R. cbn [Qnum Qden]. rewrite Pos2Z.inj_mul, mult_IZR.
+  assert (0 < IZR (Zpos s)) by (apply IZR_lt; reflexivity).
+  assert (0 < IZR (Zpos G)) by (apply IZR_lt; reflexivity).
+  assert (0 < IZR (Zpos s) * IZR (Zpos G)) by (apply Rmult_lt_0_compat; assumption).
+  replace x with ((IZR (Zpos s) * IZR (Zpos G) * x) * / (IZR (Zpos s) * IZR (Zpos G))) by (field; lra).
+  apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat; assumption | exact H].
+Qed.
+
+(* s G (w . h) lies between the integer ends over the grid box *)
+Lemma zdot_sound : forall w s ms G L U h lo hi, dms_ok s ms = true ->
+  zdot w (zrows ms L U) = Some (lo, hi) -> in_box (qgrid G L) (qgrid G U) h ->
+  IZR lo <= IZR (Zpos s) * IZR (Zpos G) * dotR w h <= IZR hi.
+Proof.
+  induction w as [|q w IH]; intros s ms G L U h lo hi Hms H Hh.
+  - cbn in H. inversion H; subst. destruct h; cbn [dotR]; lra.
+  - destruct L as [|l L]; destruct U as [|u U]; destruct h as [|v h]; cbn [qgrid map in_box] in Hh;
+      try contradiction.
+    + cbn in H. inversion H; subst. cbn [dotR]. lra.
+    + destruct Hh as [[H1 H2] Hh]. cbn [zrows zdot] in H.
+      destruct (zlook (Qden q) (zrow ms l u)) as [[a b]|] eqn:E1; [|discriminate].
+      destruct (zdot w (zrows ms L U)) as [[lo' hi']|] eqn:E2; [|discriminate].
+      specialize (IH s ms G L U h lo' hi' Hms E2 Hh).
+      destruct (zlook_row ms l u _ a b E1) as [m [Hin [-> ->]]].
+      pose proof (dms_in s ms _ m Hms Hin) as Hm. pose proof (dms_pos _ _ _ Hm) as Hp.
+      apply IZR_lt in Hp. destruct q as [n d]. cbn [Qnum Qden] in *.
+      pose proof (weight_R n d m s Hm) as E.
+      apply grid_lo in H1. apply grid_hi in H2. cbn [dotR].
+      replace (IZR (Zpos s) * IZR (Zpos G) * (Q2R (Qmake n d) * v + dotR w h))
+        with (Q2R (Qmake n d) * IZR (Zpos s) * (IZR (Zpos G) * v) + IZR (Zpos s) * IZR (Zpos G) * dotR w h)
+        by ring.
+      rewrite E.
+      assert (M1 : IZR m * IZR l <= IZR m * (IZR (Zpos G) * v)) by (apply Rmult_le_compat_l; lra).
+      assert (M2 : IZR m * (IZR (Zpos G) * v) <= IZR m * IZR u) by (apply Rmult_le_compat_l; lra).
+      destruct (Z.leb 0 n) eqn:En; inversion H; subst; rewrite !plus_IZR, !mult_IZR.
+      * apply Z.leb_le in En. apply IZR_le in En.
+        assert (IZR n * (IZR m * IZR l) <= IZR n * (IZR m * (IZR (Zpos G) * v))) by (apply Rmult_le_compat_l; lra).
+        assert (IZR n * (IZR m * (IZR (Zpos G) * v)) <= IZR n * (IZR m * IZR u)) by (apply Rmult_le_compat_l; lra).
+        split; nra.
+      * apply Z.leb_gt in En. apply IZR_lt in En.
+        assert (IZR n * (IZR m * IZR u) <= IZR n * (IZR m * (IZR (Zpos G) * v))) by (apply Rmult_le_compat_neg_l; lra).
+        assert (IZR n * (IZR m * (IZR (Zpos G) * v)) <= IZR n * (IZR m * IZR l)) by (apply Rmult_le_compat_neg_l; lra).
+        split; nra.
+Qed.
+
+Lemma zrange_sound : forall p s ms G L U h lo hi, dms_ok s ms = true ->
+  zrange p s G (zrows ms L U) (zrow ms (Zpos G) (Zpos G)) = Some (lo, hi) ->
+  in_box (qgrid G L) (qgrid G U) h -> Q2R lo <= pieceR p h <= Q2R hi.
+Proof.
+  intros p s ms G L U h lo hi Hms H Hh. unfold zrange in H.
+  destruct (zdot (pw p) (zrows ms L U)) as [[lo' hi']|] eqn:E1; [|discriminate].
+  destruct (zlook (Qden (pb p)) (zrow ms (Zpos G) (Zpos G))) as [[c c']|] eqn:E2; [|discriminate].
+  inversion H; subst lo hi.
+  pose proof (zdot_sound (pw p) s ms G L U h lo' hi' Hms E1 Hh) as [D1 D2].
+  destruct (zlook_row ms _ _ _ c c' E2) as [m [Hin [-> _]]].
+  pose proof (weight_R (Qnum (pb p)) (Qden (pb p)) m s (dms_in s ms _ m Hms Hin)) as E.
+  replace (Qmake (Qnum (pb p)) (Qden (pb p))) with (pb p) in E by (destruct (pb p); reflexivity).
+  assert (R : IZR (Zpos s) * IZR (Zpos G) * (dotR (pw p) h + Q2R (pb p)) =
+              IZR (Zpos s) * IZR (Zpos G) * dotR (pw p) h + Q2R (pb p) * IZR (Zpos s) * IZR (Zpos G))
+    by ring.
+  unfold pieceR. split; [apply frac_le | apply frac_ge]; rewrite plus_IZR, !mult_IZR, R, E; lra.
+Qed.
+
+Lemma zgate_sound : forall p C s ms G L U h, dms_ok s ms = true ->
+  zr_gated C (zrange p s G (zrows ms L U) (zrow ms (Zpos G) (Zpos G))) = true ->
+  in_box (qgrid G L) (qgrid G U) h -> - Q2R C <= pieceR p h <= Q2R C.
+Proof.
+  intros p C s ms G L U h Hms H Hh. unfold zr_gated in H.
+  destruct (zrange _ _ _ _ _) as [[lo hi]|] eqn:E; [|discriminate].
+  apply andb_true_iff in H as [H1 H2].
+  apply Qle_bool_R in H1. apply Qle_bool_R in H2. rewrite Q2R_opp in H1.
+  pose proof (zrange_sound p s ms G L U h lo hi Hms E Hh). lra.
+Qed.
+
+Lemma zlayer_gates_sound : forall Lp C s ms G L U h, dms_ok s ms = true ->
+  zlayer_gates_ok Lp C s G (zrows ms L U) (zrow ms (Zpos G) (Zpos G)) = true ->
+  in_box (qgrid G L) (qgrid G U) h -> forall u p, In u Lp -> In p u -> - Q2R C <= pieceR p h <= Q2R C.
+Proof.
+  intros Lp C s ms G L U h Hms H Hh u p Hu Hp. unfold zlayer_gates_ok in H. rewrite forallb_forall in H.
+  specialize (H u Hu). rewrite forallb_forall in H. exact (zgate_sound p C s ms G L U h Hms (H p Hp) Hh).
+Qed.
+
+Lemma zunits_ok_sound : forall Lp C s ms G L U G' L' U' h, dms_ok s ms = true ->
+  zunits_ok Lp C s G (zrows ms L U) (zrow ms (Zpos G) (Zpos G)) G' L' U' = true ->
+  in_box (qgrid G L) (qgrid G U) h ->
+  (forall u p, In u Lp -> In p u -> - Q2R C <= pieceR p h <= Q2R C) /\
+  in_box (qgrid G' L') (qgrid G' U') (layerR Lp h).
+Proof.
+  induction Lp as [|u Lp IH]; intros C s ms G L U G' [|l' L'] [|h' U'] h Hms H Hh; cbn [zunits_ok] in H;
+    try discriminate; [split; [intros u p [] | exact I]|].
+  apply andb_true_iff in H as [H H4]. apply andb_true_iff in H as [H H3]. apply andb_true_iff in H as [H1 H2].
+  destruct (IH C s ms G L U G' L' U' h Hms H4 Hh) as [Gt B]. rewrite forallb_forall in H1, H3.
+  split.
+  - intros u' p [<-|Hu] Hp; [|exact (Gt u' p Hu Hp)].
+    exact (zgate_sound p C s ms G L U h Hms (H1 _ (in_map _ _ _ Hp)) Hh).
+  - cbn [layerR map in_box qgrid]. split; [|exact B].
+    apply existsb_exists in H2 as [r [Hr Hl]]. apply in_map_iff in Hr as [p [<- Hp]]. split.
+    + unfold zr_lo_ge in Hl.
+      destruct (zrange p s G (zrows ms L U) (zrow ms (Zpos G) (Zpos G))) as [[lo hi]|] eqn:E; [|discriminate].
+      apply Qle_bool_R in Hl. pose proof (zrange_sound p s ms G L U h lo hi Hms E Hh) as [D1 _].
+      eapply Rle_trans; [|apply maxlR_ub; apply in_map_iff; exists p; split; [reflexivity | exact Hp]].
+      lra.
+    + apply maxlR_lub.
+      * destruct u; [destruct Hp | discriminate].
+      * intros w Hw. apply in_map_iff in Hw as [q [<- Hq]].
+        specialize (H3 _ (in_map _ _ _ Hq)). unfold zr_hi_le in H3.
+        destruct (zrange q s G (zrows ms L U) (zrow ms (Zpos G) (Zpos G))) as [[lo hi]|] eqn:E; [|discriminate].
+        apply Qle_bool_R in H3. pose proof (zrange_sound q s ms G L U h lo hi Hms E Hh) as [_ D2]. lra.
+Qed.
+
+Lemma zgates_boxes_sound : forall Ls Cs Ss G L U rest h, zgates_boxes Ls Cs Ss ((G, L, U) :: rest) = true ->
+  in_box (qgrid G L) (qgrid G U) h -> gates_hold Ls Cs h.
+Proof.
+  induction Ls as [|Lp Ls IH]; intros Cs Ss G L U rest h H Hh; [exact I|].
+  cbn [zgates_boxes] in H. cbn [gates_hold]. apply andb_true_iff in H as [Hms H].
+  destruct Ls as [|L' Ls'].
+  - split; [exact (zlayer_gates_sound Lp _ _ _ G L U h Hms H Hh) | exact I].
+  - destruct rest as [|[[G' L2] U2] rest']; [discriminate|].
+    apply andb_true_iff in H as [H2 H3].
+    destruct (zunits_ok_sound Lp _ _ _ G L U G' L2 U2 h Hms H2 Hh) as [Gt B].
+    split; [exact Gt|]. exact (IH (tl Cs) (tl Ss) G' L2 U2 rest' (layerR Lp h) H3 B).
+Qed.
+
+Theorem zgates_ok_sound : forall net C D boxes Ss proofs x, zgates_ok net C D boxes Ss proofs = true ->
+  length x = mo_dim net -> in_domain D x -> gates_hold (mo_layers net) C x.
+Proof.
+  intros net C D boxes Ss proofs x H Hd Hx. unfold zgates_ok in H.
+  destruct boxes as [|[[G L] U] rest]; [discriminate|]. apply andb_true_iff in H as [H1 H2].
+  exact (zgates_boxes_sound _ _ _ G L U rest x H2 (b0_sound D _ _ _ proofs x H1 Hd Hx)).
+Qed.
+
+(** The theorem as exported files use it: a well-shaped network, gate constants that integer
+    boxes prove over the domain D, and every real point of D. *)
+Theorem construct_zsound : forall net C D boxes Ss proofs,
+  shaped net = true -> zgates_ok net C D boxes Ss proofs = true ->
+  forall x, length x = mo_dim net -> in_domain D x -> transformerR (construct net C) x = maxoutR net x.
+Proof.
+  intros net C D boxes Ss proofs Hs Hg x Hd Hx.
+  exact (construct_correct net C x Hs Hd (zgates_ok_sound net C D boxes Ss proofs x Hg Hd Hx)).
+Qed.
+
+Theorem zgates_ok_poly_sound : forall net C D gws boxes Ss iws x,
+  zgates_ok_poly net C D gws boxes Ss iws = true -> in_domain D x -> gates_hold (mo_layers net) C x.
+Proof.
+  intros net C D gws boxes Ss iws x H Hx. unfold zgates_ok_poly in H.
+  pose proof (dom_rows_sound D x Hx) as HP.
+  destruct (mo_layers net) as [|Lp Ls]; [exact I|]. apply andb_true_iff in H as [H1 H2].
+  cbn [gates_hold]. split.
+  - intros u p Hu Hp. apply (pieces_gated_sound _ _ _ gws x H1 HP). apply in_concat. exists u. auto.
+  - destruct Ls as [|L' Ls']; [exact I|]. destruct boxes as [|[[G L] U] rest]; [discriminate|].
+    apply andb_true_iff in H2 as [H2 H3].
+    exact (zgates_boxes_sound _ _ _ G L U rest _ H3 (image_poly_sound _ Lp _ _ iws x H2 HP)).
+Qed.
+
+Theorem construct_poly_zsound : forall net C D gws boxes Ss iws,
+  shaped net = true -> zgates_ok_poly net C D gws boxes Ss iws = true ->
+  forall x, length x = mo_dim net -> in_domain D x -> transformerR (construct net C) x = maxoutR net x.
+Proof.
+  intros net C D gws boxes Ss iws Hs Hg x Hd Hx.
+  exact (construct_correct net C x Hs Hd (zgates_ok_poly_sound net C D gws boxes Ss iws x Hg Hx)).
+Qed.

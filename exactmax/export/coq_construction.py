@@ -31,7 +31,8 @@ from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
 from ..kernel.rational import ZERO, Q
 from ..kernel.transformer import FeedForward, Transformer
-from .coq import ExportUnsupported, _domain_text, _mat, _maxout_term, _pack, _q, _qlist, _qnums
+from .coq import (ExportUnsupported, _domain_text, _mat, _maxout_term, _pack, _q, _qlist, _qnums,
+                  _sha256_module, _zig, content_hashes)
 
 
 def _width(net: MaxoutNetwork) -> int:
@@ -116,8 +117,9 @@ def _tf_defs(tf: Transformer) -> tuple[str, str]:
     return "\n\n".join(defs) + "\n\n", term
 
 
-def _packed_models(net: MaxoutNetwork, tf: Transformer) -> list[int]:
-    """The stream Construction.unpack_models reads: the network, then the Transformer."""
+def _packed_models(net: MaxoutNetwork, tf: Transformer) -> tuple[list[int], list[int]]:
+    """The streams Construction.unpack_maxout and unpack_transformer read (concatenated, the
+    stream of unpack_models)."""
     out: list[int] = []
 
     def q(v):
@@ -162,6 +164,7 @@ def _packed_models(net: MaxoutNetwork, tf: Transformer) -> list[int]:
         for r in net.output.W:
             qs(r)
         qs(net.output.b)
+    n_net = len(out)
     dm = tf.d_model
     out += [tf.input_dim, dm]
     mat(tf.embedding, tf.input_dim)
@@ -187,7 +190,7 @@ def _packed_models(net: MaxoutNetwork, tf: Transformer) -> list[int]:
     out.append(0 if r.token is None else r.token + 1)
     mat(r.map.W, dm)
     vec(r.map.b)
-    return out
+    return out[:n_net], out[n_net:]
 
 
 def _farkas(y) -> str:
@@ -195,8 +198,39 @@ def _farkas(y) -> str:
     return "(1, [" + "; ".join(f"({i}%nat, {_q(v)})" for i, v in enumerate(y) if v) + "])"
 
 
-def _boxes_term(boxes) -> str:
-    return "[" + ";\n   ".join(f"({_qlist(lo)}, {_qlist(hi)})" for lo, hi in boxes) + "]"
+def _zbox(lo, hi) -> tuple[int, list[int], list[int]]:
+    """A box as Construction.zbox: the common denominator G of its corners and the corners
+    times G (integers), lo_i = L_i / G, hi_i = U_i / G."""
+    from math import lcm
+    G = lcm(1, *(int(v.q) for v in (*lo, *hi)))
+    return G, [int(v * G) for v in lo], [int(v * G) for v in hi]
+
+
+def _scales(layer) -> tuple[int, list[tuple[int, int]]]:
+    """(s_l, [(d, m_d)]): the lcm s_l of the denominators d of the layer's weights and biases,
+    and m_d = s_l / d, the denominators most frequent first (Coq looks them up in order)."""
+    from collections import Counter
+    from math import lcm
+    count = Counter(int(v.q) for unit in layer.units for p in unit.pieces for v in (*p.w, p.b))
+    s = lcm(1, *count)
+    return s, [(d, s // d) for d, _ in count.most_common()]
+
+
+def _zcert_term(boxes, layers) -> str:
+    """The integer gate certificate as one array of machine integers
+    (Construction.unpack_zcert): the number of boxes, each as G, |L|, L, |U|, U; then the
+    number of layers, each as s_l, the number of its denominators and the pairs d, m_d."""
+    out = [len(boxes)]
+    for lo, hi in boxes:
+        G, L, U = _zbox(lo, hi)
+        out += [G, len(L), *map(_zig, L), len(U), *map(_zig, U)]
+    out.append(len(layers))
+    for layer in layers:
+        s, ms = _scales(layer)
+        out += [s, len(ms)]
+        for d, m in ms:
+            out += [d, _zig(m)]
+    return _pack(out)
 
 
 def _interval_boxes(net: MaxoutNetwork, lo, hi, start: int):
@@ -213,17 +247,19 @@ def _interval_boxes(net: MaxoutNetwork, lo, hi, start: int):
     return boxes
 
 
-def _gates_box(net, gates, domain: Box) -> tuple[str, str, str]:
-    """(definitions, the check, the theorem applied) for a box domain."""
+def _gates_box(net, gates, domain: Box) -> tuple[str, str, str, str]:
+    """(definitions, the packed boxes, the check, the theorem applied) for a box domain."""
     boxes = _interval_boxes(net, domain.lower, domain.upper, 0)
-    defs = f"Definition boxes : list (list Q * list Q) :=\n  {_boxes_term(boxes)}.\n"
-    return (defs, "gates_ok net_a gates (DBox lower upper) boxes nil",
-            "construct_sound net_a gates (DBox lower upper) boxes nil")
+    defs = ("Definition boxes : list zbox := fst (unpack_zcert packed_boxes).\n"
+            "Definition scales : list zscales := snd (unpack_zcert packed_boxes).\n")
+    return (defs, _zcert_term(boxes, net.layers),
+            "zgates_ok net_a gates (DBox lower upper) boxes scales nil",
+            "construct_zsound net_a gates (DBox lower upper) boxes scales nil")
 
 
-def _gates_poly(net, gates, domain) -> tuple[str, str, str]:
-    """(definitions, the check, the theorem applied) for a polyhedron: the first layer by
-    Farkas multipliers over its rows, B_1 by rule (B'), then interval images."""
+def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
+    """(definitions, the packed boxes, the check, the theorem applied) for a polyhedron: the
+    first layer by Farkas multipliers over its rows, B_1 by rule (B'), then interval images."""
     from ..kernel.polyhedron import check_upper_bound
     from ..prove.lp import DualLP
     P = domain.as_polyhedron()
@@ -252,11 +288,13 @@ def _gates_poly(net, gates, domain) -> tuple[str, str, str]:
         lo, hi = round_outward(los, his)
         boxes = _interval_boxes(net, lo, hi, 1)
     defs = ("Definition gate_proofs : list (farkas * farkas) :=\n  [" + ";\n   ".join(gws)
-            + "].\n\nDefinition boxes : list (list Q * list Q) :=\n  " + _boxes_term(boxes)
-            + ".\n\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
+            + "].\n\nDefinition boxes : list zbox := fst (unpack_zcert packed_boxes).\n"
+            "Definition scales : list zscales := snd (unpack_zcert packed_boxes).\n"
+            + "\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
             + ";\n   ".join(iws if boxes else []) + "].\n")
-    return (defs, "gates_ok_poly net_a gates (DPoly A b) gate_proofs boxes image_proofs",
-            "construct_poly_sound net_a gates (DPoly A b) gate_proofs boxes image_proofs")
+    return (defs, _zcert_term(boxes, net.layers[1:]),
+            "zgates_ok_poly net_a gates (DPoly A b) gate_proofs boxes scales image_proofs",
+            "construct_poly_zsound net_a gates (DPoly A b) gate_proofs boxes scales image_proofs")
 
 
 def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domain=None,
@@ -285,36 +323,53 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
         from ..kernel.transformer import HARDMAX
         if any(not isinstance(s, FeedForward) and s.kind != HARDMAX for s in tf.sublayers):
             raise ExportUnsupported("the Transformer has softmax attention")
-        models = ("Definition packed_models : PArray.array Uint63.int :=\n  "
-                  + _pack(_packed_models(net, tf)) + ".\n\n"
-                  "Definition net_a : maxout := fst (unpack_models packed_models).\n\n"
-                  "Definition net_b : transformer := snd (unpack_models packed_models).\n")
+        sa, sb = _packed_models(net, tf)
+        models = ("Definition packed_net : PArray.array Uint63.int :=\n  " + _pack(sa) + ".\n\n"
+                  "Definition packed_tf : PArray.array Uint63.int :=\n  " + _pack(sb) + ".\n\n"
+                  "Definition net_a : maxout := unpack_maxout packed_net.\n\n"
+                  "Definition net_b : transformer := unpack_transformer packed_tf.\n")
     else:
         dt, term_tf = _tf_defs(tf)
         models = (f"Definition net_a : maxout :=\n{_maxout_term(net)}.\n\n{dt}"
                   f"Definition net_b : transformer :=\n{term_tf}.\n")
     dom_defs, in_dom, _ = _domain_text(domain)
     if isinstance(domain, Box):
-        gdefs, check, theorem = _gates_box(net, gates, domain)
+        gdefs, zboxes, check, theorem = _gates_box(net, gates, domain)
     else:
-        gdefs, check, theorem = _gates_poly(net, gates, domain)
+        gdefs, zboxes, check, theorem = _gates_poly(net, gates, domain)
+    hashes = content_hashes(net, tf, domain)
     return f"""(* {module}.v -- written by exactmax (construction export, #19).  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that the Transformer below equals the Maxout network at every
-   real point of the domain.  It is the library's theorem construct_sound
+   real point of the domain.  It is the library's theorem {theorem.split()[0]}
    (proofs/ConstructionSound.v, proved once for every network) applied to three facts this
    file proves by computation: the Transformer is construct net_a gates (the construction of
    construction.md §2 with the gate constants below), the network is well-shaped, and the
-   gate constants bound every pre-activation over the domain (the boxes below carry them
-   through the layers). *)
+   gate constants bound every pre-activation over the domain (the boxes below, corners on a
+   grid 1/G, carry them through the layers; checked in integers, Construction.zgates_ok).
+   Exported from (sha256 of the canonical JSON, as check-cert prints them; also defined
+   below, in Module Sha256):
+""" + "".join(f"     {k:<7} {v}\n" for k, v in hashes.items()) + f"""\
+   exactmax export-coq --construction NET.json [--transformer TF.json] [--domain D.json]
+   -o THIS.v --existing --check confirms that this file states exactly those models and
+   that domain. *)
 
 From Coq Require Import QArith Reals List.
-From Coq Require Uint63.
+From Coq Require Uint63 Strings.String.
 Import (notations) Uint63.   (* names, as Print Assumptions prints them, stay qualified *)
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise Construction ConstructionSound.
+{_sha256_module(net, tf, domain)}
 Open Scope Q_scope.
 
-{"(** The models, packed as machine integers (Construction.unpack_models reads them) *)" + chr(10) + chr(10) + models + chr(10) if packed else ""}Section Models.
+{"(** The models, packed as machine integers (Construction.unpack_maxout and unpack_transformer read them) *)" + chr(10) + chr(10) + models + chr(10) if packed else ""}\
+(** The gate certificate: the boxes B_0 (containing the domain) .. B_(D-1), each as its
+    grid G and the integers L, U of its corners L / G, U / G, and the layers' common
+    denominators s_l, packed as machine integers (Construction.unpack_zcert reads them) *)
+
+Definition packed_boxes : PArray.array Uint63.int :=
+  {zboxes}.
+
+Section Models.
 Import ListNotations.
 
 {"" if packed else "(** The models, as a user wrote them *)" + chr(10) + chr(10) + models}
