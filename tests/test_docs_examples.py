@@ -1,0 +1,390 @@
+"""Every shell example of README.md and of the guide in docs/ runs, and prints what the page says.
+
+An example is a fenced block of language ``console``: lines ``$ COMMAND`` (a trailing ``\\``
+continues the command on the next line), each followed by the output it must print (standard
+output and standard error together, in order). The commands of one page run one after the
+other, through ``bash``, in a fresh temporary folder that holds a copy of ``examples/`` (and of
+``../shared/data/vnncomp2022-test/`` for the ONNX and VNN-LIB page), so a file one example
+writes is there for the next; ``cd DIR`` changes the folder for the rest of the page.
+
+The expected text is compared line by line, with three allowances for what varies from run to
+run, and nothing else:
+
+- ``...`` inside a line matches any text on that line (hashes, long numbers, paths);
+- a line that is only ``...`` matches any number of lines, none included;
+- a duration, a decimal number followed by `` s`` (``0.04 s``, ``2.2 s``), and a JSON value of
+  a key ending in ``_s`` (``"time_s": 6.147``) match any number in their place.
+
+An exit status outside 0-5 (70 is a bug) fails the example, and so does an output line
+``exactmax: error: ...`` with any status but 2. Commands that are shown but not run (long
+benchmarks, installs) are written in ``sh`` blocks without a ``$`` prompt; a ``$`` prompt
+anywhere else than in a ``console`` block fails :func:`test_every_prompt_is_in_a_console_block`,
+so an example cannot escape the run by its fence.
+
+``python tests/test_docs_examples.py --count`` prints how many examples CI runs;
+``python tests/test_docs_examples.py --show docs/PAGE.md`` runs a page and prints what each
+command printed (to write a new example).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+VNNCOMP = os.path.join(os.path.dirname(ROOT), "shared", "data", "vnncomp2022-test")
+TIMEOUT_S = 120
+
+
+def doc_files() -> list[str]:
+    """README.md and every page of the guide, as paths relative to the repository."""
+    pages = sorted(os.path.join("docs", f) for f in os.listdir(DOCS) if f.endswith(".md"))
+    return ["README.md"] + pages
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Step:
+    """One ``$ command`` of a console block and the output the page shows for it."""
+
+    file: str
+    line: int
+    command: str
+    expected: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Fence:
+    file: str
+    line: int          # of the opening fence, 1-based
+    lang: str
+    lines: tuple[str, ...]
+
+
+def fences(text: str, file: str = "<text>") -> list[Fence]:
+    """The fenced code blocks of a markdown text (``` fences, any indentation)."""
+    out = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^(\s*)```(\S*)\s*$", lines[i])
+        if m:
+            indent, lang = len(m.group(1)), m.group(2)
+            j = i + 1
+            while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
+                j += 1
+            if j == len(lines):
+                raise ValueError(f"{file}:{i + 1}: a code fence is never closed")
+            body = tuple(l[indent:] if l[:indent].strip() == "" else l for l in lines[i + 1:j])
+            out.append(Fence(file, i + 1, lang, body))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def steps(text: str, file: str = "<text>") -> list[Step]:
+    """The commands of every ``console`` block of a page, in order, with their outputs."""
+    out = []
+    for f in fences(text, file):
+        if f.lang != "console":
+            continue
+        i = 0
+        if f.lines and not f.lines[0].startswith("$ "):
+            raise ValueError(f"{file}:{f.line + 1}: a console block must start with '$ COMMAND'")
+        while i < len(f.lines):
+            start = i
+            command = f.lines[i][2:]
+            while command.endswith("\\") and i + 1 < len(f.lines):
+                i += 1
+                command = command[:-1] + "\n" + f.lines[i]
+            i += 1
+            expected = []
+            while i < len(f.lines) and not f.lines[i].startswith("$ "):
+                expected.append(f.lines[i])
+                i += 1
+            out.append(Step(file, f.line + 1 + start, command, "\n".join(expected)))
+    return out
+
+
+_TIME = re.compile(r"\d+(?:\.\d+)? s\b")
+_JSON_TIME = re.compile(r'("\w*_s": )-?\d+(?:\.\d+)?')
+
+
+def _line_pattern(line: str) -> str:
+    """The regular expression of one expected line: ``...`` is any text, a duration any number."""
+    out = []
+    for i, part in enumerate(line.split("...")):
+        if i:
+            out.append(".*?")
+        pos = 0
+        marks = sorted([(m.start(), m.end(), "time") for m in _TIME.finditer(part)]
+                       + [(m.start(1), m.end(), "json") for m in _JSON_TIME.finditer(part)])
+        for a, b, kind in marks:
+            if a < pos:
+                continue
+            out.append(re.escape(part[pos:a]))
+            if kind == "time":
+                out.append(r"\d+(?:\.\d+)? s\b")
+            else:
+                out.append(re.escape(part[a:b].split(":")[0]) + r": -?\d+(?:\.\d+)?(?:e-?\d+)?")
+            pos = b
+        out.append(re.escape(part[pos:]))
+    return "".join(out)
+
+
+def matches(expected: str, actual: str) -> bool:
+    """Whether ``actual`` is an output the page's ``expected`` text describes (module docstring)."""
+    def lines(s):
+        ls = [l.rstrip() for l in s.rstrip("\n").split("\n")]
+        return [] if ls == [""] else ls
+    pattern = ""
+    for line in lines(expected):
+        if line.strip() == "...":
+            pattern += r"(?:[^\n]*\n)*?"
+        else:
+            pattern += _line_pattern(line) + r"\n"
+    actual_text = "".join(l + "\n" for l in lines(actual))
+    return re.fullmatch(pattern, actual_text, re.S) is not None
+
+
+def workspace() -> str:
+    """A fresh folder with a copy of examples/ (and of the VNN-COMP test files when present)."""
+    tmp = tempfile.mkdtemp(prefix="exactmax-docs-")
+    shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(tmp, "examples"))
+    if os.path.isdir(VNNCOMP):
+        dst = os.path.join(tmp, "vnncomp2022-test")
+        shutil.copytree(VNNCOMP, dst)
+        for dirpath, _, names in os.walk(dst):      # shared/ is read-only; copies need not be
+            os.chmod(dirpath, 0o755)
+            for n in names:
+                os.chmod(os.path.join(dirpath, n), 0o644)
+    return tmp
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["COLUMNS"] = "100"
+    env.pop("EXACTMAX_COQ_LIB", None)
+    return env
+
+
+def run_steps(page_steps: list[Step], folder: str) -> list[tuple[Step, int, str]]:
+    """Run the steps in order in ``folder``; ``cd DIR`` moves there for the following steps."""
+    cwd = folder
+    results = []
+    env = _env()
+    for s in page_steps:
+        bare = s.command.split("#")[0].strip()
+        m = re.fullmatch(r"cd (\S+)", bare)
+        if m:
+            cwd = os.path.normpath(os.path.join(cwd, m.group(1)))
+            if not cwd.startswith(folder) or not os.path.isdir(cwd):
+                raise AssertionError(f"{s.file}:{s.line}: cd {m.group(1)}: no such folder")
+            results.append((s, 0, ""))
+            continue
+        p = subprocess.run(["bash", "-c", s.command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=TIMEOUT_S)
+        results.append((s, p.returncode, p.stdout))
+    return results
+
+
+def check_step(s: Step, status: int, output: str) -> None:
+    """Raise AssertionError unless the step printed what the page says, with a sound status."""
+    where = f"{s.file}:{s.line}: $ {s.command}"
+    if not matches(s.expected, output):
+        raise AssertionError(f"{where}\n--- the page says:\n{s.expected}\n--- it printed "
+                             f"(exit {status}):\n{output}")
+    if status == 70 or status > 5 and status not in (127,):
+        raise AssertionError(f"{where}: exit {status}\n{output}")
+    if status == 127:
+        raise AssertionError(f"{where}: command not found\n{output}")
+    if any(l.startswith("exactmax: error:") for l in output.splitlines()) and status != 2:
+        raise AssertionError(f"{where}: an error line with exit {status}, not 2")
+
+
+def run_page(text: str, file: str) -> int:
+    """Run every console example of a page; the number of commands run."""
+    page_steps = steps(text, file)
+    if not page_steps:
+        return 0
+    folder = workspace()
+    try:
+        for s, status, output in run_steps(page_steps, folder):
+            check_step(s, status, output)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(page_steps)
+
+
+def _read(rel: str) -> str:
+    with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("rel", doc_files())
+def test_every_example_of_the_page_runs_and_prints_what_it_shows(rel):
+    text = _read(rel)
+    if "vnncomp2022-test" in text and any("vnncomp2022-test" in s.command
+                                          for s in steps(text, rel)):
+        assert os.path.isdir(VNNCOMP), f"{rel} needs {VNNCOMP}"
+    run_page(text, rel)
+
+
+@pytest.mark.parametrize("rel", doc_files())
+def test_every_prompt_is_in_a_console_block(rel):
+    """A ``$ `` prompt outside a console block would be an example that CI never runs."""
+    text = _read(rel)
+    for f in fences(text, rel):
+        if f.lang != "console":
+            bad = [l for l in f.lines if l.startswith("$ ")]
+            assert not bad, f"{rel}:{f.line}: a '$ ' prompt in a {f.lang or 'plain'} block: {bad[0]}"
+    in_fence = False
+    for n, line in enumerate(text.split("\n"), 1):
+        if re.match(r"^\s*```", line):
+            in_fence = not in_fence
+        elif not in_fence:
+            assert not re.match(r"^ {4,}\$ ", line), f"{rel}:{n}: an indented '$ ' example"
+
+
+def test_the_guide_has_examples():
+    """The harness finds the examples: most pages have some (a parse that found none would
+    make every example test pass)."""
+    counts = {rel: len(steps(_read(rel), rel)) for rel in doc_files()}
+    assert counts["README.md"] >= 8
+    assert sum(counts.values()) >= 60
+    assert sum(1 for n in counts.values() if n) >= 10
+
+
+def test_the_schemas_page_shows_every_schema():
+    """docs/schemas.md prints every schema of ``exactmax schema --list`` (each block re-run above)."""
+    listing = subprocess.run([sys.executable, "-m", "exactmax", "schema", "--list"],
+                             capture_output=True, text=True, check=True).stdout
+    names = [l.split()[0] for l in listing.splitlines() if l and not l[0].isspace()]
+    assert len(names) >= 9
+    shown = {s.command.strip() for s in steps(_read("docs/schemas.md"), "docs/schemas.md")}
+    for name in names:
+        assert f"exactmax schema {name}" in shown, name
+
+
+def _readme_command(first_words: str) -> str:
+    """The README's one-line command (an ``sh`` block) that starts with ``first_words``."""
+    for f in fences(_read("README.md"), "README.md"):
+        if f.lang == "sh" and f.lines and f.lines[0].startswith(first_words):
+            return f.lines[0]
+    raise AssertionError(f"README.md: no sh block starting with {first_words!r}")
+
+
+def test_the_readme_two_commands():
+    """The README's second command is what .ci/run runs, verbatim; the first one's exactmax part
+    (after the install, which the test environment has done) runs and proves, exit 0."""
+    install = "python3 -m venv .venv && . .venv/bin/activate && python -m pip install . && "
+    first = _readme_command(install)
+    second = _readme_command("python3 -m venv .venv && . .venv/bin/activate && python -m pip "
+                             "install -q -e '.[test]'")
+    assert second == ("python3 -m venv .venv && . .venv/bin/activate && python -m pip install -q "
+                      "-e '.[test]' && python -m pytest -q")
+    ci = open(os.path.join(ROOT, ".ci", "run")).read().splitlines()
+    assert second in ci, ".ci/run must run the README's second command verbatim"
+    assert _readme_command(install) in _read("docs/index.md")
+    assert second in _read("docs/index.md")
+    folder = workspace()
+    try:
+        p = subprocess.run(["bash", "-c", first[len(install):]], cwd=folder, env=_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=TIMEOUT_S)
+        assert p.returncode == 0, p.stdout
+        assert p.stdout.startswith("proved (certificate checked by the kernel)"), p.stdout
+        assert "\nvalid: the kernel checked" in p.stdout, p.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- the checker's own tests: inputs it must reject ---------------------------------------
+
+PAGE = """
+Some text.
+
+```console
+$ exactmax eval examples/tent.json --input "1/2,-1/3"
+{out}
+```
+"""
+
+
+def test_the_harness_accepts_the_right_output():
+    assert run_page(PAGE.format(out="y = (1/6)"), "<page>") == 1
+
+
+@pytest.mark.parametrize("out", ["y = (1/7)", "y = (1/6)\nmore", "", "y = (1/6", "y =(1/6)"])
+def test_the_harness_rejects_a_wrong_output(out):
+    with pytest.raises(AssertionError, match="the page says"):
+        run_page(PAGE.format(out=out), "<page>")
+
+
+def test_the_harness_rejects_an_error_line_with_the_wrong_status():
+    page = "```console\n$ echo 'exactmax: error: x'\nexactmax: error: x\n```\n"
+    with pytest.raises(AssertionError, match="not 2"):
+        run_page(page, "<page>")
+    with pytest.raises(AssertionError, match="exit 70"):
+        run_page("```console\n$ exit 70\n```\n", "<page>")
+    with pytest.raises(AssertionError, match="not found"):
+        run_page("```console\n$ no-such-command-xyz\n...\n```\n", "<page>")
+
+
+def test_the_patterns_allow_only_what_varies():
+    assert matches("proved; 8 cells, 0.01 s", "proved; 8 cells, 12.5 s")
+    assert not matches("proved; 8 cells, 0.01 s", "proved; 9 cells, 0.01 s")
+    assert matches('{"time_s": 6.147, "cells": 197}', '{"time_s": 0.5, "cells": 197}')
+    assert not matches('{"time_s": 6.147, "cells": 197}', '{"time_s": 0.5, "cells": 196}')
+    assert matches("sha256 ...", "sha256 a5983861c5b8a81d...")
+    assert matches("a\n...\nz", "a\nz")
+    assert matches("a\n...\nz", "a\nb\nc\nz")
+    assert not matches("a\n...\nz", "a\nb\nc")
+    assert not matches("a ... z", "a b\nz")          # inline ... stays on its line
+    assert not matches("12 cells", "12 s")
+
+
+def test_a_prompt_outside_a_console_block_is_found():
+    text = "```sh\n$ exactmax verify x.json\n```\n"
+    f = fences(text)
+    assert f[0].lang == "sh" and f[0].lines[0].startswith("$ ")
+    with pytest.raises(ValueError, match="never closed"):
+        fences("```console\n$ ls\n")
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] == ["--count"]:
+        total = 0
+        for rel in doc_files():
+            n = len(steps(_read(rel), rel))
+            total += n
+            print(f"  {rel}: {n}")
+        print(f"documentation examples executed by CI: {total} commands in "
+              f"{len(doc_files())} pages (tests/test_docs_examples.py)")
+        return 0
+    if argv[:1] == ["--show"]:
+        for rel in argv[1:]:
+            page_steps = steps(_read(rel), rel)
+            folder = workspace()
+            for s, status, output in run_steps(page_steps, folder):
+                ok = matches(s.expected, output)
+                print(f"{'   ' if ok else 'XXX'} {rel}:{s.line} (exit {status})\n$ {s.command}\n"
+                      f"{output}", end="" if output.endswith("\n") or not output else "\n")
+            shutil.rmtree(folder, ignore_errors=True)
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
