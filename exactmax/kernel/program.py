@@ -92,6 +92,22 @@ def evaluate_program(p: Program, x) -> tuple[Q, ...]:
     return tuple(val[o] for o in p.outputs)
 
 
+def program_of_pair(f: Program, g: Program) -> Program:
+    """The program x -> (f(x), g(x)) on the inputs of both: f's nodes, then g's, each
+    reference j to a node of g moved to j + len(f.nodes); outputs f's, then g's (output o of
+    the pair is f's output o for o < n_f, and g's output o - n_f after).  Node by node the
+    values are those of f and of g, so the outputs are f(x) followed by g(x)."""
+    if f.dim != g.dim:
+        raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
+    s = len(f.nodes)
+    moved = tuple(
+        Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms)) if isinstance(n, Lin)
+        else Max(tuple(j + s for j in n.args)) if isinstance(n, Max)
+        else Hardmax(tuple((i + s, j + s) for i, j in n.pairs)) for n in g.nodes
+    )
+    return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
+
+
 # ------------------------------------------------------------------- building programs
 
 

@@ -1,0 +1,52 @@
+"""Two models compared up to a tolerance on a domain P, as a property (``property.py``) of
+the pair program x -> (A(x), B(x)) (``program.program_of_pair``), whose outputs are
+y = (a, b) in Q^n x Q^n:
+
+- epsilon E: |A(x) - B(x)|_inf <= E for every x in P.  Forbidden, for each output o, the
+  one-row conjunctions a_o - b_o - E > 0 and b_o - a_o - E > 0 (in that order, o by o).
+- top-1 (E = None): argmax A(x) = argmax B(x) as sets, for every x in P (ties included: every
+  index maximal in A(x) is maximal in B(x), and the other way round).  An index i maximal in
+  a but not in b is some k with b_k > b_i, so forbidden, for each i != k, the conjunction
+  {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then the same with a and b exchanged.
+"""
+
+from __future__ import annotations
+
+from .certificate import Row, Tree
+from .errors import CheckFailed
+from .maxout import MaxoutNetwork
+from .polyhedron import Domain, Polyhedron
+from .program import check_shapes, program_of_maxout, program_of_pair, program_of_transformer
+from .property import Case, check_case
+from .rational import ONE, ZERO, Q, rational
+
+
+def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:
+    """The case above for n outputs per model (epsilon E, or None for top-1)."""
+    d = P.dim
+
+    def row(coef: dict, c=ZERO, strict=False) -> Row:
+        return Row(tuple(coef.get(t, ZERO) for t in range(d + 2 * n)), c, strict)
+
+    if epsilon is not None:
+        E = rational(epsilon)
+        return Case(P, tuple((row({d + o: s, d + n + o: -s}, -E, True),)
+                             for o in range(n) for s in (ONE, -ONE)))
+    return Case(P, tuple(
+        tuple(row({u + i: ONE, u + j: -ONE}) for j in range(n) if j != i)
+        + (row({v + k: ONE, v + i: -ONE}, strict=True),)
+        for u, v in ((d, d + n), (d + n, d)) for i in range(n) for k in range(n) if k != i))
+
+
+def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree) -> int:
+    """Accept iff ``tree`` proves, for the models A and B (Maxout networks or Transformers)
+    on the domain, |A(x) - B(x)|_inf <= epsilon, or (epsilon None) the same arg max sets;
+    returns the number of leaves.  Raises CheckFailed (Unsupported for a model no program
+    expresses) otherwise."""
+    check_shapes((a, b), domain)
+    f, g = (program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
+            for m in (a, b))
+    if len(f.outputs) != len(g.outputs):
+        raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")
+    case = pair_case(domain.as_polyhedron(), len(f.outputs), epsilon)
+    return check_case(program_of_pair(f, g), case, tree, "pair")

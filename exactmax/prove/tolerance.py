@@ -1,0 +1,262 @@
+"""Two models equal up to a tolerance on a domain: |A(x) - B(x)|_inf <= E (epsilon-equivalence)
+or the same arg max set (top-1 equivalence), decided as a property of the pair program
+x -> (A(x), B(x)) (``kernel/pair.py`` states the forbidden output conjunctions).
+
+Untrusted producer.  First a counterexample search: the centre, the vertices (up to 2^12) and
+random points of the domain's box, then a local search around the best points, in floats;
+the score of a point is the largest over the conjunctions of the least row value (for epsilon,
+max_o |A_o(x) - B_o(x)| - E).  Every candidate is made exact (a float is the dyadic rational it
+denotes), clipped into the box, and re-evaluated by the kernel's evaluators
+(``evaluate_maxout``, ``evaluate_transformer``).  Then ``prove.property.build_case_tree`` builds
+a split tree for the pair program, and the kernel checks it (``check_pair_property``).
+
+The tree builder speaks of Max nodes; a hardmax head whose every score is its value (the
+compiled Transformer's max) is the max of its values, so it is handed over as a Max node and
+its choice restated for the kernel as a Hardmax choice: key k over key j by the Max proof of
+v_k - v_j >= 0 as the dominance, and, on their tie set {v_j - v_k >= 0} (the cell's rows plus
+that row), v_j - v_k >= 0 by that row alone and v_k - v_j >= 0 by the same Max proof.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import interruption
+from ..kernel.certificate import Choice, Empty, Split, TieProof, domain_rows
+from ..kernel.errors import CheckFailed
+from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
+from ..kernel.pair import check_pair_property, pair_case
+from ..kernel.polyhedron import Box
+from ..kernel.program import (Hardmax, Lin, Max, Program, Unsupported, program_of_maxout,
+                              program_of_pair, program_of_transformer)
+from ..kernel.property import Excluded
+from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.transformer import evaluate_transformer
+from .certify import Limits, NoCertificate
+from .property import Violated, build_case_tree
+
+
+@dataclass
+class Answer:
+    verdict: str                          # "proved", "refuted" or "unknown"
+    x: tuple | None = None                # refuted: the exact point
+    outputs: tuple | None = None          # refuted: (A(x), B(x)), evaluated by the kernel
+    gap: Q | None = None                  # epsilon: max_o |A_o(x) - B_o(x)| at x
+    output: int | None = None             # epsilon: an o where that gap is reached
+    argmax: tuple | None = None           # top-1: (argmax A(x), argmax B(x)) at x
+    tree: object = None                   # proved: the tree the kernel accepted
+    reason: str | None = None
+    stats: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------- exact facts
+
+def evaluate(model, x) -> tuple:
+    """The model's output at x, by the kernel's evaluator of its kind."""
+    f = evaluate_maxout if isinstance(model, MaxoutNetwork) else evaluate_transformer
+    return tuple(f(model, x))
+
+
+def argmax_set(y) -> tuple[int, ...]:
+    """The indices i with y_i = max y (every one of them, ties included)."""
+    top = max(y)
+    return tuple(i for i, v in enumerate(y) if v == top)
+
+
+def gap_at(ya, yb) -> tuple[Q, int]:
+    """(max_o |a_o - b_o|, the first o reaching it)."""
+    gaps = [abs(u - v) for u, v in zip(ya, yb)]
+    g = max(gaps)
+    return g, gaps.index(g)
+
+
+def refutes(a, b, x, epsilon: Q | None) -> Answer | None:
+    """A refuted Answer when, evaluated exactly, the gap at x exceeds epsilon (or, epsilon
+    None, the arg max sets differ); None otherwise."""
+    ya, yb = evaluate(a, x), evaluate(b, x)
+    g, o = gap_at(ya, yb)
+    sets = (argmax_set(ya), argmax_set(yb))
+    if (g > epsilon) if epsilon is not None else sets[0] != sets[1]:
+        return Answer("refuted", tuple(x), (ya, yb), g, o, sets)
+    return None
+
+
+# ----------------------------------------------------------------------- the programs
+
+def programs(a, b) -> tuple[Program, Program]:
+    """(the pair program x -> (A(x), B(x)) the kernel checks against, the same with every
+    hardmax node whose scores are its values written as a Max node, for the tree builder).
+    Raises NoCertificate for any other hardmax node."""
+    f, g = (program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
+            for m in (a, b))
+    p = program_of_pair(f, g)
+    nodes = []
+    for i, n in enumerate(p.nodes):
+        if isinstance(n, Hardmax):
+            if not all(s == v for s, v in n.pairs):
+                raise NoCertificate(f"node {i}: an attention head whose scores are not its "
+                                    "values (only the max-like heads of compiled Transformers "
+                                    "are supported here)")
+            n = Max(tuple(v for _, v in n.pairs))
+        nodes.append(n)
+    return p, Program(p.dim, tuple(nodes), p.outputs)
+
+
+def restate(p: Program, tree, first_rows: int):
+    """The tree with every choice of a hardmax node of p restated as a Hardmax choice (see
+    the module's docstring); ``first_rows``: the domain's rows (a node at depth t has
+    first_rows + t rows)."""
+    def choice(side, index, ch: Choice, rows: int):
+        if not isinstance(p.nodes[index], Hardmax):
+            return side, index, ch
+        proofs = tuple(None if pr is None else TieProof(pr, ((rows, ONE),), pr)
+                       for pr in ch.proofs)
+        return side, index, Choice(ch.k, proofs)
+
+    def walk(t, rows):
+        if isinstance(t, Empty):
+            return t
+        chs = tuple(choice(*c, rows) for c in t.choices)
+        if isinstance(t, Excluded):
+            return Excluded(chs, t.proofs)
+        return Split(t.a, t.c, walk(t.ge, rows + 1), walk(t.lt, rows + 1), chs)
+
+    if not any(isinstance(n, Hardmax) for n in p.nodes):
+        return tree
+    return walk(tree, first_rows)
+
+
+# ----------------------------------------------------------------------- the search
+
+class FloatProgram:
+    """A program of Lin and Max nodes in float64 over a batch of points (the search only:
+    every answer is re-checked exactly)."""
+
+    def __init__(self, p: Program):
+        self.p = p
+        self.code = []
+        for n in p.nodes:
+            if isinstance(n, Lin):
+                xi = np.array([i for i, _ in n.x], dtype=int)
+                xa = np.array([float(v) for _, v in n.x])
+                ti = np.array([j for j, _ in n.terms], dtype=int)
+                ta = np.array([float(v) for _, v in n.terms])
+                self.code.append((0, float(n.c), xi, xa, ti, ta))
+            else:
+                self.code.append((1, np.array(n.args, dtype=int)))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        V = np.empty((len(self.p.nodes), len(X)))
+        for i, c in enumerate(self.code):
+            if c[0] == 0:
+                _, const, xi, xa, ti, ta = c
+                V[i] = const + xa @ X.T[xi] + ta @ V[ti]
+            else:
+                V[i] = V[c[1]].max(axis=0)
+        return V[list(self.p.outputs)].T
+
+
+def _scores(conjs, X, Y) -> np.ndarray:
+    """max over the conjunctions of the least row value a . (x, y) + c, per point (float)."""
+    XY = np.hstack([X, Y])
+    best = np.full(len(X), -np.inf)
+    for conj in conjs:
+        A = np.array([[float(v) for v in r.a] for r in conj])
+        c = np.array([float(r.c) for r in conj])
+        best = np.maximum(best, (XY @ A.T + c).min(axis=1))
+    return best
+
+
+def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, seed: int = 0,
+           samples: int = 2000, rounds: int = 60):
+    """(a refuted Answer or None, stats, the largest exact gap seen and its point)."""
+    rng = np.random.default_rng(seed)
+    lo = np.array([float(v) for v in box.lower])
+    hi = np.array([float(v) for v in box.upper])
+    d = len(lo)
+    stats = {"points": 0, "exact_checks": 0}
+    best_gap: list = [None, None]
+    pts = [(lo + hi) / 2]
+    if d <= 12:
+        corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1).astype(float)
+        pts += list(lo + corners * (hi - lo))
+    X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
+    for r in range(rounds):
+        if time.monotonic() > deadline:
+            break
+        interruption.check()
+        m = _scores(case.outputs, X, fp(X))
+        stats["points"] += len(X)
+        order = np.argsort(-m)[:20]
+        for i in order[:3]:
+            x = tuple(min(max(Q(*float(v).as_integer_ratio()), lo_), hi_)
+                      for v, lo_, hi_ in zip(X[i], box.lower, box.upper))
+            stats["exact_checks"] += 1
+            ans = refutes(a, b, x, epsilon)
+            if ans is None:
+                if epsilon is not None:
+                    g, _ = gap_at(evaluate(a, x), evaluate(b, x))
+                    if best_gap[0] is None or g > best_gap[0]:
+                        best_gap[:] = [g, x]
+                continue
+            return ans, stats, best_gap
+        top = X[order]
+        scale = (hi - lo) * (0.5 ** (r / 6 + 1))
+        kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
+        X = np.vstack([top, np.clip(kids, lo, hi)])
+    return None, stats, best_gap
+
+
+# ----------------------------------------------------------------------- deciding
+
+def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
+                     max_leaves: int = 20000, run_search: bool = True,
+                     progress=None) -> Answer:
+    """proved (a tree the kernel accepted) / refuted (an exact point, re-evaluated) / unknown
+    for |A - B|_inf <= epsilon on dom, or (epsilon None) the same arg max sets."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    stats: dict = {}
+    try:
+        p, q = programs(a, b)
+    except NoCertificate as e:
+        return Answer("unknown", reason=str(e), stats=stats)
+    except Unsupported as e:
+        return Answer("unknown", reason=f"unsupported: {e}", stats=stats)
+    stats["program_nodes"] = len(p.nodes)
+    P = dom.as_polyhedron()
+    case = pair_case(P, len(p.outputs) // 2, epsilon)
+    box = dom if isinstance(dom, Box) else None
+    if run_search and box is not None:
+        found, s, best = search(a, b, FloatProgram(q), case, box, epsilon,
+                                min(deadline, start + max(1.0, timeout_s / 4)))
+        stats["search"] = s
+        if best[0] is not None:
+            stats["largest_gap_seen"] = best[0]
+        if found is not None:
+            found.stats = stats | {"found_by": "search"}
+            return found
+    try:
+        tree, s = build_case_tree(q, case, box, Limits(deadline, max_leaves, progress))
+    except Violated as e:
+        found = refutes(a, b, e.x, epsilon) if P.contains(tuple(e.x)) else None
+        if found is not None:
+            found.stats = stats | {"found_by": "certificate"}
+            return found
+        return Answer("unknown", reason="a cell reaches a forbidden output, but the point z3 "
+                      "gave was not confirmed by the kernel", stats=stats)
+    except NoCertificate as e:
+        return Answer("unknown", reason=str(e), stats=stats)
+    stats.update(leaves=s["leaves"], splits=s["splits"])
+    tree = restate(p, tree, len(domain_rows(P)))
+    try:
+        t0 = time.monotonic()
+        stats["leaves_checked"] = check_pair_property(a, b, dom, epsilon, tree)
+        stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
+    except CheckFailed as e:   # a producer bug: never trusted, reported
+        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
+                      stats=stats)
+    return Answer("proved", tree=tree, stats=stats)
