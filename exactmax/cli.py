@@ -323,6 +323,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("a", metavar="A.json")
     q.add_argument("b", metavar="B.json")
     verify_options(q)
+    q.add_argument("--epsilon", metavar="E",
+                   help="instead of equality, prove |A(x) - B(x)|_inf <= E on the domain "
+                   "(E exact, e.g. 1/100), or refute it at an exact point with the exact gap; "
+                   "--cert writes an exactmax/pair-property-certificate")
+    q.add_argument("--norm", choices=("inf",),
+                   help="the norm of --epsilon: inf, the largest gap over the outputs (the "
+                   "only one, and the default)")
+    q.add_argument("--top1", action="store_true",
+                   help="instead of equality, prove that A(x) and B(x) have the same arg max "
+                   "set at every x of the domain (ties included), or refute it at a point")
     q.set_defaults(run=_command("prove.command", "run_equiv"))
 
     s = sub.add_parser("search", help="look for a point where two models differ",

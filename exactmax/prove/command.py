@@ -220,6 +220,11 @@ def run_equiv(args) -> int:
     started = time.monotonic()
     _check_cert_path(args, [("A.json", args.a), ("B.json", args.b)])
     a, b = load_model(args.a), load_model(args.b)
+    if getattr(args, "epsilon", None) is not None or getattr(args, "top1", False):
+        from .tolerance_command import run_tolerance   # equal up to a tolerance (#21)
+        return run_tolerance(args, a, b, (args.a, args.b), started)
+    if getattr(args, "norm", None) is not None:
+        raise UsageError("--norm goes with --epsilon")
     return _verify_models(args, a, b, (args.a, args.b), started)
 
 
@@ -235,6 +240,10 @@ def run_check_cert(args) -> int:
     if peek_property_certificate(args.cert):
         from .property_command import check_property_cert
         return check_property_cert(args, Cursor(args.cert, "", read_json_file(args.cert)))
+    from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
+    if certificate_format(args.cert) == PAIR_CERTIFICATE:
+        from .tolerance_command import check_pair_cert   # epsilon / top-1 (#21)
+        return check_pair_cert(args)
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):
         if content_hash(model_to_json(load_model(path))) != hashes[key]:
