@@ -25,7 +25,7 @@ from ..exits import EXIT_OK, UsageError
 
 BASE = "https://exactmax.dev/schemas/v1/"
 NAMES = ("maxout", "transformer", "model", "domain", "certificate", "region-certificate",
-         "property-certificate", "cpwl", "common")
+         "property-certificate", "pair-property-certificate", "cpwl", "common")
 """The schemas: one per format, ``model`` (either kind of model) and the shared definitions."""
 
 
