@@ -39,170 +39,6 @@ def model_domain(model, args) -> Domain | None:
 
 # ------------------------------------------------------------------------------- commands
 
-def _export_construction(args) -> int:
-    """export-coq --construction: the library located and checked current as for a
-    certificate, then ``export.coq_construction`` writes and (with --check) compiles."""
-    from .export import coqlib
-    from .export.coq_construction import main as construction_main
-    from .io.models import check_outputs
-    if args.existing:
-        raise UsageError("--existing goes with a certificate, not --construction")
-    check_outputs([("-o", args.output)], [("NET.json", args.construction),
-                                          ("--transformer", args.transformer),
-                                          ("--domain", args.domain)])
-    argv = [args.construction, "-o", args.output, "--timeout", str(args.timeout)]
-    for flag, value in (("--transformer", args.transformer), ("--domain", args.domain)):
-        if value:
-            argv += [flag, value]
-    argv += [f for f, on in (("--check", args.check), ("--json", args.json),
-                             ("--packed", args.packed)) if on]
-    if args.check:
-        try:
-            lib = coqlib.locate(args.coq_lib)
-            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
-        except coqlib.LibraryError as e:
-            raise UsageError(f"--check: {e}") from None
-        argv += ["--coq-lib", lib.path]
-    return construction_main(argv)
-
-
-def cmd_export_coq(args) -> int:
-    """Write the certificate as a Coq file (or, with --existing, take the file already there)
-    and, with --check: confirm that the file states exactly the certificate's models, domain
-    and tree (coqcheck.check_binding), that the library is current (built on first use when
-    it is the per-user cache), that coqc accepts the file, and that Print Assumptions of
-    net_equiv lists only allowed axioms.  An empty domain (decided by the kernel) is the
-    vacuous answer, exit 5, whatever Coq says."""
-    import os
-    import re
-    from .export import coqcheck, coqlib
-    from .export.coq import ExportUnsupported, export_coq
-    from .io.certificates import load_certificate
-    from .io.models import write_bytes_atomic
-    from .kernel.errors import CheckFailed
-    module = os.path.splitext(os.path.basename(args.output))[0]
-    if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
-        raise UsageError(f"-o: expected a Coq file name such as NetEquiv.v (a letter, then "
-                         f"letters, digits or _, then .v), got {args.output!r}")
-    if (args.cert is None) == (args.construction is None):
-        raise UsageError("give CERT.json, or --construction NET.json (one of them)")
-    if args.construction is None and (args.transformer or args.domain or args.packed):
-        raise UsageError("--transformer, --domain and --packed go with --construction")
-    if args.construction is not None:
-        return _export_construction(args)
-    check = args.check or args.existing
-    from .io.models import check_outputs
-    if args.existing:
-        if not os.path.isfile(args.output):
-            raise InputError(args.output, "", "does not exist; --existing checks a file "
-                             "export-coq wrote earlier")
-    else:
-        check_outputs([("-o", args.output)], [("CERT.json", args.cert)])
-    from .io.property_certificate import peek_property_certificate
-    if peek_property_certificate(args.cert):     # (#20) export.coq_property
-        from .export.coq_property import export_command
-        return export_command(args)
-    a, b, dom, tree, hashes, witness = load_certificate(args.cert)
-    try:
-        text = export_coq(a, b, dom, tree, module)
-    except ExportUnsupported as e:
-        raise UsageError(f"{args.cert}: cannot export: {e}") from None
-    try:
-        about, facts = claim_about(a, b, dom, witness)
-    except CheckFailed:
-        about, facts = claim_about(a, b, dom)
-    lib = None
-    if check:
-        try:
-            lib = coqlib.locate(args.coq_lib)
-            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
-        except coqlib.LibraryError as e:
-            raise UsageError(f"--check: {e}") from None
-    if args.existing:
-        try:
-            with open(args.output, encoding="utf-8") as f:
-                written = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(args.output, "", f"cannot be read: {e}") from None
-    else:
-        write_bytes_atomic(args.output, text.encode())
-        with open(args.output, encoding="utf-8") as f:     # what is on disk is what is checked
-            written = f.read()
-    out = {"output": args.output, "bytes": len(written), "checked": None, "sha256": hashes,
-           "about": about}
-    r = None
-    if check:
-        try:
-            n = coqcheck.check_binding(args.output, written, text, args.cert)
-        except coqcheck.BindingMismatch as e:
-            out.update(checked=False, verdict="rejected", reason=str(e))
-            print(jsonout.dumps(out) if args.json else f"rejected: {e}")
-            return EXIT_REFUTED
-        from .progress import shown
-        if shown(args):
-            print(f"exactmax: coqc is checking {args.output} against {lib.path} ...",
-                  file=sys.stderr, flush=True)
-        r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
-        out.update(checked=r.ok, sentences_compared=n, library=lib.path,
-                   coqc_s=round(r.seconds, 2), coqc_message=r.message, axioms=list(r.axioms))
-    verdict = ("rejected" if r is not None and not r.ok else "vacuous" if facts.empty else
-               "proved" if r is not None else "written")
-    out["verdict"] = verdict
-    if args.json:
-        print(jsonout.dumps(out))
-    else:
-        if not args.existing:
-            print(f"wrote {args.output} ({len(written)} bytes)")
-        if r is not None and not r.ok:
-            print(f"coqc rejected {args.output}:\n{r.message}")
-        elif r is not None:
-            what = ("vacuous: the domain is empty (checked by the kernel), so theorem "
-                    "net_equiv holds and says nothing" if facts.empty else
-                    "theorem net_equiv proved in Coq")
-            print(f"coqc accepted {args.output} in {r.seconds:.1f} s: {what}")
-            print(f"  the file states exactly {args.cert} ({n} sentences compared); "
-                  f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
-                  "axioms and Coq's primitive integers and arrays)")
-        elif facts.empty:
-            print("vacuous: the domain is empty (checked by the kernel); the file's theorem "
-                  "says nothing")
-        if r is None or r.ok:
-            print("  " + about_line(about))
-    if r is not None and not r.ok:
-        return EXIT_REFUTED
-    return EXIT_VACUOUS if facts.empty else EXIT_OK
-
-
-def cmd_coq_lib(args) -> int:
-    """Where the Coq library export-coq --check uses is, whether it is current; --build
-    builds it (the per-user cache from the installed sources, or a library folder in place)."""
-    from .export import coqlib
-    try:
-        lib = coqlib.locate(args.coq_lib)
-        built, seconds = coqlib.build(lib) if args.build else (False, 0.0)
-    except coqlib.LibraryError as e:
-        raise UsageError(str(e)) from None
-    try:
-        coqlib.check_current(lib)
-        current, reason = True, None
-    except coqlib.LibraryError as e:
-        current, reason = False, str(e)
-    out = {"path": lib.path, "from": lib.how, "sources": lib.sources, "current": current,
-           "built_now": built, "build_s": round(seconds, 1)}
-    if reason:
-        out["reason"] = reason
-    if args.json:
-        print(jsonout.dumps(out))
-    elif args.path:
-        print(lib.path)
-    elif current:
-        print(f"{lib.path} ({lib.how}): {'built now in %.1f s, ' % seconds if built else ''}"
-              "current")
-    else:
-        raise UsageError(reason)
-    return EXIT_OK if current or (args.path and not args.build) else EXIT_INPUT
-
-
 # --------------------------------------------------------------------------------- parser
 
 def _command(module: str, name: str = "run"):
@@ -409,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="give coqc at most S seconds (default 600)")
     x.add_argument("--json", action="store_true", help="print one JSON object")
-    x.set_defaults(run=cmd_export_coq)
+    x.set_defaults(run=_command("export.command", "run_export_coq"))
 
     c = sub.add_parser("coq-lib", help="where the Coq library is; build it",
                        description="The Coq library export-coq --check compiles against: "
@@ -423,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--path", action="store_true", help="print only its folder (exit 0)")
     c.add_argument("--coq-lib", metavar="DIR", help="a library folder of your own")
     c.add_argument("--json", action="store_true", help="print one JSON object")
-    c.set_defaults(run=cmd_coq_lib)
+    c.set_defaults(run=_command("export.command", "run_coq_lib"))
 
     m = sub.add_parser("import", help="read an ONNX network as an exact Maxout network",
                        description="Import an ONNX file (Gemm, MatMul, Add, Sub, Mul/Div by "
