@@ -216,7 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "between Maxout networks and hardmax Transformers are supported, and "
                        "layerwise ones (verify's default; equiv's for two Maxout networks of the "
                        "same widths), proved by the composition theorems of "
-                       "proofs/Layerwise.v. With --check, run coqc on it: exit 0 when Coq "
+                       "proofs/Layerwise.v. A property certificate (check --cert) is written as "
+                       "the network, the property's cases and the split trees, and proves "
+                       "net_property: no x of a case's input set has (x, net x) satisfying a "
+                       "forbidden output conjunction (proofs/Property.v). "
+                       "With --check, run coqc on it: exit 0 when Coq "
                        "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.")
     x.add_argument("cert", metavar="CERT.json[.gz]", nargs="?",
                    help="an exactmax/certificate (not with --construction)")
