@@ -29,6 +29,10 @@ from .jsonfile import read_text_file
 from .numbers import NumberSyntaxError, parse_rational
 
 MAX_DISJUNCTS = 100_000
+
+Comparison = tuple[dict[str, Q], Q, bool]
+"""(lin, c, strict): the comparison sum_v lin[v] v + c >= 0 (> 0 when strict), over the
+variables X_i and Y_j by name."""
 _VAR = re.compile(r"([XY])_(\d+)")
 _TOKEN = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
 
@@ -62,9 +66,10 @@ class VnnProperty:
 
 
 class _Syntax(Exception):
-    def __init__(self, at, message: str):
+    def __init__(self, at: Atom | SList | None, message: str):
         super().__init__(message)
-        self.line, self.col = (at.line, at.col) if at is not None else (0, 0)
+        self.line: int = at.line if at is not None else 0
+        self.col: int = at.col if at is not None else 0
 
 
 def parse_sexprs(text: str) -> list:
@@ -74,6 +79,7 @@ def parse_sexprs(text: str) -> list:
     pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
+        assert m is not None  # every character starts a token: space, ';', a paren or a word
         tok = m.group()
         col = pos - line_start + 1
         if tok == "(":
@@ -170,7 +176,7 @@ class _Reader:
             raise _Syntax(t.items[0] if t.items else t, f"expected {what}")
         return t.items[0].text
 
-    def formula(self, f) -> list[list[Row | tuple]]:
+    def formula(self, f) -> list[list[Comparison]]:
         """The DNF of f: a list of conjunctions, each a list of rows (over named variables)."""
         if isinstance(f, Atom):
             raise _Syntax(
@@ -233,7 +239,7 @@ def read_vnnlib(path: str) -> VnnProperty:
 
 def _read(text: str, sha: str) -> VnnProperty:
     r = _Reader()
-    dnf = [[]]
+    dnf: list[list[Comparison]] = [[]]
     asserted = False
     for form in parse_sexprs(text):
         if not isinstance(form, SList) or not form.items or not isinstance(form.items[0], Atom):
@@ -287,24 +293,35 @@ def _read(text: str, sha: str) -> VnnProperty:
 def _as_box(rows, n: int) -> Box | None:
     """The box {x : rows} when every row bounds one coordinate and every coordinate has a
     lower and an upper bound (the tightest are kept: the same set), else None."""
-    lower, upper = [None] * n, [None] * n
+    lower: list[Q | None] = [None] * n
+    upper: list[Q | None] = [None] * n
     for a, b in rows:
         nz = [(i, v) for i, v in enumerate(a) if v]
         if len(nz) != 1:
             return None
         ((i, v),) = nz
         bound = b / v
+        old = upper[i] if v > 0 else lower[i]
         if v > 0:
-            upper[i] = bound if upper[i] is None else min(upper[i], bound)
+            upper[i] = bound if old is None else min(old, bound)
         else:
-            lower[i] = bound if lower[i] is None else max(lower[i], bound)
-    if any(v is None for v in lower + upper):
+            lower[i] = bound if old is None else max(old, bound)
+    lo = [v for v in lower if v is not None]
+    hi = [v for v in upper if v is not None]
+    if len(lo) < n or len(hi) < n:
         return None
-    return Box(tuple(lower), tuple(upper))
+    return Box(tuple(lo), tuple(hi))
+
+
+def _index(name: str) -> int:
+    """i of a declared variable X_i or Y_i (declare checked the name against _VAR)."""
+    m = _VAR.fullmatch(name)
+    assert m is not None
+    return int(m.group(2))
 
 
 def _indices(r: _Reader, letter: str) -> list[int]:
-    found = sorted(int(_VAR.fullmatch(n).group(2)) for n in r.sorts if n[0] == letter)
+    found = sorted(_index(n) for n in r.sorts if n[0] == letter)
     if found != list(range(len(found))):
         missing = next(i for i in range(len(found) + 1) if i not in found)
         first = r.sorts[next(n for n in r.sorts if n[0] == letter)]
