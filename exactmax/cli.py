@@ -1,4 +1,5 @@
-"""The ``exactmax`` command.
+"""The ``exactmax`` command: its parser, and the dispatch (``_command``) to the module of each
+command's subject, where its logic lives (construct/command.py, prove/command.py, ...).
 
 Exit codes: 0 success / proved with a kernel-checked certificate, 1 refuted (check-cert:
 rejected), 2 usage or input error, 3 unknown, 4 proved by z3 alone (no certificate), 5 vacuous
@@ -14,30 +15,13 @@ import time
 
 from . import jsonout
 from .interruption import Terminated
-from .progress import cells_certified
-from .prove.command import about_line, answer_vacuous, claim_about
 
 from . import __version__
-from .io import InputError, load_domain, load_model
-from .io.numbers import NumberSyntaxError, parse_rational, quote
-from .kernel.maxout import MaxoutNetwork, evaluate_maxout
-from .kernel.polyhedron import Box, Domain
-from .kernel.rational import Q, q_str
-from .kernel.transformer import (HARDMAX, Attention, FeedForward, Transformer,
-                                 evaluate_transformer)
+from .io import InputError
 
 from .exits import (EXIT_BUG, EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_SOLVER_ONLY,  # noqa: F401
                     EXIT_UNKNOWN, EXIT_VACUOUS, UsageError)
 
-
-def model_domain(model, args) -> Domain | None:
-    """The domain from ``--domain FILE`` if given, else the model's own (or None)."""
-    if getattr(args, "domain", None):
-        return load_domain(args.domain, model.input_dim)
-    return model.domain
-
-
-# ------------------------------------------------------------------------------- commands
 
 # --------------------------------------------------------------------------------- parser
 
