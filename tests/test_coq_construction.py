@@ -218,3 +218,90 @@ def test_export_coq_construction_on_the_command_line(tmp_path, library, capsys):
     assert main(["export-coq", "-o", out]) == 2
     assert main(["export-coq", str(tmp_path / "c.json"), "--construction", tent, "-o", out]) == 2
     capsys.readouterr()
+
+
+def test_the_file_names_the_sha256_of_its_inputs():
+    """The opening comment and Module Sha256 give the sha256 of the network, the Transformer
+    and the domain (their canonical JSON, as certificates name them)."""
+    from exactmax.export.coq import content_hashes
+    net = NETS["deep_out"]
+    tf = compile_transformer(net).transformer
+    for packed in (False, True):
+        text = export_construction(net, tf, packed=packed)
+        for key, h in content_hashes(net, tf, net.domain).items():
+            assert f"\n     {key:<7} {h}\n" in text
+            assert f'Definition {key} : string := "{h}".' in text
+
+
+def _tampered_weight(net):
+    """The network with the first weight of its first piece changed by 1/7."""
+    from exactmax.kernel.maxout import Layer
+    layer = net.layers[0]
+    unit = layer.units[0]
+    p = unit.pieces[0]
+    p2 = Piece((p.w[0] + Q(1, 7),) + p.w[1:], p.b)
+    unit2 = Unit((p2,) + unit.pieces[1:])
+    return replace(net, layers=(Layer((unit2,) + layer.units[1:]),) + net.layers[1:])
+
+
+@needs_coq
+@pytest.mark.parametrize("packed", [False, True])
+def test_check_names_the_first_difference_of_a_tampered_file_that_compiles(tmp_path, library,
+                                                                          capsys, packed):
+    """--existing --check compares the file with the export of the JSON inputs before coqc:
+    a file as written is accepted; a domain shrunk in the text, or the data of a network one
+    weight away (with the sha256 of the original kept), still compile (a true theorem about
+    other data), and are rejected with the first difference named in one line; so is an
+    edited sha256."""
+    import json
+    import re
+    from exactmax.export.coq import _qlist, content_hashes
+    from exactmax.export.coq_construction import main, run_coqc
+    from exactmax.io.models import load_model
+    net_path = os.path.join(EXAMPLES, "maxout_d3_w4_r3.json")
+    net = load_model(net_path)
+    out = tmp_path / "T.v"
+    flags = ["--packed"] if packed else []
+    check = [net_path, "-o", str(out), "--existing", "--check", "--coq-lib", PROOFS]
+    assert main([net_path, "-o", str(out)] + flags) == 0
+    good = out.read_text()
+    capsys.readouterr()
+    assert main(check + ["--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["verdict"] == "proved" and r["coq"] == "accepted" and r["sentences_compared"] > 10
+    assert r["sha256"] == content_hashes(net, compile_transformer(net).transformer, net.domain)
+
+    def rejected(text, *words):
+        out.write_text(text)
+        capsys.readouterr()
+        assert main(check) == 1
+        line = capsys.readouterr().out.strip()
+        assert "\n" not in line and line.startswith("rejected: ") and "coqc" not in line, line
+        for w in words:
+            assert w in line, line
+        return line
+
+    # a shrunk domain: the upper corner moved to the middle of the box
+    m = re.search(r"Definition upper : list Q := \[[^\]]*\]\.", good)
+    mid = tuple((lo + hi) / 2 for lo, hi in zip(net.domain.lower, net.domain.upper))
+    shrunk = good.replace(m.group(0), f"Definition upper : list Q := {_qlist(mid)}.")
+    (tmp_path / "S.v").write_text(shrunk.replace("T.v", "S.v"))
+    assert run_coqc(str(tmp_path / "S.v"), PROOFS)[0]
+    rejected(shrunk, "Definition upper (the domain): number 0 is", f"but {net_path} gives")
+    # one weight of the network changed, the Transformer its construction, the sha256 kept
+    net2 = _tampered_weight(net)
+    other = export_construction(net2, module="T", packed=packed)
+    for key, h in content_hashes(net2, compile_transformer(net2).transformer,
+                                 net.domain).items():
+        other = other.replace(h, content_hashes(net, compile_transformer(net).transformer,
+                                                net.domain)[key])
+    (tmp_path / "O.v").write_text(other.replace("T.v", "O.v"))
+    assert run_coqc(str(tmp_path / "O.v"), PROOFS)[0]
+    rejected(other, "(the network)", "packed_net" if packed else "Definition net_a")
+    # the sha256 edited, in Module Sha256 and in the opening comment
+    h = content_hashes(net, compile_transformer(net).transformer, net.domain)["domain"]
+    fake = h[:-1] + ("0" if h[-1] != "0" else "1")
+    rejected(good.replace(f'"{h}"', f'"{fake}"'), "Sha256.domain", "the sha256 the file is bound to")
+    rejected(good.replace(f" {h}\n", f" {fake}\n"), "the opening comment gives domain sha256")
+    out.write_text(good)
+    assert main(check) == 0

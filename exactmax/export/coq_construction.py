@@ -29,10 +29,21 @@ from ..construct.bounds import _affine_range, round_outward
 from ..construct.transformer import CompileOptions, compile_transformer
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
-from ..kernel.rational import ZERO, Q
+from ..kernel.rational import Q
 from ..kernel.transformer import FeedForward, Transformer
-from .coq import (ExportUnsupported, _domain_text, _mat, _maxout_term, _pack, _q, _qlist, _qnums,
-                  _sha256_module, _zig, content_hashes)
+from .coq import (
+    ExportUnsupported,
+    _domain_text,
+    _mat,
+    _maxout_term,
+    _pack,
+    _q,
+    _qlist,
+    _qnums,
+    _sha256_module,
+    _zig,
+    content_hashes,
+)
 
 
 def _width(net: MaxoutNetwork) -> int:
@@ -250,9 +261,7 @@ def _interval_boxes(net: MaxoutNetwork, lo, hi, start: int):
 def _gates_box(net, gates, domain: Box) -> tuple[str, str, str, str]:
     """(definitions, the packed boxes, the check, the theorem applied) for a box domain."""
     boxes = _interval_boxes(net, domain.lower, domain.upper, 0)
-    defs = ("Definition boxes : list zbox := fst (unpack_zcert packed_boxes).\n"
-            "Definition scales : list zscales := snd (unpack_zcert packed_boxes).\n")
-    return (defs, _zcert_term(boxes, net.layers),
+    return ("", _zcert_term(boxes, net.layers),
             "zgates_ok net_a gates (DBox lower upper) boxes scales nil",
             "construct_zsound net_a gates (DBox lower upper) boxes scales nil")
 
@@ -288,9 +297,7 @@ def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
         lo, hi = round_outward(los, his)
         boxes = _interval_boxes(net, lo, hi, 1)
     defs = ("Definition gate_proofs : list (farkas * farkas) :=\n  [" + ";\n   ".join(gws)
-            + "].\n\nDefinition boxes : list zbox := fst (unpack_zcert packed_boxes).\n"
-            "Definition scales : list zscales := snd (unpack_zcert packed_boxes).\n"
-            + "\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
+            + "].\n\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
             + ";\n   ".join(iws if boxes else []) + "].\n")
     return (defs, _zcert_term(boxes, net.layers[1:]),
             "zgates_ok_poly net_a gates (DPoly A b) gate_proofs boxes scales image_proofs",
@@ -338,6 +345,8 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
     else:
         gdefs, zboxes, check, theorem = _gates_poly(net, gates, domain)
     hashes = content_hashes(net, tf, domain)
+    packed_block = ("(** The models, packed as machine integers (Construction.unpack_maxout and "
+                    "unpack_transformer read them) *)\n\n" + models + "\n") if packed else ""
     return f"""(* {module}.v -- written by exactmax (construction export, #19).  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that the Transformer below equals the Maxout network at every
@@ -361,15 +370,7 @@ From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise Co
 {_sha256_module(net, tf, domain)}
 Open Scope Q_scope.
 
-{"(** The models, packed as machine integers (Construction.unpack_maxout and unpack_transformer read them) *)" + chr(10) + chr(10) + models + chr(10) if packed else ""}\
-(** The gate certificate: the boxes B_0 (containing the domain) .. B_(D-1), each as its
-    grid G and the integers L, U of its corners L / G, U / G, and the layers' common
-    denominators s_l, packed as machine integers (Construction.unpack_zcert reads them) *)
-
-Definition packed_boxes : PArray.array Uint63.int :=
-  {zboxes}.
-
-Section Models.
+{packed_block}Section Models.
 Import ListNotations.
 
 {"" if packed else "(** The models, as a user wrote them *)" + chr(10) + chr(10) + models}
@@ -380,10 +381,19 @@ Definition gates : list Q := {_qlist(gates)}.
 (** The domain *)
 
 {dom_defs}
-(** The gate certificate *)
+{"(** The gate certificate: Farkas proofs of the first layer's bounds *)" + chr(10) + chr(10) + gdefs
+ if gdefs else ""}End Models.
 
-{gdefs}
-End Models.
+(** The gate certificate: the boxes B_0 (containing the domain) .. B_(D-1), each as its
+    grid G and the integers L, U of its corners L / G, U / G, and the layers' common
+    denominators s_l with m_d = s_l / d for each denominator d, packed as machine integers
+    (Construction.unpack_zcert reads them) *)
+
+Definition packed_boxes : PArray.array Uint63.int :=
+  {zboxes}.
+
+Definition boxes : list zbox := fst (unpack_zcert packed_boxes).
+Definition scales : list zscales := snd (unpack_zcert packed_boxes).
 
 Lemma net_b_construct : net_b = construct net_a gates.
 Proof. vm_cast_no_check (eq_refl net_b). Qed.
@@ -408,6 +418,85 @@ Qed.
 
 Print Assumptions net_equiv.
 """
+
+
+# ------------------------------------------------------------------ the binding
+
+_WHAT = {"net_a": "the network", "packed_net": "the network", "net_b": "the Transformer",
+         "packed_tf": "the Transformer", "lower": "the domain", "upper": "the domain",
+         "A": "the domain", "b": "the domain", "gates": "the gate constants",
+         "packed_boxes": "the gate certificate", "boxes": "the gate certificate",
+         "scales": "the gate certificate", "gate_proofs": "the gate certificate",
+         "image_proofs": "the gate certificate"}
+
+
+def _what(name: str) -> str:
+    word = name.split()[-1]
+    if word.startswith("Sha256."):
+        return "the sha256 the file is bound to"
+    return _WHAT.get(word) or ("the Transformer" if word.startswith("net_b_") else
+                               "the statement")
+
+
+def _stream(words) -> list[int]:
+    """The numbers of a packed array (Checker.unpack): the words' bytes, 7 to a word, read as
+    groups of 7 bits, least significant first, the high bit set on all but a number's last."""
+    out, n, shift = [], 0, 0
+    for w in words:
+        for byte in int(w).to_bytes(7, "little"):
+            n |= (byte & 127) << shift
+            shift += 7
+            if byte < 128:
+                out.append(n)
+                n, shift = 0, 0
+    return out
+
+
+def check_binding(path: str, text: str, expected: str, inputs: str) -> int:
+    """The number of sentences compared; BindingMismatch names the first difference between
+    the file ``text`` and ``expected``, the export of ``inputs`` (the JSON files): sentence by
+    sentence (comments and layout aside), number by number (a packed array as the stream of
+    numbers it holds), then the sha256 lines of the opening comment."""
+    from fractions import Fraction
+
+    from .coqcheck import _HASH_LINE, BindingMismatch, _show, sentences
+    got, want = sentences(text), sentences(expected)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g == w:
+            continue
+        if g[0] != w[0]:
+            raise BindingMismatch(f"{path}: sentence {i + 1} is {g[0]}, but the export of "
+                                  f"{inputs} has {w[0]} there")
+        where = f"{path}: {g[0]} ({_what(g[0])})"
+        gn = [t for t in g[1] if isinstance(t, Fraction)]
+        wn = [t for t in w[1] if isinstance(t, Fraction)]
+        unit = "number"
+        if "[|" in g[1] and "[|" in w[1] and gn and wn:      # a packed array: its stream
+            try:
+                gn, wn, unit = _stream(gn[:-1]), _stream(wn[:-1]), "number of the stream"
+            except (OverflowError, ValueError, TypeError):
+                pass
+        for k, (a, b) in enumerate(zip(gn, wn)):
+            if a != b:
+                raise BindingMismatch(f"{where}: {unit} {k} is {a}, but {inputs} gives {b}")
+        if len(gn) != len(wn):
+            raise BindingMismatch(f"{where}: {len(gn)} numbers, but {inputs} gives {len(wn)}")
+        for a, b in zip(g[1], w[1]):
+            if a != b:
+                raise BindingMismatch(f"{where}: {_show(a)!r} where the export of {inputs} "
+                                      f"has {_show(b)!r}")
+        raise BindingMismatch(f"{where}: {len(g[1])} tokens, but the export of {inputs} has "
+                              f"{len(w[1])}")
+    if len(got) != len(want):
+        extra = got[len(want)][0] if len(got) > len(want) else want[len(got)][0]
+        raise BindingMismatch(f"{path}: {len(got)} sentences, but the export of {inputs} has "
+                              f"{len(want)} (first unmatched: {extra})")
+    stated, bound = dict(_HASH_LINE.findall(text)), dict(_HASH_LINE.findall(expected))
+    for key, h in bound.items():
+        if stated.get(key) != h:
+            raise BindingMismatch(f"{path}: the opening comment gives {key} sha256 "
+                                  f"{stated.get(key, 'none')}, but {inputs} has {h}")
+    return len(got)
 
 
 # ------------------------------------------------------------------ command line
@@ -448,15 +537,20 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> tuple[bool, f
 
 def main(argv=None) -> int:
     """exactmax export-coq --construction NET.json [--transformer TF.json] [--domain D.json]
-    -o X.v [--check] [--json]: exit 0 (written; with --check, accepted by coqc), 1 (coqc
-    rejected it: its error in one line), 2 (bad input: the Transformer is not the
-    construction, no domain, ...)."""
+    -o X.v [--packed] [--existing] [--check] [--json]: exit 0 (written; with --check,
+    the file states exactly the inputs and coqc accepts it), 1 (the file states something
+    else, the first difference named, or coqc rejected it: its error in one line), 2 (bad
+    input: the Transformer is not the construction, no domain, ...).  --existing: do not
+    write; check the file already at -o against the inputs (the form, packed or terms, read
+    off the file)."""
     import argparse
     import os
     import re
     import sys
+
     from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED
-    from ..io.models import load_domain, load_model
+    from ..io.models import load_domain, load_model, write_bytes_atomic
+    from .coqcheck import _HASH_LINE, BindingMismatch
     ap = argparse.ArgumentParser(prog="exactmax export-coq --construction",
                                  description="Prove a compiled Transformer equal to its Maxout "
                                  "network in Coq through the construction theorem (#19).")
@@ -465,19 +559,32 @@ def main(argv=None) -> int:
                     help="the Transformer (default: compile the network)")
     ap.add_argument("--domain", metavar="D.json", help="the domain (default: the network's)")
     ap.add_argument("-o", "--output", required=True, metavar="X.v")
-    ap.add_argument("--check", action="store_true", help="compile the file with coqc")
+    ap.add_argument("--check", action="store_true", help="compare the file with the inputs, "
+                    "then compile it with coqc")
+    ap.add_argument("--existing", action="store_true", help="do not write: check the file "
+                    "already at -o against the inputs (implies --check)")
     ap.add_argument("--json", action="store_true", help="one JSON object on standard output")
     ap.add_argument("--coq-lib", metavar="DIR", help="the library (default: proofs/ beside "
                     "the package, or $EXACTMAX_COQ_LIB)")
     ap.add_argument("--timeout", type=float, default=600.0, metavar="S")
-    ap.add_argument("--packed", action="store_true", help="write the two models as an array of "
-                    "machine integers (Coq reads it many times faster)")
+    ap.add_argument("--packed", action="store_true", help="write the two models as arrays of "
+                    "machine integers (Coq reads them many times faster)")
     args = ap.parse_args(argv)
     module = os.path.splitext(os.path.basename(args.output))[0]
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
         print(f"exactmax: -o: expected a Coq file name such as NetEquiv.v, got "
               f"{args.output!r}", file=sys.stderr)
         return EXIT_INPUT
+    written = None
+    if args.existing:
+        try:
+            with open(args.output, encoding="utf-8") as f:
+                written = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"exactmax: error: {args.output}: cannot be read ({e}); --existing checks a "
+                  "file export-coq --construction wrote earlier", file=sys.stderr)
+            return EXIT_INPUT
+    packed = args.packed or (written is not None and "Definition packed_net " in written)
     try:
         net = load_model(args.network)
         if not isinstance(net, MaxoutNetwork):
@@ -486,15 +593,26 @@ def main(argv=None) -> int:
         if tf is not None and not isinstance(tf, Transformer):
             raise ExportUnsupported(f"{args.transformer} is not a Transformer")
         domain = load_domain(args.domain, net.input_dim) if args.domain else None
-        text = export_construction(net, tf, domain, module, packed=args.packed)
+        text = export_construction(net, tf, domain, module, packed=packed)
     except (ExportUnsupported, ValueError, OSError) as e:
         print(f"exactmax: cannot export: {e}", file=sys.stderr)
         return EXIT_INPUT
-    with open(args.output, "w") as f:
-        f.write(text)
-    out = {"output": args.output, "v_bytes": len(text.encode())}
+    hashes = dict(_HASH_LINE.findall(text))
+    if written is None:
+        write_bytes_atomic(args.output, text.encode())
+        with open(args.output, encoding="utf-8") as f:     # what is on disk is what is checked
+            written = f.read()
+    out = {"output": args.output, "v_bytes": len(written.encode()), "sha256": hashes}
     status = EXIT_OK
-    if args.check:
+    check = args.check or args.existing
+    if check:
+        inputs = ", ".join(p for p in (args.network, args.transformer, args.domain) if p)
+        try:
+            out["sentences_compared"] = check_binding(args.output, written, text, inputs)
+        except BindingMismatch as e:
+            out.update(coq="not run", verdict="rejected", reason=str(e))
+            print(jsonout.dumps(out) if args.json else f"rejected: {e}")
+            return EXIT_REFUTED
         lib = args.coq_lib or os.environ.get("EXACTMAX_COQ_LIB") or os.path.join(
             os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
             "proofs")
@@ -503,12 +621,14 @@ def main(argv=None) -> int:
         if not ok:
             out["coqc_message"] = message
             status = EXIT_REFUTED
+    out["verdict"] = ("written" if not check else "proved" if status == EXIT_OK else "rejected")
     if args.json:
         print(jsonout.dumps(out))
-    elif args.check:
+    elif check:
         print(f"coqc accepted {args.output} in {out['coqc_s']:.1f} s: the Transformer equals "
-              f"the network on the domain (construct_sound)" if status == EXIT_OK else
-              f"coqc rejected {args.output}: {out['coqc_message']}")
+              f"the network on the domain (the construction theorem); the file states exactly "
+              f"{inputs} ({out['sentences_compared']} sentences compared)"
+              if status == EXIT_OK else f"coqc rejected {args.output}: {out['coqc_message']}")
     else:
         print(f"wrote {args.output} ({out['v_bytes']} bytes)")
     return status
