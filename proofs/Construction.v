@@ -19,7 +19,11 @@
    (gates_ok, decided by computation: interval images of a bounding box of the domain, the box
    itself or, for a polyhedron, a box proved by Farkas multipliers), and the size of the
    construction (construct_size).  ConstructionSound.v proves
-   transformerR (construct net C) x = maxoutR net x. *)
+   transformerR (construct net C) x = maxoutR net x.
+
+   Exported files decide the gate condition with zgates_ok: the same boxes, with corners on a
+   grid 1/G, checked in integers (a common denominator per layer and a table of products), so
+   that no gcd is taken and every large product has a small factor. *)
 
 From Coq Require Import QArith Qreals Reals Lia List Bool.
 From Coq Require Uint63.

@@ -8,8 +8,11 @@
                       gates_hold (mo_layers net) C x ->
                       transformerR (construct net C) x = maxoutR net x.
 
-   encode(h) is the list of the k tokens (h padded, 0, 0, e_t).  Only the standard axioms of
-   Coq's Reals are used. *)
+   encode(h) is the list of the k tokens (h padded, 0, 0, e_t).  Then the gate condition
+   decided by computation gives gates_hold: construct_sound (gates_ok, boxes over Q),
+   construct_zsound (zgates_ok, the boxes and the pieces in integers: what exported files
+   use), construct_poly_sound and construct_poly_zsound for a polyhedron.  Only the standard
+   axioms of Coq's Reals are used. *)
 
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
 From ExactMax Require Import Checker Sound Build Maxout Transformer Layerwise Construction.
