@@ -1,7 +1,8 @@
 """Every shell example of README.md and of the guide in docs/ runs, and prints what the page says.
 
 An example is a fenced block of language ``console``: lines ``$ COMMAND`` (a trailing ``\\``
-continues the command on the next line), each followed by the output it must print (standard
+continues the command on the next line; a here-document ``<<'EOF'`` takes the lines up to
+``EOF``), each followed by the output it must print (standard
 output and standard error together, in order). The commands of one page run one after the
 other, through ``bash``, in a fresh temporary folder that holds a copy of ``examples/`` (and of
 ``../shared/data/vnncomp2022-test/`` for the ONNX and VNN-LIB page), so a file one example
@@ -106,6 +107,16 @@ def steps(text: str, file: str = "<text>") -> list[Step]:
             while command.endswith("\\") and i + 1 < len(f.lines):
                 i += 1
                 command = command[:-1] + "\n" + f.lines[i]
+            here = re.search(r"<<-?\s*(['\"]?)(\w+)\1", command)
+            if here:                    # a here-document: its lines, up to the word, are input
+                while i + 1 < len(f.lines):
+                    i += 1
+                    command += "\n" + f.lines[i]
+                    if f.lines[i] == here.group(2):
+                        break
+                else:
+                    raise ValueError(f"{file}:{f.line + 1 + start}: the here-document is never "
+                                     f"closed by {here.group(2)}")
             i += 1
             expected = []
             while i < len(f.lines) and not f.lines[i].startswith("$ "):
@@ -284,6 +295,22 @@ def test_the_schemas_page_shows_every_schema():
         assert f"exactmax schema {name}" in shown, name
 
 
+def test_every_command_has_its_page():
+    """Every command of ``exactmax --help`` is in the guide's table of commands (docs/index.md),
+    which names the page that describes it, and that page mentions it."""
+    text = subprocess.run([sys.executable, "-m", "exactmax", "--help"], capture_output=True,
+                          text=True, check=True).stdout
+    block = text.split("COMMAND\n", 1)[1].split("\noptions", 1)[0]
+    commands = [l.split()[0] for l in block.splitlines() if re.match(r"^ {4}[a-z]", l)]
+    assert len(commands) >= 18
+    rows = [l for l in _read("docs/index.md").splitlines() if l.startswith("| `exactmax ")]
+    for c in commands:
+        row = [r for r in rows if f"`exactmax {c}`" in r]
+        assert row, f"exactmax {c} is not in the table of docs/index.md"
+        page = re.search(r"\]\(([\w-]+\.md)[)#]", row[0]).group(1)
+        assert f"exactmax {c}" in _read(os.path.join("docs", page)), (c, page)
+
+
 def _readme_command(first_words: str) -> str:
     """The README's one-line command (an ``sh`` block) that starts with ``first_words``."""
     for f in fences(_read("README.md"), "README.md"):
@@ -360,6 +387,17 @@ def test_the_patterns_allow_only_what_varies():
     assert not matches("a\n...\nz", "a\nb\nc")
     assert not matches("a ... z", "a b\nz")          # inline ... stays on its line
     assert not matches("12 cells", "12 s")
+
+
+def test_a_here_document_is_input_not_output():
+    page = "```console\n$ cat > a.txt <<'EOF'\nhello\nEOF\n$ cat a.txt\nhello\n```\n"
+    s = steps(page)
+    assert [x.expected for x in s] == ["", "hello"] and s[0].command.endswith("hello\nEOF")
+    assert run_page(page, "<page>") == 2
+    with pytest.raises(AssertionError, match="the page says"):
+        run_page(page.replace("$ cat a.txt\nhello", "$ cat a.txt\nhullo"), "<page>")
+    with pytest.raises(ValueError, match="never closed"):
+        steps("```console\n$ cat > a.txt <<'EOF'\nhello\n```\n")
 
 
 def test_a_prompt_outside_a_console_block_is_found():
