@@ -178,6 +178,7 @@ def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, see
     hi = np.array([float(v) for v in box.upper])
     d = len(lo)
     stats = {"points": 0, "exact_checks": 0}
+    started = time.monotonic()
     best_gap: list = [None, None]
     pts = [(lo + hi) / 2]
     if d <= 12:
@@ -202,11 +203,13 @@ def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, see
                     if best_gap[0] is None or g > best_gap[0]:
                         best_gap[:] = [g, x]
                 continue
+            stats["time_s"] = round(time.monotonic() - started, 3)
             return ans, stats, best_gap
         top = X[order]
         scale = (hi - lo) * (0.5 ** (r / 6 + 1))
         kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
         X = np.vstack([top, np.clip(kids, lo, hi)])
+    stats["time_s"] = round(time.monotonic() - started, 3)
     return None, stats, best_gap
 
 
