@@ -27,9 +27,9 @@ from ..kernel.polyhedron import Box
 from ..kernel.program import program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, Q, RatMatrix, ZERO
-from ..kernel.certificate import Choice, check_entails
+from ..kernel.certificate import Choice, Farkas, _reads, check_entails, cone
 from ..kernel.program import Lin
-from .certify import Limits, NoCertificate, _inside, _nudge, _Oracle, choose_max
+from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from .smt import from_z3
 
 
@@ -171,122 +171,319 @@ def _point_in(oracle: _Oracle, rows):
     return None
 
 
-class _Split(Exception):
-    """The choice of Max node ``index`` is not settled on the cell: split on ``gap``; the
-    affine maps ``vals`` of the nodes before it hold on both halves."""
+class _CellLP:
+    """min a . x over one cell {x : row_i(x) >= 0} in floats (HiGHS), for the many gaps asked
+    on that cell: one model, only its objective changed between questions (HiGHS starts
+    from the last optimal basis).  At an optimum x*, the row duals y >= 0 have a = sum y_i
+    g_i (g_i the rows' coefficients), so e = a . x + c satisfies e - sum y_i row_i = c - sum y_i
+    c_i; the rows of the float support are then solved exactly (``certify._solve``) and a proof
+    is returned only if its exact multipliers are >= 0 and its exact constant shows e >= 0."""
 
-    def __init__(self, gap, index: int, vals: list):
-        super().__init__("split")
-        self.gap, self.index, self.vals = gap, index, vals
+    _highs = None
+    _owner = None   # the _CellLP whose model the solver holds
+
+    def __init__(self, rows: list[Row], G, h, d: int):
+        self.rows, self.G, self.h, self.d, self.calls = rows, G, h, d, 0
+
+    @classmethod
+    def _solver(cls):
+        if cls._highs is None:   # HiGHS prints a banner on its first construction: to /dev/null
+            import os
+            import sys
+            import highspy
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                with open(os.devnull, "w") as null:
+                    os.dup2(null.fileno(), 1)
+                    h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            h.setOptionValue("output_flag", False)
+            cls._highs = h
+        return cls._highs
+
+    def _build(self) -> bool:
+        import highspy
+        rows, d, G = self.rows, self.d, self.G
+        if G is None:
+            return False
+        lo = -self.h
+        h = self._solver()
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = d, len(rows)
+        lp.col_cost_ = np.zeros(d)
+        lp.col_lower_ = np.full(d, -highspy.kHighsInf)
+        lp.col_upper_ = np.full(d, highspy.kHighsInf)
+        lp.row_lower_ = lo
+        lp.row_upper_ = np.full(len(rows), highspy.kHighsInf)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.arange(0, d * len(rows) + 1, d, dtype=np.int32)
+        lp.a_matrix_.index_ = np.tile(np.arange(d, dtype=np.int32), len(rows))
+        lp.a_matrix_.value_ = G.ravel()
+        h.clearModel()
+        h.passModel(lp)
+        self._cols = np.arange(d, dtype=np.int32)
+        _CellLP._owner = self
+        return True
+
+    def farkas(self, e) -> tuple[Farkas | None, bool]:
+        """(proof, decided) as ``floatlp.farkas``: an exact proof of e >= 0 on the cell, or
+        None with decided True when the float optimum is below 0 by a margin (then there is
+        none), False when the float LP could not tell (ask the exact oracle)."""
+        import highspy
+        if _CellLP._owner is not self and not self._build():
+            return None, False
+        h, a, c = self._solver(), e[0], e[1]
+        self.calls += 1
+        h.changeColsCost(self.d, self._cols, np.array([float(v) for v in a]))
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None, False
+        value = h.getInfo().objective_function_value + float(c)
+        if value < -1e-7 * (1 + abs(float(c))):
+            return None, True
+        y = h.getSolution().row_dual
+        support = [i for i, v in enumerate(y) if v > 1e-12]
+        lam = _support_solve([self.rows[i].a for i in support], a)
+        if lam is None or any(v < 0 for v in lam):
+            return None, False
+        r = c - sum((v * self.rows[i].c for v, i in zip(lam, support) if v), ZERO)
+        if r >= 0:
+            return tuple((i, v) for v, i in zip(lam, support) if v > 0), True
+        return None, False
 
 
-class _Lins:
-    """The Lin nodes of a program evaluated a batch at a time: from Lin node i on, every Lin
-    node up to the first one that reads a node at or after i (a layer's pre-activations)
-    is one exact rational matrix product (FLINT), W V + [X | c], with V the affine maps of
-    the nodes they read."""
+def _levels(p, need: set[int]) -> list[tuple[list, list]]:
+    """The nodes of ``need`` by level (one more than the highest level of the nodes a node
+    reads; nodes of the inputs alone are level 0), each level as (its Lin nodes, its other
+    nodes), each node with the nodes it reads: no node reads one of its own level, so a level
+    is evaluated at once after the levels below."""
+    level: list[int] = []
+    for node in p.nodes:
+        level.append(1 + max((level[j] for j in _reads(node)), default=-1))
+    out: list[tuple[list, list]] = [([], []) for _ in range(max(level, default=-1) + 1)]
+    for i in sorted(need):
+        out[level[i]][0 if isinstance(p.nodes[i], Lin) else 1].append((i, _reads(p.nodes[i])))
+    return out
 
-    def __init__(self, p):
-        self.p, self.cache = p, {}
-        self.last = [max((j for j, _ in n.terms), default=-1) if isinstance(n, Lin) else None
-                     for n in p.nodes]
 
-    def batch(self, i: int):
-        if i not in self.cache:
-            nodes, members = self.p.nodes, []
-            for j in range(i, len(nodes)):
-                if self.last[j] is None:
-                    continue
-                if self.last[j] >= i:
-                    break
-                members.append(j)
-            reads = sorted({r for j in members for r, _ in nodes[j].terms})
-            col = {r: t for t, r in enumerate(reads)}
-            d = self.p.dim
-            W = [ZERO] * (len(members) * len(reads))
-            XC = []
-            for m, j in enumerate(members):
-                for r, w in nodes[j].terms:
-                    W[m * len(reads) + col[r]] += w
-                x = [ZERO] * d
-                for t, v in nodes[j].x:
-                    x[t] += v
-                XC.append(x + [nodes[j].c])
-            Wm = RatMatrix(len(members), len(reads), W) if reads else None
-            self.cache[i] = (members, reads, Wm, XC)
-        return self.cache[i]
+def lin_values(p, nodes: tuple[int, ...], vals: list, weights: dict) -> list:
+    """The affine maps of the Lin nodes ``nodes`` (none reading another) from the maps
+    ``vals`` of the nodes they read: one exact product W V (FLINT), W[m][r] the weight of node
+    r in node m and V[r] = (node r's coefficients, its constant), plus each node's own input
+    coefficients and constant.  ``weights`` caches (the nodes read, W) by ``nodes``."""
+    d, lin = p.dim, [p.nodes[i] for i in nodes]
+    if nodes not in weights:
+        read = sorted({j for n in lin for j, _ in n.terms})
+        col = {j: t for t, j in enumerate(read)}
+        W = [ZERO] * (len(lin) * len(read))
+        for m, n in enumerate(lin):
+            for j, w in n.terms:
+                W[m * len(read) + col[j]] += w
+        weights[nodes] = read, RatMatrix(len(lin), len(read), W) if read else None
+    read, Wm = weights[nodes]
+    V = [v for j in read for v in vals[j][0] + (vals[j][1],)]
+    P = (Wm * RatMatrix(len(read), d + 1, V)).entries() if read else [ZERO] * (len(lin) * (d + 1))
+    out = []
+    for m, n in enumerate(lin):
+        a = list(P[m * (d + 1): m * (d + 1) + d])
+        for t, v in n.x:
+            a[t] += v
+        out.append((tuple(a), P[m * (d + 1) + d] + n.c))
+    return out
 
-    def fill(self, vals: list, i: int) -> None:
-        members, reads, W, XC = self.batch(i)
+
+def _support_solve(vectors, target):
+    """lambda with sum_i lambda_i vectors[i] = target exactly, or None: one exact solve
+    (FLINT) when the vectors are as many as the coordinates and independent, else
+    ``certify._solve`` (Gaussian elimination, any consistent solution)."""
+    d = len(target)
+    if len(vectors) == d:
+        M = RatMatrix(d, d, [v[t] for t in range(d) for v in vectors])
+        try:
+            return M.solve(RatMatrix(d, 1, list(target))).entries()
+        except ZeroDivisionError:
+            pass
+    return _solve(vectors, target)
+
+
+class _Cell:
+    """The walk over a program on one cell: the exact affine maps of its nodes (``vals``)
+    and, for guesses and screens only, their float copies with float bounds over the box
+    (``floats``: (coefficients and constant, lower bound, upper bound, magnitude)), level
+    by level (``vectorized.levels._levels``)."""
+
+    def __init__(self, p, box: Box | None, oracle: _Oracle):
+        self.p, self.box, self.oracle = p, box, oracle
+        self.levels, self.weights = _levels(p, cone(p, p.outputs)), {}
+        d = p.dim
+        if box is not None:
+            self.lo = np.array([float(v) for v in box.lower])
+            self.hi = np.array([float(v) for v in box.upper])
+        else:
+            self.lo, self.hi = np.full(d, -np.inf), np.full(d, np.inf)
+        self.mag = np.append(np.maximum(np.abs(self.lo), np.abs(self.hi)), 1.0)
+        self.stats = {"box": 0, "lp": 0, "oracle": 0}
+
+    def _floats(self, maps) -> list:
+        """(F, low, up, magnitude) per map: F in floats, its bounds over the box in floats,
+        and sum |F_t| max(|l_t|, |u_t|) + |constant|, which bounds the rounding of those."""
         d = self.p.dim
-        if reads:
-            V = RatMatrix(len(reads), d + 1, [v for r in reads for v in vals[r][0] + (
-                vals[r][1],)])
-            P = (W * V).entries()
-        for m, j in enumerate(members):
-            row = [a + b for a, b in zip(P[m * (d + 1):(m + 1) * (d + 1)], XC[m])] \
-                if reads else XC[m]
-            vals[j] = (tuple(row[:d]), row[d])
+        F = np.array([[float(t) for t in a] + [float(c)] for a, c in maps])
+        pos, neg = np.maximum(F[:, :d], 0), np.minimum(F[:, :d], 0)
+        with np.errstate(invalid="ignore"):
+            low = F[:, d] + pos @ self.lo + neg @ self.hi
+            up = F[:, d] + pos @ self.hi + neg @ self.lo
+        mag = np.abs(F) @ self.mag
+        return list(zip(F.tolist(), low.tolist(), up.tolist(), mag.tolist()))
+
+    def walk(self, rows, G, h, point, vals: list, floats: list):
+        """(choices proved on the cell, None) once every node the outputs read is known (vals
+        and floats filled in place), or (choices, gap) at the first level with a Max node
+        whose choice is not settled on the cell: split there on gap >= 0 / gap < 0 (the
+        choices hold on both halves, and are stated at the split)."""
+        p = self.p
+        pf = np.append(point, 1.0)
+        lp = _CellLP(rows, G, h, p.dim)
+        choices, gap = [], None
+        for lins, others in self.levels:
+            ready = tuple(i for i, r in lins if vals[i] is None
+                          and None not in [vals[j] for j in r])
+            if ready:
+                maps = lin_values(p, ready, vals, self.weights)
+                for i, v, f in zip(ready, maps, self._floats(maps)):
+                    vals[i], floats[i] = v, f
+            todo = [i for i, r in others if vals[i] is None and None not in [vals[j] for j in r]]
+            if not todo:
+                continue
+            # every argument's value at the point, in floats, in one product: the guesses
+            flat = [j for i in todo for j in p.nodes[i].args]
+            at_all = (np.array([floats[j][0] for j in flat]) @ pf).tolist()
+            start = 0
+            for i in todo:
+                args = p.nodes[i].args
+                at = at_all[start:start + len(args)]
+                start += len(args)
+                k = at.index(max(at))
+                proofs = []
+                for j, arg in enumerate(args):
+                    pr = None if j == k else self._prove(args[k], arg, vals, floats, rows, lp)
+                    if j != k and pr is None:
+                        break
+                    proofs.append(pr)
+                if len(proofs) < len(args):
+                    if gap is None:
+                        gap = _sub(vals[args[k]], vals[args[j]])
+                    continue
+                choices.append((0, i, Choice(k, tuple(proofs))))
+                vals[i], floats[i] = vals[args[k]], floats[args[k]]
+            if gap is not None:
+                break
+        self.oracle.float_calls += lp.calls
+        return choices, gap
+
+    def _prove(self, u, v, vals, floats, rows, lp):
+        """Farkas multipliers for node u - node v >= 0 on the cell, or None: by the box when
+        the float bounds give min u - max v > 0 by far more than their rounding (then the
+        exact minimum of u - v over the box is positive: multipliers |a_t| on the box's
+        rows), else the cell's float LP made exact, else the oracle."""
+        fu, fv = floats[u], floats[v]
+        if self.box is not None and fu[1] - fv[2] > 1e-9 * (fu[3] + fv[3]):
+            self.stats["box"] += 1
+            d = self.p.dim
+            a = [x - y for x, y in zip(vals[u][0], vals[v][0])]
+            return tuple((t, -x) for t, x in enumerate(a) if x < 0) + \
+                tuple((d + t, x) for t, x in enumerate(a) if x > 0)
+        e = _sub(vals[u], vals[v])
+        self.stats["lp"] += 1
+        pr, decided = lp.farkas(e)
+        if pr is not None or decided:
+            return pr
+        self.stats["oracle"] += 1
+        return self.oracle.farkas(rows, e, False)
 
 
-def _walk_from(p, lins: _Lins, rows, point, oracle: _Oracle, vals: list, start: int,
-               choices: list) -> list:
-    """The affine maps on the cell of p's nodes from ``start`` on (``vals``, one entry per
-    node, holds those before it and possibly Lin nodes after it that read only nodes before
-    it, all valid on the cell), proving the choice of every Max node (appended to
-    ``choices``); _Split at the first one that is not settled.  As certify's walk, for the
-    Lin and Max nodes of a Maxout program, resumed where the parent cell stopped instead of
-    recomputed from the first node."""
-    vals = [v if i < start or (v is not None and lins.last[i] is not None and
-                               lins.last[i] < start) else None for i, v in enumerate(vals)]
-    for index in range(start, len(p.nodes)):
-        node = p.nodes[index]
-        if isinstance(node, Lin):
-            if vals[index] is None:
-                lins.fill(vals, index)
-            continue
-        args = [vals[j] for j in node.args]
-        k, proofs, gap = choose_max(args, rows, oracle, point)
-        if gap is not None:
-            raise _Split(gap, index, vals)
-        choices.append((0, index, Choice(k, proofs)))
-        vals[index] = args[k]
-    return vals
+def _floats_of(row: Row):
+    """(a, c) of the row in floats, or None when a number is too large for a float."""
+    try:
+        a, c = np.array([float(v) for v in row.a]), float(row.c)
+    except OverflowError:
+        return None
+    return (a, c) if np.isfinite(a).all() and np.isfinite(c) else None
+
+
+def _float_nudge(G, h, p, a, c):
+    """A float point inside G x + h > 0 and a . x + c > 0 by a margin, found by moving p (a
+    point of the first) along a, halfway between where the new row turns positive and where
+    the first row it decreases reaches 0; None if there is no room.  A guess only: points
+    guide the choices, and a wrong guess costs a split."""
+    norm = float(a @ a)
+    if norm == 0:
+        return None
+    need = max(-(float(a @ p) + c) / norm, 0.0)
+    slope, value = G @ a, G @ p + h
+    down = slope < 0
+    limit = float(np.min(value[down] / -slope[down])) if down.any() else need + 2.0
+    if not limit > need:
+        return None
+    q = p + (need + limit) / 2 * a
+    scale = 1e-9 * (1 + np.abs(G) @ np.abs(q) + np.abs(h))
+    if (G @ q + h > scale).all() and float(a @ q) + c > 1e-9 * (1 + np.abs(a) @ np.abs(q)):
+        return q
+    return None
 
 
 def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
-    """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated."""
+    """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated.
+
+    Depth first over cells.  On a cell, level by level (the order in which the kernel
+    evaluates), every Max node whose arguments are known gets the argument largest at the
+    cell's point, with Farkas proofs (``_Cell``); the choices proved on the cell are stated
+    there, so that every cell below inherits them.  At the first level with a choice not
+    settled on the cell, the cell is split on that choice's gap, and the two halves resume
+    from the maps known here.  Once the outputs are affine, every forbidden conjunction
+    gets Farkas multipliers showing it empty on the cell, or gives a candidate point (z3)."""
     P = case.inputs
     oracle = _Oracle(P.dim, box, None if box is not None else P, limits.deadline)
     stats = {"leaves": 0, "splits": 0}
     zero = ((ZERO,) * P.dim, ZERO)
     last = [time.monotonic()]
-    lins = _Lins(p)
+    walker = _Cell(p, box, oracle)
 
-    def cell(rows, vals, hint=None, start=0):
+    def cell(rows, G, h, vals, floats, hint=None):
         interruption.check()
         if time.monotonic() > limits.deadline:
             raise NoCertificate(_late(limits))
         if stats["leaves"] >= limits.max_leaves:
             raise NoCertificate(f"more than {limits.max_leaves} cells")
-        pt = hint if hint is not None and _inside(rows, hint, box) \
-            else oracle.interior_point(rows)
-        if pt is None:
-            pr = oracle.farkas(rows, zero, True)
-            if pr is None:
-                raise NoCertificate("an empty cell without a Farkas proof")
-            stats["leaves"] += 1
-            return Empty(pr)
-        ch = []
-        try:
-            vals = _walk_from(p, lins, rows, pt, oracle, vals, start, ch)
-        except _Split as s:
+        pf = hint
+        if pf is None:
+            pt = oracle.interior_point(rows)
+            if pt is None:
+                pr = oracle.farkas(rows, zero, True)
+                if pr is None:
+                    raise NoCertificate("an empty cell without a Farkas proof")
+                stats["leaves"] += 1
+                return Empty(pr)
+            pf = np.array([float(v) for v in pt])
+        vals, floats = list(vals), list(floats)
+        ch, gap = walker.walk(rows, G, h, pf, vals, floats)
+        if gap is not None:
             stats["splits"] += 1
-            (a, c), nxt = s.gap, s.index
+            a, c = gap
             ge_row, lt_row = Row(a, c), Row(tuple(-v for v in a), -c, True)
-            ge = cell(rows + [ge_row], s.vals, _nudge(rows, pt, ge_row, box), nxt)
-            lt = cell(rows + [lt_row], s.vals, _nudge(rows, pt, lt_row, box), nxt)
-            return Split(a, c, ge, lt, tuple(ch))
+            halves = []
+            for row in (ge_row, lt_row):
+                f = _floats_of(row)
+                if G is None or f is None:
+                    halves.append(cell(rows + [row], None, None, vals, floats))
+                    continue
+                G2, h2 = np.vstack([G, f[0]]), np.append(h, f[1])
+                halves.append(cell(rows + [row], G2, h2, vals, floats,
+                                   _float_nudge(G, h, pf, f[0], f[1])))
+            return Split(a, c, halves[0], halves[1], tuple(ch))
         ys = [vals[o] for o in p.outputs]
         proofs = []
         for conj in case.outputs:
@@ -305,11 +502,17 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
         return Excluded(tuple(ch), tuple(proofs))
 
     try:
-        tree = cell(domain_rows(P), [None] * len(p.nodes))
+        n, rows = len(p.nodes), domain_rows(P)
+        fs = [_floats_of(r) for r in rows]
+        G, h = (None, None) if None in fs or not rows else \
+            (np.array([f[0] for f in fs]), np.array([f[1] for f in fs]))
+        tree = cell(rows, G, h, [None] * n, [None] * n)
     except NoCertificate as e:
         raise NoCertificate(f"{e} ({stats['leaves']} cells certified, {stats['splits']} "
                             "splits)") from None
     stats["lp_calls"] = oracle.calls
+    stats["float_lp_calls"] = oracle.float_calls
+    stats["proofs"] = walker.stats
     return tree, stats
 
 
