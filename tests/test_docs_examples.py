@@ -274,6 +274,14 @@ def test_every_prompt_is_in_a_console_block(rel):
             assert not re.match(r"^ {4,}\$ ", line), f"{rel}:{n}: an indented '$ ' example"
 
 
+@pytest.mark.parametrize("rel", doc_files())
+def test_no_fence_is_indented(rel):
+    """MkDocs' fenced_code does not render a fence inside a list item (it becomes inline code):
+    every fence starts in column 0."""
+    for n, line in enumerate(_read(rel).split("\n"), 1):
+        assert not re.match(r"^\s+```", line), f"{rel}:{n}: an indented code fence"
+
+
 def test_the_guide_has_examples():
     """The harness finds the examples: most pages have some (a parse that found none would
     make every example test pass)."""
