@@ -183,7 +183,7 @@ def test_bad_output_names_are_refused(tent, tmp_path, capsys):
 
 
 def test_the_readme_example_uses_an_exported_theorem_in_a_users_own_file(tmp_path, library):
-    """examples/coq/UseTent.v (shown in the README) imports the export of tent.json's
+    """examples/coq/UseTent.v (shown in docs/certificates.md) imports the export of tent.json's
     certificate and derives a corollary; coqc must accept it."""
     cert = tmp_path / "tent.cert.json"
     assert main(["verify", os.path.join(EX, "tent.json"), "--strategy", "monolithic",

@@ -319,6 +319,25 @@ def test_every_command_has_its_page():
         assert f"exactmax {c}" in _read(os.path.join("docs", page)), (c, page)
 
 
+def test_the_property_test_example_is_the_one_the_tests_run():
+    """docs/search.md's Python example (a user property-tests their own construction) is, line
+    for line, code of tests/test_strategies.py, where it runs (``import`` lines: the names it
+    imports are imported there too)."""
+    blocks = [f for f in fences(_read("docs/search.md")) if f.lang == "python"]
+    assert len(blocks) == 1
+    src = _read(os.path.join("tests", "test_strategies.py"))
+    lines = {l.rstrip() for l in src.split("\n")}
+    for line in blocks[0].lines:
+        m = re.match(r"from (\S+) import (.+)", line)
+        if m:
+            for name in (n.strip() for n in m.group(2).split(",")):
+                assert re.search(rf"^from {re.escape(m.group(1))} import .*\b"
+                                 rf"{re.escape(name)}\b", src, re.M), line
+        elif line.strip():
+            assert line.rstrip() in lines, line
+    assert "def test_my_construction_is_exact(case):" in lines
+
+
 def _readme_command(first_words: str) -> str:
     """The README's one-line command (an ``sh`` block) that starts with ``first_words``."""
     for f in fences(_read("README.md"), "README.md"):

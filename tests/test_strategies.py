@@ -127,7 +127,8 @@ def test_compiled_transformers_equal_their_network_at_domain_points(case):
         is False
 
 
-# The README's example, verbatim: a user property-tests their own construction.
+# The guide's example (docs/search.md; tests/test_docs_examples.py checks it is this code): a user
+# property-tests their own construction.
 from exactmax.construct.transformer import compile_transformer      # noqa: E402
 from exactmax.kernel.maxout import evaluate_maxout                  # noqa: E402
 from exactmax.kernel.transformer import evaluate_transformer        # noqa: E402
