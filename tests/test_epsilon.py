@@ -382,3 +382,18 @@ def test_usage_errors_and_unknown(tmp_path, capsys):
     assert main(["equiv", A, B, "--epsilon", "1000", "--norm", "inf"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("proved (certificate checked by the kernel): |") and "about:" in text
+
+
+def test_a_polyhedral_domain(tmp_path, capsys):
+    """examples/relu_triangle.json has a triangle as its domain (no box: no float search, the
+    cells alone decide)."""
+    A = "examples/relu_triangle.json"
+    TF = str(tmp_path / "tf.json")
+    assert main(["compile", A, "-o", TF]) == 0
+    capsys.readouterr()
+    cert = str(tmp_path / "c.json")
+    code, out = run(capsys, "equiv", A, TF, "--epsilon", "0", "--cert", cert)
+    assert code == 0 and "search" not in out["stats"], out
+    code, res = run(capsys, "check-cert", cert)
+    assert code == 0 and res["valid"]
+    assert load_pair_certificate(cert)[2].__class__.__name__ == "Polyhedron"
