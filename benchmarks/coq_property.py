@@ -27,6 +27,7 @@ import tempfile
 import time
 
 from coq_construction import MEASURE
+
 from exactmax.export.coq_property import _leaves, export_coq_property
 from exactmax.export.coqcheck import AssumptionsRejected, check_assumptions
 from exactmax.io.jsonfile import Cursor, read_json_file

@@ -99,7 +99,8 @@ def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProper
     sha = ("Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
            + "".join(f'Definition {k} : string := "{hashes[k]}".\n' for k in HASHES)
            + "End Sha256.\n")
-    return f"""(* {module}.v -- written by exactmax export-coq from a property certificate.  Check it with
+    return f"""(* {module}.v -- written by exactmax export-coq from a property certificate.
+   Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that for every case of the property, no real input x in the
    case's polyhedron (A x <= b) has (x, net x) satisfying every row of one of the case's
