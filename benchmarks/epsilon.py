@@ -17,8 +17,8 @@ epsilon to beat) and the exact gap max_o |A_o(x) - B_o(x)| at its best point, ev
 kernel's evaluator: every E below it is false.  Then each step runs ``exactmax equiv --epsilon
 E --json`` in its own process: E = that lower bound first (proved: it is the exact largest
 gap, and the smallest epsilon); a refutation raises the lower bound to the exact gap it
-reports; an upper bound is found by doubling, then bisection until (hi - lo) / hi <
-``--rel-tol``.  An ``unknown`` stops the run and is reported as such.
+reports, which is tried next (up to ``--climb`` times); then an upper bound is found by
+doubling, and bisection runs until (hi - lo) / hi < ``--rel-tol``.  An ``unknown`` stops the run and is reported as such.
 """
 
 from __future__ import annotations
@@ -127,6 +127,9 @@ def main() -> int:
     ap.add_argument("--max-leaves", type=int, default=200000)
     ap.add_argument("--rel-tol", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--climb", type=int, default=3,
+                    help="after a refutation, try its exact gap as the next E this many times "
+                    "before doubling (default 3)")
     ap.add_argument("--out", help="write every step as JSON here")
     args = ap.parse_args()
     a, box, what = random_relu(*args.random, args.seed) if args.random else acas()
@@ -145,7 +148,7 @@ def main() -> int:
           f"point, {t:.1f} s", flush=True)
     print("| step | epsilon | about | verdict | cells | time (s) |\n|---|---|---|---|---|---|",
           flush=True)
-    steps, hi, E = [], None, lo
+    steps, hi, E, climbs = [], None, lo, 0
     for step in range(1, args.steps + 1):
         r = attempt(files, E, args)
         cells = r.get("stats", {}).get("leaves_checked", "")
@@ -165,7 +168,11 @@ def main() -> int:
             break
         if hi is not None and (hi - lo) <= Q(round(args.rel_tol * 2 ** 40), 2 ** 40) * hi:
             break
-        E = lo * 2 if hi is None else (lo + hi) / 2
+        if hi is None and r["verdict"] == "refuted" and climbs < args.climb:
+            climbs += 1   # the refutation's gap may be the largest: try it
+            E = lo
+        else:
+            E = lo * 2 if hi is None else (lo + hi) / 2
     total = sum(s["wall_s"] for s in steps)
     print(f"smallest epsilon proved: {q_str(hi) if hi is not None else 'none'}"
           + (f" (about {float(hi):.6g})" if hi is not None else "")
