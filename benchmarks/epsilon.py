@@ -18,7 +18,8 @@ kernel's evaluator: every E below it is false.  Then each step runs ``exactmax e
 E --json`` in its own process: E = that lower bound first (proved: it is the exact largest
 gap, and the smallest epsilon); a refutation raises the lower bound to the exact gap it
 reports, which is tried next (up to ``--climb`` times); then an upper bound is found by
-doubling, and bisection runs until (hi - lo) / hi < ``--rel-tol``.  An ``unknown`` stops the run and is reported as such.
+doubling, and bisection runs until (hi - lo) / hi < ``--rel-tol``.  An ``unknown`` stops the
+run and is reported as such.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def acas():
 
 def random_relu(d: int, depth: int, width: int, seed: int, outs: int = 5):
     import numpy as np
+
     from exactmax.kernel.affine import Affine
     from exactmax.kernel.polyhedron import Box
     rng = np.random.default_rng(seed)
@@ -90,8 +92,8 @@ def pruned(net: MaxoutNetwork, fraction: float, seed: int):
 
 def lower_bound(a, b, box, seconds: float):
     """(exact gap at the search's best point, the point, time): every smaller E is false."""
-    from exactmax.prove.tolerance import FloatProgram, programs, search
     from exactmax.kernel.pair import pair_case
+    from exactmax.prove.tolerance import FloatProgram, programs, search
     t0 = time.monotonic()
     _, q = programs(a, b)
     big = Q(10) ** 30

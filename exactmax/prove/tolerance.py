@@ -30,10 +30,18 @@ from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.pair import check_pair_property, pair_case
 from ..kernel.polyhedron import Box
-from ..kernel.program import (Hardmax, Lin, Max, Program, Unsupported, program_of_maxout,
-                              program_of_pair, program_of_transformer)
+from ..kernel.program import (
+    Hardmax,
+    Lin,
+    Max,
+    Program,
+    Unsupported,
+    program_of_maxout,
+    program_of_pair,
+    program_of_transformer,
+)
 from ..kernel.property import Excluded
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, Q
 from ..kernel.transformer import evaluate_transformer
 from .certify import Limits, NoCertificate
 from .property import Violated, build_case_tree
