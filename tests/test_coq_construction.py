@@ -204,6 +204,21 @@ def test_export_coq_construction_on_the_command_line(tmp_path, library, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["coq"] == "accepted"
     assert open(out).read().rstrip().endswith("Print Assumptions net_equiv.")
+    # --existing --check: the file as written is accepted, a shrunk domain named
+    existing = ["export-coq", "--construction", tent, "-o", out, "--existing", "--check",
+                "--coq-lib", PROOFS]
+    assert main(existing) == 0
+    written = open(out).read()
+    assert "Definition upper : list Q := [1; 1]." in written
+    with open(out, "w") as f:
+        f.write(written.replace("Definition upper : list Q := [1; 1].",
+                                "Definition upper : list Q := [(1#2); 1]."))
+    capsys.readouterr()
+    assert main(existing) == 1
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("rejected: ") and "Definition upper (the domain)" in line, line
+    with open(out, "w") as f:
+        f.write(written)
     # the same theorem proved from an axiom: coqc accepts the file, the allow-list does not
     from exactmax.export.coq_construction import run_coqc
     text = open(out).read()
