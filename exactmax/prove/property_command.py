@@ -91,9 +91,9 @@ def run_check(args) -> int:
             write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
             out["counterexample_file"] = args.counterexample
     if a.result == "unsat" and args.cert:
-        from ..io import write_json_atomic
+        from ..io.property_certificate import write_property_certificate
         text = read_text_file(args.property, "a VNN-LIB text file")
-        write_json_atomic(args.cert, property_certificate_to_json(
+        write_property_certificate(args.cert, property_certificate_to_json(
             net, args.model, args.property, text, a.trees,
             {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats}))
         out["certificate"] = args.cert
