@@ -6,6 +6,8 @@
 Instances:
 - ``relu-abs``: a 2-input ReLU network (|x0| + |x1|, x0 - x1 + 1/4) and a VNN-LIB property
   with two input boxes and two forbidden conjunctions (the one of tests/test_coq_property.py);
+- ``vnncomp-nano``, ``-tiny``, ``-small``: VNN-COMP 2022's ``test`` category's small networks
+  with their properties (all three unsat);
 - ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
   ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
   ReLUs, 5 outputs), from ../shared/data/vnncomp2022-test (skipped when absent).
@@ -120,6 +122,8 @@ def main(argv=None) -> int:
             f.write(RELU_PROP)
         todo = [("relu-abs", net, prop)]
         if not args.quick and os.path.isdir(DATA):
+            todo += [(f"vnncomp-{n}", os.path.join(DATA, f"test_{n}.onnx"),
+                      os.path.join(DATA, f"test_{n}.vnnlib")) for n in ("nano", "tiny", "small")]
             todo.append(("acas-1-6-prop3", os.path.join(DATA, "test_unsat.onnx"),
                          os.path.join(DATA, "test_prop.vnnlib")))
         for name, n, p in todo:
