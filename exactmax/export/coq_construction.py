@@ -5,21 +5,27 @@ When a Transformer is exactly the default construction of a Maxout network (cons
 a domain needs no split tree and no per-unit certificate: ``proofs/ConstructionSound.v``
 proves once, for every network,
 
-    construct_sound : shaped net = true -> gates_ok net C D boxes proofs = true ->
+    construct_zsound : shaped net = true -> zgates_ok net C D boxes Ss proofs = true ->
       forall x, length x = mo_dim net -> in_domain D x ->
       transformerR (construct net C) x = maxoutR net x
 
-(and ``construct_poly_sound`` with ``gates_ok_poly`` for a polyhedron).  The file written here
-states the network, the Transformer and C as data, proves ``net_b = construct net_a gates``
-and the two conditions by computation (``vm_compute``, checked by the kernel at ``Qed``), and
-concludes ``net_equiv`` from the theorem.
+(and ``construct_poly_zsound`` with ``zgates_ok_poly`` for a polyhedron).  The file written
+here states the network, the Transformer and C as data, proves ``net_b = construct net_a
+gates`` and the two conditions by computation (``vm_compute``, checked by the kernel at
+``Qed``), and concludes ``net_equiv`` from the theorem.  It names the sha256 of the network,
+the Transformer and the domain (comment and ``Module Sha256``); ``check_binding`` compares a
+file with the export of the JSON inputs and names the first difference.
 
 Gate certificate: for a box domain, the boxes B_0 = the domain, B_{l+1} = the interval image
-of B_l rounded outward as compile_transformer rounds (``gates_ok``); for a polyhedron, the
-first layer's pieces bounded over the domain's own rows by Farkas multipliers (LP duality)
-and B_1 by rule (B') of Layerwise.v, then interval images (``gates_ok_poly``).  Every C_l that
-compile_transformer chooses passes (it bounds the same or larger ranges); a smaller C_l, a
-wider domain or a Transformer that is not the construction make the file fail in Coq.
+of B_l rounded outward as compile_transformer rounds; for a polyhedron, the first layer's
+pieces bounded over the domain's own rows by Farkas multipliers (LP duality) and B_1 by rule
+(B') of Layerwise.v, then interval images.  The boxes are written as integers on a grid 1/G
+(G the lcm of a box's denominators: 2^16 after the first), with each layer's common
+denominator s_l of its weights and the quotients m_d = s_l / d: Coq checks them in integers
+(``zgates_ok``: sum_j of n_j (m_d L_j) or n_j (m_d U_j) over s_l G, no gcd).  The range of a
+piece over a box is the same rational either way, so every C_l that compile_transformer
+chooses passes; a smaller C_l, a wider domain or a Transformer that is not the construction
+make the file fail in Coq.
 """
 
 from __future__ import annotations
@@ -129,7 +135,7 @@ def _tf_defs(tf: Transformer) -> tuple[str, str]:
 
 
 def _packed_models(net: MaxoutNetwork, tf: Transformer) -> tuple[list[int], list[int]]:
-    """The streams Construction.unpack_maxout and unpack_transformer read (concatenated, the
+    """The streams Construction.unpack_maxout and unpack_transformer read (concatenated: the
     stream of unpack_models)."""
     out: list[int] = []
 
@@ -308,13 +314,14 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
                         module: str = "NetEquiv", gates=None, decide: bool = True,
                         packed: bool = False) -> str:
     """The Coq file proving ``tf`` (default: the construction of ``net``) equal to ``net`` on
-    ``domain`` (default: the network's) through ``construct_sound``.  ``decide``: refuse
-    (ExportUnsupported) a Transformer that is not the construction of ``net``, decided in
-    Python; without it (tamper tests) the file is written with the gates read off ``tf`` (or
-    ``gates``) and Coq decides.  ``packed``: the two models as one array of machine integers
-    (Construction.unpack_models), which Coq reads many times faster than terms; the file
-    then states them as that array (``Eval vm_compute in net_a`` shows them).  The domain,
-    the gate constants and the gate certificate are written as terms either way."""
+    ``domain`` (default: the network's) through ``construct_zsound`` (``construct_poly_zsound``
+    for a polyhedron).  ``decide``: refuse (ExportUnsupported) a Transformer that is not the
+    construction of ``net``, decided in Python; without it (tamper tests) the file is written
+    with the gates read off ``tf`` (or ``gates``) and Coq decides.  ``packed``: the two models
+    as two arrays of machine integers (Construction.unpack_maxout, unpack_transformer), which
+    Coq reads many times faster than terms; the file then states them as those arrays
+    (``Eval vm_compute in net_a`` shows them).  The domain and the gate constants are written
+    as terms either way, the integer gate certificate as an array (unpack_zcert)."""
     domain = domain if domain is not None else net.domain
     if domain is None:
         raise ExportUnsupported("no domain: give one (the network has none)")
@@ -345,6 +352,8 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
     else:
         gdefs, zboxes, check, theorem = _gates_poly(net, gates, domain)
     hashes = content_hashes(net, tf, domain)
+    farkas_block = ("(** The gate certificate: Farkas proofs of the first layer's bounds *)\n\n"
+                    + gdefs) if gdefs else ""
     packed_block = ("(** The models, packed as machine integers (Construction.unpack_maxout and "
                     "unpack_transformer read them) *)\n\n" + models + "\n") if packed else ""
     return f"""(* {module}.v -- written by exactmax (construction export, #19).  Check it with
@@ -381,8 +390,7 @@ Definition gates : list Q := {_qlist(gates)}.
 (** The domain *)
 
 {dom_defs}
-{"(** The gate certificate: Farkas proofs of the first layer's bounds *)" + chr(10) + chr(10) + gdefs
- if gdefs else ""}End Models.
+{farkas_block}End Models.
 
 (** The gate certificate: the boxes B_0 (containing the domain) .. B_(D-1), each as its
     grid G and the integers L, U of its corners L / G, U / G, and the layers' common
