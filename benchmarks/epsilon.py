@@ -1,14 +1,15 @@
 """Epsilon-equivalence of a network and its pruned twin (#21): the smallest epsilon that
 ``exactmax equiv A B --epsilon E`` proves, found by bisection, with the time of every step.
 
-    python benchmarks/epsilon.py [--acas | --random D DEPTH WIDTH] [--prune 0.05] [--seed 0]
-                                 [--timeout S] [--max-leaves N] [--rel-tol 1e-3] [--steps 12]
-                                 [--out results/epsilon.json]
+    python benchmarks/epsilon.py [--acas | --random D DEPTH WIDTH [--radius R]] [--prune 0.05]
+                                 [--seed 0] [--timeout S] [--max-leaves N] [--rel-tol 1e-3]
+                                 [--steps 12] [--climb 3] [--out results/epsilon.json]
 
 Networks: ``--acas`` (default) is ACAS Xu 1-6 (5 inputs, 6 x 50 ReLU, 5 outputs; read by
 exactmax's ONNX reader from ../shared/data/vnncomp2022-test/test_unsat.onnx) on the input box
 of property 3 (the category's README); ``--random D DEPTH WIDTH`` a seeded ReLU network
-(He-scaled weights rounded to multiples of 1/256, 5 outputs) on [-1, 1]^D.  The twin has a
+(He-scaled weights rounded to multiples of 1/256, 5 outputs) on [-R, R]^D (``--radius R``,
+default 1).  The twin has a
 seeded ``--prune`` fraction of all weights (every layer's and the output map's, biases kept)
 set to zero.
 
@@ -52,7 +53,7 @@ def acas():
         "ACAS Xu 1-6 on property 3's input box"
 
 
-def random_relu(d: int, depth: int, width: int, seed: int, outs: int = 5):
+def random_relu(d: int, depth: int, width: int, seed: int, radius: Q, outs: int = 5):
     import numpy as np
 
     from exactmax.kernel.affine import Affine
@@ -68,9 +69,9 @@ def random_relu(d: int, depth: int, width: int, seed: int, outs: int = 5):
         prev = width
     Wo = rng.normal(size=(outs, prev)) * (1 / prev) ** 0.5
     out = Affine(tuple(tuple(q(v) for v in r) for r in Wo), (ZERO,) * outs, prev)
-    box = Box((Q(-1),) * d, (Q(1),) * d)
+    box = Box((-radius,) * d, (radius,) * d)
     return MaxoutNetwork(d, tuple(layers), out), box, \
-        f"random ReLU d = {d}, {depth} x {width}, seed {seed}, on [-1, 1]^{d}"
+        f"random ReLU d = {d}, {depth} x {width}, seed {seed}, on [-{radius}, {radius}]^{d}"
 
 
 def pruned(net: MaxoutNetwork, fraction: float, seed: int):
@@ -123,6 +124,7 @@ def main() -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--acas", action="store_true", help="ACAS Xu 1-6, property 3's box (default)")
     g.add_argument("--random", nargs=3, type=int, metavar=("D", "DEPTH", "WIDTH"))
+    ap.add_argument("--radius", default="1", help="--random's box: [-R, R]^D (default 1)")
     ap.add_argument("--prune", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600.0, help="per step (default 600 s)")
@@ -134,7 +136,8 @@ def main() -> int:
                     "before doubling (default 3)")
     ap.add_argument("--out", help="write every step as JSON here")
     args = ap.parse_args()
-    a, box, what = random_relu(*args.random, args.seed) if args.random else acas()
+    a, box, what = random_relu(*args.random, args.seed, parse_rational(args.radius)) \
+        if args.random else acas()
     b, k, n = pruned(a, args.prune, args.seed)
     print(f"{what}; twin: {k} of {n} weights set to zero (seed {args.seed})", flush=True)
     tmp = tempfile.mkdtemp(prefix="exactmax-epsilon-")
