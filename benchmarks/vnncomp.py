@@ -5,7 +5,9 @@
 DIR (default ../shared/data/vnncomp2022-test, beside this checkout) holds instances.csv
 (onnx,vnnlib,timeout per line) and the files it names.  Each instance runs as its own
 ``exactmax check --json`` process with the instance's time limit (or --timeout), and the table
-shows the answer, the wall time, the expected answer where one is known, and how the answer
+shows the answer, the wall time and the process's user CPU time (the load average at the start
+is printed: other work on the machine stretches the first, hardly the second), the expected
+answer where one is known, and how the answer
 is backed: an unsat by a certificate the kernel checked, a sat by an exact counterexample that
 ``exactmax replay`` re-checks in a second process.  The limit bounds the search and the
 construction of a certificate; the kernel's check of a finished certificate (and writing it)
@@ -25,6 +27,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,10 +42,14 @@ KNOWN = {("test_nano.onnx", "test_nano.vnnlib"): "unsat",
          ("test_unsat.onnx", "test_prop.vnnlib"): "unsat"}
 
 
-def exactmax(*args) -> tuple[int, str, str]:
+def exactmax(*args) -> tuple[int, str, str, float]:
+    """Run ``exactmax ARGS`` in a child process: (exit status, stdout, stderr, the child's
+    user CPU seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     r = subprocess.run([sys.executable, "-m", "exactmax", *args], capture_output=True,
                        text=True)
-    return r.returncode, r.stdout, r.stderr
+    user = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
+    return r.returncode, r.stdout, r.stderr, user
 
 
 def main() -> int:
@@ -57,8 +64,10 @@ def main() -> int:
             if line and not line[0].startswith("#"):
                 rows.append([c.strip() for c in line])
     out_dir = args.cert_dir or tempfile.mkdtemp(prefix="exactmax-vnncomp-")
-    print(f"| instance | answer | time (s) | limit (s) | expected | agrees | backed by |")
-    print("|---|---|---:|---:|---|---|---|")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
+    print("| instance | answer | wall (s) | user CPU (s) | limit (s) | expected | agrees | "
+          "backed by |")
+    print("|---|---|---:|---:|---:|---|---|---|")
     agree = answered = 0
     for n, row in enumerate(rows):
         net, prop, limit = row[0], row[1], float(row[2])
@@ -67,7 +76,7 @@ def main() -> int:
         cert = os.path.join(out_dir, f"{n}-cert.json")
         cex = os.path.join(out_dir, f"{n}-cex.txt")
         t0 = time.monotonic()
-        code, stdout, stderr = exactmax("check", os.path.join(args.dir, net),
+        code, stdout, stderr, user = exactmax("check", os.path.join(args.dir, net),
                                         os.path.join(args.dir, prop), "--timeout", str(limit),
                                         "--cert", cert, "--counterexample", cex, "--json")
         wall = time.monotonic() - t0
@@ -78,11 +87,11 @@ def main() -> int:
             answer, res = f"error (exit {code}): {stderr.strip()[:80]}", {}
         backed = ""
         if answer == "unsat":
-            c, o, _ = exactmax("check-cert", cert, "--json")
+            c, o, _, _ = exactmax("check-cert", cert, "--json")
             backed = (f"certificate, {json.loads(o)['leaves']} cells, re-checked"
                       if c == 0 else "certificate REJECTED on re-check")
         elif answer == "sat":
-            c, o, _ = exactmax("replay", os.path.join(args.dir, net),
+            c, o, _, _ = exactmax("replay", os.path.join(args.dir, net),
                                os.path.join(args.dir, prop), cex, "--json")
             backed = "exact counterexample, replayed" if c == 0 else \
                 "counterexample REJECTED on replay"
@@ -94,7 +103,8 @@ def main() -> int:
             ok += f" (over the limit: {res.get('stats', {}).get('kernel_check_s', 0):.0f} s " \
                 "the kernel's check, the rest search, construction and writing)"
         agree += answer == expected
-        print(f"| {net} {prop} | {answer} | {wall:.2f} | {limit:g} | {expected} | {ok} | "
+        print(f"| {net} {prop} | {answer} | {wall:.2f} | {user:.2f} | {limit:g} | {expected} | "
+              f"{ok} | "
               f"{backed} |", flush=True)
     print(f"\n{answered} of {len(rows)} answered, {agree} as expected "
           f"(certificates and counterexamples in {out_dir})")

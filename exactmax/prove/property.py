@@ -201,6 +201,10 @@ class _CellLP:
                 os.dup2(saved, 1)
                 os.close(saved)
             h.setOptionValue("output_flag", False)
+            # tiny LPs, asked again with another objective: no presolve, and the primal
+            # simplex from the last optimal basis (still primal feasible) is fastest
+            h.setOptionValue("presolve", "off")
+            h.setOptionValue("simplex_strategy", 4)
             cls._highs = h
         return cls._highs
 
@@ -336,7 +340,7 @@ class _Cell:
         with np.errstate(invalid="ignore"):
             low = F[:, d] + pos @ self.lo + neg @ self.hi
             up = F[:, d] + pos @ self.hi + neg @ self.lo
-        mag = np.abs(F) @ self.mag
+            mag = np.abs(F) @ self.mag   # nan without a box: no comparison holds
         return list(zip(F.tolist(), low.tolist(), up.tolist(), mag.tolist()))
 
     def walk(self, rows, G, h, point, vals: list, floats: list):
@@ -392,10 +396,14 @@ class _Cell:
         fu, fv = floats[u], floats[v]
         if self.box is not None and fu[1] - fv[2] > 1e-9 * (fu[3] + fv[3]):
             self.stats["box"] += 1
-            d = self.p.dim
-            a = [x - y for x, y in zip(vals[u][0], vals[v][0])]
-            return tuple((t, -x) for t, x in enumerate(a) if x < 0) + \
-                tuple((d + t, x) for t, x in enumerate(a) if x > 0)
+            d, (a, _), (b, c) = self.p.dim, vals[u], vals[v]
+            if c or any(b):   # not the constant 0 (a ReLU's other argument)
+                a = [x - y for x, y in zip(a, b)]
+            proof = []
+            for t, x in enumerate(a):
+                if x:
+                    proof.append((t, -x) if x < 0 else (d + t, x))
+            return tuple(proof)
         e = _sub(vals[u], vals[v])
         self.stats["lp"] += 1
         pr, decided = lp.farkas(e)
