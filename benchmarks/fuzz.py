@@ -5,6 +5,7 @@
                               [--bombs 4] [--workers 2] [--seed 0] [--minutes M]
                               [--log OUT.jsonl] [--json OUT.json]
     python benchmarks/fuzz.py --report OUT.jsonl     (the table of a log, finished or not)
+    python benchmarks/fuzz.py --replay OUT.jsonl [--into DIR]   (its failures, again)
 
 - ``--cases`` mutated files of every format, each run in-process through a command that
   reads it (``exactmax.cli.main``), commands that prove picked less often (weight 1 / cost);
@@ -19,6 +20,11 @@ many minutes, and the table counts the cases that ran.  ``--log`` appends every 
 finishes (a run that is stopped keeps what it did).  Prints a Markdown table: cases per format and command, exit statuses, failures, worst time,
 worst memory (peak RSS of the subprocess cases; of the worker processes for in-process
 ones), then the tampering table and every failure.  Exit status 1 when anything failed.
+
+Every record of the log names its chunk's seed and its index in the chunk; ``--replay``
+regenerates each failing case from them (the same random choices: command, seed file,
+mutation), writes its input into ``--into`` (default: a new temporary folder), prints the
+command line and runs it again, in-process, with its time limit.
 """
 
 from __future__ import annotations
@@ -40,8 +46,23 @@ sys.path.insert(0, ROOT)
 _STATE = {}
 
 
+def _one_parser() -> None:
+    """In a worker: ``exactmax.cli.main`` parses every case's command line with one parser
+    built once (building it takes 20 ms, most of a fast case; argparse parsers can be
+    reused, each parse makes a new namespace).  What is fuzzed is unchanged."""
+    import exactmax.cli as cli
+    if not getattr(cli.build_parser, "built_once", False):
+        parser = cli.build_parser()
+
+        def build_parser():
+            return parser
+        build_parser.built_once = True
+        cli.build_parser = build_parser
+
+
 def _seeds():
     import fuzz
+    _one_parser()
     if "seeds" not in _STATE:
         tmp = tempfile.mkdtemp(prefix="exactmax-fuzz-")
         _STATE["seeds"] = fuzz.Seeds(tmp)
@@ -60,13 +81,14 @@ def job(task):
     s, work, cmds = _seeds()
     rng = random.Random(seed)
     out = []
-    for _ in range(count):
+    for index in range(count):
         if kind == "tamper":
             name = rng.choice(sorted(s.certs))
             c = fuzz.run_tamper_case(name, s.certs[name], rng, work)
             out.append({"kind": kind, "format": "certificate (tampered)", "command": c.source,
                         "status": c.status, "seconds": c.seconds, "failure": c.failure,
-                        "what": c.what, "confirmed": c.accepted_ok, "rss_kb": 0})
+                        "what": c.what, "confirmed": c.accepted_ok, "rss_kb": 0,
+                        "chunk": seed, "index": index})
             continue
         cmd = fuzz.pick_command(rng, cmds)
         seed_file = rng.choice(s.of(cmd.format))
@@ -76,11 +98,60 @@ def job(task):
         out.append({"kind": kind, "format": cmd.format, "command": cmd.name,
                     "status": c.status, "seconds": c.seconds, "failure": c.failure,
                     "what": c.mutation, "seed": seed_file.name, "err": c.err[-300:],
-                    "rss_kb": c.rss_kb})
+                    "rss_kb": c.rss_kb, "chunk": seed, "index": index})
     worker_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for r in out:
+        r["kind"] = kind
     for r in out:
         r["worker_rss_kb"] = worker_rss
     return out
+
+
+def replay(record: dict, into: str) -> int:
+    """Regenerate the case of a log ``record`` (its chunk's seed and index: the random
+    choices before it are made again, without running anything but tampered certificates,
+    whose independent check also draws from the generator), write its input into ``into``,
+    print the command line and run it again; the case's exit status and failure, if any."""
+    import fuzz
+    s, work, cmds = _seeds()
+    rng = random.Random(record["chunk"])
+    kind = record["kind"]
+    for i in range(record["index"] + 1):
+        if kind == "tamper":
+            name = rng.choice(sorted(s.certs))
+            c = fuzz.run_tamper_case(name, s.certs[name], rng, work)
+            if i == record["index"]:
+                path = os.path.join(into, f"tampered-{record['chunk']}-{i}.json")
+                os.replace(os.path.join(work, "tampered.json"), path)
+                print(f"exactmax check-cert {path}\n  exit {c.status}: "
+                      f"{c.failure or 'no failure'}")
+                return 1 if c.failure else 0
+            continue
+        cmd = fuzz.pick_command(rng, cmds)
+        seed_file = rng.choice(s.of(cmd.format))
+        if kind == "bomb":     # a chunk of one case, which mutates nothing
+            data, what, zipped = fuzz.gzip_bomb((1 << 30) + (16 << 20)), "gzip bomb", True
+        else:
+            data, what, zipped = fuzz.mutate(seed_file, rng)
+        if i < record["index"]:
+            continue
+        assert (cmd.format, cmd.name) == (record["format"], record["command"]), \
+            "the log was written by another version of the harness"
+        ext = (".json" if seed_file.json else ".txt") + (".gz" if zipped else "")
+        f = os.path.join(into, f"case-{record['chunk']}-{i}{ext}")
+        with open(f, "wb") as fh:
+            fh.write(data)
+        outs = {"o": os.path.join(into, "out.json"), "v": os.path.join(into, "Out.v"),
+                "r": os.path.join(into, "ref.json")}
+        argv = [a.format(f=f, **outs) for a in cmd.argv]
+        print("exactmax " + " ".join(argv) + f"\n  ({cmd.format} / {cmd.name}, {what})")
+        c = fuzz.run_case(cmd, seed_file, rng, work, subprocess_run=kind == "subprocess",
+                          bomb=(1 << 30) + (16 << 20) if kind == "bomb" else False,
+                          mutation=(data, what, zipped))
+        print(f"  exit {c.status} in {c.seconds:.1f} s: {c.failure or 'no failure'}"
+              + (f"; stderr {c.err[-300:]!r}" if c.err else ""))
+        return 1 if c.failure else 0
+    return 0
 
 
 def main() -> int:
@@ -98,7 +169,17 @@ def main() -> int:
                     help="start no chunk of cases after this many minutes")
     ap.add_argument("--log", metavar="OUT.jsonl", help="append every case as it finishes")
     ap.add_argument("--report", metavar="LOG.jsonl", help="only print the table of a log")
+    ap.add_argument("--replay", metavar="LOG.jsonl", help="run the failures of a log again")
+    ap.add_argument("--into", metavar="DIR", help="with --replay: where to write the inputs")
     args = ap.parse_args()
+    if args.replay:
+        with open(args.replay) as f:
+            fails = [r for r in map(json.loads, filter(str.strip, f))
+                     if r.get("failure") and "chunk" in r]
+        into = args.into or tempfile.mkdtemp(prefix="exactmax-replay-")
+        os.makedirs(into, exist_ok=True)
+        print(f"{len(fails)} failures to replay; inputs in {into}")
+        return 1 if sum(replay(r, into) for r in fails) else 0
     if args.report:
         with open(args.report) as f:
             lines = [json.loads(l) for l in f if l.strip()]

@@ -14,7 +14,7 @@ import sys
 import time
 
 from . import jsonout
-from .interruption import Terminated
+from .interruption import Terminated, TimeLimit
 
 from . import __version__
 from .io import InputError
@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--slack", default="0", metavar="S",
                    help="gate constants C_l = max(1, ceil((1 + S) * bound)), room for softmax "
                    "perturbations (default 0)")
+    c.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="give up after S seconds (unknown, exit 3, nothing written): bounds "
+                   "over a polyhedron are exact LPs, which take minutes on numbers of 10^5 "
+                   "digits (default: no limit)")
+    c.set_defaults(whole_timeout=True)
     c.set_defaults(run=_command("construct.command"))
 
     def verify_options(p):
@@ -104,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "embedded, bound by SHA-256)")
         p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                        help="give up after S seconds with 'unknown', counted from the "
-                       "command's start (default 60)")
+                       "command's start (default 60); it holds inside a long exact step too")
+        p.set_defaults(whole_timeout=True)
         p.add_argument("--max-leaves", type=int, default=20000, metavar="N",
                        help="largest certificate to build (default 20000 cells)")
         p.add_argument("--strategy", choices=("auto", "layerwise", "monolithic"),
@@ -171,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", metavar="S",
                    help="seed of hypothesis's random generator (default: derandomized, the "
                    "same examples on every run); the database is never used")
+    s.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="stop after S seconds with none found (exit 3), even inside one long "
+                   "exact step such as an LP over a polyhedron of huge numbers (default: no "
+                   "limit)")
+    s.set_defaults(whole_timeout=True)
     s.add_argument("--json", action="store_true",
                    help='print {"found": ..., "x": [...] or null, "outputs": ..., "tried": N, '
                    '...}')
@@ -329,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "checked by the kernel).")
     i.add_argument("model", metavar="MODEL.json")
     i.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    i.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                   help="seconds for deciding a polyhedron domain (exact LPs, slow on numbers "
+                   "of many thousands of digits); past them the domain is reported undecided, "
+                   "with the reason, and the exit status is 3 (default 10)")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(run=_command("model_command", "run_info"))
     from .cpwl import command as cpwl_command
@@ -435,6 +450,27 @@ def _silence(stream) -> None:
         pass
 
 
+def _run_within_limit(args) -> int:
+    """``args.run(args)``, for a command whose ``--timeout`` bounds the whole command
+    (``set_defaults(whole_timeout=True)``) within ``interruption.time_limit``: the limit holds
+    within about a second even inside one long exact step."""
+    from .interruption import time_limit
+    seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
+    if not isinstance(seconds, (int, float)) or not seconds > 0:
+        return args.run(args)
+    with time_limit(time.monotonic() + seconds, seconds):
+        return args.run(args)
+
+
+def _time_limit_answer(args, reason: str) -> int:
+    """The answer of a command stopped by its time limit: unknown (exit 3), with the reason."""
+    if getattr(args, "json", False):
+        print(jsonout.dumps({"verdict": "unknown", "reason": reason}))
+    else:
+        print(f"unknown: {reason}")
+    return EXIT_UNKNOWN
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
@@ -446,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         if from_command_line:   # inside the try: a signal landing here is an interruption too
             from .interruption import install
             install()
-        code = args.run(args)
+        code = _run_within_limit(args)
         out.flush()
         if out.error is not None:   # a full disk, not a closed reader: an I/O error
             print(f"exactmax: error: cannot write the output: {out.error.strerror}",
@@ -459,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("exactmax: interrupted", file=sys.stderr)
         return 130
+    except TimeLimit as e:
+        return _time_limit_answer(args, e.reason())
     except Terminated:
         print("exactmax: interrupted (terminated)", file=sys.stderr)
         return 143
@@ -467,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
         if interruption.received is not None:   # raised because of the signal
             print("exactmax: interrupted", file=sys.stderr)
             return 143 if interruption.received == 15 else 130
+        if interruption.expired():               # wrapped (by ctypes) as it was raised
+            return _time_limit_answer(args, interruption.TimeLimit().reason())
         import traceback
         traceback.print_exc()
         print("exactmax: internal error (a bug; please report it with the traceback above)",

@@ -14,13 +14,33 @@ read the cancelled check as "no proof here").  So, for the command-line process:
   once, even while the main thread is inside z3, which ctypes calls without the GIL),
   interrupts z3's context: the running check returns, and the handler's exception fires
   before any Python code can read its result.
+
+The same machinery bounds a command's time (``--timeout S``).  Commands check their deadline
+between steps and answer "unknown" by themselves; but one exact step (a z3 LP on numbers of
+10^5 digits, an exact Farkas solve, an interval evaluation) can last minutes.  Inside
+``time_limit(deadline)``:
+
+- ``check()`` raises ``TimeLimit`` once the deadline has passed;
+- at the deadline plus a short grace (for the command's own checks to answer first), a timer
+  thread interrupts z3's context (the running check returns) and raises ``TimeLimit`` in the
+  thread that entered the block (``PyThreadState_SetAsyncExc``: it fires at the next Python
+  instruction, e.g. as soon as z3's C call returns).  ``TimeLimit`` is a BaseException, so
+  no ``except Exception`` swallows it, and atomic writes remove their temporary file;
+  ``cli.main`` answers "unknown" (exit 3) with the reason.  A cancelled z3 check is never read
+  as an answer: the exception fires before the caller's next instruction.
+
+Only a single C call that ignores z3's interruption (a multiplication of two huge integers)
+can delay the stop, by its own duration.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import sys
 import threading
+import time
 
 
 class Terminated(BaseException):
@@ -31,6 +51,119 @@ _installed = False
 received: int | None = None
 """The signal that arrived, if one did: an exception raised after it is the interruption
 (ctypes, for one, wraps an exception raised while it converts z3's arguments)."""
+
+
+class TimeLimit(BaseException):
+    """The command's time limit passed (inside ``time_limit``): the answer is "unknown".
+    ``step``: the step that could not finish in time, when it is known."""
+
+    def __init__(self, seconds: float | None = None, what: str = "--timeout",
+                 step: str | None = None):
+        super().__init__(seconds, what, step)
+        self.seconds, self.what, self.step = seconds, what, step
+
+    def reason(self) -> str:
+        lim = _limit or _last_fired      # raised as a class by the timer: its limit says
+        s = lim.seconds if self.seconds is None and lim is not None else self.seconds
+        what = lim.what if self.seconds is None and lim is not None else self.what
+        limit = "the time limit" + (f" of {s:g} s" if s is not None else "") + f" ({what})"
+        if self.step is not None:
+            return f"{self.step} would end past {limit}; stopped before it"
+        return f"no answer within {limit}; it passed inside an exact step, which was stopped"
+
+
+class _Limit:
+    """The state of one ``time_limit`` block."""
+
+    def __init__(self, deadline: float, seconds: float | None, what: str, grace: float):
+        self.deadline, self.seconds, self.what, self.grace = deadline, seconds, what, grace
+        self.fired = False
+        self.active = False
+        self.lock = threading.Lock()
+        self.thread_id = threading.get_ident()
+        self.timer: threading.Timer | None = None
+
+
+_limit: _Limit | None = None
+"""The time limit in force, if any (one at a time: the command's)."""
+_stopped_by_limit = False
+_last_fired: _Limit | None = None
+"""A time limit has stopped a step in this process (z3 objects cut short may then complain)."""
+
+
+def expired() -> bool:
+    """Has the time limit in force passed?"""
+    return _limit is not None and (_limit.fired or time.monotonic() > _limit.deadline)
+
+
+def affordable(seconds: float, step: str) -> None:
+    """Before one ``step`` that nothing can interrupt (a single C call, e.g. z3 reading a
+    numeral of 10^5 digits, which takes seconds) expected to last about ``seconds``: raise
+    ``TimeLimit`` now if it would end past the limit in force (and its grace)."""
+    lim = _limit
+    if lim is not None and time.monotonic() + seconds > lim.deadline + lim.grace:
+        raise TimeLimit(lim.seconds, lim.what, f"{step} (about {seconds:.0f} s)")
+
+
+def _async_raise(thread_id: int, exc) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exc) if exc else None)
+
+
+def _fire(lim: _Limit) -> None:
+    global _stopped_by_limit, _last_fired
+    with lim.lock:
+        if not lim.active:
+            return
+        lim.fired = _stopped_by_limit = True
+        _last_fired = lim
+        _async_raise(lim.thread_id, TimeLimit)
+    z3 = sys.modules.get("z3")     # never import it here: the main thread may be doing so
+    if z3 is not None:
+        try:
+            z3.main_ctx().interrupt()
+        except Exception:   # no context yet, or it is being torn down
+            pass
+
+
+class time_limit:
+    """``with time_limit(deadline, seconds, what):`` the block ends with ``TimeLimit`` at the
+    latest ``grace`` seconds after ``deadline`` (a ``time.monotonic()`` value; None: no
+    limit), wherever it is (see the module's docstring); ``seconds`` and ``what`` (the option)
+    go into the reason."""
+
+    def __init__(self, deadline: float | None, seconds: float | None = None,
+                 what: str = "--timeout", grace: float = 0.5):
+        self.lim = None if deadline is None else _Limit(deadline, seconds, what, grace)
+        self.outer: _Limit | None = None
+
+    def __enter__(self):
+        global _limit
+        lim = self.lim
+        if lim is None:
+            return self
+        self.outer, _limit = _limit, lim
+        lim.active = True
+        lim.timer = threading.Timer(max(0.0, lim.deadline + lim.grace - time.monotonic()),
+                                    _fire, (lim,))
+        lim.timer.daemon = True
+        lim.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        global _limit
+        lim = self.lim
+        if lim is None:
+            return False
+        try:
+            lim.timer.cancel()
+            with lim.lock:
+                lim.active = False
+                if lim.fired:   # raised, or still pending: never let it out after the block
+                    _async_raise(lim.thread_id, None)
+        finally:
+            _limit = self.outer
+        return False
 
 
 def _on_sigint(signum, frame):
@@ -51,13 +184,15 @@ def check() -> None:
     a library that catches everything)."""
     if received is not None:
         raise Terminated() if received == signal.SIGTERM else KeyboardInterrupt()
+    if expired():
+        raise TimeLimit(_limit.seconds, _limit.what)
 
 
 def _unraisable(hook):
-    """After a signal, exceptions Python cannot raise (in __del__ methods of z3 objects cut
-    short by the interruption) are expected: say nothing of them."""
+    """After a signal or a time limit, exceptions Python cannot raise (in __del__ methods of
+    z3 objects cut short by the interruption) are expected: say nothing of them."""
     def quiet(u):
-        if received is None:
+        if received is None and not _stopped_by_limit:
             hook(u)
     return quiet
 

@@ -5,9 +5,10 @@ network it denotes)."""
 from __future__ import annotations
 
 import sys
+import time
 
 from . import jsonout
-from .exits import EXIT_OK, UsageError
+from .exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from .io import load_model
 from .io.models import model_domain
 from .io.numbers import NumberSyntaxError, parse_rational, quote
@@ -168,10 +169,20 @@ def run_info(args) -> int:
                 "output_dim": model.out_dim, "d_model": model.d_model,
                 "tokens": model.n_tokens, "sublayers": subs,
                 "readout_token": "mean" if model.readout.token is None else model.readout.token}
-    info["domain"] = _domain_summary(dom)
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    from .interruption import TimeLimit, time_limit
+    code = EXIT_OK
+    try:
+        with time_limit(time.monotonic() + args.timeout, args.timeout):
+            info["domain"] = _domain_summary(dom)
+    except TimeLimit as e:   # a polyhedron of huge numbers: say what is not known, and why
+        info["domain"] = {"kind": "polyhedron", "constraints": len(dom.b), "empty": None,
+                          "bounded": None, "reason": e.reason()}
+        code = EXIT_UNKNOWN
     if args.json:
         print(jsonout.dumps(info))
-        return EXIT_OK
+        return code
     print(f"{args.model}: {'Maxout network' if info['kind'] == 'maxout' else 'Transformer'}, "
           f"input dimension {info['input_dim']}, output dimension {info['output_dim']}")
     if info["kind"] == "maxout":
@@ -187,6 +198,9 @@ def run_info(args) -> int:
     d = info["domain"]
     if d["kind"] is None:
         print("  domain: none given (use a \"domain\" entry or --domain FILE)")
+    elif d["empty"] is None:
+        print(f"  domain: {d['kind']} with {d['constraints']} constraints, not decided: "
+              f"{d['reason']}")
     else:
         state = "empty" if d["empty"] else ("bounded" if d["bounded"] else "unbounded")
         line = f"  domain: {d['kind']} with {d['constraints']} constraints, {state}"
@@ -196,7 +210,7 @@ def run_info(args) -> int:
         if d.get("unbounded_direction"):
             line += " along (" + ", ".join(d["unbounded_direction"]) + ")"
         print(line)
-    return EXIT_OK
+    return code
 
 
 def run_import(args) -> int:

@@ -391,53 +391,65 @@ def gzip_bomb(size: int) -> bytes:
 @dataclass(frozen=True)
 class Command:
     """A command line reading a file of ``format``: ``{f}`` is the file, ``{o}`` an output
-    path, ``{v}`` an output .v path; ``cost`` 1 for fast commands, more for those that prove."""
+    path, ``{v}`` an output .v path; ``cost`` 1 for fast commands, more for those that prove.
+    ``limit_s``: the time a case may take (``HUGE_FACTOR`` times more with huge numbers)."""
 
     format: str
     name: str
     argv: tuple[str, ...]
     cost: int = 1
     limit_s: float = 20.0
+    timeout_s: float | None = None
+    """The command's own --timeout, when it bounds the whole command: then the case must end
+    within it plus ``TIMEOUT_MARGIN_S``, whatever the input (huge numbers included)."""
 
 
 def commands(s: Seeds) -> list[Command]:
     t, tf, tri, pts, box = s.tent, s.tf, s.triangle, s.points, s.box
     X = "1/3,-1/2"
     C = []
+
+    def timed(fmt, name, argv, cost, seconds):
+        """A command whose --timeout (``seconds``) bounds all of it: checked as such."""
+        return Command(fmt, name, argv + ("--timeout", str(seconds)), cost,
+                       timeout_s=seconds)
+
     for fmt in ("maxout", "transformer"):
         C += [Command(fmt, "info", ("info", "{f}")),
               Command(fmt, "eval", ("eval", "{f}", "--input", X)),
               Command(fmt, "eval --inputs", ("eval", "{f}", "--inputs", pts)),
-              Command(fmt, "equiv", ("equiv", "{f}", t, "--timeout", "3", "--max-leaves",
-                                     "300", "--cert", "{o}"), 4),
-              Command(fmt, "search", ("search", t, "{f}", "--max-examples", "3"), 3),
-              Command(fmt, "regions", ("regions", "{f}", "--domain", box, "--max-cells", "60",
-                                       "--timeout", "5", "--cert", "{o}"), 4)]
-    C += [Command("maxout", "compile", ("compile", "{f}", "-o", "{o}"), 2),
-          Command("maxout", "verify", ("verify", "{f}", "--timeout", "3", "--max-leaves",
-                                       "300", "--cert", "{o}"), 4),
+              timed(fmt, "equiv", ("equiv", "{f}", t, "--max-leaves", "300", "--cert", "{o}"),
+                    4, 3),
+              timed(fmt, "search", ("search", t, "{f}", "--max-examples", "3"), 3, 5),
+              timed(fmt, "regions", ("regions", "{f}", "--domain", box, "--max-cells", "60",
+                                     "--cert", "{o}"), 4, 5)]
+    # softmax-bound: --timeout bounds the bounds over the domain and the search; the kernel's
+    # re-check comes on top (so the general limit)
+    C += [timed("maxout", "compile", ("compile", "{f}", "-o", "{o}"), 2, 5),
+          timed("maxout", "verify", ("verify", "{f}", "--max-leaves", "300", "--cert", "{o}"),
+                4, 3),
           Command("maxout", "softmax-bound", ("softmax-bound", "{f}", "--lambda", "50",
-                                              "--max-cells", "40", "--timeout", "2"), 4),
-          Command("transformer", "verify", ("verify", t, "--transformer", "{f}", "--timeout",
-                                            "3", "--max-leaves", "300"), 4),
+                                              "--max-cells", "40", "--timeout", "1"), 4),
+          timed("transformer", "verify", ("verify", t, "--transformer", "{f}",
+                                          "--max-leaves", "300"), 4, 3),
           Command("transformer", "softmax-bound", ("softmax-bound", t, "--transformer", "{f}",
                                                    "--lambda", "50", "--max-cells", "40",
-                                                   "--timeout", "2"), 4)]
+                                                   "--timeout", "1"), 4)]
     for fmt in ("domain-box", "domain-polyhedron"):
-        C += [Command(fmt, "info", ("info", t, "--domain", "{f}")),
+        C += [timed(fmt, "info", ("info", t, "--domain", "{f}"), 1, 2),
               Command(fmt, "eval", ("eval", t, "--domain", "{f}", "--input", X)),
-              Command(fmt, "compile", ("compile", t, "--domain", "{f}", "-o", "{o}"), 2),
-              Command(fmt, "verify", ("verify", t, "--domain", "{f}", "--timeout", "3",
-                                      "--max-leaves", "300", "--cert", "{o}"), 4),
-              Command(fmt, "equiv", ("equiv", t, tf, "--domain", "{f}", "--timeout", "3",
-                                     "--strategy", "monolithic", "--max-leaves", "300"), 4),
-              Command(fmt, "search", ("search", t, tri, "--domain", "{f}", "--max-examples",
-                                      "3"), 3),
-              Command(fmt, "regions", ("regions", t, "--domain", "{f}", "--max-cells", "60",
-                                       "--timeout", "5"), 4),
+              timed(fmt, "compile", ("compile", t, "--domain", "{f}", "-o", "{o}"), 2, 5),
+              timed(fmt, "verify", ("verify", t, "--domain", "{f}", "--max-leaves", "300",
+                                    "--cert", "{o}"), 4, 3),
+              timed(fmt, "equiv", ("equiv", t, tf, "--domain", "{f}", "--strategy",
+                                   "monolithic", "--max-leaves", "300"), 4, 3),
+              timed(fmt, "search", ("search", t, tri, "--domain", "{f}", "--max-examples",
+                                    "3"), 3, 5),
+              timed(fmt, "regions", ("regions", t, "--domain", "{f}", "--max-cells", "60"),
+                    4, 5),
               Command(fmt, "softmax-bound", ("softmax-bound", t, "--domain", "{f}",
                                              "--lambda", "50", "--max-cells", "40",
-                                             "--timeout", "2"), 4)]
+                                             "--timeout", "1"), 4)]
     C += [Command("certificate", "check-cert", ("check-cert", "{f}"), 2),
           Command("certificate", "check-cert --models", ("check-cert", "{f}", "--models", t,
                                                          tf, "--domain", box), 2),
@@ -468,7 +480,15 @@ def pick_command(rng, cmds: list[Command]) -> Command:
 # ---------------------------------------------------------------------------------- runs
 
 HUGE_FACTOR = 6
-"""Cases with numbers of thousands of digits get this many times the command's time limit."""
+"""Cases with numbers of thousands of digits get this many times the command's time limit
+(commands without a --timeout that bounds them: one exact LP on 10^5-digit numbers takes
+seconds), and so do gzip bombs (decompressing 1 GiB on a loaded machine)."""
+TIMEOUT_MARGIN_S = 4.0
+"""A command given --timeout S (``Command.timeout_s``) must end within S + this, in-process,
+whatever its input: the limit holds within about a second even inside one long exact step
+(``exactmax.interruption.time_limit``), and the rest is room for a loaded machine."""
+SUBPROCESS_START_S = 3.0
+"""... and a subprocess gets this much more, to start Python and import exactmax."""
 
 
 class FuzzTimeout(BaseException):
@@ -599,11 +619,14 @@ class Case:
 
 
 def run_case(cmd: Command, seed: Seed, rng, work: str, subprocess_run: bool = False,
-             bomb: bool = False) -> Case:
-    """Mutate ``seed``, write it into the folder ``work`` and run ``cmd`` on it."""
+             bomb: bool = False, mutation: tuple | None = None) -> Case:
+    """Mutate ``seed`` (or take ``mutation``: data, what, gzip?), write it into the folder
+    ``work`` and run ``cmd`` on it."""
     for name in os.listdir(work):
         os.unlink(os.path.join(work, name))
-    if bomb:
+    if mutation is not None:
+        data, what, zipped = mutation
+    elif bomb:
         data, what, zipped = gzip_bomb(bomb if isinstance(bomb, int) and bomb > 1 else 8 << 20), \
             "gzip bomb", True
     else:
@@ -615,10 +638,15 @@ def run_case(cmd: Command, seed: Seed, rng, work: str, subprocess_run: bool = Fa
     outs = {"o": os.path.join(work, "out.json"), "v": os.path.join(work, "Out.v"),
             "r": os.path.join(work, "ref.json")}
     argv = [a.format(f=f, **outs) for a in cmd.argv]
+    # a command with a --timeout that bounds it is held to it, whatever the input; others:
     # exact arithmetic on numbers of up to 10^5 digits is slow by nature (one exact LP takes
-    # seconds, and a time limit is checked between such steps), and so is decompressing a
-    # 1 GiB bomb on a loaded machine: those cases get HUGE_FACTOR x longer
-    limit = cmd.limit_s * (HUGE_FACTOR if "huge number" in what or bomb else 1)
+    # seconds), and so is decompressing a 1 GiB bomb on a loaded machine: those cases get
+    # HUGE_FACTOR x longer
+    if cmd.timeout_s is not None and not bomb:
+        limit = cmd.timeout_s + TIMEOUT_MARGIN_S + (SUBPROCESS_START_S if subprocess_run
+                                                     else 0.0)
+    else:
+        limit = cmd.limit_s * (HUGE_FACTOR if "huge number" in what or bomb else 1)
     o = (run_subprocess if subprocess_run else run_inprocess)(argv, limit)
     used = {p for k, p in outs.items() if "{" + k + "}" in cmd.argv}
     o.outputs = {p: _output_state(p) for p in used}

@@ -16,11 +16,11 @@ from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_flat,
                                  check_interior, check_member, check_unbounded,
                                  check_upper_bound)
 from ..kernel.rational import Q, ZERO
-from .smt import from_z3
+from .smt import affordable_check, from_z3, max_bits, rat
 
 
 def _q(value: Q) -> z3.ArithRef:
-    return z3.RealVal(f"{value.p}/{value.q}")
+    return rat(value)
 
 
 def _from_model(model: z3.ModelRef, var: z3.ArithRef) -> Q:
@@ -38,6 +38,7 @@ def find_point(P: Polyhedron) -> tuple[Q, ...] | None:
     s = z3.SolverFor("QF_LRA")
     for row, c in zip(P.A, P.b):
         s.add(_lin(row, xs) <= _q(c))
+    affordable_check(max_bits(P.A, P.b))
     if s.check() != z3.sat:
         return None
     m = s.model()
@@ -64,6 +65,7 @@ class DualLP:
                         for j in range(P.dim)]
         self.objective = _lin(P.b, self.ys)
         self.signs = [y >= 0 for y in self.ys]
+        self.bits = max_bits(P.A, P.b)
 
     def multipliers(self, c: tuple[Q, ...], deadline: float | None = None):
         """As ``bound_multipliers(P, c, deadline)``."""
@@ -74,6 +76,7 @@ class DualLP:
         s.add(self.signs)
         s.add([col == _q(v) for col, v in zip(self.columns, c)])
         s.minimize(self.objective)
+        affordable_check(max(self.bits, max_bits(c)))
         if s.check() != z3.sat:
             return None
         m = s.model()
@@ -89,6 +92,7 @@ def find_emptiness(P: Polyhedron) -> tuple[Q, ...] | None:
     for j in range(P.dim):
         s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == 0)
     s.add(_lin(P.b, ys) == -1)
+    affordable_check(max_bits(P.A, P.b))
     if s.check() != z3.sat:
         return None
     m = s.model()
@@ -144,6 +148,7 @@ def _ray(P: Polyhedron, c: tuple[Q, ...]) -> tuple[Q, ...]:
     for row in P.A:
         s.add(_lin(row, rs) <= 0)
     s.add(_lin(c, rs) == 1)
+    affordable_check(max_bits(P.A, c))
     if s.check() != z3.sat:  # pragma: no cover - would contradict Farkas' lemma
         raise RuntimeError("z3 found neither a bound nor a ray")
     m = s.model()
@@ -184,6 +189,7 @@ def interior_point(P: Polyhedron) -> tuple[Q, ...] | None:
         o.add(_lin(row, xs) + t <= _q(c) if any(row) else z3.RealVal(0) <= _q(c))
     o.add(t <= 1)
     o.maximize(t)
+    affordable_check(max_bits(P.A, P.b))
     if o.check() != z3.sat or _from_model(o.model(), t) <= 0:
         return None
     x = tuple(_from_model(o.model(), v) for v in xs)
@@ -201,6 +207,7 @@ def flat_multipliers(P: Polyhedron) -> tuple[Q, ...] | None:
     for j in range(P.dim):
         s.add(_lin([P.A[i][j] for i in range(len(ys))], ys) == 0)
     s.add(_lin(P.b, ys) == 0)
+    affordable_check(max_bits(P.A, P.b))
     if s.check() != z3.sat:
         return None
     y = tuple(_from_model(s.model(), v) for v in ys)

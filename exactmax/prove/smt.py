@@ -20,8 +20,44 @@ from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, Z
 
 
+Z3_NUMERAL_S_PER_DIGIT2 = 6e-10
+"""z3 reads a numeral's decimal text in quadratic time: about 1 s for 5 x 10^4 digits, 5.5 s
+for 10^5 (measured), in one C call that cannot be interrupted; rounded up."""
+Z3_CHECK_S_PER_DIGIT2 = 3e-9
+"""A z3 check (an LP) on numbers of D digits: seconds at D = 5 x 10^4, and z3 answers an
+interruption only between its operations on such numbers; 3e-9 D^2 s, rounded up."""
+
+
+def max_bits(*groups) -> int:
+    """The largest bit length of a numerator or denominator among the rationals of
+    ``groups`` (iterables of Q, or of rows of Q)."""
+    top = 0
+    for g in groups:
+        for v in g:
+            for q in (v if isinstance(v, (tuple, list)) else (v,)):
+                top = max(top, q.p.bit_length(), q.q.bit_length())
+    return top
+
+
+def affordable_check(bits: int) -> None:
+    """Before a z3 check on numbers of up to ``bits`` bits: z3's arithmetic on numbers of
+    10^4-10^5 digits answers its interruption only after seconds, so under a time limit such
+    a check is not started when it would end past the limit."""
+    if bits > 10000:
+        digits = 0.30103 * bits
+        interruption.affordable(Z3_CHECK_S_PER_DIGIT2 * digits ** 2,
+                                f"a z3 check on numbers of {digits:,.0f} digits")
+
+
 def rat(v: Q) -> z3.ArithRef:
-    """v as a z3 rational, through FLINT's text (no digit limit, unlike Python's int/str)."""
+    """v as a z3 rational, through FLINT's text (no digit limit, unlike Python's int/str).
+    Under a time limit, a numeral z3 would take longer to read than the time left is not
+    started (``interruption.affordable``)."""
+    bits = max(v.p.bit_length(), v.q.bit_length())
+    if bits > 10000:
+        digits = 0.30103 * bits
+        interruption.affordable(Z3_NUMERAL_S_PER_DIGIT2 * digits ** 2,
+                                f"z3 reading a number of {digits:,.0f} digits")
     return z3.RealVal(f"{v.p}/{v.q}")
 
 

@@ -38,7 +38,9 @@ def add_parser(sub) -> None:
                    help="write the model that was counted (e.g. the sawtooth network)")
     r.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="give up (unknown, exit 3) when the enumeration passes S seconds, "
-                   "checked before each cell (default: no limit)")
+                   "checked before each cell; S seconds after the command's start at the "
+                   "latest, even inside one long exact step (default: no limit)")
+    r.set_defaults(whole_timeout=True)
     r.add_argument("--max-cells", type=int, default=200000, metavar="N",
                    help="give up (unknown, exit 3) beyond N cells (default 200000)")
     r.add_argument("--all-units", action="store_true",

@@ -654,6 +654,13 @@ def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
     """Search, then (if ``check``) re-check the tree in the kernel's exact arithmetic
     (``on_check(leaves)`` is called before the re-check)."""
     r = search_bound(s, lam, max_cells, timeout_s, progress, bits)
+    return check_search(s, lam, r, check, on_check)
+
+
+def check_search(s: Setting, lam: Q, r: Search, check: bool = True,
+                 on_check=None) -> Certified:
+    """``certify``'s second half: the verdict of the search ``r`` and (if ``check``) the
+    kernel's exact re-check of its tree."""
     if r.gate_fail is not None:
         g = r.gate_fail
         if g["x"] is not None:

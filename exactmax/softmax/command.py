@@ -47,8 +47,9 @@ def add_parser(sub) -> None:
     p.add_argument("--max-cells", type=int, default=4000, metavar="N",
                    help="largest bisection tree (default 4000 cells)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                   help="seconds for the cell search of one lambda (default 30); the kernel "
-                   "re-check comes on top")
+                   help="seconds for the bounds over the domain and the cell search of one "
+                   "lambda, counted from the command's start (default 30; each further lambda "
+                   "of --epsilon gets S more); the kernel re-check comes on top")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
@@ -205,7 +206,8 @@ OUTSIDE_KERNEL = ("that the Transformer is the construction of NET with gates C 
 
 def run(args) -> int:
     from ..kernel.errors import CheckFailed
-    from .bound import certify, closed_form, kernel_check, observed_error, smallest_lambda
+    from .bound import (certify, check_search, closed_form, kernel_check, observed_error,
+                        search_bound, smallest_lambda)
     if args.lam is None and args.epsilon is None:
         raise UsageError("softmax-bound: give --lambda L, --epsilon E, or both")
     lam = _number(args.lam, "--lambda") if args.lam is not None else None
@@ -215,7 +217,13 @@ def run(args) -> int:
         raise UsageError(f"--max-cells: expected a positive integer, got {args.max_cells}")
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    s = _setting(args)
+    from ..interruption import time_limit
+    started = time.monotonic()
+    deadline = started + args.timeout
+    # the limit holds inside one long exact step too (an LP over a polyhedron of huge
+    # numbers): the bounds over the domain and the first lambda's search share it
+    with time_limit(deadline, args.timeout):
+        s = _setting(args)
     from ..progress import shown
     prog = _Progress(quiet=not shown(args))
     out: dict = {"model": args.model, "transformer": args.transformer, "tokens": s.n,
@@ -224,7 +232,9 @@ def run(args) -> int:
     lines: list[str] = []
     if lam is not None:
         t0 = time.monotonic()
-        r = certify(s, lam, args.max_cells, args.timeout, prog.cells, on_check=prog.check)
+        with time_limit(deadline, args.timeout):
+            found = search_bound(s, lam, args.max_cells, max(0.0, deadline - t0), prog.cells)
+        r = check_search(s, lam, found, on_check=prog.check)
         out.update({"lambda": q_str(lam), "cells": r.search.leaves,
                     "cells_outside": r.search.excluded, "search_stop": r.search.stop,
                     "closed_form_bound": _up(_arb_up(closed_form(s.net, s.n, lam)))})
