@@ -310,3 +310,64 @@ def test_check_refuses_bad_vnnlib_in_one_line(tmp_path):
     assert r.returncode == 2 and len(lines) == 1
     assert lines[0].startswith("exactmax: error: ") and "p.vnnlib:7:" in lines[0]
     assert "Y_2 is used before its declare-const" in lines[0]
+
+
+def _deep_relu_net(seed, d=3, widths=(6, 6, 6)):
+    """A ReLU network with small dyadic weights (y = the last layer's sum, one output)."""
+    rng = np.random.default_rng(seed)
+    layers, n = [], d
+    for w in widths:
+        units = tuple(Unit((Piece(tuple(Q(int(v), 4) for v in rng.integers(-4, 5, n)),
+                                  Q(int(rng.integers(-2, 3)), 4)),
+                            Piece((Q(0),) * n, Q(0)))) for _ in range(w))
+        layers.append(Layer(units))
+        n = w
+    out = Affine(((Q(1),) * n,), (Q(0),), n)
+    return MaxoutNetwork(d, tuple(layers), out)
+
+
+@pytest.mark.parametrize("polyhedral", [False, True])
+def test_the_tree_builder_on_a_deeper_network_box_and_polyhedron(tmp_path, polyhedral):
+    """The producer (prove/property.py: levels, box screen, one float LP per cell made exact,
+    float points) on a 3-layer ReLU network: the largest output over sample points is reached
+    (sat, checked by exact evaluation), and 100, above the maximum, is not (unsat, by a tree
+    the kernel accepts, its Max choices proved by the box rule and by the cell LPs).  With a
+    polyhedral input set (a diagonal row) there is no box rule: every choice is an LP's."""
+    from exactmax.io.vnnlib import read_vnnlib
+    net = _deep_relu_net(7)
+    head = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} -1)) (assert (<= X_{i} 1))\n"
+                   for i in range(3)) + "(declare-const Y_0 Real)\n"
+    if polyhedral:
+        head += "(assert (<= (+ X_0 X_1) 1))\n"
+    grid = [tuple(Q(int(v), 8) for v in x)
+            for x in np.random.default_rng(1).integers(-8, 9, (300, 3))]
+    best = max(evaluate_maxout(net, x)[0] for x in grid if not polyhedral or x[0] + x[1] <= 1)
+    for y, expect in ((best, "sat"), (Q(100), "unsat")):
+        p = tmp_path / f"{expect}.vnnlib"
+        p.write_text(head + f"(assert (>= Y_0 {decimal_text(y)}))\n")
+        prop = read_vnnlib(str(p))
+        a = decide_property(net, prop, timeout_s=60, search=False)
+        assert a.result == expect, a.reason
+        if expect == "sat":
+            assert evaluate_maxout(net, a.x)[0] >= y and prop.cases[0].inputs.contains(a.x)
+            continue
+        assert check_property(net, prop.cases, a.trees) == a.stats["leaves_checked"] > 50
+        how = a.stats["proofs"]
+        assert how["lp"] > 0 and (how["box"] > 0) == (not polyhedral)
+
+
+def test_float_guides_made_exact():
+    """The producer's float helpers: the exact support solve (square and not, singular), and
+    the float nudge across a new row (a point strictly inside both, or None)."""
+    from exactmax.prove.property import _float_nudge, _support_solve
+    vs = [(Q(1), Q(0)), (Q(1), Q(1))]
+    assert _support_solve(vs, (Q(3), Q(2))) == [Q(1), Q(2)]
+    assert _support_solve([(Q(1), Q(1)), (Q(2), Q(2))], (Q(3), Q(3))) is not None   # singular
+    assert _support_solve([(Q(1), Q(1)), (Q(2), Q(2))], (Q(1), Q(0))) is None
+    assert _support_solve([(Q(1), Q(0))], (Q(2), Q(0))) == [Q(2)]
+    G = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])   # |x|, |y| < 1
+    h = np.ones(4)
+    q = _float_nudge(G, h, np.array([0.5, 0.0]), np.array([-1.0, 0.0]), -0.2)  # x < -0.2
+    assert q is not None and (G @ q + h > 0).all() and q[0] < -0.2
+    assert _float_nudge(G, h, np.array([0.5, 0.0]), np.array([-1.0, 0.0]), -1.5) is None
+    assert _float_nudge(G, h, np.array([0.5, 0.0]), np.array([0.0, 0.0]), 1.0) is None

@@ -585,6 +585,9 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
         trees.append(tree)
         leaves += s["leaves"]
         stats["splits"] = stats.get("splits", 0) + s["splits"]
+        how = stats.setdefault("proofs", {})   # how the Max choices were proved
+        for k, v in s["proofs"].items():
+            how[k] = how.get(k, 0) + v
     try:
         t0 = time.monotonic()
         stats["leaves_checked"] = check_property(net, prop.cases, tuple(trees))
