@@ -8,6 +8,9 @@ Instances:
   with two input boxes and two forbidden conjunctions (the one of tests/test_coq_property.py);
 - ``vnncomp-nano``, ``-tiny``, ``-small``: VNN-COMP 2022's ``test`` category's small networks
   with their properties (all three unsat);
+- ``acas-1-6-prop3-box1e-4``: the same network and outputs with the input box shrunk to
+  10^-4 of property 3's around its centre (one leaf: the cost of one symbolic run of the
+  network in Coq);
 - ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
   ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
   ReLUs, 5 outputs), from ../shared/data/vnncomp2022-test (skipped when absent).
@@ -48,6 +51,20 @@ RELU_PROP = "".join(f"(declare-const {v} Real)\n" for v in ("X_0", "X_1", "Y_0",
             (and (>= X_0 2) (<= X_0 3) (>= X_1 0) (<= X_1 0.25))))
 (assert (or (and (> Y_0 3.25)) (and (< Y_0 -0.1) (>= Y_1 0))))
 """
+
+
+# property 3's input box (test_prop.vnnlib)
+P3_LO = [-0.30353115613746867, -0.009549296585513092, 0.4933803235848431, 0.3, 0.3]
+P3_HI = [-0.29855281193475053, 0.009549296585513092, 0.49999999998567607, 0.5, 0.5]
+
+
+def shrunk_prop3(frac: float) -> str:
+    """Property 3 on the box of ``frac`` times its widths around its centre."""
+    s = "".join(f"(declare-const {v}_{i} Real)\n" for v in "XY" for i in range(5))
+    for i, (lo, hi) in enumerate(zip(P3_LO, P3_HI)):
+        m, w = (lo + hi) / 2, (hi - lo) * frac / 2
+        s += f"(assert (<= X_{i} {m + w!r}))\n(assert (>= X_{i} {m - w!r}))\n"
+    return s + "".join(f"(assert (<= Y_0 Y_{j}))\n" for j in range(1, 5))
 
 
 def coqc(path: str, timeout: float) -> dict:
@@ -126,6 +143,10 @@ def main(argv=None) -> int:
         if not args.quick and os.path.isdir(DATA):
             todo += [(f"vnncomp-{n}", os.path.join(DATA, f"test_{n}.onnx"),
                       os.path.join(DATA, f"test_{n}.vnnlib")) for n in ("nano", "tiny", "small")]
+            small = os.path.join(folder, "prop3_box1e-4.vnnlib")
+            with open(small, "w") as f:
+                f.write(shrunk_prop3(1e-4))
+            todo.append(("acas-1-6-prop3-box1e-4", os.path.join(DATA, "test_unsat.onnx"), small))
             todo.append(("acas-1-6-prop3", os.path.join(DATA, "test_unsat.onnx"),
                          os.path.join(DATA, "test_prop.vnnlib")))
         for name, n, p in (t for t in todo if t[0] not in args.skip):
