@@ -253,3 +253,21 @@ def test_the_composite_rule_matches_linear_combinations_term_by_term():
     for bad in (g(Q(3), Q(-1)), g(Q(2), Q(0)), g(Q(2), Q(-1), with_x=False)):
         with pytest.raises(CheckFailed):
             check_equal_on_domain(f, bad, P, Leaf((), same_max=True))
+
+
+def test_two_programs_of_the_same_shape_are_evaluated_each_with_its_own_weights():
+    """The split-tree walk computes each program's maps from that program's nodes: g differs
+    from f in one weight only (same nodes, same levels), so a single leaf must be refused."""
+    from exactmax.kernel.certificate import Leaf, check_equal_on_domain
+    from exactmax.kernel.errors import CheckFailed
+    from exactmax.kernel.polyhedron import Box
+    from exactmax.kernel.program import Lin, Program
+    from exactmax.kernel.rational import Q
+
+    def prog(w):
+        return Program(1, (Lin(((0, Q(1)),), Q(0), ()), Lin((), Q(0), ((0, Q(w)),))), (1,))
+
+    box = Box((Q(-1),), (Q(1),))
+    assert check_equal_on_domain(prog(2), prog(2), box.as_polyhedron(), Leaf()) == 1
+    with pytest.raises(CheckFailed, match="outputs differ"):
+        check_equal_on_domain(prog(2), prog(3), box.as_polyhedron(), Leaf())

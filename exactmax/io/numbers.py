@@ -35,7 +35,7 @@ def parse_rational(text: str) -> Q:
     Raises NumberSyntaxError for anything else (including "NaN", "Infinity", "1/0",
     exponents beyond MAX_EXPONENT and numbers longer than MAX_DIGITS digits).
     """
-    if sum(ch.isdigit() for ch in text) > MAX_DIGITS:
+    if len(text) > MAX_DIGITS and sum(ch.isdigit() for ch in text) > MAX_DIGITS:
         raise NumberSyntaxError(f"number longer than {MAX_DIGITS} digits")
     if _INTEGER.fullmatch(text):
         return Q(_int(text))

@@ -4,8 +4,9 @@ Rows are constraints a . x + c >= 0 (> 0 when strict): first the domain's, b_i -
 order, then one per split on the way down, so a row keeps its index in the subtree below.
 
 - ``Split`` on h = a . x + c: h >= 0 goes to ``ge``, h < 0 (-h > 0, strict) to ``lt``; the
-  leaves partition the domain.  Its choices are inherited by every leaf below (rows are only
-  added going down, so an entailment proved higher up stays valid).
+  leaves partition the domain.  Its choices are in force on every cell below, each checked on
+  the first cell of the path where the maps its node reads are known (``walk``: rows are only
+  added going down, so what is proved on a cell holds on every cell below it).
 - ``Empty``: Farkas multipliers for 0 > 0 on the cell.
 - ``Leaf``: for Max and Hardmax nodes of either program, the argument selected on the cell with
   Farkas proofs; both programs are then affine on the cell, and their outputs must agree.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
-from .rational import ZERO, Q
+from .rational import ZERO, Q, RatMatrix
 
 Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
@@ -117,35 +118,87 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
         )
 
 
-def cells(tree: Tree, P: Polyhedron, sides=(0, 1), zero_split: bool = True):
-    """(leaf, rows of its cell, choices by (program, node), where) for every leaf of the split
-    tree over P, depth first (ge before lt), choices inherited from the splits above; a split
-    with a = 0 is refused unless ``zero_split``."""
-    stack: list[tuple] = [(tree, domain_rows(P), {}, "root")]
+def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, where: str = "root"):
+    """(leaf, rows of its cell, choices, maps, where) for every leaf of the split tree over P,
+    depth first (ge before lt).  choices[s] maps a node of program s to the choice in force:
+    stated at the leaf or at a split above (a restatement below replaces it).  maps[s][i] is
+    the affine map of node i of program s on the cell, or None while unknown: ``extend`` fills
+    it in on the first cell of the path where the node's choice is in force and the maps it
+    reads are known, after checking the choice on that cell.  Rows are only added going down,
+    so a map proved on a cell holds on every cell below it; a node whose choice is stated
+    again is computed afresh from there, with every later node.  An Empty leaf's proof of
+    0 > 0 is checked here; a split with a = 0 is refused unless ``zero_split``."""
+    n, by_level = len(programs), [levels(p, need) for p, need in zip(programs, needs)]
+    memos: list[dict] = [{} for _ in programs]
+    maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
+    stack: list[tuple] = [(tree, domain_rows(P), [{} for _ in programs], maps, where)]
     while stack:
-        node, rows, inherited, where = stack.pop()
-        choices = dict(inherited)
+        node, rows, choices, vals, where = stack.pop()
+        if isinstance(node, Empty):
+            check_entails(rows, ((ZERO,) * P.dim, ZERO), True, node.proof, f"{where}: empty cell")
+            yield node, rows, choices, vals, where
+            continue
+        choices, vals = [dict(c) for c in choices], [list(v) for v in vals]
         for side, index, ch in getattr(node, "choices", ()):
-            if side not in sides:
+            if not (isinstance(side, int) and 0 <= side < n):
                 raise CheckFailed(
                     f"{where}: program {side} does not exist (only program "
-                    f"{' and '.join(map(str, sides))})"
+                    f"{' and '.join(map(str, range(n)))})"
                 )
-            choices[side, index] = ch
+            choices[side][index] = ch
+            if 0 <= index < len(vals[side]) and vals[side][index] is not None:
+                vals[side][index:] = [None] * (len(vals[side]) - index)
+        for p, lv, c, v, memo in zip(programs, by_level, choices, vals, memos):
+            extend(p, lv, c, v, rows, where, memo)
         if not isinstance(node, Split):
-            yield node, rows, choices, where
+            yield node, rows, choices, vals, where
             continue
         if len(node.a) != P.dim or not (zero_split or any(node.a)):
             raise CheckFailed(f"{where}: split of the wrong dimension or with a = 0")
-        stack.append(
-            (
-                node.lt,
-                rows + [Row(tuple(-v for v in node.a), -node.c, True)],
-                choices,
-                where + ".lt",
-            )
+        lt = Row(tuple(-v for v in node.a), -node.c, True)
+        stack.append((node.lt, rows + [lt], choices, vals, where + ".lt"))
+        stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, vals, where + ".ge"))
+
+
+def levels(p: Program, need) -> list[list]:
+    """The nodes of ``need`` by level, ascending, each with the nodes it reads: a node's level
+    is one more than the highest level of the nodes it reads (0 if it reads none), so a level
+    reads only the levels below."""
+    depth: list[int] = []
+    for node in p.nodes:
+        depth.append(1 + max((depth[j] for j in _reads(node)), default=-1))
+    out: list[list] = [[] for _ in range(max(depth, default=-1) + 1)]
+    for i in sorted(need):
+        out[depth[i]].append((i, _reads(p.nodes[i])))
+    return out
+
+
+def extend(
+    p: Program, levels, choices: dict, vals: list, rows: list[Row], where: str, memo
+) -> None:
+    """Fill in ``vals`` on the cell ``rows``, level by level (``levels``): the Lin nodes whose
+    reads are known (at once, ``lin_affines``), then the Max and Hardmax nodes whose reads are
+    known and whose choice is in force, after checking that choice on the cell."""
+    for level in levels:
+        ready = [i for i, r in level if vals[i] is None and None not in [vals[j] for j in r]]
+        lins = [i for i in ready if isinstance(p.nodes[i], Lin)]
+        if lins:
+            maps = lin_affines([p.nodes[i] for i in lins], vals, p.dim, memo, tuple(lins))
+            for i, v in zip(lins, maps):
+                vals[i] = v
+        for i in ready:
+            if i in choices and not isinstance(p.nodes[i], Lin):
+                vals[i] = _chosen(p.nodes[i], choices[i], vals, rows, f"{where}, node {i}")
+
+
+def check_known(p: Program, need, vals: list, where: str) -> None:
+    """Every node of ``need`` has its map on the cell (the first unknown one is a Max or
+    Hardmax node whose reads are known: it has no choice in force)."""
+    i = next((i for i in need if vals[i] is None), None)
+    if i is not None:
+        raise CheckFailed(
+            f"{where}, node {i}: no valid choice for this {type(p.nodes[i]).__name__} node"
         )
-        stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, where + ".ge"))
 
 
 def _sub(u: Affine, v: Affine) -> Affine:
@@ -159,19 +212,28 @@ def _reads(node) -> list[int]:
     return list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
 
 
-def lin_affine(node: Lin, vals: list, d: int) -> Affine:
-    """The affine map of a Lin node, given the affine maps of the nodes it reads."""
-    a = [ZERO] * d
-    for i, v in node.x:
-        a[i] += v
-    c = node.c
-    for j, w in node.terms:
-        aj, cj = vals[j]
-        for t in range(d):
-            if aj[t]:
-                a[t] += w * aj[t]
-        c += w * cj
-    return tuple(a), c
+def lin_affines(nodes: list, vals: list, d: int, memo: dict, key=None) -> list[Affine]:
+    """The affine maps of Lin nodes none of which reads another, given the maps (m_j, e_j) of
+    the nodes they read: each node's input coefficients and constant plus sum_j c_j (m_j, e_j),
+    all the sums one exact product C V of the weights C and the matrix V of rows (m_j, e_j).
+    ``memo[key]`` keeps (the nodes read, C) for the next cell with the same nodes."""
+    if key not in memo:
+        read = sorted({j for n in nodes for j, _ in n.terms})
+        col, C = {j: t for t, j in enumerate(read)}, [[ZERO] * len(read) for _ in nodes]
+        for row, n in zip(C, nodes):
+            for j, w in n.terms:
+                row[col[j]] += w
+        memo[key] = read, RatMatrix(len(nodes), len(read), [w for row in C for w in row])
+    read, C = memo[key]
+    V = [v for j in read for v in (*vals[j][0], vals[j][1])]
+    S = (C * RatMatrix(len(read), d + 1, V)).entries()
+    out = []
+    for m, n in enumerate(nodes):
+        a = list(S[m * (d + 1) : (m + 1) * (d + 1)])
+        for i, v in n.x:
+            a[i] += v
+        out.append((tuple(a[:d]), a[d] + n.c))
+    return out
 
 
 def cone(p: Program, roots) -> set[int]:
@@ -183,36 +245,6 @@ def cone(p: Program, roots) -> set[int]:
             seen.add(i)
             todo += _reads(p.nodes[i])
     return seen
-
-
-def affine_values(
-    p: Program,
-    rows: list[Row],
-    choices: dict,
-    where: str,
-    needed: set[int] | None = None,
-    partial: bool = False,
-) -> list[Affine | None]:
-    """The affine map on the cell of every node of p in ``needed`` (default: all), after
-    checking the choices there; other nodes get None.  With ``partial`` (as the Coq checker
-    evaluates), a Max or Hardmax node without a choice, or a node reading an unknown one, is
-    unknown (None) and its choice is not checked; a checked choice that is wrong rejects."""
-    vals: list[Affine | None] = []
-    for index, node in enumerate(p.nodes):
-        ch = choices.get(index)
-        if (needed is not None and index not in needed) or (
-            partial
-            and (
-                any(vals[j] is None for j in _reads(node))
-                or (ch is None and not isinstance(node, Lin))
-            )
-        ):
-            vals.append(None)
-        elif isinstance(node, Lin):
-            vals.append(lin_affine(node, vals, p.dim))
-        else:
-            vals.append(_chosen(node, ch, vals, rows, f"{where}, node {index}"))
-    return vals
 
 
 def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row], at: str) -> Affine:
@@ -269,26 +301,14 @@ def check_equal_on_domain(
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
     if not all(0 <= o < len(f.outputs) for o in outputs):
         raise CheckFailed("an output index out of range")
-    need = [cone(p, [p.outputs[o] for o in outputs]) for p in (f, g)]
+    need = [sorted(cone(p, [p.outputs[o] for o in outputs])) for p in (f, g)]
     leaves = 0
-    for node, rows, choices, where in cells(tree, P):
+    for node, _, _, (vf, vg), where in walk(tree, P, (f, g), need):
         leaves += 1
         if isinstance(node, Empty):
-            check_entails(rows, ((ZERO,) * P.dim, ZERO), True, node.proof, f"{where}: empty cell")
             continue
         if not isinstance(node, Leaf):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
-        vf, vg = (
-            affine_values(
-                p,
-                rows,
-                {i: c for (s, i), c in choices.items() if s == side},
-                f"{where}, {name} program",
-                need[side],
-                partial=True,
-            )
-            for side, p, name in ((0, f, "first"), (1, g, "second"))
-        )
         for o in outputs:
             if not outputs_agree(f, g, vf, vg, f.outputs[o], g.outputs[o]):
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")

@@ -101,9 +101,12 @@ def program_of_pair(f: Program, g: Program) -> Program:
         raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
     s = len(f.nodes)
     moved = tuple(
-        Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms)) if isinstance(n, Lin)
-        else Max(tuple(j + s for j in n.args)) if isinstance(n, Max)
-        else Hardmax(tuple((i + s, j + s) for i, j in n.pairs)) for n in g.nodes
+        Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms))
+        if isinstance(n, Lin)
+        else Max(tuple(j + s for j in n.args))
+        if isinstance(n, Max)
+        else Hardmax(tuple((i + s, j + s) for i, j in n.pairs))
+        for n in g.nodes
     )
     return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .affine import Matrix, Vector, dot
-from .certificate import Choices, Row, affine_values, cells, cone
+from .certificate import Choices, Row, check_known, cone, walk
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Max, Program, evaluate_program
@@ -56,16 +56,15 @@ def check_regions(
     node of the program with ``all_units`` (a dead unit counts too)."""
     if p.dim != P.dim:
         raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
-    need = set(range(len(p.nodes))) if all_units else cone(p, p.outputs)
+    need = sorted(range(len(p.nodes)) if all_units else cone(p, p.outputs))
     out = []
-    for node, rows, choices, where in cells(tree, P, sides=(0,), zero_split=False):
+    for node, rows, (choices,), (vals,), where in walk(tree, P, (p,), (need,), zero_split=False):
         if not isinstance(node, Region):
             raise CheckFailed(f"{where}: not a split or a region leaf")
-        choices = {i: ch for (_, i), ch in choices.items()}
         x = node.point
         if len(x) != P.dim or not all(_value(r, x) > 0 for r in rows):
             raise CheckFailed(f"{where}: the point is not strictly inside the cell")
-        vals = affine_values(p, rows, choices, where, need)
+        check_known(p, need, vals, where)
         if (
             len(node.W) != len(p.outputs)
             or len(node.b) != len(p.outputs)
