@@ -1149,11 +1149,11 @@ Proof.
       * apply Z.leb_le in En. apply IZR_le in En.
         assert (IZR n * (IZR m * IZR l) <= IZR n * (IZR m * (IZR (Zpos G) * v))) by (apply Rmult_le_compat_l; lra).
         assert (IZR n * (IZR m * (IZR (Zpos G) * v)) <= IZR n * (IZR m * IZR u)) by (apply Rmult_le_compat_l; lra).
-        split; nra.
+        split; lra.
       * apply Z.leb_gt in En. apply IZR_lt in En.
         assert (IZR n * (IZR m * IZR u) <= IZR n * (IZR m * (IZR (Zpos G) * v))) by (apply Rmult_le_compat_neg_l; lra).
         assert (IZR n * (IZR m * (IZR (Zpos G) * v)) <= IZR n * (IZR m * IZR l)) by (apply Rmult_le_compat_neg_l; lra).
-        split; nra.
+        split; lra.
 Qed.
 
 Lemma zrange_sound : forall p s ms G L U h lo hi, dms_ok s ms = true ->
