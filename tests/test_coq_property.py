@@ -186,3 +186,16 @@ def test_an_axiom_in_the_file_is_refused(exported, tmp_path):
         "Axiom certificate_checks : property_ok net cases certificate = true."))
     r = run_coqc(str(f), PROOFS)
     assert not r.ok and "depends on the axiom certificate_checks, which" in r.message, r
+
+
+def test_a_malformed_property_certificate_is_a_one_line_error_and_nothing_is_written(
+        exported, tmp_path):
+    _, cert, _, _ = exported
+    c = json.loads(cert.read_text())
+    c["property"]["vnnlib"] = c["property"]["vnnlib"].replace("3.25", "3.5")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(c))
+    r = run("export-coq", bad, "-o", tmp_path / "X.v", "--check")
+    assert r.returncode == 2 and not (tmp_path / "X.v").exists()
+    assert r.stderr.strip() == f"exactmax: error: {bad}: property.sha256: does not match the " \
+                               "embedded property", r.stderr
