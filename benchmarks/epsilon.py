@@ -18,9 +18,9 @@ epsilon to beat) and the exact gap max_o |A_o(x) - B_o(x)| at its best point, ev
 kernel's evaluator: every E below it is false.  Then each step runs ``exactmax equiv --epsilon
 E --json`` in its own process: E = that lower bound first (proved: it is the exact largest
 gap, and the smallest epsilon); a refutation raises the lower bound to the exact gap it
-reports, which is tried next (up to ``--climb`` times); then an upper bound is found by
-doubling, and bisection runs until (hi - lo) / hi < ``--rel-tol``.  An ``unknown`` stops the
-run and is reported as such.
+reports, which is tried next (up to ``--climb`` times); then an upper bound is looked for
+at lo times ``--up`` (default 2), and bisection runs until (hi - lo) / hi < ``--rel-tol``.
+An ``unknown`` stops the run and is reported as such.
 """
 
 from __future__ import annotations
@@ -131,6 +131,8 @@ def main() -> int:
     ap.add_argument("--max-leaves", type=int, default=200000)
     ap.add_argument("--rel-tol", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--up", default="2",
+                    help="no epsilon proved yet: try lo times this (default 2, exact)")
     ap.add_argument("--climb", type=int, default=3,
                     help="after a refutation, try its exact gap as the next E this many times "
                     "before doubling (default 3)")
@@ -154,6 +156,7 @@ def main() -> int:
     print("| step | epsilon | about | verdict | cells | time (s) |\n|---|---|---|---|---|---|",
           flush=True)
     steps, hi, E, climbs = [], None, lo, 0
+    up = parse_rational(args.up)
     for step in range(1, args.steps + 1):
         r = attempt(files, E, args)
         cells = r.get("stats", {}).get("leaves_checked", "")
@@ -162,6 +165,7 @@ def main() -> int:
         steps.append({"epsilon": q_str(E), "verdict": r["verdict"], "cells": cells,
                       "wall_s": r["wall_s"], "reason": r.get("reason"),
                       "gap": (r.get("counterexample") or {}).get("gap")})
+        record(args, what, k, n, lo, hi, steps)
         if r["verdict"] == "proved":
             hi = E
             if hi == lo:
@@ -177,18 +181,23 @@ def main() -> int:
             climbs += 1   # the refutation's gap may be the largest: try it
             E = lo
         else:
-            E = lo * 2 if hi is None else (lo + hi) / 2
+            E = lo * up if hi is None else (lo + hi) / 2
     total = sum(s["wall_s"] for s in steps)
     print(f"smallest epsilon proved: {q_str(hi) if hi is not None else 'none'}"
           + (f" (about {float(hi):.6g})" if hi is not None else "")
           + f"; largest gap at a point: {q_str(lo)} (about {float(lo):.6g}); "
           f"{len(steps)} steps, {total:.1f} s in all", flush=True)
+    record(args, what, k, n, lo, hi, steps)
+    return 0
+
+
+def record(args, what, k, n, lo, hi, steps) -> None:
+    """The run so far, as JSON in --out (rewritten after every step)."""
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"what": what, "pruned": [k, n], "lower_bound": q_str(lo),
                        "smallest_proved": None if hi is None else q_str(hi), "steps": steps,
-                       "total_s": round(total, 1)}, f, indent=1)
-    return 0
+                       "total_s": round(sum(s["wall_s"] for s in steps), 1)}, f, indent=1)
 
 
 if __name__ == "__main__":
