@@ -21,6 +21,7 @@ time depends on the machine's load).  The library must be built: make -C proofs.
 
 from __future__ import annotations
 
+from exactmax.construct.size import parameter_count
 import argparse
 import json
 import os
@@ -141,13 +142,13 @@ def main(argv=None) -> int:
             lw = ({"verdict": "not run", "produce_s": 0} if args.no_layerwise else
                   layerwise(net, box, f"Lw_{d}_{N}_{D}_{k}", folder, args.layerwise_timeout))
             ratio, wall = _ratio(lw, p, "coqc_user_s"), _ratio(lw, p, "coqc_s")
-            per = (round(1000 * p["coqc_user_s"] / net.parameter_count, 3)
+            per = (round(1000 * p["coqc_user_s"] / parameter_count(net), 3)
                    if p.get("coq_ok") else None)
-            row = {"d": d, "N": N, "D": D, "k": k, "parameters": net.parameter_count,
+            row = {"d": d, "N": N, "D": D, "k": k, "parameters": parameter_count(net),
                    "construction": c, "packed": p, "layerwise": lw, "ratio": ratio,
                    "ratio_wall": wall, "packed_user_s_per_1000": per}
             rows.append(row)
-            line = (f"| {d} | {N} | {D} | {k} | {net.parameter_count} | {cells(c)} | "
+            line = (f"| {d} | {N} | {D} | {k} | {parameter_count(net)} | {cells(c)} | "
                     f"{cells(p)} | {per if per is not None else '-'} | {cells(lw)} | "
                     f"{ratio if ratio else '-'} | {wall if wall else '-'} |")
             lines.append(line)

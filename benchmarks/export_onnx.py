@@ -9,6 +9,7 @@ Error: max over points and outputs of |y_onnx - y_exact| / max(1, |y_exact|), at
 
 from __future__ import annotations
 
+from exactmax.construct.size import parameter_count
 import argparse
 import json
 import os
@@ -80,7 +81,7 @@ def main(argv=None) -> int:
     for dtype in ("float64", "float32"):
         out = os.path.join(tmp, f"big.{dtype}.onnx")
         s, _ = _exactmax("export-onnx", b, "-o", out, "--dtype", dtype)
-        print(f"export of {big.parameter_count:,} weights (d=64, 4 layers of {args.width} "
+        print(f"export of {parameter_count(big):,} weights (d=64, 4 layers of {args.width} "
               f"rank-4 units) in {dtype}: {s:.1f} s, {os.path.getsize(out) / 1e6:.1f} MB")
     return 0
 

@@ -8,6 +8,7 @@ import sys
 import time
 
 from . import jsonout
+from .construct.size import parameter_count
 from .exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from .io import load_model
 from .io.models import model_domain
@@ -160,7 +161,7 @@ def run_info(args) -> int:
     if isinstance(model, MaxoutNetwork):
         info = {"kind": "maxout", "input_dim": model.input_dim, "output_dim": model.out_dim,
                 "layers": [{"width": l.width, "rank": l.rank} for l in model.layers],
-                "parameters": model.parameter_count}
+                "parameters": parameter_count(model)}
     else:
         subs = [{"type": "feedforward", "hidden": s.inner.out_dim} if isinstance(s, FeedForward)
                 else {"type": "attention", "kind": s.kind, "heads": len(s.heads)}
@@ -221,14 +222,14 @@ def run_import(args) -> int:
     check_outputs([("-o", args.output)], [("NET.onnx", args.model)])
     net, rep = import_onnx(args.model, args.drop_final_softmax)
     write_json_atomic(args.output, model_to_json(net))
-    out = dict(rep.as_json(net), output=args.output, parameters=net.parameter_count)
+    out = dict(rep.as_json(net), output=args.output, parameters=parameter_count(net))
     if args.json:
         print(jsonout.dumps(out))
         return EXIT_OK
     print(f"wrote {args.output}: Maxout network, input dimension {rep.input_dim}, output "
           f"dimension {rep.output_dim}, {len(net.layers)} layers (widths "
           + ", ".join(str(l.width) for l in net.layers) + "; ranks "
-          + ", ".join(str(l.rank) for l in net.layers) + f"), {net.parameter_count} parameters")
+          + ", ".join(str(l.rank) for l in net.layers) + f"), {parameter_count(net)} parameters")
     print(f"  {rep.weights} weights read exactly (dyadic rationals, no rounding): "
           f"denominators up to 2^{rep.max_weight_denominator_bits} in the file, up to "
           f"2^{rep.max_network_denominator_bits} after composing the affine maps; opset "

@@ -25,13 +25,13 @@ from exactmax.kernel.pair import check_pair_property, pair_case
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.program import (
     Lin,
-    evaluate_program,
     program_of_maxout,
     program_of_pair,
     program_of_transformer,
 )
 from exactmax.kernel.rational import Q
 from exactmax.prove.tolerance import decide_tolerance
+from exactmax.vectorized.program import evaluate_program
 
 # ------------------------------------------------------------------------------ models
 

@@ -7,9 +7,9 @@ from hypothesis import given, settings, strategies as st
 
 from exactmax.construct.transformer import CompileOptions, compile_transformer
 from exactmax.kernel.maxout import evaluate_maxout
-from exactmax.kernel.program import (Unsupported, evaluate_program, program_of_maxout,
-                                     program_of_transformer)
+from exactmax.kernel.program import Unsupported, program_of_maxout, program_of_transformer
 from exactmax.kernel.rational import Q
+from exactmax.vectorized.program import evaluate_program
 from exactmax.kernel.transformer import Attention, Head, evaluate_transformer
 from exactmax.prove.smt import encode_program, from_z3, rat
 from strategies_local import maxout_networks, transformers, vectors

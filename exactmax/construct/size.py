@@ -6,6 +6,18 @@ from ..kernel.maxout import MaxoutNetwork
 from ..kernel.transformer import FeedForward, Transformer
 
 
+def parameter_count(net: MaxoutNetwork) -> int:
+    """sum_l sum_i k_{l,i} (N_{l-1} + 1) + m (N_D + 1) (the output counts when present)."""
+    n = sum(
+        len(u.pieces) * (prev + 1)
+        for prev, layer in zip(net.widths, net.layers)
+        for u in layer.units
+    )
+    if net.output is not None:
+        n += net.output.out_dim * (net.output.in_dim + 1)
+    return n
+
+
 def _count(*matrices) -> tuple[int, int]:
     """(entries, non-zero entries) of matrices given as tuples of rows or flat vectors."""
     total = nonzero = 0
@@ -65,9 +77,9 @@ def size_report(net: MaxoutNetwork, tf: Transformer, merged: bool) -> dict:
                        "transformer_nonzero": sum(subs[i][1] for i in idx)})
     tot = transformer_counts(tf)
     return {"layers": layers,
-            "maxout_params": net.parameter_count,
+            "maxout_params": parameter_count(net),
             "transformer_params": tot["params"], "transformer_nonzero": tot["nonzero"],
-            "ratio_params": tot["params"] / net.parameter_count,
-            "ratio_nonzero": tot["nonzero"] / net.parameter_count,
+            "ratio_params": tot["params"] / parameter_count(net),
+            "ratio_nonzero": tot["nonzero"] / parameter_count(net),
             "tokens": tf.n_tokens, "heads": sum(l.width for l in net.layers),
             "d_model": tf.d_model, "sublayers": len(tf.sublayers)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..construct.size import parameter_count
 import json
 
 from .. import jsonout
@@ -51,7 +52,7 @@ def network_summary(net: MaxoutNetwork) -> dict:
     return {"layers": len(net.layers), "widths": [l.width for l in net.layers],
             "ranks": [l.rank for l in net.layers],
             "pieces": [[len(u.pieces) for u in l.units] for l in net.layers],
-            "parameters": net.parameter_count}
+            "parameters": parameter_count(net)}
 
 
 def run(args) -> int:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, domain_rows
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
-from .polyhedron import Box, Domain, check_box_contains
+from .polyhedron import Box, Domain
 from .program import (
     check_shapes,
     place,
@@ -177,15 +177,15 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
     if isinstance(domain, Box):
         if not _contains(B, domain):
             raise CheckFailed("layerwise: B_0 does not contain the domain box")
-    else:
-        m = len(domain.b)
-        check_box_contains(
-            domain,
-            B.lower,
-            B.upper,
-            [(_dense(up, m), _dense(low, m)) for up, low in cert.box_proofs or ()],
-            "layerwise: B_0",
-        )
+    else:  # x_i <= upper_i and x_i >= lower_i on the domain, by Farkas proofs over its rows
+        rows, proofs = domain_rows(domain), cert.box_proofs or ()
+        if len(proofs) != B.dim:
+            raise CheckFailed("layerwise: B_0 needs one pair of Farkas bounds per coordinate")
+        for i, (up, low) in enumerate(proofs):
+            e = tuple(Q(int(j == i)) for j in range(B.dim))
+            where = f"layerwise: B_0 does not contain the domain in coordinate {i}"
+            check_entails(rows, (tuple(-v for v in e), B.upper[i]), False, up, where)
+            check_entails(rows, (e, -B.lower[i]), False, low, where)
     if cert.image is not None:
         if not isinstance(other, Transformer):
             raise CheckFailed("layerwise: image proofs are for a Transformer's first layer")
@@ -276,13 +276,3 @@ def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertifi
                 proof,
                 f"{where}, upper, piece {j}",
             )
-
-
-def _dense(F: Farkas, n: int) -> tuple[Q, ...]:
-    """The multipliers of a sparse Farkas proof, one per constraint of n."""
-    y = [ZERO] * n
-    for i, v in F:
-        if not 0 <= i < n:
-            raise CheckFailed("layerwise: a Farkas row index is out of range")
-        y[i] += v
-    return tuple(y)

@@ -63,18 +63,6 @@ class MaxoutNetwork:
     def out_dim(self) -> int:
         return self.output.out_dim if self.output is not None else self.widths[-1]
 
-    @property
-    def parameter_count(self) -> int:
-        """sum_l sum_i k_{l,i} (N_{l-1} + 1) + m (N_D + 1) (the output counts when present)."""
-        n = sum(
-            len(u.pieces) * (prev + 1)
-            for prev, layer in zip(self.widths, self.layers)
-            for u in layer.units
-        )
-        if self.output is not None:
-            n += self.output.out_dim * (self.output.in_dim + 1)
-        return n
-
 
 def check_maxout_shapes(net: MaxoutNetwork) -> None:
     """Raise ValueError (TypeError for an inexact number) unless every piece has one weight

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
 from .polyhedron import Domain, check_domain
-from .rational import ONE, ZERO, Q, rational
+from .rational import ONE, ZERO, Q
 from .transformer import FeedForward, Transformer, check_transformer_shapes
 
 
@@ -69,27 +69,6 @@ def check_shapes(models, domain: Domain) -> None:
     if len({m.input_dim for m in models}) != 1:
         raise CheckFailed("the models have different input dimensions")
     check_domain(domain, models[0].input_dim)
-
-
-def evaluate_program(p: Program, x) -> tuple[Q, ...]:
-    """The outputs of p at x, exactly."""
-    x = [rational(v) for v in x]
-    val: list[Q] = []
-    for node in p.nodes:
-        if isinstance(node, Lin):
-            v = node.c
-            for i, a in node.x:
-                v += a * x[i]
-            for j, a in node.terms:
-                v += a * val[j]
-        elif isinstance(node, Max):
-            v = max(val[j] for j in node.args)
-        else:
-            top = max(val[s] for s, _ in node.pairs)
-            win = [val[v_] for s, v_ in node.pairs if val[s] == top]
-            v = sum(win, ZERO) / len(win)
-        val.append(v)
-    return tuple(val[o] for o in p.outputs)
 
 
 def program_of_pair(f: Program, g: Program) -> Program:
@@ -254,13 +233,10 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                         if zero is None:
                             zero = b.add(Lin((), ZERO, ()))
                         hidden[h] = _expr(terms={b.add(Max((b.node_of(u), zero))): ONE})
-                new = []
-                for i, (row, c) in enumerate(zip(sub.outer.W, sub.outer.b)):
-                    acc = [dict(xt[i][0]), xt[i][1] + c, dict(xt[i][2])]
-                    for h, e in hidden.items():
-                        _axpy(acc, row[h], e)
-                    new.append(acc)
-                X[t] = new
+                X[t] = [
+                    _combine([ONE] + [row[h] for h in hidden], [xt[i], *hidden.values()], c)
+                    for i, (row, c) in enumerate(zip(sub.outer.W, sub.outer.b))
+                ]
             continue
         if sub.kind != "hardmax":
             raise Unsupported(f"sublayers[{index}]: {sub.kind} attention has no exact value")

@@ -291,9 +291,7 @@ class SoftmaxClaim:
 def _excluded(domain: Domain, row: int, lo, hi) -> bool:
     """Constraint ``row`` of A x <= b is violated at every point of the cell."""
     P = domain.as_polyhedron()
-    a, b = P.A[row], P.b[row]
-    least = sum((c * (l if c > 0 else u) for c, l, u in zip(a, lo, hi)), ZERO)
-    return least > b
+    return sum((c * (l if c > 0 else u) for c, l, u in zip(P.A[row], lo, hi)), ZERO) > P.b[row]
 
 
 def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
@@ -353,17 +351,13 @@ def check_softmax_bound(
         raise CheckFailed("softmax: lambda must be positive")
     if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
         raise CheckFailed("softmax: one gate constant per layer and n >= every rank needed")
-    if isinstance(domain, Box) and (
-        tuple(domain.lower) != tuple(root_lo) or tuple(domain.upper) != tuple(root_hi)
-    ):
-        raise CheckFailed("softmax: the root cell is not the domain box")
     if not isinstance(domain, Box):
         check_box_contains(domain, root_lo, root_hi, root_multipliers or (), "softmax: root")
-    first = (
-        None
-        if first_multipliers is None
-        else check_first_layer(net, gates, domain, first_multipliers)
-    )
+    elif (tuple(domain.lower), tuple(domain.upper)) != (tuple(root_lo), tuple(root_hi)):
+        raise CheckFailed("softmax: the root cell is not the domain box")
+    first = None
+    if first_multipliers is not None:
+        first = check_first_layer(net, gates, domain, first_multipliers)
     best, leaves, excluded = ZERO, 0, 0
     zmax = [ZERO] * len(net.layers)
     stack = [(tree, tuple(root_lo), tuple(root_hi))]

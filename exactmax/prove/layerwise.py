@@ -71,7 +71,7 @@ def _has_max(p, i: int) -> bool:
 def _differs_at(f, g, outs, points):
     """A point where an output in ``outs`` differs between the programs f and g (exact
     evaluation), or None."""
-    from ..kernel.program import evaluate_program
+    from ..vectorized.program import evaluate_program
     for h in points:
         if h is None:
             continue
