@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from .certificate import Tree, check_equal_on_domain
 from .layerwise import LayerwiseCertificate, check_layerwise
-from .maxout import MaxoutNetwork
 from .polyhedron import Domain
-from .program import check_shapes, program_of_maxout, program_of_transformer
+from .program import check_shapes, program_of
 
 
 def check_equivalence(a, b, domain: Domain, cert: Tree | LayerwiseCertificate) -> int:
@@ -21,8 +20,4 @@ def check_equivalence(a, b, domain: Domain, cert: Tree | LayerwiseCertificate) -
     check_shapes((a, b), domain)
     if isinstance(cert, LayerwiseCertificate):
         return check_layerwise(a, b, domain, cert)
-    f, g = (
-        program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
-        for m in (a, b)
-    )
-    return check_equal_on_domain(f, g, domain.as_polyhedron(), cert)
+    return check_equal_on_domain(program_of(a), program_of(b), domain.as_polyhedron(), cert)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from .certificate import Row, Tree
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork
 from .polyhedron import Domain, Polyhedron
-from .program import check_shapes, program_of_maxout, program_of_pair, program_of_transformer
+from .program import check_shapes, program_of, program_of_pair
 from .property import Case, check_case
 from .rational import ONE, ZERO, Q, rational
 
@@ -30,23 +29,17 @@ def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:
 
     if epsilon is not None:
         E = rational(epsilon)
-        return Case(
-            P,
-            tuple(
-                (row({d + o: s, d + n + o: -s}, -E, True),) for o in range(n) for s in (ONE, -ONE)
-            ),
-        )
-    return Case(
-        P,
-        tuple(
-            tuple(row({u + i: ONE, u + j: -ONE}) for j in range(n) if j != i)
-            + (row({v + k: ONE, v + i: -ONE}, strict=True),)
-            for u, v in ((d, d + n), (d + n, d))
-            for i in range(n)
-            for k in range(n)
-            if k != i
-        ),
-    )
+        eps = [(row({d + o: s, d + n + o: -s}, -E, True),) for o in range(n) for s in (ONE, -ONE)]
+        return Case(P, tuple(eps))
+    conj = [
+        tuple(row({u + i: ONE, u + j: -ONE}) for j in range(n) if j != i)
+        + (row({v + k: ONE, v + i: -ONE}, strict=True),)
+        for u, v in ((d, d + n), (d + n, d))
+        for i in range(n)
+        for k in range(n)
+        if k != i
+    ]
+    return Case(P, tuple(conj))
 
 
 def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree) -> int:
@@ -55,10 +48,7 @@ def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree) -> 
     returns the number of leaves.  Raises CheckFailed (Unsupported for a model no program
     expresses) otherwise."""
     check_shapes((a, b), domain)
-    f, g = (
-        program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
-        for m in (a, b)
-    )
+    f, g = program_of(a), program_of(b)
     if len(f.outputs) != len(g.outputs):
         raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")
     case = pair_case(domain.as_polyhedron(), len(f.outputs), epsilon)

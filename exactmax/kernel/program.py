@@ -291,6 +291,13 @@ def program_of_transformer(tf: Transformer) -> Program:
     return Program(tf.input_dim, tuple(b.nodes), tuple(outs))
 
 
+def program_of(model: MaxoutNetwork | Transformer) -> Program:
+    """The program of a Maxout network or of a hardmax Transformer."""
+    if isinstance(model, MaxoutNetwork):
+        return program_of_maxout(model)
+    return program_of_transformer(model)
+
+
 def place(n: int, d_model: int) -> tuple[tuple[Q, ...], ...]:
     """The d_model x n matrix that writes h in Q^n into the coordinates 0..n-1 of a token."""
     return tuple(tuple(ONE if i == j else ZERO for j in range(n)) for i in range(d_model))
