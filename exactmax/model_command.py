@@ -13,6 +13,7 @@ from .exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from .io import load_model
 from .io.models import model_domain
 from .io.numbers import NumberSyntaxError, parse_rational, quote
+from .kernel.affine import dot
 from .kernel.maxout import MaxoutNetwork, evaluate_maxout
 from .kernel.polyhedron import Box, Domain
 from .kernel.rational import Q, q_str
@@ -42,7 +43,8 @@ def describe_outside(dom: Domain, x) -> str:
                 return f"x[{i}] = {v} is below the lower bound {lo}"
             if v > hi:
                 return f"x[{i}] = {v} is above the upper bound {hi}"
-    bad = dom.as_polyhedron().violated(x)
+    P = dom.as_polyhedron()
+    bad = [i for i, (row, c) in enumerate(zip(P.A, P.b)) if dot(row, x) > c]
     return f"it violates constraint {bad[0]} (row {bad[0]} of A x <= b)" if bad else ""
 
 

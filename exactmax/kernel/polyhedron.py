@@ -32,10 +32,6 @@ class Polyhedron:
             raise ValueError(f"a point of length {len(x)} in a domain of dimension {self.dim}")
         return all(dot(row, x) <= c for row, c in zip(self.A, self.b))
 
-    def violated(self, x: Vector) -> list[int]:
-        """Indices of the constraints that x violates."""
-        return [i for i, (row, c) in enumerate(zip(self.A, self.b)) if dot(row, x) > c]
-
     def as_polyhedron(self) -> Polyhedron:
         return self
 
@@ -113,9 +109,9 @@ def check_member(P: Polyhedron, x: Vector) -> None:
     """Accept iff x is in P (so P is non-empty)."""
     if len(x) != P.dim:
         raise CheckFailed(f"member: point of length {len(x)} in a domain of dimension {P.dim}")
-    bad = P.violated(x)
-    if bad:
-        raise CheckFailed(f"member: the point violates constraint {bad[0]}")
+    bad = next((i for i, (row, c) in enumerate(zip(P.A, P.b)) if dot(row, x) > c), None)
+    if bad is not None:
+        raise CheckFailed(f"member: the point violates constraint {bad}")
 
 
 def check_interior(P: Polyhedron, x: Vector) -> None:
