@@ -179,8 +179,10 @@ def _scores(conjs, X, Y) -> np.ndarray:
 
 
 def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, seed: int = 0,
-           samples: int = 2000, rounds: int = 60):
-    """(a refuted Answer or None, stats, the largest exact gap seen and its point)."""
+           samples: int = 2000, rounds: int = 60, starts=None, scale0: float = 0.5):
+    """(a refuted Answer or None, stats, the largest exact gap seen and its point).  From the
+    centre, the vertices and random points, or from ``starts`` and random points near them;
+    the local search's steps start at ``scale0`` times the box's sides."""
     rng = np.random.default_rng(seed)
     lo = np.array([float(v) for v in box.lower])
     hi = np.array([float(v) for v in box.upper])
@@ -188,11 +190,17 @@ def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, see
     stats = {"points": 0, "exact_checks": 0}
     started = time.monotonic()
     best_gap: list = [None, None]
-    pts = [(lo + hi) / 2]
-    if d <= 12:
-        corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1).astype(float)
-        pts += list(lo + corners * (hi - lo))
-    X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
+    if starts is None:
+        pts = [(lo + hi) / 2]
+        if d <= 12:
+            corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1).astype(float)
+            pts += list(lo + corners * (hi - lo))
+        X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
+    else:
+        S = np.array(starts, dtype=float)
+        near = S[rng.integers(0, len(S), samples)] + rng.normal(size=(samples, d)) * (hi - lo) \
+            * scale0
+        X = np.vstack([S, np.clip(near, lo, hi)])
     for r in range(rounds):
         if time.monotonic() > deadline:
             break
@@ -214,11 +222,25 @@ def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, see
             stats["time_s"] = round(time.monotonic() - started, 3)
             return ans, stats, best_gap
         top = X[order]
-        scale = (hi - lo) * (0.5 ** (r / 6 + 1))
+        scale = (hi - lo) * scale0 * 0.5 ** (r / 6)
         kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
         X = np.vstack([top, np.clip(kids, lo, hi)])
     stats["time_s"] = round(time.monotonic() - started, 3)
     return None, stats, best_gap
+
+
+def polish(a, b, fp: FloatProgram, P, n: int, box: Box, found: Answer, deadline: float):
+    """A refutation of epsilon with a larger exact gap, from a short local search around
+    ``found.x`` (repeated while it finds one): the largest gap is what a user bisecting on
+    epsilon wants to learn.  ``found`` itself when none is found."""
+    while time.monotonic() < deadline:
+        better, _, _ = search(a, b, fp, pair_case(P, n, found.gap), box, found.gap, deadline,
+                              samples=400, rounds=20, starts=[[float(v) for v in found.x]],
+                              scale0=1 / 64)
+        if better is None:
+            break
+        found = better
+    return found
 
 
 # ----------------------------------------------------------------------- deciding
@@ -241,13 +263,18 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
     P = dom.as_polyhedron()
     case = pair_case(P, len(p.outputs) // 2, epsilon)
     box = dom if isinstance(dom, Box) else None
+    fp = FloatProgram(q) if box is not None else None
+    better = (lambda ans: ans) if epsilon is None or box is None else \
+        (lambda ans: polish(a, b, fp, P, len(p.outputs) // 2, box, ans,
+                            min(deadline, time.monotonic() + 2.0)))
     if run_search and box is not None:
-        found, s, best = search(a, b, FloatProgram(q), case, box, epsilon,
+        found, s, best = search(a, b, fp, case, box, epsilon,
                                 min(deadline, start + max(1.0, timeout_s / 4)))
         stats["search"] = s
         if best[0] is not None:
             stats["largest_gap_seen"] = best[0]
         if found is not None:
+            found = better(found)
             found.stats = stats | {"found_by": "search"}
             return found
     try:
@@ -255,6 +282,7 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
     except Violated as e:
         found = refutes(a, b, e.x, epsilon) if P.contains(tuple(e.x)) else None
         if found is not None:
+            found = better(found)
             found.stats = stats | {"found_by": "certificate"}
             return found
         return Answer("unknown", reason="a cell reaches a forbidden output, but the point z3 "
