@@ -188,8 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(run=_command("search.command"))
 
     k = sub.add_parser("check-cert", help="re-check a certificate with the kernel alone",
-                       description="Check an exactmax/certificate with the trusted kernel "
-                       "only (z3 at most finds a point or Farkas multipliers about the domain, "
+                       description="Check an exactmax/certificate (or a property or "
+                       "pair-property certificate: its kind is read from the file) with the "
+                       "trusted kernel only (z3 at most finds a point or Farkas multipliers about the domain, "
                        "which the kernel checks). Exit 0 when valid, 1 when rejected, 2 when "
                        "unreadable, 5 when the domain is empty (vacuous: never valid). The "
                        "answer names both models' and the domain's sha256, the domain's kind "
