@@ -10,7 +10,7 @@ Instances:
   with their properties (all three unsat);
 - ``acas-1-6-prop3-box1e-4``: the same network and outputs with the input box shrunk to
   10^-4 of property 3's around its centre (one leaf: the cost of one symbolic run of the
-  network in Coq);
+  network in Coq), and to 0.1 (8 leaves);
 - ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
   ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
   ReLUs, 5 outputs), from ../shared/data/vnncomp2022-test (skipped when absent).
@@ -104,7 +104,7 @@ def instance(name: str, net: str, prop: str, cert: str | None, folder: str,
         row["check_s"] = "given"
     t0 = time.perf_counter()
     n, p, trees, hashes = read_property_certificate(Cursor(cert, "", read_json_file(cert)))
-    module = "P_" + name.replace("-", "_")
+    module = "P_" + "".join(ch if ch.isalnum() else "_" for ch in name)
     text = export_coq_property(n, p, trees, hashes, module)
     row.update(answer="unsat", leaves=sum(_leaves(t) for t in trees),
                export_s=round(time.perf_counter() - t0, 2), v_kb=round(len(text) / 1024))
@@ -147,6 +147,10 @@ def main(argv=None) -> int:
             with open(small, "w") as f:
                 f.write(shrunk_prop3(1e-4))
             todo.append(("acas-1-6-prop3-box1e-4", os.path.join(DATA, "test_unsat.onnx"), small))
+            tenth = os.path.join(folder, "prop3_box0.1.vnnlib")
+            with open(tenth, "w") as f:
+                f.write(shrunk_prop3(0.1))
+            todo.append(("acas-1-6-prop3-box0.1", os.path.join(DATA, "test_unsat.onnx"), tenth))
             todo.append(("acas-1-6-prop3", os.path.join(DATA, "test_unsat.onnx"),
                          os.path.join(DATA, "test_prop.vnnlib")))
         for name, n, p in (t for t in todo if t[0] not in args.skip):
