@@ -5,10 +5,13 @@ Untrusted producer.  First a counterexample search: the centre, the vertices (up
 and random points of each case's input box, then a local search around the best points, all
 in floats; every candidate is made exact (a float is the dyadic rational it denotes), kept in
 the input set exactly, and evaluated by the kernel's ``evaluate_maxout``.  Then, case by case,
-a split tree in the manner of ``certify.build_certificate`` (same oracle, same walk over the
-program): on each cell the Max choices are proved or the cell is split, and once the outputs
-are affine, every forbidden conjunction gets Farkas multipliers showing it empty on the cell;
-a conjunction that is not empty there gives a candidate point (z3), checked exactly.
+a split tree (``build_case_tree``), walked in the order the kernel checks it: on each cell, level
+by level, every Max node whose arguments are known gets the argument largest at the cell's point
+with Farkas proofs (the box's, when float bounds clear their rounding by far; else one float LP
+per cell (HiGHS) made exact; else the exact oracle of ``certify``), or the cell is split on the
+first gap not settled there; once the outputs are affine, every forbidden conjunction gets
+Farkas multipliers showing it empty on the cell, or gives a candidate point (z3), checked
+exactly.  Floats only guide: every number in the tree is exact, and the kernel checks it.
 """
 
 from __future__ import annotations
@@ -20,15 +23,14 @@ import numpy as np
 import z3
 
 from .. import interruption
-from ..kernel.certificate import Empty, Row, Split, domain_rows
+from ..kernel.certificate import (Choice, Empty, Farkas, Row, Split, _reads, check_entails, cone,
+                                  domain_rows)
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box
-from ..kernel.program import program_of_maxout
+from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, Q, RatMatrix, ZERO
-from ..kernel.certificate import Choice, Farkas, _reads, check_entails, cone
-from ..kernel.program import Lin
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from .smt import from_z3
 
