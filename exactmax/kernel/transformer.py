@@ -128,52 +128,40 @@ def hardmax_winners(scores: list) -> list[int]:
     return [k for k, v in enumerate(scores) if v == top]
 
 
-def _matrix(M: Matrix, cols: int) -> RatMatrix:
+def _matrix(M, cols: int) -> RatMatrix:
+    """The rows M (each of ``cols`` entries) as a matrix."""
     return RatMatrix(len(M), cols, [v for row in M for v in row])
 
 
-def _columns(X: RatMatrix, f) -> RatMatrix:
-    """The matrix whose column t is f(t) (a list of X.nrows() entries)."""
-    cols = [f(t) for t in range(X.ncols())]
-    return RatMatrix(X.nrows(), X.ncols(), [c[i] for i in range(X.nrows()) for c in cols])
-
-
-def _plus_column(X: RatMatrix, b: Vector) -> RatMatrix:
-    """X + b 1^T: the vector b added to every column."""
-    return _columns(X, lambda t: [X[i, t] + b[i] for i in range(X.nrows())])
-
-
-def _relu(H: RatMatrix) -> RatMatrix:
-    """ReLU entrywise."""
-    return _columns(H, lambda t: [max(H[i, t], ZERO) for i in range(H.nrows())])
-
-
-def _hardmax_mean(S: RatMatrix, V: RatMatrix):
-    """t -> the mean of the columns u of V whose score S[u, t] is maximal (ties averaged)."""
-
-    def mean(t):
+def _hardmax(S: RatMatrix) -> RatMatrix:
+    """The attention matrix of the scores S[t', t]: entry (t', t) is 1/|W_t| for t' in the
+    argmax set W_t of column t, else 0 (ties averaged), so V A averages V's columns over W_t."""
+    A = [[ZERO] * S.ncols() for _ in range(S.nrows())]
+    for t in range(S.ncols()):
         win = hardmax_winners([S[u, t] for u in range(S.nrows())])
-        return [sum((V[i, u] for u in win), ZERO) / len(win) for i in range(V.nrows())]
-
-    return mean
+        for u in win:
+            A[u][t] = Q(1, len(win))
+    return _matrix(A, S.ncols())
 
 
 def evaluate_transformer(tf: Transformer, x) -> Vector:
     """The exact output T(x) of a hardmax Transformer at the rational point x (§1 above, ties
-    averaged).  X is the d_m x n matrix of the tokens, column t = token t."""
+    averaged).  X is the d_m x n matrix of the tokens, column t = token t; b 1^T adds the
+    vector b to every column."""
     check_transformer_shapes(tf)
     x = tuple(rational(v) for v in x)
     if len(x) != tf.input_dim:
         raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
     dm, n = tf.d_model, tf.n_tokens
-    ex = _matrix(tf.embedding, tf.input_dim) * RatMatrix(len(x), 1, list(x))
-    X = _columns(RatMatrix(dm, n), lambda t: [ex[i, 0] + tf.positions[t][i] for i in range(dm)])
+    ones = RatMatrix(1, n, [1] * n)
+    X = _matrix(tf.embedding, tf.input_dim) * _matrix([[v] for v in x], 1) * ones
+    X += _matrix(tf.positions, dm).transpose()
     for index, sub in enumerate(tf.sublayers):
         if isinstance(sub, FeedForward):
-            hidden = _plus_column(_matrix(sub.inner.W, dm) * X, sub.inner.b)
-            X = X + _plus_column(
-                _matrix(sub.outer.W, len(sub.inner.b)) * _relu(hidden), sub.outer.b
-            )
+            H = _matrix(sub.inner.W, dm) * X + _matrix([[v] for v in sub.inner.b], 1) * ones
+            H = RatMatrix(H.nrows(), n, [max(v, ZERO) for v in H.entries()])  # ReLU
+            X += _matrix(sub.outer.W, len(sub.inner.b)) * H
+            X += _matrix([[v] for v in sub.outer.b], 1) * ones
             continue
         if sub.kind != HARDMAX:
             raise ValueError(
@@ -182,12 +170,10 @@ def evaluate_transformer(tf: Transformer, x) -> Vector:
             )
         update = RatMatrix(dm, n)
         for h in sub.heads:
-            K, Qm = _matrix(h.key, dm) * X, _matrix(h.query, dm) * X
-            V = _matrix(h.value, dm) * X
+            K, Qm, V = (_matrix(M, dm) * X for M in (h.key, h.query, h.value))
             S = K.transpose() * Qm * h.scale  # S[t', t] = s_h(t', t)
-
-            update += _matrix(h.out, len(h.value)) * _columns(V, _hardmax_mean(S, V))
-        X = X + update
+            update += _matrix(h.out, len(h.value)) * V * _hardmax(S)
+        X += update
     r = tf.readout
     z = [
         X[i, r.token] if r.token is not None else sum((X[i, t] for t in range(n)), ZERO) / n
