@@ -279,14 +279,9 @@ def program_of_transformer(tf: Transformer) -> Program:
     check_transformer_shapes(tf)
     b = _Builder(tf.input_dim)
     X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim), enumerate(tf.sublayers))
-    r = tf.readout
-    if r.token is None:
-        z = [
-            _combine([Q(1, tf.n_tokens)] * tf.n_tokens, [X[t][i] for t in range(tf.n_tokens)], ZERO)
-            for i in range(tf.d_model)
-        ]
-    else:
-        z = X[r.token]
+    r, n = tf.readout, tf.n_tokens
+    mean = [_combine([Q(1, n)] * n, [X[t][i] for t in range(n)], ZERO) for i in range(tf.d_model)]
+    z = mean if r.token is None else X[r.token]
     outs = [b.node_of(_combine(row, z, c)) for row, c in zip(r.map.W, r.map.b)]
     return Program(tf.input_dim, tuple(b.nodes), tuple(outs))
 
@@ -310,12 +305,8 @@ def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Prog
         raise ValueError(f"sub-layers {first}..{last - 1} do not exist")
     check_transformer_shapes(tf, range(first, last))
     b = _Builder(dim)
-    X = _run_sublayers(
-        b,
-        tf,
-        _embedded(tf, place(dim, tf.d_model), dim),
-        [(i, tf.sublayers[i]) for i in range(first, last)],
-    )
+    subs = [(i, tf.sublayers[i]) for i in range(first, last)]
+    X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim), subs)
     outs = [b.node_of(e) for xt in X for e in xt]
     return Program(dim, tuple(b.nodes), tuple(outs))
 
@@ -330,12 +321,11 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     units = _maxout_layer(b, net.layers[layer], [_expr({i: ONE}) for i in range(dim)])
     if layer == len(net.layers) - 1 and net.output is not None:
         units = [_combine(row, units, c) for row, c in zip(net.output.W, net.output.b)]
-    outs = []
-    for p in positions:
-        for i in range(d_model):
-            outs.append(
-                b.node_of(_combine([ONE], [units[i]], p[i]) if i < len(units) else _expr(c=p[i]))
-            )
+    outs = [
+        b.node_of(_combine([ONE], [units[i]], p[i]) if i < len(units) else _expr(c=p[i]))
+        for p in positions
+        for i in range(d_model)
+    ]
     return Program(dim, tuple(b.nodes), tuple(outs))
 
 
