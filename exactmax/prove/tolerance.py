@@ -19,6 +19,7 @@ that row), v_j - v_k >= 0 by that row alone and v_k - v_j >= 0 by the same Max p
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -40,7 +41,6 @@ from ..kernel.program import (
     program_of_pair,
     program_of_transformer,
 )
-from ..kernel.property import Excluded
 from ..kernel.rational import ONE, Q
 from ..kernel.transformer import evaluate_transformer
 from .certify import Limits, NoCertificate
@@ -128,9 +128,9 @@ def restate(p: Program, tree, first_rows: int):
         if isinstance(t, Empty):
             return t
         chs = tuple(choice(*c, rows) for c in t.choices)
-        if isinstance(t, Excluded):
-            return Excluded(chs, t.proofs)
-        return Split(t.a, t.c, walk(t.ge, rows + 1), walk(t.lt, rows + 1), chs)
+        if isinstance(t, Split):
+            return Split(t.a, t.c, walk(t.ge, rows + 1), walk(t.lt, rows + 1), chs)
+        return dataclasses.replace(t, choices=chs)   # a leaf: Excluded (or any with choices)
 
     if not any(isinstance(n, Hardmax) for n in p.nodes):
         return tree
