@@ -6,9 +6,9 @@ from hypothesis import given, strategies as st
 
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.polyhedron import (Box, Polyhedron, check_empty, check_member,
-                                        check_unbounded, check_upper_bound)
+                                        check_upper_bound)
 from exactmax.kernel.rational import Q
-from exactmax.prove.lp import analyze_domain
+from exactmax.prove.lp import analyze_domain, check_unbounded
 from strategies_local import vectors
 
 

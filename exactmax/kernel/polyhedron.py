@@ -7,7 +7,6 @@ Each claim comes with a witness the kernel checks with a few exact inner product
 - empty: Farkas multipliers y >= 0 with y^T A = 0 and y^T b < 0 (then 0 = y^T A x <= y^T b < 0
   for any x in P, a contradiction);
 - bounded above in direction c: y >= 0 with y^T A = c, which gives c.x = y^T A x <= y^T b;
-- unbounded: a point x0 in P and a ray r != 0 with A r <= 0 (then x0 + t r in P for all t >= 0).
 """
 
 from __future__ import annotations
@@ -162,13 +161,3 @@ def check_box_contains(P: Polyhedron, lower: Vector, upper: Vector, proofs, what
             or check_upper_bound(P, tuple(-v for v in e), y_low) > -lower[i]
         ):
             raise CheckFailed(f"{what}: the box does not contain the domain in coordinate {i}")
-
-
-def check_unbounded(P: Polyhedron, x0: Vector, r: Vector) -> None:
-    """Accept iff x0 is in P, r != 0 and A r <= 0: P contains the half-line x0 + t r, t >= 0."""
-    check_member(P, x0)
-    if len(r) != P.dim or not any(r):
-        raise CheckFailed("unbounded: the ray is zero or has the wrong length")
-    for i, row in enumerate(P.A):
-        if dot(row, r) > 0:
-            raise CheckFailed(f"unbounded: the ray leaves constraint {i}")

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import z3
 
 from .. import interruption
+from ..kernel.affine import dot
+from ..kernel.errors import CheckFailed
 from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_flat,
-                                 check_interior, check_member, check_unbounded,
-                                 check_upper_bound)
+                                 check_interior, check_member, check_upper_bound)
 from ..kernel.rational import Q, ZERO
 from .smt import affordable_check, from_z3, max_bits, rat
 
@@ -213,3 +214,15 @@ def flat_multipliers(P: Polyhedron) -> tuple[Q, ...] | None:
     y = tuple(_from_model(s.model(), v) for v in ys)
     check_flat(P, y)
     return y
+
+
+def check_unbounded(P: Polyhedron, x0, r) -> None:
+    """Accept iff x0 is in P, r != 0 and A r <= 0: P contains the half-line x0 + t r, t >= 0.
+    (Outside the kernel: an unbounded domain is only ever a reason to refuse or to say
+    "unknown", never part of a proof.)"""
+    check_member(P, x0)
+    if len(r) != P.dim or not any(r):
+        raise CheckFailed("unbounded: the ray is zero or has the wrong length")
+    for i, row in enumerate(P.A):
+        if dot(row, r) > 0:
+            raise CheckFailed(f"unbounded: the ray leaves constraint {i}")
