@@ -180,10 +180,12 @@ def test_two_maxout_networks_of_the_same_shape_are_compared_layer_by_layer(tmp_p
     assert main(["check-cert", str(cert)]) == 0
 
 
-def test_equal_networks_that_differ_layer_by_layer_fall_back_to_monolithic(tmp_path, capsys):
+def test_equal_networks_that_differ_layer_by_layer_fall_back_to_a_whole_domain_tree(
+        tmp_path, capsys):
     """Swap two units of the first layer and the matching weights of the second: the same
     function, but the first layers differ, so layerwise must not succeed (and must not be
-    trusted); the monolithic certificate proves it."""
+    trusted); the pair-property certificate proves it, or with --certificate-kind
+    equivalence the monolithic one."""
     a = json.load(open(TENT))
     b = json.loads(json.dumps(a))
     u = b["layers"][0]["units"]
@@ -195,5 +197,11 @@ def test_equal_networks_that_differ_layer_by_layer_fall_back_to_monolithic(tmp_p
     pb.write_text(json.dumps(b))
     assert main(["equiv", TENT, str(pb), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["stats"]["strategy"] == "pair" and out["trust"] == "kernel-checked"
+    assert out["certificate_kind"] == "pair-property"
+    assert "layerwise" in out["stats"]["layerwise_failed"]
+    assert main(["equiv", TENT, str(pb), "--json", "--certificate-kind", "equivalence"]) == 0
+    out = json.loads(capsys.readouterr().out)
     assert out["stats"]["strategy"] == "monolithic" and out["trust"] == "kernel-checked"
+    assert out["certificate_kind"] == "equivalence"
     assert "layerwise" in out["stats"]["layerwise_failed"]

@@ -34,6 +34,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    kind = certificate_kind_of(args)
     about, facts = claim_about(a, b, dom)
     if facts.empty:
         return answer_vacuous(args, about)
@@ -43,6 +44,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         if left > 0:
             v = verify_equal(a, b, dom, VerifyOptions(
                 timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
+                certificate_kind=kind,
                 progress=None if args.json else cells_certified(args)))
         else:
             v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
@@ -54,9 +56,17 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         from ..io import write_json_atomic
         from ..io.certificates import certificate_to_json
         try:
-            write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
-                k: val for k, val in v.stats.items() if k in ("leaves", "splits",
-                                                             "strategy")}, facts.witness))
+            if v.stats.get("certificate_kind") == "pair-property":   # A = B as |A - B| <= 0
+                from ..io.pair_certificate import pair_certificate_to_json
+                from ..kernel.rational import Q
+                write_json_atomic(args.cert, pair_certificate_to_json(
+                    a, b, dom, Q(0), v.certificate,
+                    {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats}))
+            else:
+                write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
+                    k: val for k, val in v.stats.items() if k in ("leaves", "splits",
+                                                                 "strategy")},
+                    facts.witness))
         except InputError as e:   # the verdict stands; say it, then the error, exit 2
             cert_error = str(e)
     out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
@@ -69,7 +79,9 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                                                       "same_max", "differs_in_layer",
                                                       "search")},
            "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
-           cert_error is None else None, "about": about}
+           cert_error is None else None,
+           "certificate_kind": (v.stats.get("certificate_kind", "equivalence")
+                                if v.trust == "kernel-checked" else None), "about": about}
     if cert_error is not None:
         out["certificate_error"] = cert_error
     if v.verdict == "refuted":
@@ -110,6 +122,23 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if v.verdict == "proved" and v.trust != "kernel-checked":
         return EXIT_SOLVER_ONLY
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
+
+
+CERTIFICATE_KINDS = ("auto", "equivalence", "pair-property")
+"""--certificate-kind: "equivalence" is an exactmax/certificate (layerwise or a split tree
+for A - B = 0; export-coq reads it), "pair-property" an exactmax/pair-property-certificate
+(a split tree for the pair program x -> (A(x), B(x)) with no output where a_o != b_o; faster
+to build on models whose layers are not aligned), "auto" the layerwise certificate where it
+applies, else the pair-property one."""
+
+
+def certificate_kind_of(args) -> str:
+    """--certificate-kind, checked against --strategy."""
+    kind = getattr(args, "certificate_kind", None) or "auto"
+    if kind == "pair-property" and args.strategy != "auto":
+        raise UsageError(f"--certificate-kind pair-property goes with --strategy auto (a "
+                         f"{args.strategy} certificate is an equivalence certificate)")
+    return kind
 
 
 def claim_about(a, b, dom, witness=None):
