@@ -122,10 +122,29 @@ def build_parser() -> argparse.ArgumentParser:
                        "a counterexample); monolithic: one certificate over the whole domain, "
                        "for any two models; auto tries layerwise first where it applies, "
                        "then monolithic, then z3 alone")
+        p.add_argument("--certificate-kind", choices=("auto", "equivalence", "pair-property"),
+                       default="auto",
+                       help="which certificate proves A = B: equivalence (an "
+                       "exactmax/certificate, layerwise or a split tree for A - B = 0; "
+                       "export-coq reads it), pair-property (a split tree for the pair "
+                       "program x -> (A(x), B(x)) with no output where A and B differ, an "
+                       "exactmax/pair-property-certificate; faster where the layers are not "
+                       "aligned), auto (default: layerwise where it applies, else "
+                       "pair-property, else equivalence); --json says which was written")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.add_argument("--no-search", action="store_true",
                        help="skip the short counterexample search (vertices, tie sets, a few "
                        "random points; well under a second) that runs before the proof")
+
+    def parallel_options(p, what):
+        p.add_argument("--workers", type=int, metavar="N",
+                       help=f"{what} on N processes of this machine (default: its cores; 1: "
+                       "in this process); the certificate is the same for every N")
+        p.add_argument("--scheduler", metavar="tcp://HOST:8786",
+                       help=f"{what} on a Dask distributed cluster (pip install "
+                       "'exactmax[dask]'; workers started with --nthreads 1)")
+        p.add_argument("--split-depth", type=int, default=4, metavar="K",
+                       help="levels of input splits: 2^K work units per case (default 4)")
 
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
                        description="Prove that the Transformer (compiled from NET, or given "
@@ -159,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--top1", action="store_true",
                    help="instead of equality, prove that A(x) and B(x) have the same arg max "
                    "set at every x of the domain (ties included), or refute it at a point")
+    parallel_options(q, "with --epsilon or --top1, solve the work units (sub-boxes of the "
+                     "domain)")
     q.set_defaults(run=_command("prove.command", "run_equiv"))
 
     s = sub.add_parser("search", help="look for a point where two models differ",
@@ -321,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip the counterexample search that runs before the proof")
     ck.add_argument("--json", action="store_true",
                     help='print {"result": "sat" | "unsat" | "unknown", ...}')
+    parallel_options(ck, "solve the work units (sub-boxes of the input set)")
     ck.set_defaults(run=_command("prove.property_command", "run_check"))
 
     rp = sub.add_parser("replay", help="check another tool's counterexample exactly",
