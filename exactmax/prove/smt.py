@@ -20,12 +20,14 @@ from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, Z
 
 
-Z3_NUMERAL_S_PER_DIGIT2 = 6e-10
+Z3_NUMERAL_S_PER_DIGIT2 = 2e-9
 """z3 reads a numeral's decimal text in quadratic time: about 1 s for 5 x 10^4 digits, 5.5 s
-for 10^5 (measured), in one C call that cannot be interrupted; rounded up."""
-Z3_CHECK_S_PER_DIGIT2 = 3e-9
+for 10^5 (measured on an idle core), in one C call that cannot be interrupted; times 3 for a
+loaded machine (the long fuzz run overran a 3 s limit by 5 s with a third of this)."""
+Z3_CHECK_S_PER_DIGIT2 = 1e-8
 """A z3 check (an LP) on numbers of D digits: seconds at D = 5 x 10^4, and z3 answers an
-interruption only between its operations on such numbers; 3e-9 D^2 s, rounded up."""
+interruption only between its operations on such numbers; 3e-9 D^2 s on an idle core, times 3
+for a loaded one."""
 
 
 def max_bits(*groups) -> int:
