@@ -27,7 +27,7 @@ import os
 import sys
 
 from ..kernel.certificate import Empty, Split
-from ..kernel.property import Excluded
+from ..kernel.property import Excluded, Relaxed
 from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _Tables, _TreeWriter
 
 
@@ -183,6 +183,9 @@ def export_command(args) -> int:
     module = os.path.splitext(os.path.basename(args.output))[0]
     net, prop, trees, hashes = read_property_certificate(
         Cursor(args.cert, "", read_json_file(args.cert)))
+    if any(_has_relaxed(tree) for tree in trees):
+        raise InputError(args.cert, "cases", "a certificate without relaxed leaves (proofs/"
+                         "Property.v does not know them; exactmax check-cert checks it)")
     text = export_coq_property(net, prop, trees, hashes, module)
     check = args.check or args.existing
     lib = None
@@ -247,6 +250,18 @@ def one_line(message: str, limit: int = 400) -> str:
     """coqc's message on one line (its whitespace collapsed), at most ``limit`` characters."""
     text = " ".join(message.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _has_relaxed(tree) -> bool:
+    """Has the tree a ``Relaxed`` leaf (a rule of the Python kernel only)?"""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, Relaxed):
+            return True
+        if isinstance(node, Split):
+            todo += [node.ge, node.lt]
+    return False
 
 
 def _leaves(tree) -> int:

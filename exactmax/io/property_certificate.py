@@ -8,6 +8,8 @@ counterexample files.
 
     T = {"split": ..., "choices": [...], "ge": T, "lt": T} | {"empty": F}
       | {"excluded": {"choices": [C...], "proofs": [F, ...]}}
+      | {"relaxed": {"choices": [C...], "uppers": [U, ...], "proofs": [F, ...]}}
+    U = {"lambda": [q, ...], "beta": q, "proofs": [F, ...]}   (kernel.property.Relaxed)
 
 as in exactmax/certificate (``io/certificates.py``); one tree per case of the property, in
 the order the reader gives them.  The model (exactmax/maxout JSON) and the VNN-LIB text are
@@ -23,7 +25,7 @@ import json
 
 from .. import __version__
 from ..kernel.certificate import Empty, Split
-from ..kernel.property import Excluded
+from ..kernel.property import Excluded, Relaxed, Upper
 from ..kernel.rational import Q, q_str
 from .certificates import (
     _choice,
@@ -60,6 +62,18 @@ def _tree(t) -> dict:
         return {
             "excluded": {
                 "choices": [_choice(*c) for c in t.choices],
+                "proofs": [_farkas(p) for p in t.proofs],
+            }
+        }
+    if isinstance(t, Relaxed):
+        return {
+            "relaxed": {
+                "choices": [_choice(*c) for c in t.choices],
+                "uppers": [
+                    {"lambda": [q_str(v) for v in u.lam], "beta": q_str(u.beta),
+                     "proofs": [_farkas(p) for p in u.proofs]}
+                    for u in t.uppers
+                ],
                 "proofs": [_farkas(p) for p in t.proofs],
             }
         }
@@ -110,6 +124,24 @@ def _read_excluded(cur: Cursor):
     f = cur.fields(("excluded",))["excluded"].fields(("choices", "proofs"))
     return Excluded(
         tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
+        tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
+    )
+
+
+def _read_upper(cur: Cursor) -> Upper:
+    f = cur.fields(("lambda", "beta", "proofs"))
+    return Upper(
+        tuple(v.number() for v in f["lambda"].items(what="coefficient")),
+        f["beta"].number(),
+        tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
+    )
+
+
+def _read_relaxed(cur: Cursor):
+    f = cur.fields(("relaxed",))["relaxed"].fields(("choices", "uppers", "proofs"))
+    return Relaxed(
+        tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
+        tuple(_read_upper(u) for u in f["uppers"].items(what="upper function")),
         tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
     )
 
@@ -169,7 +201,7 @@ def read_property_certificate(root: Cursor):
         raise pf["vnnlib"].error(f"line {e.line}, column {e.col}: {e}") from None
     except RecursionError:
         raise pf["vnnlib"].error("formulas nested too deeply") from None
-    leaves = {"empty": _read_empty, "excluded": _read_excluded}
+    leaves = {"empty": _read_empty, "excluded": _read_excluded, "relaxed": _read_relaxed}
     trees = tuple(
         read_tree(c, net.input_dim, leaves)
         for c in f["cases"].items(len(prop.cases), what="tree", why="one per case")

@@ -9,6 +9,16 @@ choices stated at a split hold below it) whose leaves are
 - ``Excluded``: choices fixing every Max node the outputs read, checked as in ``certificate``,
   so y = M x + d on the cell; and for each O_j, Farkas multipliers for 0 > 0 on the cell's
   rows followed by O_j's rows with y replaced by M x + d: no point of the cell satisfies O_j.
+- ``Relaxed`` (``relax``): choices fixing some Max nodes; every other Max node i the outputs
+  read, in index order, becomes a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0
+  (one per argument A_j) and u_i - v_i >= 0, where u_i = sum_j lam_j A_j + beta is an upper
+  function proved on the cell: Farkas proofs of u_i - A_j >= 0 for every j over the cell's
+  rows and the rows of the earlier v's (for a ReLU max(a, 0) with L <= a <= U, L < 0 < U, the
+  triangle u = U (a - L) / (U - L)).  Then, as for ``Excluded`` with y affine in z, each O_j
+  has Farkas multipliers for 0 > 0.  Sound: at any x of the cell, z = (x, the true values)
+  satisfies every row, by induction in node order (v_i = max_j A_j(z) >= A_j(z), and
+  u_i(z) >= every A_j(z) by the proofs, whose rows z satisfies, so u_i(z) >= v_i); an x
+  satisfying O_j would give a z satisfying rows that have no solution.
 The leaves partition P, so no x in P satisfies any O_j: the case holds.
 """
 
@@ -22,16 +32,19 @@ from .certificate import (
     Farkas,
     Row,
     Tree,
+    _sub,
     check_entails,
     check_known,
     cone,
+    levels,
+    lin_affines,
     walk,
 )
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Polyhedron, check_domain
-from .program import Program, program_of_maxout
-from .rational import ZERO, rational
+from .program import Lin, Max, Program, program_of_maxout
+from .rational import ONE, ZERO, Q, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +59,77 @@ class Excluded:
     proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
 
 
+@dataclass(frozen=True, slots=True)
+class Upper:
+    lam: tuple[Q, ...]  # u = sum_j lam_j A_j + beta, one lam_j per argument of the node
+    beta: Q
+    proofs: tuple[Farkas, ...]  # u - A_j >= 0, one per argument
+
+
+@dataclass(frozen=True, slots=True)
+class Relaxed:
+    choices: tuple[tuple[int, int, Choice], ...]
+    uppers: tuple[Upper, ...]  # one per Max node of the cone without a map, in index order
+    proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
+
+
+def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
+    """The maps over z = (x, v ...) and the rows of a ``Relaxed`` leaf (see above); the proofs
+    of the upper functions are checked over the rows as sparse maps {t: a_t} (``_entails``)."""
+    free = [i for i in need if vals[i] is None and isinstance(p.nodes[i], Max)]
+    if len(uppers) != len(free):
+        raise CheckFailed(f"{at}: {len(uppers)} upper functions for {len(free)} unfixed Max nodes")
+    pad, up, var = (
+        (ZERO,) * len(free),
+        dict(zip(free, uppers)),
+        {i: p.dim + n for n, i in enumerate(free)},
+    )
+    vals = [v and (v[0] + pad, v[1]) for v in vals]
+    rows, memo, D = [Row(r.a + pad, r.c, r.strict) for r in rows], {}, p.dim + len(free)
+    sparse = [({t: v for t, v in enumerate(r.a) if v}, r.c) for r in rows]
+    for level in levels(p, need):
+        lins = tuple(
+            i
+            for i, r in level
+            if vals[i] is None and isinstance(p.nodes[i], Lin) and None not in [vals[j] for j in r]
+        )
+        if lins:
+            for i, v in zip(lins, lin_affines([p.nodes[i] for i in lins], vals, D, memo, lins)):
+                vals[i] = v
+        for i in (i for i, _ in level if i in up):
+            u, args = up[i], [vals[j] for j in p.nodes[i].args]
+            if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
+                raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
+            um = tuple(sum((w * m[t] for w, (m, _) in zip(u.lam, args)), ZERO) for t in range(D))
+            uf = (um, sum((w * e for w, (_, e) in zip(u.lam, args)), u.beta))
+            vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
+            for j, (A, pr) in enumerate(zip(args, u.proofs)):
+                _entails(sparse, _sub(uf, A), pr, f"{at}, node {i}, upper >= argument {j}")
+            new = [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
+            rows += new
+            sparse += [({t: v for t, v in enumerate(r.a) if v}, r.c) for r in new]
+    return vals, rows
+
+
+def _entails(rows: list, e, proof, at: str) -> None:
+    """``check_entails`` of e >= 0 over rows given as ({t: a_t}, c)."""
+    a, r = {t: v for t, v in enumerate(e[0]) if v}, e[1]
+    for i, y in proof:
+        if not (0 <= i < len(rows) and y > 0):
+            raise CheckFailed(f"{at}: row {i} or its multiplier {y} is not valid")
+        for t, v in rows[i][0].items():
+            a[t] = a.get(t, ZERO) - y * v
+        r -= y * rows[i][1]
+    if any(a.values()) or r < 0:
+        raise CheckFailed(f"{at}: the combination does not show >= 0 (constant {r})")
+
+
 def compose(row: Row, ys: list, d: int) -> Row:
-    """The row a . (x, y) + c >= 0 with y_o = m_o . x + e_o, as a row over x alone."""
+    """The row a . (x, y) + c >= 0 with y_o = m_o . z + e_o (z = x, or x and the relaxed
+    nodes' variables after it), as a row over z alone."""
     terms = [(w, ys[o]) for o, w in enumerate(row.a[d:]) if w]
-    a = tuple(row.a[t] + sum((w * m[t] for w, (m, _) in terms if m[t]), ZERO) for t in range(d))
+    x = row.a[:d] + (ZERO,) * (len(ys[0][0]) - d if ys else 0)
+    a = tuple(x[t] + sum((w * m[t] for w, (m, _) in terms if m[t]), ZERO) for t in range(len(x)))
     return Row(a, row.c + sum((w * e for w, (_, e) in terms), ZERO), row.strict)
 
 
@@ -64,19 +144,21 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
             )
         [rational(v) for v in row.a + (row.c,)]
     need = sorted(cone(p, p.outputs))
-    zero = ((ZERO,) * p.dim, ZERO)
     leaves = 0
     for node, rows, _, (vals,), at in walk(tree, case.inputs, (p,), (need,), where=where):
         leaves += 1
         if isinstance(node, Empty):
             continue
-        if not isinstance(node, Excluded) or len(node.proofs) != len(case.outputs):
+        if not isinstance(node, Excluded | Relaxed) or len(node.proofs) != len(case.outputs):
             raise CheckFailed(
-                f"{at}: expected an empty cell, or an excluded cell with one "
+                f"{at}: expected an empty cell, or an excluded or relaxed cell with one "
                 f"proof per output constraint ({len(case.outputs)})"
             )
+        if isinstance(node, Relaxed):
+            vals, rows = relax(p, need, vals, rows, node.uppers, at)
         check_known(p, need, vals, at)
         ys = [vals[o] for o in p.outputs]
+        zero = ((ZERO,) * len(ys[0][0] if ys else p.dim), ZERO)
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
             check_entails(
                 rows + [compose(r, ys, p.dim) for r in conj],

@@ -32,6 +32,7 @@ from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, Q, RatMatrix, ZERO
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
+from .relaxation import build_relaxed_tree, layers_violate
 from .smt import from_z3
 
 
@@ -445,8 +446,12 @@ def _float_nudge(G, h, p, a, c):
     return None
 
 
-def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
+def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: bool = False):
     """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated.
+
+    With ``relaxed``, first ``relaxation.build_relaxed_tree`` (input splits and ``Relaxed``
+    leaves; candidate points are cell centres where the float network violates a conjunction,
+    raised as Violated for the caller to check exactly); below, when it does not apply.
 
     Depth first over cells.  On a cell, level by level (the order in which the kernel
     evaluates), every Max node whose arguments are known gets the argument largest at the
@@ -455,6 +460,13 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits):
     settled on the cell, the cell is split on that choice's gap, and the two halves resume
     from the maps known here.  Once the outputs are affine, every forbidden conjunction
     gets Farkas multipliers showing it empty on the cell, or gives a candidate point (z3)."""
+    if relaxed:
+        def centre(x):
+            if layers_violate(p, case, x):
+                raise Violated(x)
+        built = build_relaxed_tree(p, case, limits, centre)
+        if built is not None:
+            return built
     P = case.inputs
     oracle = _Oracle(P.dim, box, None if box is not None else P, limits.deadline)
     stats = {"leaves": 0, "splits": 0}
@@ -556,7 +568,7 @@ def _late(limits: Limits) -> str | None:
 
 def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
                     max_leaves: int = 20000, search: bool = True,
-                    progress=None) -> Answer:
+                    progress=None, relaxed: bool = True) -> Answer:
     """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``)."""
     start = time.monotonic()
     deadline = start + timeout_s
@@ -572,9 +584,22 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
             return Answer("sat", x, y, (n, j), margin, stats=stats)
     p = program_of_maxout(net)
     trees, leaves = [], 0
+    fnet = _FloatNet(net)
+
+    def centre(case):
+        def check(x):
+            X = np.array([[float(v) for v in x]])
+            Y = fnet(X)
+            if any(_margins(conj, X, Y)[0] > -1e-9 for conj in case.outputs):
+                if violation(net, (case,), x)[0] is not None:
+                    raise Violated(x)
+        return check
+
     for n, (case, box) in enumerate(zip(prop.cases, boxes)):
         try:
-            tree, s = build_case_tree(p, case, box, Limits(deadline, max_leaves, progress))
+            limits = Limits(deadline, max_leaves, progress)
+            built = build_relaxed_tree(p, case, limits, centre(case)) if relaxed else None
+            tree, s = built or build_case_tree(p, case, box, limits)
         except Violated as e:
             cn, cj, y, margin = violation(net, prop.cases, e.x)
             if cn is not None:

@@ -1,0 +1,390 @@
+"""Branch and bound over the input box with relaxed leaves (``kernel.property.Relaxed``).
+
+Untrusted producer for ReLU programs in layers (every Max node max(a, 0) with a an affine
+map of the previous layer's Max nodes, or of x for the first layer; outputs affine maps of
+the last layer).  A cell is a box [lo, hi]: the case's box, halved along input coordinates.
+
+On a cell, DeepPoly (back-substitution) in floats decides: pre-activation bounds L <= a <= U
+layer by layer with the relaxation of the layers before (v >= alpha a, alpha = 1 if U > -L
+else 0, and v <= s a + t: s = 1, t = 0 if L >= 0; s = t = 0 if U <= 0; else the triangle
+s = U / (U - L), t = -s L), then for each forbidden conjunction O_j an upper bound of each of
+its rows r: if some row is below zero by a margin, O_j is empty on the cell.  When every O_j
+is, the same back-substitution is redone in exact rationals, and its coefficients *are* the
+Farkas multipliers: eliminating v with coefficient c > 0 uses the row v - A >= 0 (A = a or 0,
+as alpha says) with multiplier c, with c < 0 the row u - v >= 0 with multiplier -c; the Lin
+nodes are substituted by their maps (no row); what is left on x is bounded by the cell's box
+rows, and the constant is the proved bound.  The exact bounds are rounded outward to a grid
+of 2^-GRID (shorter numbers for the triangle's s and t), and the upper function of node v is
+u = s a + t, proved >= a by (1 - s) times the proof of a <= U and >= 0 by s times the proof of
+a >= L (``Upper``).  Otherwise the cell is halved along the input with the largest |coefficient|
+x width in the failing row's back-substitution (smear), until a leaf limit or the deadline; a
+cell whose centre violates a conjunction (in floats) gives a candidate point, checked exactly
+by the caller.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import interruption
+from ..kernel.certificate import Row, Split, cone, domain_rows
+from ..kernel.program import Lin, Max
+from ..kernel.property import Case, Relaxed, Upper
+from ..kernel.rational import ONE, ZERO, Q, RatMatrix
+from .certify import Limits, NoCertificate
+
+GRID = 2**24
+MARGIN = 1e-7
+MAX_DEPTH = 40    # deeper: a bound that no relaxation with a margin closes; give up
+
+
+class Layers:
+    """The program as ReLU layers: W[k], b[k] exact (fmpq_mat, list) and float; unit u of layer
+    k is Max node ids[k][u], the z-variable of position pos[k][u] among the relaxed nodes."""
+
+    def __init__(self, p, case: Case):
+        need = cone(p, p.outputs)
+        maxes = sorted(i for i in need if isinstance(p.nodes[i], Max))
+        rank = {i: r for r, i in enumerate(maxes)}
+        self.dim, self.n_relaxed = p.dim, len(maxes)
+        layer_of, self.ids, pre = {}, [], []
+        for i in maxes:
+            args = p.nodes[i].args
+            zero = [j for j in args if _is_zero(p.nodes[j])]
+            a = [j for j in args if not _is_zero(p.nodes[j])]
+            if len(args) != 2 or len(zero) != 1 or len(a) != 1 or not isinstance(p.nodes[a[0]], Lin):
+                raise _Unsupported
+            node = p.nodes[a[0]]
+            reads = {layer_of.get(j, -2) for j, _ in node.terms}
+            k = 0 if not node.terms else (reads.pop() + 1 if len(reads) == 1 else -1)
+            if k < 0 or (k > 0 and node.x) or (k == 0 and node.terms):
+                raise _Unsupported
+            if k == len(self.ids):
+                self.ids.append([]), pre.append([])
+            if k != len(self.ids) - 1:
+                raise _Unsupported
+            layer_of[i] = k
+            self.ids[k].append(i), pre[k].append(node)
+        self.pos = [[rank[i] for i in ids] for ids in self.ids]
+        self.W, self.b, self.Wf, self.bf = [], [], [], []
+        for k, nodes in enumerate(pre):
+            cols = {i: u for u, i in enumerate(self.ids[k - 1])} if k else None
+            rows = []
+            for node in nodes:
+                r = [ZERO] * (len(self.ids[k - 1]) if k else p.dim)
+                for j, w in (node.terms if k else node.x):
+                    r[cols[j] if k else j] += w
+                rows.append(r)
+            self._add(rows, [n.c for n in nodes])
+        outs = [p.nodes[o] for o in p.outputs]
+        last = {i: u for u, i in enumerate(self.ids[-1])} if self.ids else {}
+        if not self.ids or any(not isinstance(n, Lin) or n.x or any(j not in last for j, _ in n.terms) for n in outs):
+            raise _Unsupported
+        rows = []
+        for n in outs:
+            r = [ZERO] * len(last)
+            for j, w in n.terms:
+                r[last[j]] += w
+            rows.append(r)
+        self._add(rows, [n.c for n in outs])
+
+    def _add(self, rows, consts):
+        m, n = len(rows), len(rows[0])
+        self.W.append(RatMatrix(m, n, [v for r in rows for v in r]))
+        self.b.append(list(consts))
+        self.Wf.append(np.array([[float(v) for v in r] for r in rows]))
+        self.bf.append(np.array([float(v) for v in consts]))
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _is_zero(node) -> bool:
+    return isinstance(node, Lin) and not node.x and not node.terms and node.c == 0
+
+
+# ------------------------------------------------------------------ floats (to choose)
+
+def _float_backsub(net: Layers, C, c, k, relax, lo, hi):
+    """Lower bounds of C v_{k-1} + c (C over x when k == 0) on the box, and the coefficients
+    left on x (for the smear)."""
+    C, c = C.copy(), c.copy()
+    for j in range(k - 1, -1, -1):
+        al, s, t = relax[j]
+        P, N = np.maximum(C, 0), np.minimum(C, 0)
+        c = c + N @ t
+        C = P * al + N * s
+        c = c + C @ net.bf[j]
+        C = C @ net.Wf[j]
+    return c + np.maximum(C, 0) @ lo + np.minimum(C, 0) @ hi, C
+
+
+def _float_bounds(net: Layers, lo, hi):
+    relax, bounds = [], []
+    for k in range(len(net.ids)):
+        W, b = net.Wf[k], net.bf[k]
+        both, _ = _float_backsub(net, np.vstack([W, -W]), np.concatenate([b, -b]), k, relax, lo, hi)
+        n = len(b)
+        L, U = both[:n], -both[n:]
+        bounds.append((L, U))
+        unst = (L < 0) & (U > 0)
+        s = np.where(U <= 0, 0.0, np.where(L >= 0, 1.0, U / np.where(unst, U - L, 1.0)))
+        t = np.where(unst, -s * L, 0.0)
+        al = np.where(L >= 0, 1.0, np.where(U <= 0, 0.0, (U > -L).astype(float)))
+        relax.append((al, s, t))
+    return relax, bounds
+
+
+def _out_rows(net: Layers, case: Case, d: int):
+    """For each conjunction, its rows as (C over the last layer, constant, x part, strict),
+    exact and float."""
+    Wo, bo = net.W[-1], net.b[-1]
+    n_last = Wo.ncols()
+    out = []
+    for conj in case.outputs:
+        rows = []
+        for r in conj:
+            w = r.a[d:]
+            C = [sum((w[o] * Wo[o, u] for o in range(len(w)) if w[o]), ZERO) for u in range(n_last)]
+            c = r.c + sum((w[o] * bo[o] for o in range(len(w)) if w[o]), ZERO)
+            rows.append((C, c, list(r.a[:d]), r.strict))
+        out.append(rows)
+    return out
+
+
+# ------------------------------------------------------------------ exact (the proofs)
+
+class _Exact:
+    """Exact back-substitution on one cell: rows are the kernel's (cell rows, then 3 per
+    relaxed node: v - a >= 0, v - 0 >= 0, u - v >= 0, in node order)."""
+
+    def __init__(self, net: Layers, base: int, box_rows):
+        """box_rows[t]: (row index, coefficient of x_t, bound) of x_t's lower and upper row."""
+        self.net, self.base, self.box_rows = net, base, box_rows
+        self.relax: list = []   # per layer: (alpha, s, t) exact lists
+
+    def lower(self, C: RatMatrix, c: list, k: int, xc=None):
+        """For each row i of C v_{k-1} + c (+ xc[i] . x): (K_i, multipliers) with
+        e_i - sum mult rows = K_i."""
+        net, m = self.net, C.nrows()
+        mults = [dict() for _ in range(m)]
+        c = list(c)
+        for j in range(k - 1, -1, -1):
+            al, s, t = self.relax[j]
+            pos = net.pos[j]
+            n = C.ncols()
+            E = C.entries()
+            new = []
+            for i in range(m):
+                mi = mults[i]
+                for u in range(n):
+                    v = E[i * n + u]
+                    if v > 0:
+                        mi[self.base + 3 * pos[u] + (0 if al[u] else 1)] = v
+                        new.append(v if al[u] else ZERO)
+                    elif v < 0:
+                        mi[self.base + 3 * pos[u] + 2] = -v
+                        new.append(v * s[u])
+                        if t[u]:
+                            c[i] += v * t[u]
+                    else:
+                        new.append(ZERO)
+            C = RatMatrix(m, n, new)
+            bj = net.b[j]
+            for i in range(m):
+                c[i] += sum((new[i * n + u] * bj[u] for u in range(n) if new[i * n + u]), ZERO)
+            C = C * net.W[j]
+        E, d = C.entries(), net.dim
+        out = []
+        for i in range(m):
+            K, mi = c[i], mults[i]
+            for x in range(d):
+                v = E[i * d + x] + (xc[i][x] if xc else ZERO)
+                if v:
+                    idx, coef, bound = self.box_rows[x][0 if v > 0 else 1]
+                    mi[idx] = mi.get(idx, ZERO) + v / coef
+                    K += v * bound
+            out.append((K, mi))
+        return out
+
+    def layer(self, k: int) -> list[Upper]:
+        """Prove the bounds of layer k's pre-activations, fix its relaxation, and return its
+        upper functions."""
+        W, b = self.net.W[k], self.net.b[k]
+        n = W.nrows()
+        both = RatMatrix(2 * n, W.ncols(), list(W.entries()) + [-v for v in W.entries()])
+        res = self.lower(both, b + [-v for v in b], k)
+        al, s, t, ups = [], [], [], []
+        for u in range(n):
+            (Lx, ml), (nU, mu) = res[u], res[n + u]
+            Ux = -nU
+            if Lx >= 0:
+                al.append(1), s.append(ONE), t.append(ZERO)
+                ups.append(Upper((ONE, ZERO), ZERO, ((), _proof(ml, ONE))))
+            elif Ux <= 0:
+                al.append(0), s.append(ZERO), t.append(ZERO)
+                ups.append(Upper((ZERO, ZERO), ZERO, (_proof(mu, ONE), ())))
+            else:
+                L, U = _down(Lx), _up(Ux)
+                su = U / (U - L)
+                tu = -su * L
+                al.append(1 if U > -L else 0), s.append(su), t.append(tu)
+                ups.append(Upper((su, ZERO), tu, (_proof(mu, ONE - su), _proof(ml, su))))
+        self.relax.append((al, s, t))
+        return ups
+
+
+def _proof(m: dict, scale: Q):
+    return tuple((i, scale * y) for i, y in sorted(m.items()) if y)
+
+
+def _down(v: Q) -> Q:
+    return Q((v * GRID).floor(), GRID)
+
+
+def _up(v: Q) -> Q:
+    return Q((v * GRID).ceil(), GRID)
+
+
+def _arg_order(p, i) -> tuple[int, int]:
+    """(position of a, position of 0) among the Max node's arguments."""
+    args = p.nodes[i].args
+    return (0, 1) if _is_zero(p.nodes[args[1]]) else (1, 0)
+
+
+# ------------------------------------------------------------------ the tree
+
+def build_relaxed_tree(p, case: Case, limits: Limits, violated):
+    """A tree of ``Relaxed`` leaves and input splits for the case, or None when the program is
+    not a layered ReLU network, the input set is not a box, or a path needs more than
+    MAX_DEPTH splits (the caller falls back to ``build_case_tree``).  ``violated(x)`` is raised with an exact candidate point."""
+    try:
+        net = _layers_of(p, case)
+    except _Unsupported:
+        return None
+    d, rows0 = p.dim, domain_rows(case.inputs)
+    box = [[None, None] for _ in range(d)]    # (row index, coefficient, bound) lower, upper
+    for idx, r in enumerate(rows0):
+        nz = [t for t, v in enumerate(r.a) if v]
+        if len(nz) == 1:
+            t, k = nz[0], r.a[nz[0]]
+            bound = -r.c / k
+            side = 0 if k > 0 else 1
+            cur = box[t][side]
+            if cur is None or (bound > cur[2] if side == 0 else bound < cur[2]):
+                box[t][side] = (idx, k, bound)
+    if any(None in bx for bx in box):
+        return None
+    swap = [_arg_order(p, i) for ids in net.ids for i in ids]
+    if any(o != (0, 1) for o in swap):
+        return None     # the rows' order assumes max(a, 0); other orders: not produced here
+    outs = _out_rows(net, case, d)
+    outs_f = [[(np.array([float(v) for v in C]), float(c), np.array([float(v) for v in xc]), st)
+               for C, c, xc, st in conj] for conj in outs]
+    stats = {"leaves": 0, "splits": 0, "proofs": {"relaxed": 0}}
+    last = [time.monotonic()]
+
+    def close(rows, bx):
+        lo = np.array([float(b[0][2]) for b in bx])
+        hi = np.array([float(b[1][2]) for b in bx])
+        relax, _ = _float_bounds(net, lo, hi)
+        K = len(net.ids)
+        pick, worst = [], None
+        for conj in outs_f:
+            best = None
+            for q, (C, c, xc, st) in enumerate(conj):
+                lb, X = _float_backsub(net, -C[None, :], np.array([-c]), K, relax, lo, hi)
+                val = lb[0] - (np.maximum(xc, 0) @ hi + np.minimum(xc, 0) @ lo)
+                if best is None or val > best[0]:
+                    best = (val, q, np.abs(X[0] - xc) * (hi - lo))
+            pick.append(best[1])
+            if best[0] <= MARGIN * (1 + abs(best[0])):
+                if worst is None or best[0] < worst[0]:
+                    worst = best
+        if worst is not None:
+            return None, worst[2], lo, hi
+        ex = _Exact(net, len(rows), [(bx[t][0], bx[t][1]) for t in range(d)])
+        uppers = []
+        for k in range(K):
+            uppers += ex.layer(k)
+        n_rows = len(rows) + 3 * net.n_relaxed
+        proofs = []
+        for conj, q in zip(outs, pick):
+            C, c, xc, st = conj[q]
+            (val, m), = ex.lower(RatMatrix(1, len(C), [-v for v in C]), [-c], K,
+                                 [[-v for v in xc]])
+            if val < 0 or (val == 0 and not st):
+                return None, None, lo, hi    # floats were too optimistic: split
+            m[n_rows + q] = ONE
+            proofs.append(_proof(m, ONE))
+        return Relaxed((), tuple(uppers), tuple(proofs)), None, lo, hi
+
+    def cell(rows, bx, depth=0):
+        interruption.check()
+        if depth > MAX_DEPTH:
+            raise _Unsupported
+        if time.monotonic() > limits.deadline:
+            raise NoCertificate("time limit reached while building the certificate")
+        if stats["leaves"] >= limits.max_leaves:
+            raise NoCertificate(f"more than {limits.max_leaves} cells")
+        leaf, smear, lo, hi = close(rows, bx)
+        if leaf is not None:
+            stats["leaves"] += 1
+            stats["proofs"]["relaxed"] += 1
+            if limits.progress is not None and time.monotonic() - last[0] > 2:
+                last[0] = time.monotonic()
+                limits.progress(stats["leaves"])
+            return leaf
+        centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
+        violated(tuple(centre))       # raises when the centre is a counterexample
+        if smear is None or not smear.any():
+            smear = hi - lo
+        t = int(np.argmax(smear))
+        mid = centre[t]
+        if not bx[t][0][2] < mid < bx[t][1][2]:
+            raise NoCertificate("a cell too small to split")
+        stats["splits"] += 1
+        a = tuple(ONE if s == t else ZERO for s in range(d))
+        ge_rows = rows + [Row(a, -mid)]
+        lt_rows = rows + [Row(tuple(-v for v in a), mid, True)]
+        ge_bx = [list(b) for b in bx]
+        ge_bx[t][0] = (len(rows), ONE, mid)
+        lt_bx = [list(b) for b in bx]
+        lt_bx[t][1] = (len(rows), -ONE, mid)
+        return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
+
+    try:
+        return cell(list(rows0), box), stats
+    except _Unsupported:
+        return None
+
+
+def layers_violate(p, case: Case, x) -> bool:
+    """Does the program, in floats, send x into a forbidden conjunction (up to 1e-9)?  Only
+    a hint: the caller evaluates the point exactly."""
+    try:
+        net = _layers_of(p, case)
+    except _Unsupported:
+        return False
+    X = np.array([float(v) for v in x])
+    h = X
+    for W, b in zip(net.Wf[:-1], net.bf[:-1]):
+        h = np.maximum(W @ h + b, 0)
+    y = net.Wf[-1] @ h + net.bf[-1]
+    z = np.concatenate([X, y])
+    return any(all(float(r.c) + sum(float(a) * v for a, v in zip(r.a, z)) > -1e-9 for r in conj)
+               for conj in case.outputs)
+
+
+_cache: dict = {}
+
+
+def _layers_of(p, case):
+    key = id(p)
+    if key not in _cache or _cache[key][0] is not p:
+        _cache.clear()
+        _cache[key] = (p, Layers(p, case))
+    return _cache[key][1]

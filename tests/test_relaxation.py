@@ -1,0 +1,134 @@
+"""The relaxed leaf of property certificates (kernel/property.py ``Relaxed``, ``relax``) and
+its producer (prove/relaxation.py): certificates accepted, every kind of wrong number
+rejected, the JSON round trip, and export-coq's refusal."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from exactmax.io.jsonfile import Cursor
+from exactmax.io.property_certificate import property_certificate_to_json, read_property_certificate
+from exactmax.io.vnnlib import read_vnnlib
+from exactmax.kernel.certificate import Row, Split, domain_rows
+from exactmax.kernel.errors import CheckFailed
+from exactmax.kernel.maxout import evaluate_maxout
+from exactmax.kernel.program import program_of_maxout
+from exactmax.kernel.property import Case, Relaxed, Upper, check_case, check_property
+from exactmax.kernel.polyhedron import Polyhedron
+from exactmax.kernel.rational import Q
+from exactmax.prove.property import decide_property
+from test_property import _deep_relu_net, relu_net, run
+
+ONE, ZERO = Q(1), Q(0)
+
+
+def _relaxed_leaves(t):
+    if isinstance(t, Split):
+        return _relaxed_leaves(t.ge) + _relaxed_leaves(t.lt)
+    return [t] if isinstance(t, Relaxed) else []
+
+
+def _prop(tmp_path, net, threshold):
+    d = net.input_dim
+    text = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} -1)) (assert (<= X_{i} 1))\n"
+                   for i in range(d)) + "(declare-const Y_0 Real)\n"
+    text += f"(assert (>= Y_0 {threshold}))\n"
+    p = tmp_path / "p.vnnlib"
+    p.write_text(text)
+    return str(p), read_vnnlib(str(p))
+
+
+def test_a_relaxed_certificate_of_a_deep_network_is_accepted_and_round_trips(tmp_path):
+    net = _deep_relu_net(7)
+    grid = [tuple(Q(int(v), 8) for v in x)
+            for x in np.random.default_rng(1).integers(-8, 9, (300, 3))]
+    best = max(evaluate_maxout(net, x)[0] for x in grid)
+    path, prop = _prop(tmp_path, net, int(best) + 3)
+    a = decide_property(net, prop, timeout_s=60, search=False)
+    assert a.result == "unsat", a.reason
+    leaves = [leaf for t in a.trees for leaf in _relaxed_leaves(t)]
+    assert leaves and a.stats["proofs"].get("relaxed") == len(leaves)
+    assert check_property(net, prop.cases, a.trees) == a.stats["leaves_checked"]
+    onnx = tmp_path / "net.json"
+    onnx.write_text("{}")
+    doc = property_certificate_to_json(net, str(onnx), path, open(path).read(), a.trees, {})
+    doc = json.loads(json.dumps(doc))
+    net2, prop2, trees2, _ = read_property_certificate(Cursor("c.json", "", doc))
+    assert trees2 == a.trees
+    assert check_property(net2, prop2.cases, trees2) == a.stats["leaves_checked"]
+
+
+def _one_relu_case():
+    """y = relu(x) on x in [-1, 1]; the forbidden set y - x/2 >= 3/4 (relu(x) - x/2 = |x|/2
+    <= 1/2 there: empty), a row over (x, y)."""
+    net = relu_net([[1]], [0], [[1]], [0])
+    p = program_of_maxout(net)
+    P = Polyhedron(((Q(1),), (Q(-1),)), (Q(1), Q(1)), 1)
+    case = Case(P, ((Row((Q(-1, 2), ONE), Q(-3, 4)),),))
+    return net, p, case
+
+
+def _hand_leaf():
+    """The triangle on a in [-1, 1]: u = (a + 1) / 2, proved >= a by (1/2) x (1 - x >= 0) and
+    >= 0 by (1/2) x (x + 1 >= 0).  Rows: 0: 1 - x >= 0, 1: 1 + x >= 0, 2: v - x >= 0,
+    3: v >= 0, 4: u - v >= 0, 5 (the output row): v - x/2 - 3/4 >= 0.  Then
+    rows 4 + 5 + (1/2) row 1 ... : (x + 1)/2 - v + v - x/2 - 3/4 = -1/4 < 0."""
+    up = Upper((Q(1, 2), ZERO), Q(1, 2), (((0, Q(1, 2)),), ((1, Q(1, 2)),)))
+    return Relaxed((), (up,), (((4, ONE), (5, ONE)),))
+
+
+def test_the_triangle_by_hand_is_accepted_and_each_wrong_number_rejected():
+    net, p, case = _one_relu_case()
+    good = _hand_leaf()
+    assert check_case(p, case, good) == 1
+    up = good.uppers[0]
+    bad = [
+        dataclasses.replace(good, uppers=()),                                   # node left out
+        dataclasses.replace(good, uppers=(up, up)),                             # one too many
+        dataclasses.replace(good, uppers=(dataclasses.replace(up, beta=Q(1, 4)),)),  # u too low
+        dataclasses.replace(good, uppers=(dataclasses.replace(up, lam=(Q(1, 4), ZERO)),)),
+        dataclasses.replace(good, uppers=(dataclasses.replace(up, lam=(Q(1, 2),)),)),  # shape
+        dataclasses.replace(good, uppers=(dataclasses.replace(
+            up, proofs=(((0, Q(1, 3)),), ((1, Q(1, 2)),))),)),                  # wrong multiplier
+        dataclasses.replace(good, uppers=(dataclasses.replace(
+            up, proofs=(((0, Q(-1, 2)),), ((1, Q(1, 2)),))),)),                 # negative one
+        dataclasses.replace(good, uppers=(dataclasses.replace(
+            up, proofs=(((9, Q(1, 2)),), ((1, Q(1, 2)),))),)),                  # no such row
+        dataclasses.replace(good, proofs=(((4, ONE),),)),                       # output row unused
+        dataclasses.replace(good, proofs=()),                                   # no proof
+    ]
+    for leaf in bad:
+        with pytest.raises(CheckFailed):
+            check_case(p, case, leaf)
+    # a relaxation that is unsound were the proofs not checked: u = a (v <= a) is false at a < 0
+    unsound = Upper((ONE, ZERO), ZERO, ((), ((1, ONE),)))
+    with pytest.raises(CheckFailed):
+        check_case(p, case, dataclasses.replace(good, uppers=(unsound,)))
+    # the property is false for y >= 1/4 + x/2 at x = 1 (y = 1 - 1/2 = 1/2): no proof exists;
+    # the hand proof must fail there
+    case2 = Case(case.inputs, ((Row((Q(-1, 2), ONE), Q(-1, 4)),),))
+    with pytest.raises(CheckFailed):
+        check_case(p, case2, good)
+
+
+def test_export_coq_refuses_a_relaxed_certificate(tmp_path):
+    net = _deep_relu_net(7)
+    path, prop = _prop(tmp_path, net, 100)
+    onnx_like = tmp_path / "net.json"
+    from exactmax.io.models import model_to_json
+    onnx_like.write_text(json.dumps(model_to_json(net)))
+    cert = tmp_path / "c.json"
+    a = decide_property(net, prop, timeout_s=60, search=False)
+    assert a.result == "unsat", a.reason
+    doc = property_certificate_to_json(net, str(onnx_like), path, open(path).read(), a.trees, {})
+    assert "relaxed" in json.dumps(doc["cases"])
+    cert.write_text(json.dumps(doc))
+    r = run("check-cert", cert)
+    assert r.returncode == 0, r.stderr
+    r = run("export-coq", cert, "-o", tmp_path / "P.v")
+    assert r.returncode == 2 and not (tmp_path / "P.v").exists()
+    assert "relaxed leaves" in r.stderr and len(r.stderr.strip().splitlines()) == 1
