@@ -11,7 +11,7 @@ from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import Q, q_str
-from ..progress import cells_certified
+from ..progress import shown
 
 
 def check_property_cert(args, root) -> int:
@@ -71,16 +71,17 @@ def run_check(args) -> int:
     from ..io.models import check_outputs, write_bytes_atomic
     from ..io.property_certificate import counterexample_text, property_certificate_to_json
     from ..io.jsonfile import read_text_file
-    from .property import decide_property
+    from .parallel import decide_property_split, workers_of
     started = time.monotonic()
     check_outputs([("--cert", args.cert), ("--counterexample", args.counterexample)],
                   [("NET", args.model), ("PROP.vnnlib", args.property)])
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
-    left = args.timeout - (time.monotonic() - started)
-    a = decide_property(net, prop, max(left, 0.1), args.max_leaves, not args.no_search,
-                        None if args.json else cells_certified(args))
+    with workers_of(args) as executor:
+        left = args.timeout - (time.monotonic() - started)
+        a = decide_property_split(net, prop, max(left, 0.1), args.max_leaves,
+                                  not args.no_search, executor, args.split_depth, shown(args))
     out = {"result": a.result, "reason": a.reason,
            "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
            "stats": a.stats, "certificate": None, "counterexample_file": None}

@@ -13,7 +13,7 @@ from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_domain, load_model
 from ..io.models import model_domain
 from ..kernel.rational import q_str
-from ..progress import cells_certified
+from ..progress import shown
 from .command import about_line, answer_vacuous, claim_about
 
 
@@ -46,7 +46,7 @@ def _statement(epsilon, names) -> str:
 
 def run_tolerance(args, a, b, names, started: float) -> int:
     """``equiv A B --epsilon E`` / ``--top1`` of two loaded models."""
-    from .tolerance import decide_tolerance
+    from .parallel import decide_tolerance_split, workers_of
     epsilon = tolerance_of(args)
     dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
     if dom is None:
@@ -63,9 +63,10 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     about, facts = claim_about(a, b, dom)
     if facts.empty:
         return answer_vacuous(args, about)
-    left = max(args.timeout - (time.monotonic() - started), 0.1)
-    v = decide_tolerance(a, b, dom, epsilon, left, args.max_leaves, not args.no_search,
-                         None if args.json else cells_certified(args))
+    with workers_of(args) as executor:
+        left = max(args.timeout - (time.monotonic() - started), 0.1)
+        v = decide_tolerance_split(a, b, dom, epsilon, left, args.max_leaves,
+                                   not args.no_search, executor, args.split_depth, shown(args))
     cert_error = None
     if args.cert and v.verdict == "proved":
         from ..io import write_json_atomic
