@@ -165,14 +165,14 @@ def main() -> int:
         steps.append({"epsilon": q_str(E), "verdict": r["verdict"], "cells": cells,
                       "wall_s": r["wall_s"], "reason": r.get("reason"),
                       "gap": (r.get("counterexample") or {}).get("gap")})
-        record(args, what, k, n, lo, hi, steps)
         if r["verdict"] == "proved":
             hi = E
-            if hi == lo:
-                break
         elif r["verdict"] == "refuted":
             lo = max(lo, parse_rational(r["counterexample"]["gap"]))
-        else:
+        record(args, what, k, n, lo, hi, steps)
+        if hi is not None and hi == lo:
+            break
+        if r["verdict"] not in ("proved", "refuted"):
             print(f"stopped: {r['verdict']} ({r.get('reason') or r.get('stderr')})")
             break
         if hi is not None and (hi - lo) <= Q(round(args.rel_tol * 2 ** 40), 2 ** 40) * hi:
