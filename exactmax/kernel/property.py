@@ -100,8 +100,11 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
             u, args = up[i], [vals[j] for j in p.nodes[i].args]
             if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
                 raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
-            um = tuple(sum((w * m[t] for w, (m, _) in zip(u.lam, args)), ZERO) for t in range(D))
-            uf = (um, sum((w * e for w, (_, e) in zip(u.lam, args)), u.beta))
+            um = [ZERO] * D
+            for w, (m, _) in ((w, A) for w, A in zip(u.lam, args) if w):
+                for t in (t for t, v in enumerate(m) if v):
+                    um[t] += w * m[t]
+            uf = (tuple(um), sum((w * e for w, (_, e) in zip(u.lam, args)), u.beta))
             vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
             for j, (A, pr) in enumerate(zip(args, u.proofs)):
                 _entails(sparse, _sub(uf, A), pr, f"{at}, node {i}, upper >= argument {j}")

@@ -14,9 +14,11 @@ Farkas multipliers: eliminating v with coefficient c > 0 uses the row v - A >= 0
 as alpha says) with multiplier c, with c < 0 the row u - v >= 0 with multiplier -c; the Lin
 nodes are substituted by their maps (no row); what is left on x is bounded by the cell's box
 rows, and the constant is the proved bound.  The exact bounds are rounded outward to a grid
-of 2^-GRID (shorter numbers for the triangle's s and t), and the upper function of node v is
-u = s a + t, proved >= a by (1 - s) times the proof of a <= U and >= 0 by s times the proof of
-a >= L (``Upper``).  Otherwise the cell is halved along the input with the largest |coefficient|
+of 1/GRID, and so is the slope s <= U / (U - L), with t = max(-s L, (1 - s) U): then
+u = s a + t >= 0 and >= a at a = L and at a = U, so on [L, U]; every number stays dyadic, which
+keeps the exact arithmetic short.  u is proved >= a by (1 - s) times the proof of a <= U
+(residual t - (1 - s) U >= 0) and >= 0 by s times the proof of a >= L (residual s L + t >= 0)
+(``Upper``).  Otherwise the cell is halved along the input with the largest |coefficient|
 x width in the failing row's back-substitution (smear), until a leaf limit or the deadline; a
 cell whose centre violates a conjunction (in floats) gives a candidate point, checked exactly
 by the caller.
@@ -35,7 +37,7 @@ from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from .certify import Limits, NoCertificate
 
-GRID = 2**24
+GRID = 2**16
 MARGIN = 1e-7
 MAX_DEPTH = 40    # deeper: a bound that no relaxation with a margin closes; give up
 
@@ -229,8 +231,8 @@ class _Exact:
                 ups.append(Upper((ZERO, ZERO), ZERO, (_proof(mu, ONE), ())))
             else:
                 L, U = _down(Lx), _up(Ux)
-                su = U / (U - L)
-                tu = -su * L
+                su = _down(U / (U - L))     # any s in [0, 1] with t below is sound
+                tu = max(-su * L, U - su * U)
                 al.append(1 if U > -L else 0), s.append(su), t.append(tu)
                 ups.append(Upper((su, ZERO), tu, (_proof(mu, ONE - su), _proof(ml, su))))
         self.relax.append((al, s, t))
