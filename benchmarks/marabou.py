@@ -75,6 +75,10 @@ D_IN, RANK = 4, 3
 DELTA = Q(1, 1000)
 GRACE_S = 10.0
 CONFIGS = ("default", "prove-unsat")
+"""``prove-unsat+relu-violation`` (used by benchmarks/equiv.py, issue #21's "best route"):
+prove-unsat with ``splittingStrategy="relu-violation"``, what the command line's
+``--prove-unsat --split-strategy relu-violation`` sets (maraboupy 2.0.0's wheel ships no
+Marabou executable)."""
 DEEPSOI_FLAG = "_ZN19GlobalConfiguration24USE_DEEPSOI_LOCAL_SEARCHE"
 
 
@@ -198,6 +202,10 @@ def _marabou_child(conn, config, fa, fb, d, eps, cap):
     if config == "prove-unsat":  # as marabouMain does for --prove-unsat
         ctypes.c_bool.in_dll(ctypes.CDLL(MC.__file__), DEEPSOI_FLAG).value = False
         kw["produceProofs"] = True
+    if config == "prove-unsat+relu-violation":
+        ctypes.c_bool.in_dll(ctypes.CDLL(MC.__file__), DEEPSOI_FLAG).value = False
+        kw["produceProofs"] = True
+        kw["splittingStrategy"] = "relu-violation"
     t0 = time.perf_counter()
     ipq, xs, (ya, yb, r), nvars = marabou_query(fa, fb, d, eps)
     opts = Marabou.createOptions(verbosity=0, timeoutInSeconds=int(cap), **kw)
