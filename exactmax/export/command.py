@@ -74,6 +74,13 @@ def run_export_coq(args) -> int:
     if peek_property_certificate(args.cert):     # (#20) export.coq_property
         from .coq_property import export_command
         return export_command(args)
+    from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
+    if certificate_format(args.cert) == PAIR_CERTIFICATE:
+        raise InputError(args.cert, "format", "an exactmax/pair-property-certificate (what "
+                         "equiv writes by default for models whose layers are not aligned, "
+                         "and with --epsilon or --top1) has no Coq export; for A = B, write "
+                         "an equivalence certificate with equiv --certificate-kind "
+                         "equivalence --cert")
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     try:
         text = export_coq(a, b, dom, tree, module)
