@@ -143,8 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--scheduler", metavar="tcp://HOST:8786",
                        help=f"{what} on a Dask distributed cluster (pip install "
                        "'exactmax[dask]'; workers started with --nthreads 1)")
-        p.add_argument("--split-depth", type=int, default=4, metavar="K",
-                       help="levels of input splits: 2^K work units per case (default 4)")
+        p.add_argument("--split-depth", type=int, default=0, metavar="K",
+                       help="split the input set K levels deep before solving: 2^K first "
+                       "work units per case (default 0)")
+        p.add_argument("--unit-cells", type=int, default=200, metavar="N",
+                       help="a work unit needing more than N cells is split in two (input "
+                       "bisection) and its halves solved as units (default 200)")
 
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
                        description="Prove that the Transformer (compiled from NET, or given "

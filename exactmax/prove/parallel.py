@@ -40,65 +40,38 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
 
 from .. import interruption
 from ..kernel.certificate import Row, Split, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case
-from ..kernel.rational import Q, ZERO, q_str
+from ..kernel.rational import ZERO, Q, q_str
 
-DEFAULT_SPLIT_DEPTH = 4
-"""Levels of input splits (2^4 = 16 units per case): enough units to keep a few workers
-busy when the sub-cells are uneven; the same for every number of workers."""
+DEFAULT_SPLIT_DEPTH = 0
+"""Levels of input splits made before any unit is solved (0: the first unit is the whole
+input set; an easy query stays one unit)."""
+DEFAULT_UNIT_CELLS = 200
+"""Cells a unit may build before it is split in two instead (the same for every number of
+workers, so the splits are too)."""
 
 
 # ----------------------------------------------------------------------- the input splits
 
-@dataclass(frozen=True)
-class Unit:
-    """A leaf of the input splits: the split rows on its path (after the domain's)."""
-    index: int
-    rows: tuple[Row, ...]
+class Cell:
+    """A cell of the input splits: case ``case``'s input set and the split rows on the path
+    ``path`` ("" the root, then "g" / "l" per level); for a box, its sub-box.  Once split,
+    ``cut`` = (a, c) and ``ge`` / ``lt`` its halves; once solved, ``tree``."""
 
+    def __init__(self, case: int, rows: tuple, lower=None, upper=None, path: str = ""):
+        self.case, self.rows, self.lower, self.upper, self.path = case, rows, lower, upper, path
+        self.cut = self.ge = self.lt = self.tree = None
 
-@dataclass(frozen=True)
-class Cut:
-    """An input split: a . x + c >= 0 (ge) / < 0 (lt)."""
-    a: tuple
-    c: Q
-    ge: object
-    lt: object
-
-
-def _halves(a, c) -> tuple[Row, Row]:
-    return Row(tuple(a), c), Row(tuple(-v for v in a), -c, True)
+    def where(self) -> str:
+        return f"case {self.case}, cell {self.path or 'root'}"
 
 
 def _unit_vector(d: int, t: int) -> tuple:
     return tuple(Q(int(i == t)) for i in range(d))
-
-
-def box_splits(box: Box, depth: int):
-    """(the plan, the units in plan order): each sub-box bisected at its widest coordinate
-    (the first, by exact widths), ``depth`` levels deep (less where a sub-box is a point)."""
-    units: list[Unit] = []
-
-    def plan(lower, upper, rows, level):
-        widths = [u - lo for lo, u in zip(lower, upper)]
-        w = max(widths, default=ZERO)
-        if level == depth or not w > 0:
-            units.append(Unit(len(units), tuple(rows)))
-            return units[-1]
-        t = widths.index(w)
-        m = (lower[t] + upper[t]) / 2
-        a, c = _unit_vector(len(lower), t), -m
-        ge_row, lt_row = _halves(a, c)
-        ge = plan(lower[:t] + (m,) + lower[t + 1:], upper, rows + [ge_row], level + 1)
-        lt = plan(lower, upper[:t] + (m,) + upper[t + 1:], rows + [lt_row], level + 1)
-        return Cut(a, c, ge, lt)
-
-    return plan(tuple(box.lower), tuple(box.upper), [], 0), units
 
 
 def _float_bounds(rows: list[Row], d: int):
@@ -127,38 +100,51 @@ def _float_bounds(rows: list[Row], d: int):
     return out
 
 
-def polyhedron_splits(P: Polyhedron, depth: int):
-    """As ``box_splits`` for a polyhedron: the widest coordinate of each sub-cell's float
-    bounding box, split at the dyadic rational nearest its float midpoint."""
-    units: list[Unit] = []
-    base = domain_rows(P)
-
-    def plan(rows, level):
-        bounds = None if level == depth else _float_bounds(base + [
-            Row(r.a, r.c) for r in rows], P.dim)
+def split(cell: Cell, P: Polyhedron) -> bool:
+    """Halve the cell (False when it cannot be): a sub-box at its widest coordinate (the
+    first, by exact widths) at the exact midpoint m, x_t - m >= 0 (ge) / m - x_t > 0 (lt); a
+    polyhedral cell at the widest coordinate of its float bounding box, at the dyadic rational
+    nearest the float midpoint."""
+    d = P.dim
+    if cell.lower is not None:
+        widths = [u - lo for lo, u in zip(cell.lower, cell.upper)]
+        w = max(widths, default=ZERO)
+        if not w > 0:
+            return False
+        t = widths.index(w)
+        m = (cell.lower[t] + cell.upper[t]) / 2
+    else:
         best = None
-        for t, (lo, hi) in enumerate(bounds or ()):
+        rows = domain_rows(P) + [Row(r.a, r.c) for r in cell.rows]
+        for t, (lo, hi) in enumerate(_float_bounds(rows, d) or ()):
             if lo is not None and hi is not None and hi - lo > 1e-9 * (1 + abs(lo) + abs(hi)):
                 if best is None or hi - lo > best[1]:
                     best = (t, hi - lo, (lo + hi) / 2)
         if best is None:
-            units.append(Unit(len(units), tuple(rows)))
-            return units[-1]
-        a, c = _unit_vector(P.dim, best[0]), -Q(*float(best[2]).as_integer_ratio())
-        ge_row, lt_row = _halves(a, c)
-        ge = plan(rows + [ge_row], level + 1)
-        lt = plan(rows + [lt_row], level + 1)
-        return Cut(a, c, ge, lt)
+            return False
+        t, m = best[0], Q(*float(best[2]).as_integer_ratio())
+    a = _unit_vector(d, t)
+    cell.cut = (a, -m)
+    ge_row, lt_row = Row(a, -m), Row(tuple(-v for v in a), m, True)
+    if cell.lower is not None:
+        lo, up = cell.lower, cell.upper
+        cell.ge = Cell(cell.case, cell.rows + (ge_row,), lo[:t] + (m,) + lo[t + 1:], up,
+                       cell.path + "g")
+        cell.lt = Cell(cell.case, cell.rows + (lt_row,), lo, up[:t] + (m,) + up[t + 1:],
+                       cell.path + "l")
+    else:
+        cell.ge = Cell(cell.case, cell.rows + (ge_row,), path=cell.path + "g")
+        cell.lt = Cell(cell.case, cell.rows + (lt_row,), path=cell.path + "l")
+    return True
 
-    return plan([], 0), units
 
-
-def assemble(plan, trees: list):
-    """The tree of the input splits with unit i's tree at its leaf i (no choices at the
-    splits: each unit proves its own from the domain's rows and its path's)."""
-    if isinstance(plan, Unit):
-        return trees[plan.index]
-    return Split(tuple(plan.a), plan.c, assemble(plan.ge, trees), assemble(plan.lt, trees), ())
+def assemble(cell: Cell):
+    """The tree of the input splits with each solved cell's tree at its place (no choices at
+    the splits: each unit proves its own from the domain's rows and its path's)."""
+    if cell.cut is None:
+        return cell.tree
+    a, c = cell.cut
+    return Split(tuple(a), c, assemble(cell.ge), assemble(cell.lt), ())
 
 
 # ----------------------------------------------------------------------- units as JSON
@@ -177,17 +163,17 @@ def _rows_of(items) -> tuple[Row, ...]:
                  for r in items)
 
 
-def unit_text(kind: str, models_json: list, case: Case, unit: Unit, box: Box | None,
+def unit_text(kind: str, models_json: list, case: Case, cell: Cell, box: Box | None,
               deadline_wall: float, max_leaves: int) -> str:
-    """The work unit as JSON text.  ``inputs``: the domain's rows, then the unit's split rows
+    """The work unit as JSON text.  ``inputs``: the domain's rows, then the cell's split rows
     (closed), as A x <= b."""
     A = [list(map(q_str, a)) for a in case.inputs.A]
     b = [q_str(v) for v in case.inputs.b]
-    for r in unit.rows:
+    for r in cell.rows:
         A.append([q_str(-v) for v in r.a])
         b.append(q_str(r.c))
     return json.dumps({
-        "kind": kind, "models": models_json, "index": unit.index,
+        "kind": kind, "models": models_json, "cell": cell.where(),
         "inputs": {"A": A, "b": b, "dim": case.inputs.dim},
         "outputs": [_rows_json(conj) for conj in case.outputs],
         "box": None if box is None else {"lower": [q_str(v) for v in box.lower],
@@ -209,11 +195,36 @@ def _program(kind: str, models_json: list):
         models = [read_model(Cursor("work unit", f"models[{i}]", m))
                   for i, m in enumerate(models_json)]
         if kind == "maxout":
-            _programs[key] = program_of_maxout(models[0])
+            _programs[key] = program_of_maxout(models[0]), models
         else:
             from .tolerance import programs
-            _programs[key] = programs(*models)[1]
+            _programs[key] = programs(*models)[1], models
     return _programs[key]
+
+
+def _relaxed(kind: str, models, p, case: Case, limits):
+    """As ``property.decide_property`` does first, for a network (kind "maxout"): the tree
+    of relaxed leaves (``relaxation.build_relaxed_tree``; None where it does not apply), a
+    cell centre that is a counterexample (in floats, then exactly) raising Violated."""
+    if kind != "maxout":
+        return None
+    try:
+        from .relaxation import build_relaxed_tree
+    except ImportError:
+        return None
+    import numpy as np
+
+    from .property import Violated, _FloatNet, _margins, violation
+    net = models[0]
+    fnet = _FloatNet(net)
+
+    def centre(x):
+        X = np.array([[float(v) for v in x]])
+        Y = fnet(X)
+        if any(_margins(conj, X, Y)[0] > -1e-9 for conj in case.outputs):
+            if violation(net, (case,), x)[0] is not None:
+                raise Violated(x)
+    return build_relaxed_tree(p, case, limits, centre)
 
 
 def solve_unit(text: str) -> str:
@@ -228,7 +239,7 @@ def solve_unit(text: str) -> str:
         started = time.monotonic()
         deadline = started + (u["deadline"] - time.time())
         try:
-            p = _program(u["kind"], u["models"])
+            p, models = _program(u["kind"], u["models"])
             P = Polyhedron(tuple(tuple(_q(v) for v in a) for a in u["inputs"]["A"]),
                            tuple(_q(v) for v in u["inputs"]["b"]), u["inputs"]["dim"])
             case = Case(P, tuple(_rows_of(conj) for conj in u["outputs"]))
@@ -237,7 +248,9 @@ def solve_unit(text: str) -> str:
             if time.monotonic() > deadline:
                 return json.dumps({"unknown": "time limit reached before the unit started"})
             with interruption.time_limit(deadline):
-                tree, stats = build_case_tree(p, case, box, Limits(deadline, u["max_leaves"]))
+                limits = Limits(deadline, u["max_leaves"])
+                built = _relaxed(u["kind"], models, p, case, limits)
+                tree, stats = built or build_case_tree(p, case, box, limits)
         except Violated as e:
             return json.dumps({"violated": [q_str(v) for v in e.x]})
         except NoCertificate as e:
@@ -354,55 +367,9 @@ class Workers:
 
 # ----------------------------------------------------------------------- running units
 
-def run_units(executor: cf.Executor, texts: list[str], deadline: float, stop, progress=None):
-    """The answers (JSON text, None where not received) of the units, in their order.
-    ``stop(i, text)`` is called on each answer as it arrives; True ends the run at once
-    (a confirmed counterexample).  Ends at ``deadline`` (time.monotonic()) with the missing
-    answers None; SIGINT/SIGTERM end it within the polling interval (the caller's ``with
-    Workers`` then ends the workers)."""
-    answers: list[str | None] = [None] * len(texts)
-    futures = {}
-    for i, t in enumerate(texts):
-        futures[executor.submit(solve_unit, t)] = i
-        interruption.check()
-    pending = set(futures)
-    while pending:
-        interruption.check()
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        done, pending = cf.wait(pending, timeout=min(0.2, left),
-                                return_when=cf.FIRST_COMPLETED)
-        for f in sorted(done, key=futures.get):
-            i = futures[f]
-            answers[i] = f.result()
-            if progress is not None:
-                progress(answers)
-            if stop(i, answers[i]):
-                return answers
-    return answers
-
-
-def units_progress(shown: bool, total: int):
-    """A progress printer (units done / total, cells so far, elapsed) for stderr, printing
-    from the first second on, at most once a second; None when not ``shown``."""
-    if not shown:
-        return None
-    start, last = time.monotonic(), [0.0]
-
-    def show(answers):
-        now = time.monotonic()
-        done = [a for a in answers if a is not None]
-        if now - start < 1 or (now - last[0] < 1 and len(done) < total):
-            return
-        last[0] = now
-        cells = 0
-        for a in done:
-            if a.startswith('{"tree"'):
-                cells += json.loads(a)["stats"].get("leaves", 0)
-        print(f"exactmax: {len(done)}/{total} units done, {cells} cells certified, "
-              f"{now - start:.0f} s", file=sys.stderr, flush=True)
-    return show
+MAX_DEPTH = 24
+"""Input splits below a case's root at most: a cell that still needs more than the unit
+budget of cells there is left unknown."""
 
 
 def _add_stats(total: dict, s: dict) -> None:
@@ -415,69 +382,102 @@ def _add_stats(total: dict, s: dict) -> None:
 
 def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim: int,
                      deadline: float, max_leaves: int, executor: cf.Executor, depth: int,
-                     confirm, progress_shown: bool = False):
-    """One tree per case, each the input splits (``depth`` levels) over trees of units solved
-    on ``executor``; or the first confirmed point (``confirm(x)`` -> answer or None, called
-    here on each point a unit reports); or ("unknown", reason).  Returns (what, value, stats)
-    with what in "trees", "point", "unknown"."""
-    plans, texts, where = [], [], []
+                     unit_cells: int, confirm, progress_shown: bool = False):
+    """One tree per case: input splits over trees of work units solved on ``executor``.
+
+    Every case's input set is first split ``depth`` levels deep; each cell is a unit, solved
+    with a budget of ``unit_cells`` cells; a unit over budget is split in two and its halves
+    are units in turn (down to MAX_DEPTH levels).  Which cells are split depends only on the
+    units' answers, so the tree is the same for every executor.  Stops at the first point a
+    unit reports that ``confirm(x)`` turns into an answer (a counterexample evaluated by the
+    kernel), at the deadline, or with every cell solved.  Returns (what, value, stats):
+    ("trees", one tree per case), ("point", confirm's answer), ("unknown", reason)."""
     wall = time.time() + (deadline - time.monotonic())
+    roots, todo = [], []
     for n, (case, box) in enumerate(zip(cases, boxes)):
-        plan, units = (box_splits(box, depth) if box is not None else
-                       polyhedron_splits(case.inputs, depth))
-        plans.append((plan, len(units)))
-        for u in units:
-            texts.append(unit_text(kind, models_json, case, u, box, wall, max_leaves))
-            where.append((n, u.index))
-    stats = {"units": len(texts), "split_depth": depth}
-    found: list = []
-    unconfirmed: list = []
+        root = Cell(n, (), None if box is None else tuple(box.lower),
+                    None if box is None else tuple(box.upper))
+        roots.append(root)
+        level = [root]
+        for _ in range(depth):
+            level = [h for c in level if split(c, case.inputs) for h in (c.ge, c.lt)] + \
+                    [c for c in level if c.cut is None]
+        todo += level
+    budget = max(1, min(unit_cells, max_leaves))
+    over = f"more than {budget} cells"
+    stats: dict = {"units": 0, "split_depth": depth, "unit_cells": budget}
+    reasons: dict = {}
+    futures: dict = {}
+    cells, done, unit_time = 0, 0, 0.0
+    start = last = time.monotonic()
 
-    def stop(i, text):
-        if text.startswith('{"violated"'):
-            _, x, _ = read_answer(text, dim)
-            ans = confirm(x)
-            if ans is not None:
-                found.append(ans)
-                return True
-            unconfirmed.append(i)
-        return False
+    def submit(cell, ex=executor):
+        n = cell.case
+        text = unit_text(kind, models_json, cases[n], cell, boxes[n], wall, budget)
+        futures[ex.submit(solve_unit, text)] = cell
+        stats["units"] += 1
 
-    answers = run_units(executor, texts, deadline, stop,
-                        units_progress(progress_shown, len(texts)))
-    if found:
-        return "point", found[0], stats
-    trees_of = [[None] * m for _, m in plans]
-    reason = None
-    unit_time = 0.0
-    for i, text in enumerate(answers):
-        n, j = where[i]
-        if text is None:
-            reason = reason or (f"case {n}, unit {j}: time limit reached "
-                                f"({sum(a is not None for a in answers)} of {len(texts)} "
-                                "units answered)")
-            continue
-        what, value, s = read_answer(text, dim)
-        if what == "tree":
-            trees_of[n][j] = value
-            _add_stats(stats, s)
-            unit_time += s.get("time_s", 0.0)
-        elif what == "violated":
-            reason = reason or (f"case {n}, unit {j}: a cell reaches a forbidden output, but "
-                                "the point z3 gave was not confirmed by the kernel")
-        else:
-            reason = reason or f"case {n}, unit {j}: {value}"
+    # a single first unit runs here: an easy query never waits for a pool to start (the
+    # unit's answer is the same wherever it runs)
+    for cell in todo:
+        submit(cell, InlineExecutor() if len(todo) == 1 else executor)
+    while futures:
+        interruption.check()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            for cell in futures.values():
+                reasons[(cell.case, cell.path)] = (
+                    f"{cell.where()}: time limit reached ({done} of {stats['units']} units "
+                    "answered)")
+            break
+        finished, _ = cf.wait(list(futures), timeout=min(0.2, left),
+                              return_when=cf.FIRST_COMPLETED)
+        for f in sorted(finished, key=lambda f: (futures[f].case, futures[f].path)):
+            cell = futures.pop(f)
+            what, value, s = read_answer(f.result(), dim)
+            done += 1
+            if what == "tree":
+                cell.tree = value
+                _add_stats(stats, s)
+                cells += s.get("leaves", 0)
+                unit_time += s.get("time_s", 0.0)
+                if cells > max_leaves:
+                    reasons[(-1, "")] = f"more than {max_leaves} cells in all"
+            elif what == "violated":
+                ans = confirm(value)
+                if ans is not None:
+                    return "point", ans, stats
+                reasons[(cell.case, cell.path)] = (
+                    f"{cell.where()}: a cell reaches a forbidden output, but the point z3 gave "
+                    "was not confirmed by the kernel")
+            elif value.startswith(over) and budget < max_leaves and stats["units"] + 2 > \
+                    max_leaves:   # every unit has a cell at least
+                reasons[(-1, "")] = f"more than {max_leaves} cells in all"
+            elif value.startswith(over) and budget < max_leaves and \
+                    len(cell.path) < MAX_DEPTH and split(cell, cases[cell.case].inputs):
+                stats["units_over_budget"] = stats.get("units_over_budget", 0) + 1
+                submit(cell.ge)
+                submit(cell.lt)
+            else:
+                reasons[(cell.case, cell.path)] = f"{cell.where()}: {value}"
+        if (-1, "") in reasons:
+            break
+        now = time.monotonic()
+        if progress_shown and now - start >= 1 and (now - last >= 1 or not futures):
+            last = now
+            print(f"exactmax: {done}/{stats['units']} units done, {cells} cells certified, "
+                  f"{now - start:.0f} s", file=sys.stderr, flush=True)
     stats["units_cpu_s"] = round(unit_time, 3)
-    if reason is not None:
-        return "unknown", reason, stats
-    return "trees", [assemble(plan, t) for (plan, _), t in zip(plans, trees_of)], stats
+    if reasons:
+        return "unknown", reasons[min(reasons)], stats
+    return "trees", [assemble(r) for r in roots], stats
 
 
 # ----------------------------------------------------------------------- deciding
 
 def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: bool,
                           executor: cf.Executor, depth: int = DEFAULT_SPLIT_DEPTH,
-                          progress_shown: bool = False):
+                          unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False):
     """``property.decide_property`` with the certificate built from work units: the same
     search first, then ``split_case_trees`` for all cases at once, then the kernel's check."""
     from ..io.models import model_to_json
@@ -505,7 +505,7 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
 
     what, value, s = split_case_trees("maxout", [model_to_json(net)], list(prop.cases), boxes,
                                       net.input_dim, deadline, max_leaves, executor, depth,
-                                      confirm, progress_shown)
+                                      unit_cells, confirm, progress_shown)
     stats.update(s)
     if what == "point":
         value.stats = stats | {"found_by": "certificate"}
@@ -524,7 +524,8 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
 
 def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int,
                            run_search: bool, executor: cf.Executor,
-                           depth: int = DEFAULT_SPLIT_DEPTH, progress_shown: bool = False):
+                           depth: int = DEFAULT_SPLIT_DEPTH,
+                           unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False):
     """``tolerance.decide_tolerance`` with the certificate built from work units."""
     from ..io.models import model_to_json
     from ..kernel.errors import CheckFailed
@@ -569,7 +570,7 @@ def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int
 
     what, value, s = split_case_trees("pair", [model_to_json(a), model_to_json(b)], [case],
                                       [box], P.dim, deadline, max_leaves, executor, depth,
-                                      confirm, progress_shown)
+                                      unit_cells, confirm, progress_shown)
     stats.update(s)
     if what == "point":
         found = better(value)
@@ -605,6 +606,8 @@ class workers_of:
         if not 0 <= args.split_depth <= 12:
             raise UsageError(f"--split-depth: expected 0 to 12 levels (2^K units), got "
                              f"{args.split_depth}")
+        if args.unit_cells < 1:
+            raise UsageError(f"--unit-cells: expected a positive number, got {args.unit_cells}")
         if args.scheduler is not None and args.workers is not None:
             raise UsageError("--workers and --scheduler: give one (the cluster has its own "
                              "workers)")

@@ -81,7 +81,8 @@ def run_check(args) -> int:
     with workers_of(args) as executor:
         left = args.timeout - (time.monotonic() - started)
         a = decide_property_split(net, prop, max(left, 0.1), args.max_leaves,
-                                  not args.no_search, executor, args.split_depth, shown(args))
+                                  not args.no_search, executor, args.split_depth,
+                                  args.unit_cells, shown(args))
     out = {"result": a.result, "reason": a.reason,
            "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
            "stats": a.stats, "certificate": None, "counterexample_file": None}

@@ -66,7 +66,8 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     with workers_of(args) as executor:
         left = max(args.timeout - (time.monotonic() - started), 0.1)
         v = decide_tolerance_split(a, b, dom, epsilon, left, args.max_leaves,
-                                   not args.no_search, executor, args.split_depth, shown(args))
+                                   not args.no_search, executor, args.split_depth,
+                                  args.unit_cells, shown(args))
     cert_error = None
     if args.cert and v.verdict == "proved":
         from ..io import write_json_atomic
