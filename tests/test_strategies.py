@@ -4,7 +4,7 @@ independently (plain Fractions, brute force), and the search's helpers underneat
 from fractions import Fraction
 from itertools import combinations
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from exactmax import strategies as xs
 from exactmax.kernel.polyhedron import Box, Polyhedron
@@ -156,7 +156,10 @@ def test_the_readme_property_rejects_a_wrong_construction():
     import pytest
     from mutants import weight_off
 
-    @settings(max_examples=50, database=None)
+    # derandomized, and no shrinking: the test only needs the property to fail, and shrinking
+    # a falsifying network (one compilation per step) can take minutes on a loaded machine
+    @settings(max_examples=50, database=None, derandomize=True,
+              phases=(Phase.explicit, Phase.reuse, Phase.generate))
     @given(xs.maxout_networks(max_depth=2, domain=True)
            .flatmap(lambda net: st.tuples(st.just(net), points_of(net))))
     def prop(case):
