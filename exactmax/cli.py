@@ -344,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="largest certificate to build (default 20000 cells)")
     ck.add_argument("--no-search", action="store_true",
                     help="skip the counterexample search that runs before the proof")
+    ck.add_argument("--no-relax", action="store_true",
+                    help="no relaxed leaves (every ReLU/Max fixed on each cell), in this "
+                    "process: a certificate that export-coq can export")
     ck.add_argument("--json", action="store_true",
                     help='print {"result": "sat" | "unsat" | "unknown", ...}')
     parallel_options(ck, "solve the work units (sub-boxes of the input set)")
@@ -489,12 +492,17 @@ def _run_within_limit(args) -> int:
         return args.run(args)
 
 
+_STARTED = time.monotonic()
+
+
 def _time_limit_answer(args, reason: str) -> int:
-    """The answer of a command stopped by its time limit: unknown (exit 3), with the reason."""
+    """The answer of a command stopped by its time limit: unknown (exit 3), with the reason
+    and the time since the command started."""
+    elapsed = round(time.monotonic() - _STARTED, 3)
     if getattr(args, "json", False):
-        print(jsonout.dumps({"verdict": "unknown", "reason": reason}))
+        print(jsonout.dumps({"verdict": "unknown", "reason": reason, "time_s": elapsed}))
     else:
-        print(f"unknown: {reason}")
+        print(f"unknown: {reason} ({elapsed:.2f} s)")
     return EXIT_UNKNOWN
 
 
@@ -503,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     argv = _protect_expr(argv)
     args = build_parser().parse_args(argv)
+    global _STARTED
+    _STARTED = time.monotonic()
     out = _Stdout(sys.stdout)
     sys.stdout = out
     try:
