@@ -75,7 +75,8 @@ def exported(library, tmp_path_factory):
     d = tmp_path_factory.mktemp("coqprop")
     (d / "net.json").write_text(json.dumps(model_to_json(NET)))
     (d / "p.vnnlib").write_text(PROP)
-    r = run("check", d / "net.json", d / "p.vnnlib", "--cert", d / "c.json", "--json")
+    r = run("check", d / "net.json", d / "p.vnnlib", "--cert", d / "c.json", "--json",
+            "--no-relax")
     assert r.returncode == 0 and json.loads(r.stdout)["result"] == "unsat", r.stdout + r.stderr
     r = run("export-coq", d / "c.json", "-o", d / "NetProperty.v", "--check", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
