@@ -1,0 +1,233 @@
+"""Work units (#21, prove/parallel.py): the input set split into cells solved on an Executor
+(this process, a process pool, a Dask cluster) and assembled into one certificate, the same
+byte for byte whatever the workers; a counterexample found in a worker, an unknown unit, a
+bad scheduler, and an interrupted run that leaves no worker behind."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from test_epsilon import pruned, random_relu, relu_net, write
+from test_property import _deep_relu_net
+
+from exactmax.cli import main
+from exactmax.io.models import model_to_json
+from exactmax.io.vnnlib import read_vnnlib
+from exactmax.kernel.maxout import evaluate_maxout
+from exactmax.kernel.rational import Q
+from exactmax.prove import parallel
+
+HEAD = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} -1)) (assert (<= X_{i} 1))\n"
+               for i in range(3)) + "(declare-const Y_0 Real)\n"
+
+
+def run(*args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A 3-layer ReLU network (3 inputs, widths 6) and properties Y_0 >= 9 (unsat: its
+    proof needs 5 units of at most 2 cells) and Y_0 >= 7.3 (sat, found only inside units)."""
+    d = tmp_path_factory.mktemp("parallel")
+    net = _deep_relu_net(7)
+    (d / "net.json").write_text(json.dumps(model_to_json(net)))
+    (d / "unsat.vnnlib").write_text(HEAD + "(assert (>= Y_0 9))\n")
+    (d / "sat.vnnlib").write_text(HEAD + "(assert (>= Y_0 7.3))\n")
+    return d
+
+
+def check(files, *flags, prop="unsat.vnnlib"):
+    r = run("check", files / "net.json", files / prop, "--no-search", "--unit-cells", "2",
+            "--json", *flags)
+    return r, json.loads(r.stdout) if r.stdout else None
+
+
+def test_the_certificate_is_the_same_for_1_and_2_workers(files, tmp_path):
+    certs = []
+    for w in (1, 2):
+        cert = tmp_path / f"c{w}.json"
+        r, out = check(files, "--workers", w, "--cert", cert)
+        assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
+        assert out["stats"]["units"] >= 5 and out["stats"]["units_over_budget"] >= 2
+        certs.append(cert.read_bytes())
+    assert certs[0] == certs[1]
+    assert run("check-cert", tmp_path / "c2.json").returncode == 0
+    # the assembled tree is checked as a whole: its first input split moved is rejected
+    doc = json.loads(certs[1])
+    top = doc["cases"][0]
+    assert "split" in top and not top["choices"]
+    top["split"]["c"] = str(Q(top["split"]["c"]) + Q(1, 2))
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    r = run("check-cert", tmp_path / "bad.json")
+    assert r.returncode == 1 and r.stdout.startswith("rejected"), r.stdout
+
+
+def test_epsilon_certificates_are_the_same_for_1_and_2_workers(tmp_path):
+    """equiv --epsilon: units solved by the Max-choice tree builder (no relaxed leaves)."""
+    pa = random_relu(3)
+    A = write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
+    B = write(tmp_path, "b.json", relu_net(*pruned(pa, 4), [-2], [2]))
+    certs = []
+    for w in (1, 2):
+        cert = tmp_path / f"e{w}.json"
+        r = run("equiv", A, B, "--epsilon", "1000", "--unit-cells", "2", "--no-search",
+                "--workers", w, "--json", "--cert", cert)
+        out = json.loads(r.stdout)
+        assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
+        assert out["stats"]["units"] >= 5
+        certs.append(cert.read_bytes())
+    assert certs[0] == certs[1]
+
+
+def test_a_counterexample_found_in_a_worker(files, tmp_path):
+    cex = tmp_path / "cex.txt"
+    r, out = check(files, "--workers", "2", "--counterexample", cex, prop="sat.vnnlib")
+    assert r.returncode == 1 and out["result"] == "sat", r.stdout + r.stderr
+    assert out["stats"]["found_by"] == "certificate" and out["stats"]["units"] > 1
+    x = tuple(Q(v) for v in out["x"])
+    prop = read_vnnlib(str(files / "sat.vnnlib"))
+    assert prop.cases[0].inputs.contains(x)
+    assert evaluate_maxout(_deep_relu_net(7), x)[0] >= Q(73, 10)
+    assert run("replay", files / "net.json", files / "sat.vnnlib", cex).returncode == 0
+
+
+class _OneUnitUnknown(cf.Executor):
+    """Runs units here, but answers "unknown" for the cell ``path`` (as a worker whose z3
+    gave up would)."""
+
+    def __init__(self, path: str):
+        self.path, self.seen = path, []
+
+    def submit(self, fn, text):
+        f: cf.Future = cf.Future()
+        cell = json.loads(text)["cell"]
+        self.seen.append(cell)
+        f.set_result(json.dumps({"unknown": "z3 could not decide a cell"})
+                     if cell == self.path else fn(text))
+        return f
+
+
+def test_an_unknown_unit_makes_the_answer_unknown(files):
+    net = _deep_relu_net(7)
+    prop = read_vnnlib(str(files / "unsat.vnnlib"))
+    ex = _OneUnitUnknown("case 0, cell l")
+    a = parallel.decide_property_split(net, prop, 60, 20000, False, ex, 0, 2)
+    assert a.result == "unknown" and a.trees is None
+    assert a.reason == "case 0, cell l: z3 could not decide a cell"
+    assert "case 0, cell g" in ex.seen   # the other half was still solved
+    # the same query without the tampering is unsat: the unknown came from that unit
+    a = parallel.decide_property_split(net, prop, 60, 20000, False, parallel.InlineExecutor(),
+                                       0, 2)
+    assert a.result == "unsat"
+    # the cell budget across units
+    r, out = check(files, "--workers", "2", "--max-leaves", "3")
+    assert r.returncode == 3 and out["reason"] == "more than 3 cells in all"
+
+
+def test_usage_errors_are_one_line(files):
+    for flags in (["--scheduler", "tcp://127.0.0.1:9"], ["--workers", "0"],
+                  ["--workers", "2", "--scheduler", "tcp://127.0.0.1:9"],
+                  ["--unit-cells", "0"], ["--split-depth", "13"]):
+        r = run("check", files / "net.json", files / "unsat.vnnlib", *flags)
+        assert r.returncode == 2, (flags, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("exactmax: error: "), lines
+    if parallel_dask_installed():
+        assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9" in run(
+            "check", files / "net.json", files / "unsat.vnnlib", "--scheduler",
+            "tcp://127.0.0.1:9").stderr
+
+
+def parallel_dask_installed() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_a_dask_local_cluster_gives_the_same_certificate(files, tmp_path):
+    if not parallel_dask_installed():
+        pytest.skip("dask.distributed is not installed (pip install '.[dask]')")
+    from dask.distributed import LocalCluster
+    r, _ = check(files, "--workers", "1", "--cert", tmp_path / "one.json")
+    assert r.returncode == 0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        r, out = check(files, "--scheduler", cluster.scheduler_address,
+                       "--cert", tmp_path / "dask.json")
+    assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
+    assert out["stats"]["units"] >= 5
+    assert (tmp_path / "dask.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(p))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_coordinator_and_its_workers(tmp_path, sig):
+    """A run with units on 2 workers (a network too large for its units to finish soon) is
+    stopped by SIGINT / SIGTERM within a few seconds, and no worker process is left."""
+    rng = np.random.default_rng(0)
+    d, w = 5, 40
+    W1 = rng.integers(-8, 9, (w, d)) / 8
+    b1 = rng.integers(-8, 9, w) / 8
+    W2 = rng.integers(-8, 9, (1, w)) / 8
+    A = write(tmp_path, "a.json", relu_net(W1.tolist(), b1.tolist(), W2.tolist(), [0],
+                                           [-1] * d, [1] * d))
+    W1b = W1.copy()
+    W1b[0, 0] += 1 / 8
+    B = write(tmp_path, "b.json", relu_net(W1b.tolist(), b1.tolist(), W2.tolist(), [0],
+                                           [-1] * d, [1] * d))
+    p = subprocess.Popen([sys.executable, "-m", "exactmax", "equiv", A, B, "--epsilon", "1/2",
+                          "--no-search", "--unit-cells", "1", "--workers", "2",
+                          "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            kids = _children(p.pid)
+            if len(kids) >= 2:   # the forkserver and a worker at least
+                break
+            time.sleep(0.2)
+        assert p.poll() is None, p.communicate()
+        time.sleep(1.0)
+        workers = {k for c in _children(p.pid) for k in [c, *_children(c)]}
+        t0 = time.monotonic()
+        p.send_signal(sig)
+        p.wait(timeout=10)
+        assert time.monotonic() - t0 < 5
+        assert p.returncode == (130 if sig == signal.SIGINT else 143)
+        time.sleep(0.5)
+        alive = [k for k in workers if os.path.exists(f"/proc/{k}") and
+                 open(f"/proc/{k}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        assert not alive, alive
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
