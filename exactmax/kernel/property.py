@@ -18,7 +18,9 @@ choices stated at a split hold below it) whose leaves are
   has Farkas multipliers for 0 > 0.  Sound: at any x of the cell, z = (x, the true values)
   satisfies every row, by induction in node order (v_i = max_j A_j(z) >= A_j(z), and
   u_i(z) >= every A_j(z) by the proofs, whose rows z satisfies, so u_i(z) >= v_i); an x
-  satisfying O_j would give a z satisfying rows that have no solution.
+  satisfying O_j would give a z satisfying rows that have no solution.  An upper function
+  equal to one argument (u_i = A_j: lam the j-th unit vector, beta = 0) gives v_i = A_j on
+  the cell (A_j >= every A_k there): v_i is then that map, with no variable and no rows.
 The leaves partition P, so no x in P satisfies any O_j: the case holds.
 """
 
@@ -79,13 +81,11 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     free = [i for i in need if vals[i] is None and isinstance(p.nodes[i], Max)]
     if len(uppers) != len(free):
         raise CheckFailed(f"{at}: {len(uppers)} upper functions for {len(free)} unfixed Max nodes")
-    pad, up, var = (
-        (ZERO,) * len(free),
-        dict(zip(free, uppers)),
-        {i: p.dim + n for n, i in enumerate(free)},
-    )
+    up = dict(zip(free, uppers))
+    var = {i: p.dim + n for n, i in enumerate(i for i in free if _argument(up[i]) is None)}
+    pad, D = (ZERO,) * len(var), p.dim + len(var)
     vals = [v and (v[0] + pad, v[1]) for v in vals]
-    rows, memo, D = [Row(r.a + pad, r.c, r.strict) for r in rows], {}, p.dim + len(free)
+    rows, memo = [Row(r.a + pad, r.c, r.strict) for r in rows], {}
     sparse = [({t: v for t, v in enumerate(r.a) if v}, r.c) for r in rows]
     for level in levels(p, need):
         lins = tuple(
@@ -105,13 +105,22 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
                 for t in (t for t, v in enumerate(m) if v):
                     um[t] += w * m[t]
             uf = (tuple(um), sum((w * e for w, (_, e) in zip(u.lam, args)), u.beta))
-            vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
             for j, (A, pr) in enumerate(zip(args, u.proofs)):
                 _entails(sparse, _sub(uf, A), pr, f"{at}, node {i}, upper >= argument {j}")
+            if i not in var:
+                vals[i] = args[_argument(u)]
+                continue
+            vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
             new = [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
             rows += new
             sparse += [({t: v for t, v in enumerate(r.a) if v}, r.c) for r in new]
     return vals, rows
+
+
+def _argument(u: Upper) -> int | None:
+    """j when u = A_j (lam the j-th unit vector, beta = 0): then v = A_j, no variable."""
+    nz = [j for j, w in enumerate(u.lam) if w]
+    return nz[0] if len(nz) == 1 and u.lam[nz[0]] == 1 and u.beta == 0 else None
 
 
 def _entails(rows: list, e, proof, at: str) -> None:

@@ -161,12 +161,14 @@ def _out_rows(net: Layers, case: Case, d: int):
 
 class _Exact:
     """Exact back-substitution on one cell: rows are the kernel's (cell rows, then 3 per
-    relaxed node: v - a >= 0, v - 0 >= 0, u - v >= 0, in node order)."""
+    unstable node: v - a >= 0, v - 0 >= 0, u - v >= 0, in node order); a stable node is
+    v = a or v = 0 exactly (its upper function is that argument) and is substituted."""
 
     def __init__(self, net: Layers, base: int, box_rows):
         """box_rows[t]: (row index, coefficient of x_t, bound) of x_t's lower and upper row."""
         self.net, self.base, self.box_rows = net, base, box_rows
-        self.relax: list = []   # per layer: (alpha, s, t) exact lists
+        self.relax: list = []   # per layer: (alpha, s, t, variable number or None) lists
+        self.n_vars = 0         # the unstable nodes so far: the kernel's variables
 
     def lower(self, C: RatMatrix, c: list, k: int, xc=None):
         """For each row i of C v_{k-1} + c (+ xc[i] . x): (K_i, multipliers) with
@@ -175,8 +177,7 @@ class _Exact:
         mults = [dict() for _ in range(m)]
         c = list(c)
         for j in range(k - 1, -1, -1):
-            al, s, t = self.relax[j]
-            pos = net.pos[j]
+            al, s, t, pos = self.relax[j]
             n = C.ncols()
             E = C.entries()
             new = []
@@ -184,16 +185,16 @@ class _Exact:
                 mi = mults[i]
                 for u in range(n):
                     v = E[i * n + u]
-                    if v > 0:
+                    if not v or pos[u] is None:     # v = a or v = 0 exactly: substituted
+                        new.append(v if v and al[u] else ZERO)
+                    elif v > 0:
                         mi[self.base + 3 * pos[u] + (0 if al[u] else 1)] = v
                         new.append(v if al[u] else ZERO)
-                    elif v < 0:
+                    else:
                         mi[self.base + 3 * pos[u] + 2] = -v
                         new.append(v * s[u])
                         if t[u]:
                             c[i] += v * t[u]
-                    else:
-                        new.append(ZERO)
             C = RatMatrix(m, n, new)
             bj = net.b[j]
             for i in range(m):
@@ -219,23 +220,25 @@ class _Exact:
         n = W.nrows()
         both = RatMatrix(2 * n, W.ncols(), list(W.entries()) + [-v for v in W.entries()])
         res = self.lower(both, b + [-v for v in b], k)
-        al, s, t, ups = [], [], [], []
+        al, s, t, ups, pos = [], [], [], [], []
         for u in range(n):
             (Lx, ml), (nU, mu) = res[u], res[n + u]
             Ux = -nU
-            if Lx >= 0:
-                al.append(1), s.append(ONE), t.append(ZERO)
+            if Lx >= 0:       # v = a: u = A_0, no variable (kernel.property._argument)
+                al.append(1), s.append(ONE), t.append(ZERO), pos.append(None)
                 ups.append(Upper((ONE, ZERO), ZERO, ((), _proof(ml, ONE))))
-            elif Ux <= 0:
-                al.append(0), s.append(ZERO), t.append(ZERO)
-                ups.append(Upper((ZERO, ZERO), ZERO, (_proof(mu, ONE), ())))
+            elif Ux <= 0:     # v = 0: u = A_1
+                al.append(0), s.append(ZERO), t.append(ZERO), pos.append(None)
+                ups.append(Upper((ZERO, ONE), ZERO, (_proof(mu, ONE), ())))
             else:
+                pos.append(self.n_vars)
+                self.n_vars += 1
                 L, U = _down(Lx), _up(Ux)
                 su = _down(U / (U - L))     # any s in [0, 1] with t below is sound
                 tu = max(-su * L, U - su * U)
                 al.append(1 if U > -L else 0), s.append(su), t.append(tu)
                 ups.append(Upper((su, ZERO), tu, (_proof(mu, ONE - su), _proof(ml, su))))
-        self.relax.append((al, s, t))
+        self.relax.append((al, s, t, pos))
         return ups
 
 
@@ -312,7 +315,7 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated):
         uppers = []
         for k in range(K):
             uppers += ex.layer(k)
-        n_rows = len(rows) + 3 * net.n_relaxed
+        n_rows = len(rows) + 3 * ex.n_vars
         proofs = []
         for conj, q in zip(outs, pick):
             C, c, xc, st = conj[q]
