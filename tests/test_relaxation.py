@@ -105,9 +105,11 @@ def test_the_triangle_by_hand_is_accepted_and_each_wrong_number_rejected():
         with pytest.raises(CheckFailed):
             check_case(p, case, leaf)
     # a relaxation that is unsound were the proofs not checked: u = a (v <= a) is false at a < 0
-    unsound = Upper((ONE, ZERO), ZERO, ((), ((1, ONE),)))
-    with pytest.raises(CheckFailed):
-        check_case(p, case, dataclasses.replace(good, uppers=(unsound,)))
+    # and v = 0 (u = the argument 0, which would fix the node to that map) is false at a > 0
+    for unsound in (Upper((ONE, ZERO), ZERO, ((), ((1, ONE),))),
+                    Upper((ZERO, ONE), ZERO, (((0, ONE),), ()))):
+        with pytest.raises(CheckFailed):
+            check_case(p, case, dataclasses.replace(good, uppers=(unsound,)))
     # the property is false for y >= 1/4 + x/2 at x = 1 (y = 1 - 1/2 = 1/2): no proof exists;
     # the hand proof must fail there
     case2 = Case(case.inputs, ((Row((Q(-1, 2), ONE), Q(-1, 4)),),))
