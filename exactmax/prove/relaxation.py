@@ -242,6 +242,21 @@ class _Exact:
         return ups
 
 
+def _combos(n: int) -> list:
+    """Weightings (row, weight) of a conjunction's rows to try, single rows first: if every
+    row holds, so does sum w_q r_q >= 0 for w >= 0, so a bound sum w_q (-r_q) > 0 on the cell
+    excludes the conjunction where no single row's does (near points where several rows are
+    almost tight together)."""
+    out = [((q, ONE),) for q in range(n)]
+    for q in range(n):
+        for r in range(q + 1, n):
+            for w in (Q(1, 2), Q(1, 4), Q(3, 4)):
+                out.append(((q, w), (r, ONE - w)))
+    if n > 2:
+        out.append(tuple((q, Q(1, n)) for q in range(n)))
+    return out
+
+
 def _proof(m: dict, scale: Q):
     return tuple((i, scale * y) for i, y in sorted(m.items()) if y)
 
@@ -300,11 +315,16 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated):
         pick, worst = [], None
         for conj in outs_f:
             best = None
-            for q, (C, c, xc, st) in enumerate(conj):
+            for combo in _combos(len(conj)):
+                if best is not None and best[0] > MARGIN * (1 + abs(best[0])) and len(combo) > 1:
+                    break          # a single row closes it: no combination needed
+                C = sum(float(w) * conj[q][0] for q, w in combo)
+                c = sum(float(w) * conj[q][1] for q, w in combo)
+                xc = sum(float(w) * conj[q][2] for q, w in combo)
                 lb, X = _float_backsub(net, -C[None, :], np.array([-c]), K, relax, lo, hi)
                 val = lb[0] - (np.maximum(xc, 0) @ hi + np.minimum(xc, 0) @ lo)
                 if best is None or val > best[0]:
-                    best = (val, q, np.abs(X[0] - xc) * (hi - lo))
+                    best = (val, combo, np.abs(X[0] - xc) * (hi - lo))
             pick.append(best[1])
             if best[0] <= MARGIN * (1 + abs(best[0])):
                 if worst is None or best[0] < worst[0]:
@@ -317,13 +337,16 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated):
             uppers += ex.layer(k)
         n_rows = len(rows) + 3 * ex.n_vars
         proofs = []
-        for conj, q in zip(outs, pick):
-            C, c, xc, st = conj[q]
-            (val, m), = ex.lower(RatMatrix(1, len(C), [-v for v in C]), [-c], K,
-                                 [[-v for v in xc]])
-            if val < 0 or (val == 0 and not st):
+        for conj, combo in zip(outs, pick):
+            n = len(conj[0][0])
+            C = [sum((w * conj[q][0][u] for q, w in combo), ZERO) for u in range(n)]
+            c = sum((w * conj[q][1] for q, w in combo), ZERO)
+            xc = [sum((w * conj[q][2][t] for q, w in combo), ZERO) for t in range(d)]
+            (val, m), = ex.lower(RatMatrix(1, n, [-v for v in C]), [-c], K, [[-v for v in xc]])
+            if val < 0 or (val == 0 and not any(conj[q][3] for q, _ in combo)):
                 return None, None, lo, hi    # floats were too optimistic: split
-            m[n_rows + q] = ONE
+            for q, w in combo:
+                m[n_rows + q] = w
             proofs.append(_proof(m, ONE))
         return Relaxed((), tuple(uppers), tuple(proofs)), None, lo, hi
 
