@@ -76,8 +76,7 @@ class Relaxed:
 
 
 def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
-    """The maps over z = (x, v ...) and the rows of a ``Relaxed`` leaf (see above); the proofs
-    of the upper functions are checked over the rows as sparse maps {t: a_t} (``_entails``)."""
+    """The maps over z = (x, v ...) and the rows of a ``Relaxed`` leaf (see above)."""
     free = [i for i in need if vals[i] is None and isinstance(p.nodes[i], Max)]
     if len(uppers) != len(free):
         raise CheckFailed(f"{at}: {len(uppers)} upper functions for {len(free)} unfixed Max nodes")
@@ -85,8 +84,7 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     var = {i: p.dim + n for n, i in enumerate(i for i in free if _argument(up[i]) is None)}
     pad, D = (ZERO,) * len(var), p.dim + len(var)
     vals = [v and (v[0] + pad, v[1]) for v in vals]
-    rows, memo = [Row(r.a + pad, r.c, r.strict) for r in rows], {}
-    sparse = [({t: v for t, v in enumerate(r.a) if v}, r.c) for r in rows]
+    rows, memo = [Row(r.a + pad, r.c, r.strict) for r in rows], dict[tuple, tuple]()
     for level in levels(p, need):
         lins = tuple(
             i
@@ -100,20 +98,17 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
             u, args = up[i], [vals[j] for j in p.nodes[i].args]
             if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
                 raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
-            um = [ZERO] * D
-            for w, (m, _) in ((w, A) for w, A in zip(u.lam, args) if w):
-                for t in (t for t, v in enumerate(m) if v):
-                    um[t] += w * m[t]
-            uf = (tuple(um), sum((w * e for w, (_, e) in zip(u.lam, args)), u.beta))
+            uf = lin_affines([Lin((), u.beta, tuple(enumerate(u.lam)))], args, D, {})[0]
             for j, (A, pr) in enumerate(zip(args, u.proofs)):
-                _entails(sparse, _sub(uf, A), pr, f"{at}, node {i}, upper >= argument {j}")
-            if i not in var:
-                vals[i] = args[_argument(u)]
+                check_entails(
+                    rows, _sub(uf, A), False, pr, f"{at}, node {i}, upper >= argument {j}"
+                )
+            if (k := _argument(u)) is not None:
+                vals[i] = args[k]
                 continue
             vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
             new = [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
             rows += new
-            sparse += [({t: v for t, v in enumerate(r.a) if v}, r.c) for r in new]
     return vals, rows
 
 
@@ -121,19 +116,6 @@ def _argument(u: Upper) -> int | None:
     """j when u = A_j (lam the j-th unit vector, beta = 0): then v = A_j, no variable."""
     nz = [j for j, w in enumerate(u.lam) if w]
     return nz[0] if len(nz) == 1 and u.lam[nz[0]] == 1 and u.beta == 0 else None
-
-
-def _entails(rows: list, e, proof, at: str) -> None:
-    """``check_entails`` of e >= 0 over rows given as ({t: a_t}, c)."""
-    a, r = {t: v for t, v in enumerate(e[0]) if v}, e[1]
-    for i, y in proof:
-        if not (0 <= i < len(rows) and y > 0):
-            raise CheckFailed(f"{at}: row {i} or its multiplier {y} is not valid")
-        for t, v in rows[i][0].items():
-            a[t] = a.get(t, ZERO) - y * v
-        r -= y * rows[i][1]
-    if any(a.values()) or r < 0:
-        raise CheckFailed(f"{at}: the combination does not show >= 0 (constant {r})")
 
 
 def compose(row: Row, ys: list, d: int) -> Row:
@@ -170,7 +152,7 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
             vals, rows = relax(p, need, vals, rows, node.uppers, at)
         check_known(p, need, vals, at)
         ys = [vals[o] for o in p.outputs]
-        zero = ((ZERO,) * len(ys[0][0] if ys else p.dim), ZERO)
+        zero = ((ZERO,) * (len(ys[0][0]) if ys else p.dim), ZERO)
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
             check_entails(
                 rows + [compose(r, ys, p.dim) for r in conj],
