@@ -164,7 +164,7 @@ def _rows_of(items) -> tuple[Row, ...]:
 
 
 def unit_text(kind: str, models_json: list, case: Case, cell: Cell, box: Box | None,
-              deadline_wall: float, max_leaves: int) -> str:
+              deadline_wall: float, max_leaves: int, relaxed: bool = True) -> str:
     """The work unit as JSON text.  ``inputs``: the domain's rows, then the cell's split rows
     (closed), as A x <= b."""
     A = [list(map(q_str, a)) for a in case.inputs.A]
@@ -178,7 +178,8 @@ def unit_text(kind: str, models_json: list, case: Case, cell: Cell, box: Box | N
         "outputs": [_rows_json(conj) for conj in case.outputs],
         "box": None if box is None else {"lower": [q_str(v) for v in box.lower],
                                           "upper": [q_str(v) for v in box.upper]},
-        "deadline": deadline_wall, "max_leaves": max_leaves}, separators=(",", ":"))
+        "deadline": deadline_wall, "max_leaves": max_leaves, "relaxed": relaxed},
+        separators=(",", ":"))
 
 
 _programs: dict = {}
@@ -249,7 +250,8 @@ def solve_unit(text: str) -> str:
                 return json.dumps({"unknown": "time limit reached before the unit started"})
             with interruption.time_limit(deadline):
                 limits = Limits(deadline, u["max_leaves"])
-                built = _relaxed(u["kind"], models, p, case, limits)
+                built = _relaxed(u["kind"], models, p, case, limits) \
+                    if u.get("relaxed", True) else None
                 tree, stats = built or build_case_tree(p, case, box, limits)
         except Violated as e:
             return json.dumps({"violated": [q_str(v) for v in e.x]})
@@ -383,7 +385,8 @@ def _add_stats(total: dict, s: dict) -> None:
 
 def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim: int,
                      deadline: float, max_leaves: int, executor: cf.Executor, depth: int,
-                     unit_cells: int, confirm, progress_shown: bool = False):
+                     unit_cells: int, confirm, progress_shown: bool = False,
+                     relaxed: bool = True):
     """One tree per case: input splits over trees of work units solved on ``executor``.
 
     Every case's input set is first split ``depth`` levels deep; each cell is a unit, solved
@@ -414,7 +417,7 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
 
     def submit(cell, ex=executor):
         n = cell.case
-        text = unit_text(kind, models_json, cases[n], cell, boxes[n], wall, budget)
+        text = unit_text(kind, models_json, cases[n], cell, boxes[n], wall, budget, relaxed)
         futures[ex.submit(solve_unit, text)] = cell
         stats["units"] += 1
 
@@ -480,9 +483,11 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
 
 def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: bool,
                           executor: cf.Executor, depth: int = DEFAULT_SPLIT_DEPTH,
-                          unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False):
+                          unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False,
+                          relaxed: bool = True):
     """``property.decide_property`` with the certificate built from work units: the same
-    search first, then ``split_case_trees`` for all cases at once, then the kernel's check."""
+    search first, then ``split_case_trees`` for all cases at once, then the kernel's check.
+    ``relaxed`` False: no relaxed leaves (a certificate export-coq takes)."""
     from ..io.models import model_to_json
     from ..kernel.errors import CheckFailed
     from ..kernel.property import check_property
@@ -508,7 +513,7 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
 
     what, value, s = split_case_trees("maxout", [model_to_json(net)], list(prop.cases), boxes,
                                       net.input_dim, deadline, max_leaves, executor, depth,
-                                      unit_cells, confirm, progress_shown)
+                                      unit_cells, confirm, progress_shown, relaxed)
     stats.update(s)
     if what == "point":
         value.stats = stats | {"found_by": "certificate"}

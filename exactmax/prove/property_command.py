@@ -78,17 +78,12 @@ def run_check(args) -> int:
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
-    if getattr(args, "no_relax", False):     # Coq-exportable: no Relaxed leaves
-        from .property import decide_property
+    with workers_of(args) as executor:   # --no-relax: Coq-exportable, no Relaxed leaves
         left = args.timeout - (time.monotonic() - started)
-        a = decide_property(net, prop, max(left, 0.1), args.max_leaves, not args.no_search,
-                            relaxed=False)
-    else:
-        with workers_of(args) as executor:
-            left = args.timeout - (time.monotonic() - started)
-            a = decide_property_split(net, prop, max(left, 0.1), args.max_leaves,
-                                      not args.no_search, executor, args.split_depth,
-                                      args.unit_cells, shown(args))
+        a = decide_property_split(net, prop, max(left, 0.1), args.max_leaves,
+                                  not args.no_search, executor, args.split_depth,
+                                  args.unit_cells, shown(args),
+                                  relaxed=not getattr(args, "no_relax", False))
     out = {"result": a.result, "reason": a.reason,
            "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
            "stats": a.stats, "certificate": None, "counterexample_file": None}
