@@ -141,10 +141,8 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
         choices, vals = [dict(c) for c in choices], [list(v) for v in vals]
         for side, index, ch in getattr(node, "choices", ()):
             if not (isinstance(side, int) and 0 <= side < n):
-                raise CheckFailed(
-                    f"{where}: program {side} does not exist (only program "
-                    f"{' and '.join(map(str, range(n)))})"
-                )
+                known = " and ".join(map(str, range(n)))
+                raise CheckFailed(f"{where}: program {side} does not exist (only program {known})")
             choices[side][index] = ch
             if 0 <= index < len(vals[side]) and vals[side][index] is not None:
                 vals[side][index:] = [None] * (len(vals[side]) - index)

@@ -269,10 +269,5 @@ def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertifi
         p = unit.pieces[im.lower_piece]
         check_entails(rows, (p.w, p.b - box.lower[i]), False, im.lower, f"{where}, lower")
         for j, (p, proof) in enumerate(zip(unit.pieces, im.upper)):
-            check_entails(
-                rows,
-                (tuple(-v for v in p.w), box.upper[i] - p.b),
-                False,
-                proof,
-                f"{where}, upper, piece {j}",
-            )
+            e = (tuple(-v for v in p.w), box.upper[i] - p.b)
+            check_entails(rows, e, False, proof, f"{where}, upper, piece {j}")

@@ -135,10 +135,8 @@ def check_flat(P: Polyhedron, y: Vector) -> None:
 def check_empty(P: Polyhedron, y: Vector) -> None:
     """Accept iff y is a Farkas certificate of emptiness: y >= 0, y^T A = 0, y^T b < 0."""
     lin, const = _combination(P, y, "empty")
-    if any(lin):
-        raise CheckFailed("empty: y^T A is not zero")
-    if not const < 0:
-        raise CheckFailed(f"empty: y^T b = {const} is not negative")
+    if any(lin) or not const < 0:
+        raise CheckFailed(f"empty: y^T A is not zero, or y^T b = {const} is not negative")
 
 
 def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:

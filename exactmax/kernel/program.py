@@ -103,11 +103,10 @@ class _Builder:
 
     def add(self, node: Node) -> int:
         key = _node_key(node)
-        if key in self.index:
-            return self.index[key]
-        self.nodes.append(node)
-        self.index[key] = len(self.nodes) - 1
-        return len(self.nodes) - 1
+        if key not in self.index:
+            self.index[key] = len(self.nodes)
+            self.nodes.append(node)
+        return self.index[key]
 
     def node_of(self, e) -> int:
         """The node holding the value of expression e (e itself if it is one node)."""

@@ -154,13 +154,8 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
         ys = [vals[o] for o in p.outputs]
         zero = ((ZERO,) * (len(ys[0][0]) if ys else p.dim), ZERO)
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
-            check_entails(
-                rows + [compose(r, ys, p.dim) for r in conj],
-                zero,
-                True,
-                proof,
-                f"{at}, output constraint {j}",
-            )
+            cell = rows + [compose(r, ys, p.dim) for r in conj]
+            check_entails(cell, zero, True, proof, f"{at}, output constraint {j}")
     return leaves
 
 

@@ -64,11 +64,8 @@ def check_regions(
         if len(x) != P.dim or not all(_value(r, x) > 0 for r in rows):
             raise CheckFailed(f"{where}: the point is not strictly inside the cell")
         check_known(p, need, vals, where)
-        if (
-            len(node.W) != len(p.outputs)
-            or len(node.b) != len(p.outputs)
-            or any(vals[o] != (tuple(w), c) for o, w, c in zip(p.outputs, node.W, node.b))
-        ):
+        stated = [(tuple(w), c) for w, c in zip(node.W, node.b)]
+        if len(node.W) != len(node.b) or [vals[o] for o in p.outputs] != stated:
             raise CheckFailed(f"{where}: the stated affine map is not the program's on the cell")
         pattern = []
         for i in sorted(need):

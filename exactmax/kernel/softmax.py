@@ -319,16 +319,7 @@ def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
 
 
 def check_softmax_bound(
-    net: MaxoutNetwork,
-    gates,
-    n: int,
-    lam: Q,
-    domain: Domain,
-    root_lo,
-    root_hi,
-    tree,
-    first_multipliers=None,
-    root_multipliers=None,
+    net, gates, n: int, lam: Q, domain: Domain, root_lo, root_hi, tree, first_ys=None, root_ys=None
 ) -> SoftmaxClaim:
     """Check, in exact arithmetic, every cell of the bisection ``tree`` of the box
     [root_lo, root_hi] and return the largest cell bound.  A tree is ("leaf",),
@@ -336,8 +327,8 @@ def check_softmax_bound(
     ("split", dim, left, right) (bisection of coordinate ``dim`` at its midpoint).
 
     The box must contain the domain: for a Box domain it must be the domain; for a
-    polyhedron, ``root_multipliers[i] = (y_up, y_low)`` are Farkas multipliers (checked here)
-    showing x_i <= root_hi[i] and -x_i <= -root_lo[i] on it.  ``first_multipliers`` (see
+    polyhedron, ``root_ys[i] = (y_up, y_low)`` are Farkas multipliers (checked here) showing
+    x_i <= root_hi[i] and -x_i <= -root_lo[i] on it.  ``first_ys`` (multipliers, see
     ``check_first_layer``) may bound layer 1 over the polyhedron itself, which also checks
     its gates there.  A tree none of whose cells meets the domain is refused."""
     try:
@@ -352,12 +343,12 @@ def check_softmax_bound(
     if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
         raise CheckFailed("softmax: one gate constant per layer and n >= every rank needed")
     if not isinstance(domain, Box):
-        check_box_contains(domain, root_lo, root_hi, root_multipliers or (), "softmax: root")
+        check_box_contains(domain, root_lo, root_hi, root_ys or (), "softmax: root")
     elif (tuple(domain.lower), tuple(domain.upper)) != (tuple(root_lo), tuple(root_hi)):
         raise CheckFailed("softmax: the root cell is not the domain box")
     first = None
-    if first_multipliers is not None:
-        first = check_first_layer(net, gates, domain, first_multipliers)
+    if first_ys is not None:
+        first = check_first_layer(net, gates, domain, first_ys)
     best, leaves, excluded = ZERO, 0, 0
     zmax = [ZERO] * len(net.layers)
     stack = [(tree, tuple(root_lo), tuple(root_hi))]
