@@ -5,7 +5,8 @@ benchmarks/results/epsilon_random_5_1x10.json (about 0.987; 2321 cells in one tr
 configuration runs ``exactmax equiv A B --epsilon E --no-search --json --cert C`` in its own
 process; the certificates must be byte-identical.
 
-    python benchmarks/parallel.py [--unit-cells 200] [--timeout 600] [--out results/parallel.json]
+    python benchmarks/parallel.py [--depths 1 2] [--unit-cells N] [--timeout 600]
+                                  [--out results/parallel.json]
                                   [--check]   # also ACAS Xu 1-6 property 3 (exactmax check)
 
 Columns: wall time of the command; CPU of the command's process tree as reaped by this one
@@ -61,7 +62,9 @@ def timed(argv: list[str]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--unit-cells", type=int, default=200)
+    ap.add_argument("--unit-cells", type=int, help="as exactmax's (default: never)")
+    ap.add_argument("--depths", type=int, nargs="*", default=[1, 2],
+                    help="--split-depth values to run on 1, 2 workers and Dask (default 1 2)")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--check", action="store_true", help="also ACAS Xu 1-6 property 3")
     ap.add_argument("--out", help="write the rows as JSON here")
@@ -87,37 +90,46 @@ def main() -> int:
                            dashboard_address=None)
     try:
         for key, (title, argv) in queries.items():
-            certs = {}
-            for label, flags in (("1 worker (this process)", ["--workers", "1"]),
-                                 ("2 workers (process pool)", ["--workers", "2"]),
-                                 ("Dask LocalCluster, 2 workers",
-                                  ["--scheduler", cluster.scheduler_address])):
-                cert = os.path.join(tmp, f"{key}-{len(certs)}.json")
+            runs = [("depth 0 (one unit: as before work units)", ["--split-depth", "0",
+                                                                  "--workers", "1"])]
+            for k in args.depths:
+                runs += [(f"depth {k}, 1 worker (this process)", ["--split-depth", str(k),
+                                                                  "--workers", "1"]),
+                         (f"depth {k}, 2 workers (process pool)", ["--split-depth", str(k),
+                                                                   "--workers", "2"]),
+                         (f"depth {k}, Dask LocalCluster of 2", ["--split-depth", str(k),
+                                                                 "--scheduler",
+                                                                 cluster.scheduler_address])]
+            certs: dict = {}
+            for label, flags in runs:
+                cert = os.path.join(tmp, f"{key}-{len(rows)}.json")
+                extra = ["--unit-cells", str(args.unit_cells)] if args.unit_cells else []
                 row = timed([sys.executable, "-m", "exactmax", *argv, "--no-search", "--json",
-                             "--unit-cells", str(args.unit_cells), "--timeout",
-                             str(args.timeout), "--cert", cert, *flags])
-                row.update(query=title, run=label, load=os.getloadavg()[0])
+                             "--timeout", str(args.timeout), "--cert", cert, *extra, *flags])
+                row.update(query=title, run=label, load=round(os.getloadavg()[0], 1))
                 if os.path.exists(cert):
                     with open(cert, "rb") as f:
-                        certs[label] = f.read()
+                        certs.setdefault(label.split(",")[0], set()).add(f.read())
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-            same = len(certs) == 3 and len(set(certs.values())) == 1
-            rows.append({"query": title, "certificates_identical": same})
-            print(f"{title}: certificates identical: {same}", flush=True)
+            for depth, texts in certs.items():
+                rows.append({"query": title, "split": depth,
+                             "certificates_identical": len(texts) == 1})
+                print(f"{title}, {depth}: certificates identical: {len(texts) == 1}",
+                      flush=True)
     finally:
         cluster.close()
     print()
     print(f"2 cores (os.cpu_count() = {os.cpu_count()}), shared with other jobs; load "
           f"average at the end {os.getloadavg()}")
-    print("| query | run | answer | wall s | CPU s (tree) | units CPU s | units (split) | "
-          "cells |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| query | run | answer | wall s | CPU s (tree) | units CPU s | units | cells | "
+          "kernel s | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "run" in r:
             print(f"| {r['query']} | {r['run']} | {r['answer']} | {r['wall_s']} | "
-                  f"{r['cpu_s']} | {r['units_cpu_s']} | {r['units']} ({r['units_split']}) | "
-                  f"{r['cells']} |")
+                  f"{r['cpu_s']} | {r['units_cpu_s']} | {r['units']} | {r['cells']} | "
+                  f"{r['kernel_check_s']} | {r['load']} |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -146,9 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--split-depth", type=int, default=0, metavar="K",
                        help="split the input set K levels deep before solving: 2^K first "
                        "work units per case (default 0)")
-        p.add_argument("--unit-cells", type=int, default=200, metavar="N",
+        p.add_argument("--unit-cells", type=int, metavar="N",
                        help="a work unit needing more than N cells is split in two (input "
-                       "bisection) and its halves solved as units (default 200)")
+                       "bisection) and its halves solved as units (default: never)")
 
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
                        description="Prove that the Transformer (compiled from NET, or given "

@@ -50,9 +50,12 @@ from ..kernel.rational import ZERO, Q, q_str
 DEFAULT_SPLIT_DEPTH = 0
 """Levels of input splits made before any unit is solved (0: the first unit is the whole
 input set; an easy query stays one unit)."""
-DEFAULT_UNIT_CELLS = 200
+DEFAULT_UNIT_CELLS = None
 """Cells a unit may build before it is split in two instead (the same for every number of
-workers, so the splits are too)."""
+workers, so the splits are too); None: never (the split depth alone makes the units).  Not on
+by default: the tree builders cannot hand back the cells they certified before the budget ran
+out, so a unit over budget is work thrown away, and bisecting the input duplicates the cells
+that hyperplanes crossing both halves need (measured in benchmarks/parallel.py)."""
 
 
 # ----------------------------------------------------------------------- the input splits
@@ -407,7 +410,7 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
             level = [h for c in level if split(c, case.inputs) for h in (c.ge, c.lt)] + \
                     [c for c in level if c.cut is None]
         todo += level
-    budget = max(1, min(unit_cells, max_leaves))
+    budget = max_leaves if unit_cells is None else max(1, min(unit_cells, max_leaves))
     over = f"more than {budget} cells"
     stats: dict = {"units": 0, "split_depth": depth, "unit_cells": budget}
     reasons: dict = {}
@@ -614,7 +617,7 @@ class workers_of:
         if not 0 <= args.split_depth <= 12:
             raise UsageError(f"--split-depth: expected 0 to 12 levels (2^K units), got "
                              f"{args.split_depth}")
-        if args.unit_cells < 1:
+        if args.unit_cells is not None and args.unit_cells < 1:
             raise UsageError(f"--unit-cells: expected a positive number, got {args.unit_cells}")
         if args.scheduler is not None and args.workers is not None:
             raise UsageError("--workers and --scheduler: give one (the cluster has its own "
