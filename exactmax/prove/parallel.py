@@ -231,10 +231,11 @@ def _relaxed(kind: str, models, p, case: Case, limits):
     return build_relaxed_tree(p, case, limits, centre)
 
 
-def solve_unit(text: str) -> str:
+def solve_unit(text: str, progress=None) -> str:
     """A work unit's answer, as JSON text: {"tree": T, "stats": ...} (T as in a property
     certificate), {"violated": x} (a point z3 found where a forbidden conjunction holds on the
-    cell; exact, to be re-evaluated by the kernel) or {"unknown": reason}."""
+    cell; exact, to be re-evaluated by the kernel) or {"unknown": reason}.  ``progress``: the
+    tree builders' progress callback (cells so far), for a unit solved in this process."""
     from ..io.property_certificate import _tree
     from .certify import Limits, NoCertificate
     from .property import Violated, build_case_tree
@@ -252,7 +253,7 @@ def solve_unit(text: str) -> str:
             if time.monotonic() > deadline:
                 return json.dumps({"unknown": "time limit reached before the unit started"})
             with interruption.time_limit(deadline):
-                limits = Limits(deadline, u["max_leaves"])
+                limits = Limits(deadline, u["max_leaves"], progress)
                 built = _relaxed(u["kind"], models, p, case, limits) \
                     if u.get("relaxed", True) else None
                 tree, stats = built or build_case_tree(p, case, box, limits)
@@ -418,10 +419,20 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
     cells, done, unit_time, unit_cpu = 0, 0, 0.0, 0.0
     start = last = time.monotonic()
 
+    def inline_progress(leaves):
+        print(f"exactmax: {cells + leaves} cells certified, {time.monotonic() - start:.0f} s",
+              file=sys.stderr, flush=True)
+
+    if not progress_shown:
+        inline_progress = None   # noqa: F811
+
     def submit(cell, ex=executor):
         n = cell.case
         text = unit_text(kind, models_json, cases[n], cell, boxes[n], wall, budget, relaxed)
-        futures[ex.submit(solve_unit, text)] = cell
+        if isinstance(ex, InlineExecutor):   # here: the builder's own progress lines
+            futures[ex.submit(solve_unit, text, inline_progress)] = cell
+        else:
+            futures[ex.submit(solve_unit, text)] = cell
         stats["units"] += 1
 
     # a single first unit runs here: an easy query never waits for a pool to start (the
