@@ -147,6 +147,10 @@ def test_usage_errors_are_one_line(files):
         assert r.returncode == 2, (flags, r.stdout, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("exactmax: error: "), lines
+    net = files / "net.json"       # plain equality runs in this process: the options are refused
+    for flags in (["--workers", "2"], ["--split-depth", "1"], ["--scheduler", "tcp://h:1"]):
+        r = run("equiv", net, net, *flags)
+        assert r.returncode == 2 and "go with --epsilon or --top1" in r.stderr, (flags, r.stderr)
     if parallel_dask_installed():
         assert "cannot reach a Dask scheduler at tcp://127.0.0.1:9" in run(
             "check", files / "net.json", files / "unsat.vnnlib", "--scheduler",

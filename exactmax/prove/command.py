@@ -254,6 +254,10 @@ def run_equiv(args) -> int:
         return run_tolerance(args, a, b, (args.a, args.b), started)
     if getattr(args, "norm", None) is not None:
         raise UsageError("--norm goes with --epsilon")
+    if (getattr(args, "workers", None) is not None or getattr(args, "scheduler", None)
+            or getattr(args, "split_depth", 0) or getattr(args, "unit_cells", None) is not None):
+        raise UsageError("--workers, --scheduler, --split-depth and --unit-cells go with "
+                         "--epsilon or --top1 (equality is decided in this process)")
     return _verify_models(args, a, b, (args.a, args.b), started)
 
 
