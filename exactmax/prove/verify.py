@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from .. import interruption
 from ..kernel.certificate import Tree, check_equal_on_domain
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
@@ -114,8 +115,13 @@ def _verify_pair(a, b, domain: Domain, options: VerifyOptions, deadline: float,
     if left <= 0:
         stats["pair_failed"] = "no time left"
         return None
-    ans = decide_tolerance(a, b, domain, Q(0), timeout_s=left, max_leaves=options.max_leaves,
-                           run_search=False, progress=options.progress)
+    try:
+        ans = decide_tolerance(a, b, domain, Q(0), timeout_s=left,
+                               max_leaves=options.max_leaves, run_search=False,
+                               progress=options.progress)
+    except interruption.TimeLimit:    # the command's limit, reached inside the pair route:
+        stats["pair_failed"] = "the time limit was reached"  # answer with what is known
+        return None
     s = {"strategy": "pair", **{k: v for k, v in ans.stats.items()
                                 if k in ("leaves", "splits", "leaves_checked",
                                          "kernel_check_s", "program_nodes")}}
