@@ -184,9 +184,9 @@ def export_command(args) -> int:
     net, prop, trees, hashes = read_property_certificate(
         Cursor(args.cert, "", read_json_file(args.cert)))
     if any(_has_relaxed(tree) for tree in trees):
-        raise InputError(args.cert, "cases", "a certificate without relaxed leaves, which "
-                         "proofs/Property.v does not know (make one with exactmax check "
-                         "--no-relax; exactmax check-cert checks this one)")
+        raise InputError(args.cert, "cases", "relaxed leaves, which proofs/Property.v does "
+                         "not know: make a certificate without them with exactmax check "
+                         "--no-relax (exactmax check-cert checks this one)")
     text = export_coq_property(net, prop, trees, hashes, module)
     check = args.check or args.existing
     lib = None
