@@ -420,3 +420,37 @@ def test_the_limit_stops_a_step_that_never_checks_it(tmp_path, capsys, monkeypat
     s2 = z3.Solver()
     s2.add(x > 1)
     assert s2.check() == z3.sat
+
+
+# ------------------------------------------- found by the long run of 2026-12-04 (104,004 cases)
+
+def test_an_exponent_of_thousands_of_digits_is_an_input_error_not_a_crash():
+    """``1e999...9`` (17,589 digits) went through int() and hit Python's 4,300-digit limit
+    (exit 70); leading zeros alone do not make an exponent large."""
+    from exactmax.io.numbers import NumberSyntaxError, parse_rational
+    with pytest.raises(NumberSyntaxError, match="17589 digits, beyond"):
+        parse_rational("1e" + "9" * 17589)
+    with pytest.raises(NumberSyntaxError, match="beyond"):
+        parse_rational("-2.5E-" + "1" * 5000)
+    assert parse_rational("1e" + "0" * 20000 + "3") == 1000
+
+
+def test_numbers_beyond_floats_make_the_float_guided_routes_unknown_not_crash(tmp_path, capsys):
+    """A weight of 10^400 (beyond float64) reached ``float()`` in the float-guided engine of
+    equiv's pair route and of --epsilon (exit 70); now that route answers unknown with the
+    reason, and equiv goes on to the exact route."""
+    from exactmax.io.models import load_model
+    from exactmax.kernel.rational import Q
+    from exactmax.prove.floatlp import BEYOND_FLOATS
+    from exactmax.prove.tolerance import decide_tolerance
+    net = json.load(open(os.path.join(os.path.dirname(__file__), "..", "examples",
+                                      "tent.json")))
+    net["layers"][0]["units"][0]["pieces"][0]["b"] = str(10 ** 400)
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(net))
+    a = load_model(str(path))
+    ans = decide_tolerance(a, a, a.domain, Q(0), timeout_s=20)
+    assert ans.verdict == "unknown" and ans.reason == BEYOND_FLOATS
+    code = main(["equiv", str(path), str(path), "--epsilon", "0", "--json", "--timeout", "20"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["reason"].endswith(BEYOND_FLOATS)

@@ -48,7 +48,13 @@ def parse_rational(text: str) -> Q:
     m = _DECIMAL.fullmatch(text)
     if m and (m.group(2) or m.group(3)):
         sign, whole, frac, exp = m.group(1), m.group(2), m.group(3) or "", m.group(4)
-        e = int(exp) if exp else 0
+        digits = (exp or "").lstrip("+-").lstrip("0")
+        if len(digits) > len(str(MAX_EXPONENT)):  # never int() of a 10^4-digit exponent
+            raise NumberSyntaxError(
+                f"the exponent of {quote(text)} has {len(digits)} digits, beyond "
+                f'+-{MAX_EXPONENT}; write the number as "p/q"'
+            )
+        e = (-1 if (exp or "").startswith("-") else 1) * int(digits or "0")
         if abs(e) > MAX_EXPONENT:
             raise NumberSyntaxError(
                 f'exponent {e} in "{text}" is beyond +-{MAX_EXPONENT}; write the number as "p/q"'

@@ -39,10 +39,13 @@ def pair_certificate_to_json(a, b, domain, epsilon: Q | None, tree, stats: dict)
         "version": VERSION,
         "exactmax_version": __version__,
         "claim": claim(epsilon),
-        "property": {"kind": "top1"} if epsilon is None else
-        {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
-        "models": {"a": {"sha256": content_hash(ja), "model": ja},
-                   "b": {"sha256": content_hash(jb), "model": jb}},
+        "property": {"kind": "top1"}
+        if epsilon is None
+        else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
+        "models": {
+            "a": {"sha256": content_hash(ja), "model": ja},
+            "b": {"sha256": content_hash(jb), "model": jb},
+        },
         "domain": {"sha256": content_hash(jd), "domain": jd},
         "tree": _tree(tree),
         "stats": stats,
@@ -52,6 +55,7 @@ def pair_certificate_to_json(a, b, domain, epsilon: Q | None, tree, stats: dict)
 def certificate_format(path: str) -> str | None:
     """The "format" of a JSON certificate file, read from its top level alone (the shallow
     pass of ``read_json_file``), so the file is parsed in full only by its own reader."""
+
     class _Format(Exception):
         pass
 
@@ -68,8 +72,10 @@ def certificate_format(path: str) -> str | None:
 def read_pair_certificate(root: Cursor):
     """(model a, model b, domain, epsilon or None, tree, {"a", "b", "domain": sha256}); the
     embedded hashes are recomputed and must match, and the claim must be the property's."""
-    f = root.fields(("format", "version", "claim", "property", "models", "domain", "tree"),
-                    ("stats", "exactmax_version", "meta"))
+    f = root.fields(
+        ("format", "version", "claim", "property", "models", "domain", "tree"),
+        ("stats", "exactmax_version", "meta"),
+    )
     f["format"].string((PAIR_CERTIFICATE,))
     if "exactmax_version" in f:
         f["exactmax_version"].string()

@@ -70,8 +70,11 @@ def _tree(t) -> dict:
             "relaxed": {
                 "choices": [_choice(*c) for c in t.choices],
                 "uppers": [
-                    {"lambda": [q_str(v) for v in u.lam], "beta": q_str(u.beta),
-                     "proofs": [_farkas(p) for p in u.proofs]}
+                    {
+                        "lambda": [q_str(v) for v in u.lam],
+                        "beta": q_str(u.beta),
+                        "proofs": [_farkas(p) for p in u.proofs],
+                    }
                     for u in t.uppers
                 ],
                 "proofs": [_farkas(p) for p in t.proofs],

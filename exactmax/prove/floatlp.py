@@ -171,3 +171,24 @@ def interior_point(rows, d: int):
         if not sum((a * xi for a, xi in zip(r.a, x) if a), r.c) > 0:
             return None
     return x
+
+
+BEYOND_FLOATS = ("a number of the problem is beyond the range of floats, which guide the "
+                 "search and the cells (no exact route was tried in its place)")
+
+
+def unknown_beyond_floats(answer):
+    """Decorator of a decide function whose answers are ``answer(verdict, ...)``: a number too
+    large for a float (``OverflowError`` in the float guidance) makes the answer unknown, with
+    that reason, never an internal error."""
+    import functools
+
+    def wrap(decide):
+        @functools.wraps(decide)
+        def run(*args, **kw):
+            try:
+                return decide(*args, **kw)
+            except OverflowError:
+                return answer("unknown", reason=BEYOND_FLOATS)
+        return run
+    return wrap

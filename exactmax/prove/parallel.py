@@ -42,6 +42,9 @@ import threading
 import time
 
 from .. import interruption
+from .floatlp import unknown_beyond_floats
+from .property import Answer as _PropertyAnswer
+from .tolerance import Answer as _ToleranceAnswer
 from ..kernel.certificate import Row, Split, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case
@@ -495,6 +498,7 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
 
 # ----------------------------------------------------------------------- deciding
 
+@unknown_beyond_floats(_PropertyAnswer)
 def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: bool,
                           executor: cf.Executor, depth: int = DEFAULT_SPLIT_DEPTH,
                           unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False,
@@ -544,6 +548,7 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
     return Answer("unsat", trees=tuple(value), stats=stats)
 
 
+@unknown_beyond_floats(_ToleranceAnswer)
 def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int,
                            run_search: bool, executor: cf.Executor,
                            depth: int = DEFAULT_SPLIT_DEPTH,

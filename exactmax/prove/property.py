@@ -32,6 +32,7 @@ from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, Q, RatMatrix, ZERO
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
+from .floatlp import unknown_beyond_floats
 from .relaxation import build_relaxed_tree, layers_violate
 from .smt import from_z3
 
@@ -566,6 +567,7 @@ def _late(limits: Limits) -> str | None:
     return None
 
 
+@unknown_beyond_floats(Answer)
 def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
                     max_leaves: int = 20000, search: bool = True,
                     progress=None, relaxed: bool = True) -> Answer:

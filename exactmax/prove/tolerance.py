@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import interruption
+from .floatlp import unknown_beyond_floats
 from ..kernel.certificate import Choice, Empty, Split, TieProof, domain_rows
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
@@ -245,6 +246,7 @@ def polish(a, b, fp: FloatProgram, P, n: int, box: Box, found: Answer, deadline:
 
 # ----------------------------------------------------------------------- deciding
 
+@unknown_beyond_floats(Answer)
 def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
                      max_leaves: int = 20000, run_search: bool = True,
                      progress=None) -> Answer:
