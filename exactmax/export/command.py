@@ -47,10 +47,9 @@ def run_export_coq(args) -> int:
     vacuous answer, exit 5, whatever Coq says."""
     import os
     import re
-    from . import coqcheck, coqlib
+    from . import coqcheck
     from .coq import ExportUnsupported, export_coq
     from ..io.certificates import load_certificate
-    from ..io.models import write_bytes_atomic
     from ..kernel.errors import CheckFailed
     module = os.path.splitext(os.path.basename(args.output))[0]
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
@@ -90,23 +89,7 @@ def run_export_coq(args) -> int:
         about, facts = claim_about(a, b, dom, witness)
     except CheckFailed:
         about, facts = claim_about(a, b, dom)
-    lib = None
-    if check:
-        try:
-            lib = coqlib.locate(args.coq_lib)
-            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
-        except coqlib.LibraryError as e:
-            raise UsageError(f"--check: {e}") from None
-    if args.existing:
-        try:
-            with open(args.output, encoding="utf-8") as f:
-                written = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(args.output, "", f"cannot be read: {e}") from None
-    else:
-        write_bytes_atomic(args.output, text.encode())
-        with open(args.output, encoding="utf-8") as f:     # what is on disk is what is checked
-            written = f.read()
+    lib, written = coqcheck.library_and_file(args, text, check)
     out = {"output": args.output, "bytes": len(written), "checked": None, "sha256": hashes,
            "about": about}
     r = None

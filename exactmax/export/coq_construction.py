@@ -461,50 +461,10 @@ def _stream(words) -> list[int]:
 
 
 def check_binding(path: str, text: str, expected: str, inputs: str) -> int:
-    """The number of sentences compared; BindingMismatch names the first difference between
-    the file ``text`` and ``expected``, the export of ``inputs`` (the JSON files): sentence by
-    sentence (comments and layout aside), number by number (a packed array as the stream of
-    numbers it holds), then the sha256 lines of the opening comment."""
-    from fractions import Fraction
-
-    from .coqcheck import _HASH_LINE, BindingMismatch, _show, sentences
-    got, want = sentences(text), sentences(expected)
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g == w:
-            continue
-        if g[0] != w[0]:
-            raise BindingMismatch(f"{path}: sentence {i + 1} is {g[0]}, but the export of "
-                                  f"{inputs} has {w[0]} there")
-        where = f"{path}: {g[0]} ({_what(g[0])})"
-        gn = [t for t in g[1] if isinstance(t, Fraction)]
-        wn = [t for t in w[1] if isinstance(t, Fraction)]
-        unit = "number"
-        if "[|" in g[1] and "[|" in w[1] and gn and wn:      # a packed array: its stream
-            try:
-                gn, wn, unit = _stream(gn[:-1]), _stream(wn[:-1]), "number of the stream"
-            except (OverflowError, ValueError, TypeError):
-                pass
-        for k, (a, b) in enumerate(zip(gn, wn)):
-            if a != b:
-                raise BindingMismatch(f"{where}: {unit} {k} is {a}, but {inputs} gives {b}")
-        if len(gn) != len(wn):
-            raise BindingMismatch(f"{where}: {len(gn)} numbers, but {inputs} gives {len(wn)}")
-        for a, b in zip(g[1], w[1]):
-            if a != b:
-                raise BindingMismatch(f"{where}: {_show(a)!r} where the export of {inputs} "
-                                      f"has {_show(b)!r}")
-        raise BindingMismatch(f"{where}: {len(g[1])} tokens, but the export of {inputs} has "
-                              f"{len(w[1])}")
-    if len(got) != len(want):
-        extra = got[len(want)][0] if len(got) > len(want) else want[len(got)][0]
-        raise BindingMismatch(f"{path}: {len(got)} sentences, but the export of {inputs} has "
-                              f"{len(want)} (first unmatched: {extra})")
-    stated, bound = dict(_HASH_LINE.findall(text)), dict(_HASH_LINE.findall(expected))
-    for key, h in bound.items():
-        if stated.get(key) != h:
-            raise BindingMismatch(f"{path}: the opening comment gives {key} sha256 "
-                                  f"{stated.get(key, 'none')}, but {inputs} has {h}")
-    return len(got)
+    """``coqcheck.check_binding`` for a construction export: the sentences described by this
+    file's names, a packed array compared as the stream of numbers it holds."""
+    from .coqcheck import check_binding as check
+    return check(path, text, expected, inputs, what=_what, stream=_stream, verb="gives")
 
 
 # ------------------------------------------------------------------ command line

@@ -172,13 +172,12 @@ def export_command(args) -> int:
     compile it against the current library and check ``Print Assumptions net_property``
     against the allow-list.  Exit 0 when proved (or written), 1 when rejected."""
     from .. import jsonout
-    from ..exits import EXIT_OK, EXIT_REFUTED, UsageError
+    from ..exits import EXIT_OK, EXIT_REFUTED
     from ..io import InputError
     from ..io.jsonfile import Cursor, read_json_file
-    from ..io.models import write_bytes_atomic
     from ..io.property_certificate import read_property_certificate
     from ..progress import shown
-    from . import coqcheck, coqlib
+    from . import coqcheck
 
     module = os.path.splitext(os.path.basename(args.output))[0]
     net, prop, trees, hashes = read_property_certificate(
@@ -189,23 +188,7 @@ def export_command(args) -> int:
                          "--no-relax (exactmax check-cert checks this one)")
     text = export_coq_property(net, prop, trees, hashes, module)
     check = args.check or args.existing
-    lib = None
-    if check:
-        try:
-            lib = coqlib.locate(args.coq_lib)
-            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
-        except coqlib.LibraryError as e:
-            raise UsageError(f"--check: {e}") from None
-    if args.existing:
-        try:
-            with open(args.output, encoding="utf-8") as f:
-                written = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(args.output, "", f"cannot be read: {e}") from None
-    else:
-        write_bytes_atomic(args.output, text.encode())
-        with open(args.output, encoding="utf-8") as f:     # what is on disk is what is checked
-            written = f.read()
+    lib, written = coqcheck.library_and_file(args, text, check)
     about = {"kind": "property", "cases": len(prop.cases),
              "conjunctions": sum(len(c.outputs) for c in prop.cases),
              "input_dim": net.input_dim, "leaves": sum(_leaves(t) for t in trees)}

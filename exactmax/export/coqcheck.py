@@ -153,9 +153,15 @@ def _show(t) -> str:
     return t if len(t) <= 40 else t[:37] + "..."
 
 
-def check_binding(path: str, text: str, expected: str, cert: str) -> int:
+def check_binding(path: str, text: str, expected: str, cert: str, what=None, stream=None,
+                  verb: str = "has") -> int:
     """The number of sentences compared; BindingMismatch names the first difference between
-    the file ``text`` and ``expected``, the export of the certificate ``cert``."""
+    the file ``text`` and ``expected``, the export of ``cert`` (a certificate, or the JSON
+    inputs): sentence by sentence (comments and layout aside), number by number, then the
+    sha256 lines of the opening comment.  ``what(name)`` says what a sentence defines;
+    ``stream(numbers)``, when given, decodes a packed array into the numbers it holds, which
+    are then compared one by one."""
+    what = what or _what
     got, want = sentences(text), sentences(expected)
     for i, (g, w) in enumerate(zip(got, want)):
         if g == w:
@@ -163,14 +169,20 @@ def check_binding(path: str, text: str, expected: str, cert: str) -> int:
         if g[0] != w[0]:
             raise BindingMismatch(f"{path}: sentence {i + 1} is {g[0]}, but the export of "
                                   f"{cert} has {w[0]} there")
-        where = f"{path}: {g[0]} ({_what(g[0])})"
+        where = f"{path}: {g[0]} ({what(g[0])})"
         gn = [t for t in g[1] if isinstance(t, Fraction)]
         wn = [t for t in w[1] if isinstance(t, Fraction)]
+        unit = "number"
+        if stream is not None and "[|" in g[1] and "[|" in w[1] and gn and wn:
+            try:
+                gn, wn, unit = stream(gn[:-1]), stream(wn[:-1]), "number of the stream"
+            except (OverflowError, ValueError, TypeError):
+                pass
         for k, (a, b) in enumerate(zip(gn, wn)):
             if a != b:
-                raise BindingMismatch(f"{where}: number {k} is {a}, but {cert} has {b}")
+                raise BindingMismatch(f"{where}: {unit} {k} is {a}, but {cert} {verb} {b}")
         if len(gn) != len(wn):
-            raise BindingMismatch(f"{where}: {len(gn)} numbers, but {cert} has {len(wn)}")
+            raise BindingMismatch(f"{where}: {len(gn)} numbers, but {cert} {verb} {len(wn)}")
         for a, b in zip(g[1], w[1]):
             if a != b:
                 raise BindingMismatch(f"{where}: {_show(a)!r} where {cert} has {_show(b)!r}")
@@ -274,3 +286,31 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
     except AssumptionsRejected as e:
         return CoqResult(False, f"{path}: {e}", time.monotonic() - t0)
     return CoqResult(True, r.stderr.strip(), time.monotonic() - t0, tuple(axioms))
+
+
+def library_and_file(args, text: str, check: bool):
+    """(the Coq library to check against, or None without ``check``; the file's text as on
+    disk): the library located and made current (``coqlib``), then the exported ``text``
+    written atomically to ``args.output`` and read back, or (``--existing``) the file there
+    read as it is, so that what is checked is what is on disk."""
+    import sys
+
+    from ..exits import UsageError
+    from ..io import InputError
+    from ..io.models import write_bytes_atomic
+    from . import coqlib
+
+    lib = None
+    if check:
+        try:
+            lib = coqlib.locate(args.coq_lib)
+            coqlib.ready(lib, log=lambda m: print(f"exactmax: {m}", file=sys.stderr))
+        except coqlib.LibraryError as e:
+            raise UsageError(f"--check: {e}") from None
+    if not args.existing:
+        write_bytes_atomic(args.output, text.encode())
+    try:
+        with open(args.output, encoding="utf-8") as f:
+            return lib, f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(args.output, "", f"cannot be read: {e}") from None
