@@ -503,49 +503,19 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
                           executor: cf.Executor, depth: int = DEFAULT_SPLIT_DEPTH,
                           unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False,
                           relaxed: bool = True):
-    """``property.decide_property`` with the certificate built from work units: the same
-    search first, then ``split_case_trees`` for all cases at once, then the kernel's check.
+    """``property.decide_property`` with the trees built from work units
+    (``split_case_trees`` for all cases at once): the same search, answers and kernel check.
     ``relaxed`` False: no relaxed leaves (a certificate export-coq takes)."""
     from ..io.models import model_to_json
-    from ..kernel.errors import CheckFailed
-    from ..kernel.property import check_property
-    from .property import Answer, search_counterexample, violation
-    start = time.monotonic()
-    deadline = start + timeout_s
-    stats: dict = {}
-    boxes = list(prop.boxes or (None,) * len(prop.cases))
-    if search:
-        found, s = search_counterexample(net, prop.cases, boxes,
-                                         min(deadline, start + max(1.0, timeout_s / 4)))
-        stats["search"] = s
-        if found is not None:
-            x, n, j, y, margin = found
-            stats["found_by"] = "search"
-            return Answer("sat", x, y, (n, j), margin, stats=stats)
+    from .property import decide_property
 
-    def confirm(x):
-        cn, cj, y, margin = violation(net, prop.cases, x)
-        if cn is None:
-            return None
-        return Answer("sat", x, y, (cn, cj), margin, stats=stats | {"found_by": "certificate"})
+    def build(net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed):
+        return split_case_trees("maxout", [model_to_json(net)], list(prop.cases), list(boxes),
+                                net.input_dim, deadline, max_leaves, executor, depth,
+                                unit_cells, confirm, progress_shown, relaxed)
 
-    what, value, s = split_case_trees("maxout", [model_to_json(net)], list(prop.cases), boxes,
-                                      net.input_dim, deadline, max_leaves, executor, depth,
-                                      unit_cells, confirm, progress_shown, relaxed)
-    stats.update(s)
-    if what == "point":
-        value.stats = stats | {"found_by": "certificate"}
-        return value
-    if what == "unknown":
-        return Answer("unknown", reason=value, stats=stats)
-    try:
-        t0 = time.monotonic()
-        stats["leaves_checked"] = check_property(net, prop.cases, tuple(value))
-        stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
-    except CheckFailed as e:   # a producer bug: never trusted, reported
-        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
-                      stats=stats)
-    return Answer("unsat", trees=tuple(value), stats=stats)
+    return decide_property(net, prop, timeout_s, max_leaves, search, relaxed=relaxed,
+                           build=build)
 
 
 @unknown_beyond_floats(_ToleranceAnswer)
@@ -553,67 +523,18 @@ def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int
                            run_search: bool, executor: cf.Executor,
                            depth: int = DEFAULT_SPLIT_DEPTH,
                            unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False):
-    """``tolerance.decide_tolerance`` with the certificate built from work units."""
+    """``tolerance.decide_tolerance`` with the pair program's tree built from work units
+    (``split_case_trees``): the same search, answers and kernel check."""
     from ..io.models import model_to_json
-    from ..kernel.errors import CheckFailed
-    from ..kernel.pair import check_pair_property, pair_case
-    from ..kernel.program import Unsupported
-    from .certify import NoCertificate
-    from .tolerance import Answer, FloatProgram, polish, programs, refutes, restate, search
-    start = time.monotonic()
-    deadline = start + timeout_s
-    stats: dict = {}
-    try:
-        p, q = programs(a, b)
-    except NoCertificate as e:
-        return Answer("unknown", reason=str(e), stats=stats)
-    except Unsupported as e:
-        return Answer("unknown", reason=f"unsupported: {e}", stats=stats)
-    stats["program_nodes"] = len(p.nodes)
-    P = dom.as_polyhedron()
-    n_out = len(p.outputs) // 2
-    case = pair_case(P, n_out, epsilon)
-    box = dom if isinstance(dom, Box) else None
-    fp = FloatProgram(q) if box is not None else None
+    from .tolerance import decide_tolerance
 
-    def better(ans):
-        if epsilon is None or box is None:
-            return ans
-        return polish(a, b, fp, P, n_out, box, ans, min(deadline, time.monotonic() + 2.0))
+    def build(q, case, box, deadline, confirm, max_leaves, progress):
+        what, value, s = split_case_trees("pair", [model_to_json(a), model_to_json(b)], [case],
+                                          [box], case.inputs.dim, deadline, max_leaves,
+                                          executor, depth, unit_cells, confirm, progress_shown)
+        return what, (value[0] if what not in ("point", "unknown") else value), s
 
-    if run_search and box is not None:
-        found, s, best = search(a, b, fp, case, box, epsilon,
-                                min(deadline, start + max(1.0, timeout_s / 4)))
-        stats["search"] = s
-        if best[0] is not None:
-            stats["largest_gap_seen"] = best[0]
-        if found is not None:
-            found = better(found)
-            found.stats = stats | {"found_by": "search"}
-            return found
-
-    def confirm(x):
-        return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
-
-    what, value, s = split_case_trees("pair", [model_to_json(a), model_to_json(b)], [case],
-                                      [box], P.dim, deadline, max_leaves, executor, depth,
-                                      unit_cells, confirm, progress_shown)
-    stats.update(s)
-    if what == "point":
-        found = better(value)
-        found.stats = stats | {"found_by": "certificate"}
-        return found
-    if what == "unknown":
-        return Answer("unknown", reason=value, stats=stats)
-    tree = restate(p, value[0], len(domain_rows(P)))
-    try:
-        t0 = time.monotonic()
-        stats["leaves_checked"] = check_pair_property(a, b, dom, epsilon, tree)
-        stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
-    except CheckFailed as e:   # a producer bug: never trusted, reported
-        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
-                      stats=stats)
-    return Answer("proved", tree=tree, stats=stats)
+    return decide_tolerance(a, b, dom, epsilon, timeout_s, max_leaves, run_search, build=build)
 
 
 def default_workers() -> int:

@@ -570,8 +570,11 @@ def _late(limits: Limits) -> str | None:
 @unknown_beyond_floats(Answer)
 def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
                     max_leaves: int = 20000, search: bool = True,
-                    progress=None, relaxed: bool = True) -> Answer:
-    """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``)."""
+                    progress=None, relaxed: bool = True, build=None) -> Answer:
+    """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``): the search,
+    then the trees of every case, then the kernel's check.  ``build`` makes the trees
+    (default ``build_trees``, in this process; ``parallel`` passes one that uses work units)
+    with the same arguments and answers."""
     start = time.monotonic()
     deadline = start + timeout_s
     stats: dict = {}
@@ -584,8 +587,36 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
             x, n, j, y, margin = found
             stats["found_by"] = "search"
             return Answer("sat", x, y, (n, j), margin, stats=stats)
+
+    def confirm(x):
+        cn, cj, y, margin = violation(net, prop.cases, x)
+        return None if cn is None else Answer("sat", x, y, (cn, cj), margin)
+
+    what, value, s = (build or build_trees)(net, prop, boxes, deadline, confirm, max_leaves,
+                                            progress, relaxed)
+    stats.update(s)
+    if what == "point":
+        value.stats = stats | {"found_by": "certificate"}
+        return value
+    if what == "unknown":
+        return Answer("unknown", reason=value, stats=stats)
+    try:
+        t0 = time.monotonic()
+        stats["leaves_checked"] = check_property(net, prop.cases, tuple(value))
+        stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
+    except CheckFailed as e:   # a producer bug: never trusted, reported
+        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
+                      stats=stats)
+    return Answer("unsat", trees=tuple(value), stats=stats)
+
+
+def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed):
+    """("trees", one tree per case, stats), ("point", confirm's answer, stats) when a cell
+    reaches a forbidden output at a point the kernel confirms, or ("unknown", reason, stats):
+    in this process, each case by ``build_relaxed_tree`` (if ``relaxed``), else by
+    ``build_case_tree``."""
     p = program_of_maxout(net)
-    trees, leaves = [], 0
+    trees, stats = [], {"leaves": 0, "splits": 0, "proofs": {}}
     fnet = _FloatNet(net)
 
     def centre(case):
@@ -603,26 +634,16 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
             built = build_relaxed_tree(p, case, limits, centre(case)) if relaxed else None
             tree, s = built or build_case_tree(p, case, box, limits)
         except Violated as e:
-            cn, cj, y, margin = violation(net, prop.cases, e.x)
-            if cn is not None:
-                stats["found_by"] = "certificate"
-                return Answer("sat", e.x, y, (cn, cj), margin, stats=stats)
-            return Answer("unknown", reason="a cell reaches a forbidden output, but the point "
-                          "z3 gave was not confirmed by the kernel", stats=stats)
+            found = confirm(e.x)
+            if found is not None:
+                return "point", found, stats
+            return "unknown", ("a cell reaches a forbidden output, but the point z3 gave was "
+                               "not confirmed by the kernel"), stats
         except NoCertificate as e:
-            return Answer("unknown", reason=f"case {n}: {e}", stats=stats)
+            return "unknown", f"case {n}: {e}", stats
         trees.append(tree)
-        leaves += s["leaves"]
-        stats["splits"] = stats.get("splits", 0) + s["splits"]
-        how = stats.setdefault("proofs", {})   # how the Max choices were proved
-        for k, v in s["proofs"].items():
-            how[k] = how.get(k, 0) + v
-    try:
-        t0 = time.monotonic()
-        stats["leaves_checked"] = check_property(net, prop.cases, tuple(trees))
-        stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
-    except CheckFailed as e:   # a producer bug: never trusted, reported
-        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
-                      stats=stats)
-    stats["leaves"] = leaves
-    return Answer("unsat", trees=tuple(trees), stats=stats)
+        stats["leaves"] += s["leaves"]
+        stats["splits"] += s["splits"]
+        for k, v in s["proofs"].items():   # how the Max choices were proved
+            stats["proofs"][k] = stats["proofs"].get(k, 0) + v
+    return "trees", trees, stats

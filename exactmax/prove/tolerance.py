@@ -249,9 +249,11 @@ def polish(a, b, fp: FloatProgram, P, n: int, box: Box, found: Answer, deadline:
 @unknown_beyond_floats(Answer)
 def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
                      max_leaves: int = 20000, run_search: bool = True,
-                     progress=None) -> Answer:
+                     progress=None, build=None) -> Answer:
     """proved (a tree the kernel accepted) / refuted (an exact point, re-evaluated) / unknown
-    for |A - B|_inf <= epsilon on dom, or (epsilon None) the same arg max sets."""
+    for |A - B|_inf <= epsilon on dom, or (epsilon None) the same arg max sets.  ``build``
+    makes the pair program's tree (default ``build_tree``, in this process; ``parallel``
+    passes one that uses work units) with the same arguments and answers."""
     start = time.monotonic()
     deadline = start + timeout_s
     stats: dict = {}
@@ -279,19 +281,17 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
             found = better(found)
             found.stats = stats | {"found_by": "search"}
             return found
-    try:
-        tree, s = build_case_tree(q, case, box, Limits(deadline, max_leaves, progress))
-    except Violated as e:
-        found = refutes(a, b, e.x, epsilon) if P.contains(tuple(e.x)) else None
-        if found is not None:
-            found = better(found)
-            found.stats = stats | {"found_by": "certificate"}
-            return found
-        return Answer("unknown", reason="a cell reaches a forbidden output, but the point z3 "
-                      "gave was not confirmed by the kernel", stats=stats)
-    except NoCertificate as e:
-        return Answer("unknown", reason=str(e), stats=stats)
-    stats.update(leaves=s["leaves"], splits=s["splits"])
+    def confirm(x):
+        return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
+
+    what, tree, s = (build or build_tree)(q, case, box, deadline, confirm, max_leaves, progress)
+    stats.update(s)
+    if what == "point":
+        found = better(tree)
+        found.stats = stats | {"found_by": "certificate"}
+        return found
+    if what == "unknown":
+        return Answer("unknown", reason=tree, stats=stats)
     tree = restate(p, tree, len(domain_rows(P)))
     try:
         t0 = time.monotonic()
@@ -301,3 +301,20 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
         return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
                       stats=stats)
     return Answer("proved", tree=tree, stats=stats)
+
+
+def build_tree(q, case, box, deadline, confirm, max_leaves, progress):
+    """("tree", the tree of the pair program q, stats), ("point", confirm's answer, stats)
+    when a cell reaches a forbidden output at a point confirm accepts, or ("unknown", reason,
+    stats): ``build_case_tree`` in this process."""
+    try:
+        tree, s = build_case_tree(q, case, box, Limits(deadline, max_leaves, progress))
+    except Violated as e:
+        found = confirm(e.x)
+        if found is not None:
+            return "point", found, {}
+        return "unknown", ("a cell reaches a forbidden output, but the point z3 gave was not "
+                           "confirmed by the kernel"), {}
+    except NoCertificate as e:
+        return "unknown", str(e), {}
+    return "tree", tree, {"leaves": s["leaves"], "splits": s["splits"]}
