@@ -41,7 +41,8 @@ from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
 from ..vectorized.scaled import TransformerEvaluator
-from .ties import evaluate_nodes, local_forms, project_to_tie, tie_gap, ties_of
+from ..vectorized.program import evaluate_nodes
+from .ties import local_forms, project_to_tie, tie_gap, ties_of
 from .vertices import centroid, simplest_between, vertices
 
 

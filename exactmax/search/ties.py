@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ..kernel.program import Hardmax, Lin, Max, Program
 from ..kernel.rational import Q, ZERO, rational
+from ..vectorized.program import evaluate_nodes
 
 Form = list  # [g_0, ..., g_{d-1}, c]: the affine form g . x + c
 
@@ -40,26 +41,6 @@ class Tie:
     node: int
     a: int   # program node of the first argument / score
     b: int   # program node of the second argument / score
-
-
-def evaluate_nodes(p: Program, x) -> list[Q]:
-    """The exact value of every node of p at x (hardmax ties averaged)."""
-    val: list[Q] = []
-    for node in p.nodes:
-        if isinstance(node, Lin):
-            v = node.c
-            for i, a in node.x:
-                v += a * x[i]
-            for j, a in node.terms:
-                v += a * val[j]
-        elif isinstance(node, Max):
-            v = max(val[j] for j in node.args)
-        else:
-            top = max(val[s] for s, _ in node.pairs)
-            win = [val[v_] for s, v_ in node.pairs if val[s] == top]
-            v = sum(win, ZERO) / len(win)
-        val.append(v)
-    return val
 
 
 def local_forms(p: Program, x) -> tuple[list[Q], list[Form]]:

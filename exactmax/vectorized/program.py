@@ -12,9 +12,9 @@ from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import ZERO, Q, rational
 
 
-def evaluate_program(p: Program, x) -> tuple[Q, ...]:
-    """The outputs of p at x, exactly: Lin nodes their affine form, Max nodes the max of
-    their arguments, Hardmax nodes the mean of the values whose score is maximal."""
+def evaluate_nodes(p: Program, x) -> list[Q]:
+    """The exact value of every node of p at x: Lin nodes their affine form, Max nodes the
+    max of their arguments, Hardmax nodes the mean of the values whose score is maximal."""
     x = [rational(v) for v in x]
     val: list[Q] = []
     for node in p.nodes:
@@ -31,4 +31,10 @@ def evaluate_program(p: Program, x) -> tuple[Q, ...]:
             win = [val[v_] for s, v_ in node.pairs if val[s] == top]
             v = sum(win, ZERO) / len(win)
         val.append(v)
+    return val
+
+
+def evaluate_program(p: Program, x) -> tuple[Q, ...]:
+    """The outputs of p at x, exactly."""
+    val = evaluate_nodes(p, x)
     return tuple(val[o] for o in p.outputs)
