@@ -1,15 +1,13 @@
-"""The certificate checker: two programs agree on a polyhedron (certificates.md).
+"""Split-tree certificates: two programs agree on a polyhedron P (certificates.md).
 
-Rows are constraints a . x + c >= 0 (> 0 when strict): first the domain's, b_i - A_i x >= 0 in
-order, then one per split on the way down, so a row keeps its index in the subtree below.
-
-- ``Split`` on h = a . x + c: h >= 0 goes to ``ge``, h < 0 (-h > 0, strict) to ``lt``; the
-  leaves partition the domain.  Its choices are in force on every cell below, each checked on
-  the first cell of the path where the maps its node reads are known (``walk``: rows are only
-  added going down, so what is proved on a cell holds on every cell below it).
-- ``Empty``: Farkas multipliers for 0 > 0 on the cell.
-- ``Leaf``: for Max and Hardmax nodes of either program, the argument selected on the cell with
-  Farkas proofs; both programs are then affine on the cell, and their outputs must agree.
+Rows are constraints a . x + c >= 0 (> 0 if strict): P's rows b_i - A_i x >= 0 in order, then
+one per split on the way down, so a row keeps its index in the subtree below.  A ``Split`` on
+h = a . x + c sends h >= 0 to ``ge`` and -h > 0 to ``lt``, so the leaves partition P.  An
+``Empty`` leaf has Farkas multipliers for 0 > 0.  Choices (of a Max node's argument, of a
+Hardmax node's key) stated at a split or leaf hold on every cell below; each is checked on the
+first cell of the path where the maps its node reads are known (rows only grow going down, so
+what holds on a cell holds below it).  At a ``Leaf`` both programs are affine on the cell, and
+their outputs must agree.
 
 Farkas rule (``check_entails``): y_i > 0 on rows i with e - sum y_i row_i = r constant; then
 e >= r on the cell, so e >= 0 if r >= 0, and e > 0 if r > 0 or a strict row has y_i > 0.
@@ -33,8 +31,6 @@ Affine = tuple[tuple[Q, ...], Q]
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """a . x + c >= 0, or > 0 if strict."""
-
     a: tuple[Q, ...]
     c: Q
     strict: bool = False
@@ -50,9 +46,8 @@ class TieProof:
 @dataclass(frozen=True, slots=True)
 class Choice:
     """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node
-    (proofs[j]: s_k - s_j > 0, or a TieProof).  Every j is checked, k included, as in Coq's
-    ``Checker.max_ok`` / ``sel_ok``; None means "the two maps are equal" and is refused where
-    they differ."""
+    (proofs[j]: s_k - s_j > 0, or a TieProof), for every j, k included (as Coq's
+    ``Checker.max_ok``); None: "the two maps are equal", refused where they differ."""
 
     k: int
     proofs: tuple[Farkas | TieProof | None, ...]
@@ -63,12 +58,8 @@ Choices = tuple[tuple[int, int, Choice], ...]  # (program 0 or 1, node index, ch
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
-    """Choices that fix Max and Hardmax nodes on the cell; a node without one is unknown, which
-    is no failure by itself (see ``outputs_agree``).  ``same_max`` only records that the
-    producer used the same-max rule."""
-
     choices: Choices = ()
-    same_max: bool = False
+    same_max: bool = False  # only records that the producer used the same-max rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +80,7 @@ Tree = Split | Leaf | Empty
 
 
 def domain_rows(P: Polyhedron) -> list[Row]:
-    """b_i - A_i x >= 0 for every row of the domain, in order, after checking the shape (one
-    entry of b per row, every row of length P.dim): nothing is truncated."""
+    """b_i - A_i x >= 0 for every row of P, in order (one b and P.dim entries per row)."""
     if len(P.A) != len(P.b) or any(len(a) != P.dim for a in P.A):
         raise CheckFailed(f"the domain's rows do not all have {P.dim} entries, one b each")
     return [Row(tuple(-v for v in a), c) for a, c in zip(P.A, P.b)]
@@ -113,23 +103,17 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
     if any(a):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
     if r < 0 or (strict and r == 0 and not used_strict):
-        raise CheckFailed(
-            f"{where}: the combination gives {r}, which does not show {'> 0' if strict else '>= 0'}"
-        )
+        raise CheckFailed(f"{where}: the combination gives {r}, not {'> 0' if strict else '>= 0'}")
 
 
 def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, where: str = "root"):
-    """(leaf, rows of its cell, choices, maps, where) for every leaf of the split tree over P,
-    depth first (ge before lt).  choices[s] maps a node of program s to the choice in force:
-    stated at the leaf or at a split above (a restatement below replaces it).  maps[s][i] is
-    the affine map of node i of program s on the cell, or None while unknown: ``extend`` fills
-    it in on the first cell of the path where the node's choice is in force and the maps it
-    reads are known, after checking the choice on that cell.  Rows are only added going down,
-    so a map proved on a cell holds on every cell below it; a node whose choice is stated
-    again is computed afresh from there, with every later node.  An Empty leaf's proof of
-    0 > 0 is checked here; a split with a = 0 is refused unless ``zero_split``."""
-    n, by_level = len(programs), [levels(p, need) for p, need in zip(programs, needs)]
-    memos: list[dict] = [{} for _ in programs]
+    """(leaf, rows of its cell, choices, maps, where) for every leaf of the tree over P, depth
+    first (ge before lt).  choices[s] maps a node of program s to the choice in force (a
+    restatement below replaces it); maps[s][i] is node i's affine map on the cell, or None
+    while unknown, filled in by ``extend`` for the nodes of needs[s].  A node whose choice is
+    restated is computed afresh from there, with every later node.  Empty leaves are checked
+    here; a split with a = 0 is refused unless ``zero_split``."""
+    by_level = [levels(p, need) for p, need in zip(programs, needs)]
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
     stack: list[tuple] = [(tree, domain_rows(P), [{} for _ in programs], maps, where)]
     while stack:
@@ -140,14 +124,13 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
             continue
         choices, vals = [dict(c) for c in choices], [list(v) for v in vals]
         for side, index, ch in getattr(node, "choices", ()):
-            if not (isinstance(side, int) and 0 <= side < n):
-                known = " and ".join(map(str, range(n)))
-                raise CheckFailed(f"{where}: program {side} does not exist (only program {known})")
+            if not (isinstance(side, int) and 0 <= side < len(programs)):
+                raise CheckFailed(f"{where}: program {side} does not exist")
             choices[side][index] = ch
             if 0 <= index < len(vals[side]) and vals[side][index] is not None:
                 vals[side][index:] = [None] * (len(vals[side]) - index)
-        for p, lv, c, v, memo in zip(programs, by_level, choices, vals, memos):
-            extend(p, lv, c, v, rows, where, memo)
+        for p, lv, c, v in zip(programs, by_level, choices, vals):
+            extend(p, lv, c, v, rows, where)
         if not isinstance(node, Split):
             yield node, rows, choices, vals, where
             continue
@@ -159,9 +142,8 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
 
 
 def levels(p: Program, need) -> list[list]:
-    """The nodes of ``need`` by level, ascending, each with the nodes it reads: a node's level
-    is one more than the highest level of the nodes it reads (0 if it reads none), so a level
-    reads only the levels below."""
+    """The nodes of ``need`` with the nodes each reads, by level: a node's level is one more
+    than the highest level it reads (0 if none), so a level reads only the levels below."""
     depth: list[int] = []
     for node in p.nodes:
         depth.append(1 + max((depth[j] for j in _reads(node)), default=-1))
@@ -171,32 +153,25 @@ def levels(p: Program, need) -> list[list]:
     return out
 
 
-def extend(
-    p: Program, levels, choices: dict, vals: list, rows: list[Row], where: str, memo
-) -> None:
-    """Fill in ``vals`` on the cell ``rows``, level by level (``levels``): the Lin nodes whose
-    reads are known (at once, ``lin_affines``), then the Max and Hardmax nodes whose reads are
-    known and whose choice is in force, after checking that choice on the cell."""
+def extend(p: Program, levels, choices: dict, vals: list, rows: list[Row], where: str) -> None:
+    """Fill in ``vals`` on the cell level by level: the Lin nodes whose reads are known (at
+    once, ``lin_maps``), then the others whose reads are known and whose choice in force holds
+    on the cell (checked by ``_chosen``)."""
     for level in levels:
         ready = [i for i, r in level if vals[i] is None and None not in [vals[j] for j in r]]
         lins = [i for i in ready if isinstance(p.nodes[i], Lin)]
-        if lins:
-            maps = lin_affines([p.nodes[i] for i in lins], vals, p.dim, memo, tuple(lins))
-            for i, v in zip(lins, maps):
-                vals[i] = v
+        for i, v in zip(lins, lin_maps([p.nodes[i] for i in lins], vals, p.dim)):
+            vals[i] = v
         for i in ready:
             if i in choices and not isinstance(p.nodes[i], Lin):
                 vals[i] = _chosen(p.nodes[i], choices[i], vals, rows, f"{where}, node {i}")
 
 
 def check_known(p: Program, need, vals: list, where: str) -> None:
-    """Every node of ``need`` has its map on the cell (the first unknown one is a Max or
-    Hardmax node whose reads are known: it has no choice in force)."""
-    i = next((i for i in need if vals[i] is None), None)
-    if i is not None:
-        raise CheckFailed(
-            f"{where}, node {i}: no valid choice for this {type(p.nodes[i]).__name__} node"
-        )
+    """Every node of ``need`` has its map on the cell."""
+    for i in (i for i in need if vals[i] is None):
+        kind = type(p.nodes[i]).__name__
+        raise CheckFailed(f"{where}, node {i}: no valid choice for this {kind} node")
 
 
 def _sub(u: Affine, v: Affine) -> Affine:
@@ -204,27 +179,23 @@ def _sub(u: Affine, v: Affine) -> Affine:
 
 
 def _reads(node) -> list[int]:
-    """The earlier nodes a node reads."""
     if isinstance(node, Lin):
         return [j for j, _ in node.terms]
     return list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
 
 
-def lin_affines(nodes: list, vals: list, d: int, memo: dict, key=None) -> list[Affine]:
-    """The affine maps of Lin nodes none of which reads another, given the maps (m_j, e_j) of
-    the nodes they read: each node's input coefficients and constant plus sum_j c_j (m_j, e_j),
-    all the sums one exact product C V of the weights C and the matrix V of rows (m_j, e_j).
-    ``memo[key]`` keeps (the nodes read, C) for the next cell with the same nodes."""
-    if key not in memo:
-        read = sorted({j for n in nodes for j, _ in n.terms})
-        col, C = {j: t for t, j in enumerate(read)}, [[ZERO] * len(read) for _ in nodes]
-        for row, n in zip(C, nodes):
-            for j, w in n.terms:
-                row[col[j]] += w
-        memo[key] = read, RatMatrix(len(nodes), len(read), [w for row in C for w in row])
-    read, C = memo[key]
+def lin_maps(nodes: list[Lin], vals: list, d: int) -> list[Affine]:
+    """The maps of Lin nodes none of which reads another, from the maps (m_j, e_j) of the nodes
+    they read: x-coefficients and constant plus sum_j c_j (m_j, e_j), all the sums one exact
+    product C V (C the weights c_j, V the rows (m_j, e_j))."""
+    read = sorted({j for n in nodes for j, _ in n.terms})
+    col = {j: t for t, j in enumerate(read)}
+    C = [ZERO] * (len(nodes) * len(read))
+    for m, n in enumerate(nodes):
+        for j, w in n.terms:
+            C[m * len(read) + col[j]] += w
     V = [v for j in read for v in (*vals[j][0], vals[j][1])]
-    S = (C * RatMatrix(len(read), d + 1, V)).entries()
+    S = (RatMatrix(len(nodes), len(read), C) * RatMatrix(len(read), d + 1, V)).entries()
     out = []
     for m, n in enumerate(nodes):
         a = list(S[m * (d + 1) : (m + 1) * (d + 1)])
@@ -235,7 +206,7 @@ def lin_affines(nodes: list, vals: list, d: int, memo: dict, key=None) -> list[A
 
 
 def cone(p: Program, roots) -> set[int]:
-    """The nodes that the nodes ``roots`` depend on (themselves included)."""
+    """The nodes that the nodes ``roots`` depend on, themselves included."""
     seen, todo = set(), list(roots)
     while todo:
         i = todo.pop()
@@ -246,8 +217,8 @@ def cone(p: Program, roots) -> set[int]:
 
 
 def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row], at: str) -> Affine:
-    """The map of the argument (the value of the key) that ``ch`` selects, after checking every
-    one of its proofs (j = k included, as in the Coq checker)."""
+    """The map of the argument (the value of the key) ``ch`` selects, after checking every one
+    of its proofs."""
     args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
     if ch is None or not 0 <= ch.k < len(args) or len(ch.proofs) != len(args):
         raise CheckFailed(f"{at}: no valid choice for this {type(node).__name__} node")
@@ -258,19 +229,17 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
             if pr is None:
                 if ak != vals[args[j]]:
                     raise CheckFailed(f"{what}: no proof, and the two maps differ")
-            elif isinstance(pr, tuple):
-                check_entails(rows, _sub(ak, vals[args[j]]), False, pr, what)
-            else:
+            elif not isinstance(pr, tuple):
                 raise CheckFailed(f"{what}: a tie proof for a Max node")
+            else:
+                check_entails(rows, _sub(ak, vals[args[j]]), False, pr, what)
         return ak
     sk, vk = node.pairs[ch.k]
     for j, pr in enumerate(ch.proofs):
         sj, vj = node.pairs[j]
         if pr is None:
             if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
-                raise CheckFailed(
-                    f"{at}: key {j} has no proof, and its score or value differs from key {ch.k}'s"
-                )
+                raise CheckFailed(f"{at}: key {j} has no proof and differs from key {ch.k}")
         elif isinstance(pr, TieProof):
             tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
             for cell, e, proof, what in (
@@ -290,8 +259,8 @@ def check_equal_on_domain(
     f: Program, g: Program, P: Polyhedron, tree: Tree, outputs: tuple[int, ...] | None = None
 ) -> int:
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
-    ``outputs`` (default: all); returns the number of leaves.  Only the nodes these outputs
-    depend on are evaluated.  Raises CheckFailed naming the leaf and the reason otherwise."""
+    ``outputs`` (default: all; only the nodes these read are evaluated); returns the number of
+    leaves.  Raises CheckFailed naming the leaf and the reason otherwise."""
     if not f.dim == g.dim == P.dim:
         raise CheckFailed(f"dimensions differ: {f.dim}, {g.dim} and the domain's {P.dim}")
     if len(f.outputs) != len(g.outputs):
@@ -303,11 +272,9 @@ def check_equal_on_domain(
     leaves = 0
     for node, _, _, (vf, vg), where in walk(tree, P, (f, g), need):
         leaves += 1
-        if isinstance(node, Empty):
-            continue
-        if not isinstance(node, Leaf):
+        if not isinstance(node, Leaf | Empty):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")
-        for o in outputs:
+        for o in outputs if isinstance(node, Leaf) else ():
             if not outputs_agree(f, g, vf, vg, f.outputs[o], g.outputs[o]):
                 raise CheckFailed(f"{where}: outputs differ in y[{o}] on this cell")
     return leaves
@@ -315,47 +282,39 @@ def check_equal_on_domain(
 
 def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) -> bool:
     """Node i of f and node j of g have the same value on the cell (``Checker.agree_out``):
-    by ``_agree``, or both are Lin nodes with the same input coefficients and constant and a
-    one-to-one matching of their terms, with equal weights, on nodes that agree by ``_agree``
-    (the composite rule: an output map over units)."""
+    by ``_agree``, or (the composite rule) both are Lin nodes with the same x-coefficients and
+    constant and a one-to-one matching of their terms, with equal weights, on nodes that agree
+    by ``_agree``."""
     if _agree(f, g, vf, vg, i, j):
         return True
     fi, gj = f.nodes[i], g.nodes[j]
-    if (
-        not (isinstance(fi, Lin) and isinstance(gj, Lin))
-        or fi.x != gj.x
-        or fi.c != gj.c
-        or len(fi.terms) != len(gj.terms)
-    ):
+    if not (isinstance(fi, Lin) and isinstance(gj, Lin)) or (fi.x, fi.c) != (gj.x, gj.c):
         return False
     left = list(gj.terms)
     for a, w in fi.terms:
         k = next(
-            (k for k, (b, w2) in enumerate(left) if w2 == w and _agree(f, g, vf, vg, a, b)), None
+            (k for k, (b, v) in enumerate(left) if v == w and _agree(f, g, vf, vg, a, b)), None
         )
         if k is None:
             return False
         del left[k]
-    return True
+    return not left
 
 
 def _agree(f, g, vf, vg, i, j) -> bool:
-    """Equal affine maps on the cell; or (the same-max rule) both nodes the max of the same
-    set of affine maps (``Checker.mvals``): a max-like node of its arguments', any other node
-    of its own (max{a} = a), then both equal that max (a mean over tied maxima is that max)."""
-    if vf[i] is not None and vg[j] is not None and vf[i] == vg[j]:
+    """Equal affine maps on the cell; or (the same-max rule, ``Checker.mvals``) both nodes the
+    max of the same set of affine maps: a max-like node of its arguments', any other node of
+    its own (max{a} = a); a mean over tied maxima is that max."""
+    if vf[i] is not None and vf[i] == vg[j]:
         return True
-    mf, mg = (
-        [v[a] for a in _max_args(p.nodes[k])] or [v[k]] for p, v, k in ((f, vf, i), (g, vg, j))
-    )
-    return (
-        None not in mf and None not in mg and all(m in mg for m in mf) and all(m in mf for m in mg)
-    )
+    mf = [vf[a] for a in _max_args(f.nodes[i])] or [vf[i]]
+    mg = [vg[a] for a in _max_args(g.nodes[j])] or [vg[j]]
+    return None not in mf + mg and all(m in mg for m in mf) and all(m in mf for m in mg)
 
 
 def _max_args(node) -> tuple[int, ...]:
-    """The nodes whose max ``node`` is: a Max node's arguments, or the values of a hardmax
-    head whose every score is its value; () for any other node."""
+    """The nodes whose max ``node`` is: a Max node's arguments, or the values of a hardmax head
+    whose every score is its value; () for any other node."""
     if isinstance(node, Max):
         return node.args
     if isinstance(node, Hardmax) and node.pairs and all(s == v for s, v in node.pairs):

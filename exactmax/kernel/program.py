@@ -1,19 +1,12 @@
 """Straight-line programs over Q, and the translation of both kinds of network into them.
 
-A program on inputs x in Q^d is a list of nodes, each defining one rational value:
-
-- ``Lin``:     v = sum_i a_i x_i + c + sum_j c_j v_j  (earlier nodes j);
-- ``Max``:     v = max of earlier nodes;
-- ``Hardmax``: pairs (s_j, v_j) of earlier nodes; v = the mean of the v_j whose s_j is maximal.
-
-Certificates (``certificate.py``) speak about programs; this module is the trusted bridge from
-the networks a user wrote to the programs a certificate is checked against.  The translation
-uses one algebraic identity, applied where a feed-forward layer has the shape:
-    c ReLU(u) - c ReLU(-u) = c u           (two hidden units with opposite pre-activations and
-                                            opposite output columns),
-so that exact linear maps written with ReLU pairs (the construction's clean-up) stay linear.
-Attention scores must be linear in the tokens: every query must be a constant (independent of
-x); otherwise the scores are bilinear and ``Unsupported`` is raised.
+A program on inputs x in Q^d is a list of nodes, each one rational value: ``Lin``
+v = sum_i a_i x_i + c + sum_j c_j v_j (earlier nodes j); ``Max``: the max of earlier nodes;
+``Hardmax``: pairs (s_j, v_j) of earlier nodes, v = the mean of the v_j whose s_j is maximal.
+Certificates speak about programs; this is the trusted bridge from networks to programs.  One
+identity is used: c ReLU(u) - c ReLU(-u) = c u (two hidden units with opposite pre-activations
+and output columns), so linear maps written with ReLU pairs (the construction's clean-up) stay
+linear.  Every attention query must be constant, else the scores are bilinear: ``Unsupported``.
 """
 
 from __future__ import annotations
@@ -55,12 +48,12 @@ class Program:
 
 
 class Unsupported(ValueError):
-    """The network has a feature no certificate can speak about (e.g. bilinear scores)."""
+    """A feature no certificate speaks about (e.g. bilinear scores)."""
 
 
 def check_shapes(models, domain: Domain) -> None:
-    """Accept iff every model (Maxout network or Transformer) has the shapes its definition
-    needs, all of one input dimension, and the domain has that dimension too."""
+    """Accept iff every model has the shapes its definition needs, all and the domain of one
+    input dimension."""
     try:
         for m in models:
             (check_maxout_shapes if isinstance(m, MaxoutNetwork) else check_transformer_shapes)(m)
@@ -72,10 +65,8 @@ def check_shapes(models, domain: Domain) -> None:
 
 
 def program_of_pair(f: Program, g: Program) -> Program:
-    """The program x -> (f(x), g(x)) on the inputs of both: f's nodes, then g's, each
-    reference j to a node of g moved to j + len(f.nodes); outputs f's, then g's (output o of
-    the pair is f's output o for o < n_f, and g's output o - n_f after).  Node by node the
-    values are those of f and of g, so the outputs are f(x) followed by g(x)."""
+    """The program x -> (f(x), g(x)): f's nodes, then g's with each reference j moved to
+    j + len(f.nodes); outputs f's, then g's."""
     if f.dim != g.dim:
         raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
     s = len(f.nodes)
@@ -90,14 +81,10 @@ def program_of_pair(f: Program, g: Program) -> Program:
     return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
 
 
-# ------------------------------------------------------------------- building programs
-
-
 class _Builder:
     """Nodes with hash-consing; expressions are (x: dict, c, terms: dict) linear forms."""
 
-    def __init__(self, dim: int):
-        self.dim = dim
+    def __init__(self):
         self.nodes: list[Node] = []
         self.index: dict = {}
 
@@ -111,10 +98,8 @@ class _Builder:
     def node_of(self, e) -> int:
         """The node holding the value of expression e (e itself if it is one node)."""
         xs, c, terms = e
-        if not xs and not c and len(terms) == 1:
-            ((j, a),) = terms.items()
-            if a == 1:
-                return j
+        if not xs and not c and len(terms) == 1 and ONE in terms.values():
+            return next(iter(terms))
         return self.add(Lin(tuple(sorted(xs.items())), c, tuple(sorted(terms.items()))))
 
 
@@ -123,16 +108,11 @@ def _qkey(v: Q) -> tuple[int, int]:
 
 
 def _node_key(node: Node):
-    if isinstance(node, Lin):
-        return (
-            "lin",
-            tuple((i, _qkey(v)) for i, v in node.x),
-            _qkey(node.c),
-            tuple((j, _qkey(v)) for j, v in node.terms),
-        )
-    if isinstance(node, Max):
-        return ("max", node.args)
-    return ("hardmax", node.pairs)
+    """Lin nodes by the (p, q) of their numbers; Max and Hardmax nodes hold only ints."""
+    if not isinstance(node, Lin):
+        return node
+    x, terms = ((i, _qkey(v)) for i, v in node.x), ((j, _qkey(v)) for j, v in node.terms)
+    return tuple(x), _qkey(node.c), tuple(terms)
 
 
 def _expr(xs=None, c=ZERO, terms=None):
@@ -163,13 +143,8 @@ def _combine(row, vec, const) -> list:
     return acc
 
 
-def _is_constant(e) -> bool:
-    return not e[0] and not e[2]
-
-
 def _maxout_layer(b: _Builder, layer, h: list) -> list:
-    """The expressions max_j (w_j . h + b_j) of the layer's units (a unit of one piece is
-    that piece, with no Max node)."""
+    """The expressions max_j (w_j . h + b_j) of the layer's units (no Max node for one piece)."""
     out = []
     for unit in layer.units:
         args = tuple(b.node_of(_combine(p.w, h, p.b)) for p in unit.pieces)
@@ -180,7 +155,7 @@ def _maxout_layer(b: _Builder, layer, h: list) -> list:
 def program_of_maxout(net: MaxoutNetwork) -> Program:
     """The program of h^l_i = max_j (w . h^{l-1} + b), y = A h^D + c."""
     check_maxout_shapes(net)
-    b = _Builder(net.input_dim)
+    b = _Builder()
     h = [_expr({i: ONE}) for i in range(net.input_dim)]
     for layer in net.layers:
         h = _maxout_layer(b, layer, h)
@@ -193,21 +168,15 @@ def program_of_maxout(net: MaxoutNetwork) -> Program:
 
 def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
     """Adjacent hidden units h, h + 1 with W1[h+1] = -W1[h], b1[h+1] = -b1[h] and
-    W2[:, h+1] = -W2[:, h], scanned left to right (a unit is in at most one pair).  Adjacent
-    pairs are what the construction writes, and what the Coq translation (proofs/) recognises
-    too, so both build the same program."""
+    W2[:, h+1] = -W2[:, h], scanned left to right (as the construction writes them and the Coq
+    translation recognises them)."""
     W1, b1, W2 = ff.inner.W, ff.inner.b, ff.outer.W
     pairs, h = {}, 0
     while h + 1 < len(b1):
-        if (
-            b1[h + 1] == -b1[h]
-            and all(v == -u for u, v in zip(W1[h], W1[h + 1]))
-            and all(row[h + 1] == -row[h] for row in W2)
-        ):
+        opposite = b1[h + 1] == -b1[h] and all(v == -u for u, v in zip(W1[h], W1[h + 1]))
+        if opposite and all(row[h + 1] == -row[h] for row in W2):
             pairs[h] = h + 1
-            h += 2
-        else:
-            h += 1
+        h += 2 if h in pairs else 1
     return pairs
 
 
@@ -226,7 +195,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                     u = _combine(row, xt, c)
                     if h in pairs:  # ReLU(u) - ReLU(-u) = u
                         hidden[h] = u
-                    elif _is_constant(u):
+                    elif not u[0] and not u[2]:
                         hidden[h] = _expr(c=max(u[1], ZERO))
                     else:
                         if zero is None:
@@ -245,7 +214,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
             values = [[b.node_of(_combine(r, xt, ZERO)) for r in head.value] for xt in X]
             for t, xt in enumerate(X):
                 query = [_combine(r, xt, ZERO) for r in head.query]
-                if not all(_is_constant(q) for q in query):
+                if any(q[0] or q[2] for q in query):
                     raise Unsupported(
                         f"sublayers[{index}].heads[{hi}]: the query depends on "
                         "the input, so the attention scores are bilinear"
@@ -276,7 +245,7 @@ def _embedded(tf: Transformer, E, dim: int) -> list:
 def program_of_transformer(tf: Transformer) -> Program:
     """The program of the hardmax Transformer of construction.md §1 (read-out included)."""
     check_transformer_shapes(tf)
-    b = _Builder(tf.input_dim)
+    b = _Builder()
     X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim), enumerate(tf.sublayers))
     r, n = tf.readout, tf.n_tokens
     mean = [_combine([Q(1, n)] * n, [X[t][i] for t in range(n)], ZERO) for i in range(tf.d_model)]
@@ -303,7 +272,7 @@ def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Prog
     if not 0 <= first <= last <= len(tf.sublayers):
         raise ValueError(f"sub-layers {first}..{last - 1} do not exist")
     check_transformer_shapes(tf, range(first, last))
-    b = _Builder(dim)
+    b = _Builder()
     subs = [(i, tf.sublayers[i]) for i in range(first, last)]
     X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim), subs)
     outs = [b.node_of(e) for xt in X for e in xt]
@@ -311,12 +280,11 @@ def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Prog
 
 
 def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model: int) -> Program:
-    """encode(Phi_l(h))_t = place(Phi_l(h)) + p_t for h in Q^{N_{l-1}}, where Phi_l is Maxout
-    layer ``layer`` (followed by the output map for the last layer); same output order as
-    ``program_of_segment``."""
+    """encode(Phi_l(h))_t = place(Phi_l(h)) + p_t for h in Q^{N_{l-1}}, Phi_l Maxout layer
+    ``layer`` (with the output map after the last), outputs as in ``program_of_segment``."""
     check_maxout_shapes(net)
     dim = net.widths[layer]
-    b = _Builder(dim)
+    b = _Builder()
     units = _maxout_layer(b, net.layers[layer], [_expr({i: ONE}) for i in range(dim)])
     if layer == len(net.layers) - 1 and net.output is not None:
         units = [_combine(row, units, c) for row, c in zip(net.output.W, net.output.b)]
@@ -331,12 +299,10 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
 def same_feedforward(
     tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward
 ) -> bool:
-    """merged(s) = second(first(s)) for every token state s in Q^{d_m}: the two are run on
-    one symbolic token with the translation above (exact linear maps from ReLU pairs,
-    hash-consed ReLU nodes) and give the same expression in every coordinate.  Syntactic,
-    hence sound; complete for the merged construction, whose gate units read M where the
-    unmerged ones read H, which the clean-up has just set to M."""
-    b = _Builder(tf.d_model)
+    """merged(s) = second(first(s)) for every token state s in Q^{d_m}: both translated on one
+    symbolic token (hash-consed ReLU nodes) give the same expression in every coordinate.
+    Syntactic, hence sound; complete for the merged construction."""
+    b = _Builder()
     state = [_expr({i: ONE}) for i in range(tf.d_model)]
     one = _run_sublayers(b, tf, [list(state)], [(0, merged)])[0]
     two = _run_sublayers(b, tf, [list(state)], [(0, first), (1, second)])[0]
@@ -344,8 +310,5 @@ def same_feedforward(
 
 
 def _normal(e):
-    return (
-        tuple(sorted((k, _qkey(v)) for k, v in e[0].items() if v)),
-        _qkey(e[1]),
-        tuple(sorted((k, _qkey(v)) for k, v in e[2].items() if v)),
-    )
+    """The expression e with zero coefficients dropped: equal iff the linear forms are."""
+    return {k: v for k, v in e[0].items() if v}, e[1], {k: v for k, v in e[2].items() if v}

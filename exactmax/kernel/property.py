@@ -2,25 +2,21 @@
 
 A case (P, O_1 ... O_m) holds for the network f when no x in P = {x : A x <= b} has (x, f(x))
 satisfying every row of some O_j, a row being a . (x, y) + c >= 0 (> 0 if strict).  Its
-certificate is a split tree over P (rows: the domain's, then h >= 0 or -h > 0 per split;
-choices stated at a split hold below it) whose leaves are
+certificate is a split tree over P (rows and choices as in ``certificate.py``) with leaves
 
 - ``Empty``: Farkas multipliers for 0 > 0 on the cell;
-- ``Excluded``: choices fixing every Max node the outputs read, checked as in ``certificate``,
-  so y = M x + d on the cell; and for each O_j, Farkas multipliers for 0 > 0 on the cell's
-  rows followed by O_j's rows with y replaced by M x + d: no point of the cell satisfies O_j.
-- ``Relaxed`` (``relax``): choices fixing some Max nodes; every other Max node i the outputs
-  read, in index order, becomes a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0
-  (one per argument A_j) and u_i - v_i >= 0, where u_i = sum_j lam_j A_j + beta is an upper
-  function proved on the cell: Farkas proofs of u_i - A_j >= 0 for every j over the cell's
-  rows and the rows of the earlier v's (for a ReLU max(a, 0) with L <= a <= U, L < 0 < U, the
-  triangle u = U (a - L) / (U - L)).  Then, as for ``Excluded`` with y affine in z, each O_j
-  has Farkas multipliers for 0 > 0.  Sound: at any x of the cell, z = (x, the true values)
-  satisfies every row, by induction in node order (v_i = max_j A_j(z) >= A_j(z), and
-  u_i(z) >= every A_j(z) by the proofs, whose rows z satisfies, so u_i(z) >= v_i); an x
-  satisfying O_j would give a z satisfying rows that have no solution.  An upper function
-  equal to one argument (u_i = A_j: lam the j-th unit vector, beta = 0) gives v_i = A_j on
-  the cell (A_j >= every A_k there): v_i is then that map, with no variable and no rows.
+- ``Excluded``: choices fixing every Max node the outputs read, so y = M x + d on the cell, and
+  for each O_j Farkas multipliers for 0 > 0 on the cell's rows and O_j's rows with y = M x + d;
+- ``Relaxed`` (``relax``): every Max node i the outputs read that no choice fixes becomes, in
+  index order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (one per argument
+  A_j) and u_i - v_i >= 0, where u_i = sum_j lam_j A_j + beta is an upper function proved on
+  the cell (u_i - A_j >= 0 for every j, over the cell's rows and the rows of the earlier v's);
+  then each O_j has Farkas multipliers for 0 > 0 as for ``Excluded``, with y affine in z.
+  Sound: at any x of the cell, z = (x, the true values) satisfies every row (by induction in
+  node order, v_i = max_j A_j(z) >= A_j(z), and u_i(z) >= every A_j(z) by the proofs, whose
+  rows z satisfies, so u_i(z) >= v_i), so no x of the cell satisfies O_j.  An upper function
+  u_i = A_j (lam the j-th unit vector, beta = 0) shows v_i = A_j on the cell: no variable.
+
 The leaves partition P, so no x in P satisfies any O_j: the case holds.
 """
 
@@ -28,20 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .certificate import (
-    Choice,
-    Empty,
-    Farkas,
-    Row,
-    Tree,
-    _sub,
-    check_entails,
-    check_known,
-    cone,
-    levels,
-    lin_affines,
-    walk,
-)
+from . import certificate as cert
+from .certificate import Choices, Empty, Farkas, Row, Tree, _sub, check_entails
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Polyhedron, check_domain
@@ -57,7 +41,7 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Excluded:
-    choices: tuple[tuple[int, int, Choice], ...]  # (program 0, node, choice)
+    choices: Choices  # (program 0, node, choice)
     proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
 
 
@@ -70,7 +54,7 @@ class Upper:
 
 @dataclass(frozen=True, slots=True)
 class Relaxed:
-    choices: tuple[tuple[int, int, Choice], ...]
+    choices: Choices
     uppers: tuple[Upper, ...]  # one per Max node of the cone without a map, in index order
     proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
 
@@ -84,31 +68,26 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     var = {i: p.dim + n for n, i in enumerate(i for i in free if _argument(up[i]) is None)}
     pad, D = (ZERO,) * len(var), p.dim + len(var)
     vals = [v and (v[0] + pad, v[1]) for v in vals]
-    rows, memo = [Row(r.a + pad, r.c, r.strict) for r in rows], dict[tuple, tuple]()
-    for level in levels(p, need):
-        lins = tuple(
-            i
-            for i, r in level
-            if vals[i] is None and isinstance(p.nodes[i], Lin) and None not in [vals[j] for j in r]
-        )
-        if lins:
-            for i, v in zip(lins, lin_affines([p.nodes[i] for i in lins], vals, D, memo, lins)):
-                vals[i] = v
+    rows = [Row(r.a + pad, r.c, r.strict) for r in rows]
+    for level in cert.levels(p, need):
+        ready = [i for i, r in level if vals[i] is None and None not in [vals[j] for j in r]]
+        lins = [i for i in ready if isinstance(p.nodes[i], Lin)]
+        for i, v in zip(lins, cert.lin_maps([p.nodes[i] for i in lins], vals, D)):
+            vals[i] = v
         for i in (i for i, _ in level if i in up):
             u, args = up[i], [vals[j] for j in p.nodes[i].args]
             if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
                 raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
-            uf = lin_affines([Lin((), u.beta, tuple(enumerate(u.lam)))], args, D, {})[0]
+            uf = cert.lin_maps([Lin((), u.beta, tuple(enumerate(u.lam)))], args, D)[0]
             for j, (A, pr) in enumerate(zip(args, u.proofs)):
                 check_entails(
                     rows, _sub(uf, A), False, pr, f"{at}, node {i}, upper >= argument {j}"
                 )
             if (k := _argument(u)) is not None:
                 vals[i] = args[k]
-                continue
-            vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
-            new = [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
-            rows += new
+            else:
+                vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
+                rows += [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
     return vals, rows
 
 
@@ -128,29 +107,27 @@ def compose(row: Row, ys: list, d: int) -> Row:
 
 
 def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
-    """Accept iff ``tree`` proves the case for the program p; returns its number of leaves.
-    The maps are carried down the tree by ``certificate.walk``."""
+    """Accept iff ``tree`` proves the case for the program p; returns its number of leaves."""
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
             raise CheckFailed(
-                f"{where}: an output row of length {len(row.a)}, not the inputs' and the outputs'"
+                f"{where}: an output row of length {len(row.a)}, not {p.dim} + {len(p.outputs)}"
             )
         [rational(v) for v in row.a + (row.c,)]
-    need = sorted(cone(p, p.outputs))
+    need = sorted(cert.cone(p, p.outputs))
     leaves = 0
-    for node, rows, _, (vals,), at in walk(tree, case.inputs, (p,), (need,), where=where):
+    for node, rows, _, (vals,), at in cert.walk(tree, case.inputs, (p,), (need,), where=where):
         leaves += 1
         if isinstance(node, Empty):
             continue
         if not isinstance(node, Excluded | Relaxed) or len(node.proofs) != len(case.outputs):
             raise CheckFailed(
-                f"{at}: expected an empty cell, or an excluded or relaxed cell with one "
-                f"proof per output constraint ({len(case.outputs)})"
+                f"{at}: not an empty, excluded or relaxed cell with one proof per output constraint"
             )
         if isinstance(node, Relaxed):
             vals, rows = relax(p, need, vals, rows, node.uppers, at)
-        check_known(p, need, vals, at)
+        cert.check_known(p, need, vals, at)
         ys = [vals[o] for o in p.outputs]
         zero = ((ZERO,) * (len(ys[0][0]) if ys else p.dim), ZERO)
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
@@ -160,8 +137,7 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
 
 
 def check_property(net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tree, ...]) -> int:
-    """Accept iff every case holds for the network (translated by ``program_of_maxout``) by
-    its tree; returns the number of leaves checked."""
+    """Accept iff every case holds for the network by its tree; returns the number of leaves."""
     if len(cases) != len(trees):
         raise CheckFailed(f"{len(trees)} trees for {len(cases)} cases")
     try:
