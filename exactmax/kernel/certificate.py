@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
-from .rational import ZERO, Q, RatMatrix
+from .rational import ZERO, Q
 
 Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
@@ -110,10 +110,9 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
     """(leaf, rows of its cell, choices, maps, where) for every leaf of the tree over P, depth
     first (ge before lt).  choices[s] maps a node of program s to the choice in force (a
     restatement below replaces it); maps[s][i] is node i's affine map on the cell, or None
-    while unknown, filled in by ``extend`` for the nodes of needs[s].  A node whose choice is
-    restated is computed afresh from there, with every later node.  Empty leaves are checked
-    here; a split with a = 0 is refused unless ``zero_split``."""
-    by_level = [levels(p, need) for p, need in zip(programs, needs)]
+    while unknown, filled in by ``extend`` for the nodes of needs[s] (ascending).  A node whose
+    choice is restated is computed afresh from there, with every later node.  Empty leaves are
+    checked here; a split with a = 0 is refused unless ``zero_split``."""
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
     stack: list[tuple] = [(tree, domain_rows(P), [{} for _ in programs], maps, where)]
     while stack:
@@ -125,12 +124,13 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
         choices, vals = [dict(c) for c in choices], [list(v) for v in vals]
         for side, index, ch in getattr(node, "choices", ()):
             if not (isinstance(side, int) and 0 <= side < len(programs)):
-                raise CheckFailed(f"{where}: program {side} does not exist")
+                only = " and ".join(map(str, range(len(programs))))
+                raise CheckFailed(f"{where}: program {side} does not exist (only program {only})")
             choices[side][index] = ch
             if 0 <= index < len(vals[side]) and vals[side][index] is not None:
                 vals[side][index:] = [None] * (len(vals[side]) - index)
-        for p, lv, c, v in zip(programs, by_level, choices, vals):
-            extend(p, lv, c, v, rows, where)
+        for p, need, c, v in zip(programs, needs, choices, vals):
+            extend(p, need, c, v, rows, where)
         if not isinstance(node, Split):
             yield node, rows, choices, vals, where
             continue
@@ -141,30 +141,17 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
         stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, vals, where + ".ge"))
 
 
-def levels(p: Program, need) -> list[list]:
-    """The nodes of ``need`` with the nodes each reads, by level: a node's level is one more
-    than the highest level it reads (0 if none), so a level reads only the levels below."""
-    depth: list[int] = []
-    for node in p.nodes:
-        depth.append(1 + max((depth[j] for j in _reads(node)), default=-1))
-    out: list[list] = [[] for _ in range(max(depth, default=-1) + 1)]
-    for i in sorted(need):
-        out[depth[i]].append((i, _reads(p.nodes[i])))
-    return out
-
-
-def extend(p: Program, levels, choices: dict, vals: list, rows: list[Row], where: str) -> None:
-    """Fill in ``vals`` on the cell level by level: the Lin nodes whose reads are known (at
-    once, ``lin_maps``), then the others whose reads are known and whose choice in force holds
-    on the cell (checked by ``_chosen``)."""
-    for level in levels:
-        ready = [i for i, r in level if vals[i] is None and None not in [vals[j] for j in r]]
-        lins = [i for i in ready if isinstance(p.nodes[i], Lin)]
-        for i, v in zip(lins, lin_maps([p.nodes[i] for i in lins], vals, p.dim)):
-            vals[i] = v
-        for i in ready:
-            if i in choices and not isinstance(p.nodes[i], Lin):
-                vals[i] = _chosen(p.nodes[i], choices[i], vals, rows, f"{where}, node {i}")
+def extend(p: Program, need, choices: dict, vals: list, rows: list[Row], where: str) -> None:
+    """Fill in ``vals`` on the cell in node order (a node reads only earlier ones): a Lin node
+    once the maps it reads are known, a Max or Hardmax node once they are and its choice in
+    force holds on the cell (checked by ``_chosen``)."""
+    for i in need:
+        node = p.nodes[i]
+        if vals[i] is None and None not in [vals[j] for j in _reads(node)]:
+            if isinstance(node, Lin):
+                vals[i] = lin_map(node, vals, p.dim)
+            elif i in choices:
+                vals[i] = _chosen(node, choices[i], vals, rows, f"{where}, node {i}")
 
 
 def check_known(p: Program, need, vals: list, where: str) -> None:
@@ -184,25 +171,17 @@ def _reads(node) -> list[int]:
     return list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
 
 
-def lin_maps(nodes: list[Lin], vals: list, d: int) -> list[Affine]:
-    """The maps of Lin nodes none of which reads another, from the maps (m_j, e_j) of the nodes
-    they read: x-coefficients and constant plus sum_j c_j (m_j, e_j), all the sums one exact
-    product C V (C the weights c_j, V the rows (m_j, e_j))."""
-    read = sorted({j for n in nodes for j, _ in n.terms})
-    col = {j: t for t, j in enumerate(read)}
-    C = [ZERO] * (len(nodes) * len(read))
-    for m, n in enumerate(nodes):
-        for j, w in n.terms:
-            C[m * len(read) + col[j]] += w
-    V = [v for j in read for v in (*vals[j][0], vals[j][1])]
-    S = (RatMatrix(len(nodes), len(read), C) * RatMatrix(len(read), d + 1, V)).entries()
-    out = []
-    for m, n in enumerate(nodes):
-        a = list(S[m * (d + 1) : (m + 1) * (d + 1)])
-        for i, v in n.x:
-            a[i] += v
-        out.append((tuple(a[:d]), a[d] + n.c))
-    return out
+def lin_map(n: Lin, vals: list, d: int) -> Affine:
+    """The map of a Lin node: its x-coefficients and constant plus sum_j c_j (m_j, e_j), from
+    the maps (m_j, e_j) of the nodes it reads."""
+    a = [ZERO] * d + [n.c]
+    for i, v in n.x:
+        a[i] += v
+    for j, c in n.terms:
+        for t, v in enumerate((*vals[j][0], vals[j][1])):
+            if v:
+                a[t] += c * v
+    return tuple(a[:d]), a[d]
 
 
 def cone(p: Program, roots) -> set[int]:

@@ -69,25 +69,27 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     pad, D = (ZERO,) * len(var), p.dim + len(var)
     vals = [v and (v[0] + pad, v[1]) for v in vals]
     rows = [Row(r.a + pad, r.c, r.strict) for r in rows]
-    for level in cert.levels(p, need):
-        ready = [i for i, r in level if vals[i] is None and None not in [vals[j] for j in r]]
-        lins = [i for i in ready if isinstance(p.nodes[i], Lin)]
-        for i, v in zip(lins, cert.lin_maps([p.nodes[i] for i in lins], vals, D)):
-            vals[i] = v
-        for i in (i for i, _ in level if i in up):
-            u, args = up[i], [vals[j] for j in p.nodes[i].args]
-            if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
-                raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
-            uf = cert.lin_maps([Lin((), u.beta, tuple(enumerate(u.lam)))], args, D)[0]
-            for j, (A, pr) in enumerate(zip(args, u.proofs)):
-                check_entails(
-                    rows, _sub(uf, A), False, pr, f"{at}, node {i}, upper >= argument {j}"
-                )
-            if (k := _argument(u)) is not None:
-                vals[i] = args[k]
-            else:
-                vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
-                rows += [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
+    for i in need:  # in node order: a node reads only earlier ones
+        node = p.nodes[i]
+        if (
+            vals[i] is None
+            and isinstance(node, Lin)
+            and None not in [vals[j] for j, _ in node.terms]
+        ):
+            vals[i] = cert.lin_map(node, vals, D)
+        if i not in up:
+            continue
+        u, args = up[i], [vals[j] for j in node.args]
+        if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
+            raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
+        uf = cert.lin_map(Lin((), u.beta, tuple(enumerate(u.lam))), args, D)
+        for j, (A, pr) in enumerate(zip(args, u.proofs)):
+            check_entails(rows, _sub(uf, A), False, pr, f"{at}, node {i}, upper >= argument {j}")
+        if (k := _argument(u)) is not None:
+            vals[i] = args[k]
+        else:
+            vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
+            rows += [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
     return vals, rows
 
 

@@ -21,7 +21,7 @@ import z3
 
 from .. import interruption
 from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  _max_args, cone, domain_rows, lin_maps, outputs_agree)
+                                  _max_args, cone, domain_rows, lin_map, outputs_agree)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, ZERO
@@ -394,7 +394,7 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
                         else vals[node.pairs[ch.k][1]])
             continue
         if isinstance(node, Lin):
-            vals.append(lin_maps([node], vals, d)[0])
+            vals.append(lin_map(node, vals, d))
             continue
         if isinstance(node, Max):
             args = [vals[j] for j in node.args]
