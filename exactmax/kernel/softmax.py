@@ -1,39 +1,32 @@
 """A checked upper bound on the error of softmax attention in the construction (§3).
 
-With exact gates (|z~^l_{i,j}| <= C_l), the construction's Transformer with softmax attention at
-scale lam computes (queries constant, value = key, so the tokens stay equal)
+With exact gates (|z~^l| <= C_l), the construction's Transformer with softmax attention at scale
+lam computes, over n equal tokens t (a unit with fewer pieces repeats its last one),
 
     h~^0 = x,   z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t},   h~^l_i = S(z~^l_{i,.}),
     S(v) = <v, softmax(lam v)>,   y~ = A h~^D + c,
 
-over the n tokens t (a unit with fewer pieces repeats its last one); hardmax (max_t z^l_{i,t})
-gives the Maxout network N.  With gaps g_t = max v - v_t, the deviation is
+and hardmax (max_t z^l_{i,t}) gives the Maxout network N.  With gaps g_t = max v - v_t,
+D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.  On a box of gaps
+[gl_t, gh_t] the numerator is <= sum_t max of g e^{-lam g} on [gl_t, gh_t] (at most 1/(e lam), at
+1/lam) and the denominator >= max(1, sum_t e^{-lam gh_t}); D <= (n - 1)/(e lam); D <=
+W((n - 1)/e)/lam (``deviation_peak``); D <= sum_t psi(lam g_t)/lam with psi(x) = x/(e^x + 1), as
+the denominator is >= 1 + e^{-lam g_t} when g_t > 0.  The lower bound exchanges the ends.  Per
+unit, with e = h~ - h, d_t = w_t . e and hardmax gaps g: h~_i - h_i = (max z~ - max z) - D(z~),
+where max z~ - max z = max_a (d_a - g_a) lies in [min_{cand z} d, max_{cand z~} d] (cand v: the
+tokens that may be an argmax of v on the cell); the shift is the meet of both enclosures.
 
-    D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.
-
-Over a box of gaps [gl_t, gh_t]: numerator <= sum_t max of phi(g) = g e^{-lam g} on [gl_t, gh_t]
-(unimodal, max 1/(e lam) at 1/lam), denominator >= max(1, sum_t e^{-lam gh_t}) (some g_t = 0);
-D <= (n - 1)/(e lam); D <= W((n - 1)/e) / lam (``deviation_peak``); and, as the denominator is
->= 1 + e^{-lam g_t} for each t with g_t > 0, D <= sum_t psi(lam g_t) / lam with psi(x) =
-x / (e^x + 1) (tight where two pieces tie).  The lower bound exchanges the ends.  Per unit, with
-e = h~ - h and d_t = w_t . e,
-
-    h~_i - h_i = (max z~ - max z) - D(z~),   max z~ - max z = max_a (d_a - g_a)  (g: hardmax gaps)
-                                                            in [min_{cand z} d, max_{cand z~} d],
-
-cand z the tokens that may be an argmax of z on the cell; the shift is the meet of both
-enclosures, and differences (w_s - w_t) . h + (b_s - b_t) are bounded directly.
-
-``cell_bound`` runs on two arithmetics: ``EXACT`` here (rational intervals rounded outward to a
-2^-64 grid; e^{-a} by alternating Taylor sums; e > 2718281828 / 10^9), which the checker uses,
-and the (untrusted) search's ball arithmetic.  ``check_softmax_bound`` walks a bisection tree of
-a box and returns the largest checked cell bound; a cell may be dropped when one constraint of
-the domain is violated on all of it.
+``cell_bound`` runs on ``EXACT`` (rational intervals rounded outward to a 2^-64 grid; e^{-a} by
+alternating Taylor sums; e > E_LOWER) in the checker, and on the (untrusted) search's balls.
+``check_softmax_bound`` walks a bisection tree of a box; a cell may be dropped when one domain
+constraint is violated on all of it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from math import factorial
 from typing import Any
 
 from .errors import CheckFailed
@@ -41,12 +34,11 @@ from .maxout import MaxoutNetwork, check_maxout_shapes
 from .polyhedron import Box, Domain, check_box_contains, check_domain, check_upper_bound
 from .rational import ONE, ZERO, Q
 
-GRID_BITS = 64
 CAP = 256  # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
 E_LOWER = Q(2718281828, 10**9)  # e > E_LOWER (e = 2.71828182845...)
 
 
-def _grid(x: Q, up: bool, bits: int = GRID_BITS) -> Q:
+def _grid(x: Q, up: bool, bits: int = 64) -> Q:
     """x rounded down (or up) to a multiple of 2^-bits."""
     y = x * 2**bits
     return Q(y.ceil() if up else y.floor(), 2**bits)
@@ -65,36 +57,27 @@ def _round(x: Q, up: bool, bits: int = 80) -> Q:
 def _series(f: Q, m: int) -> Q:
     """sum_{i=0}^{m} (-f)^i / i!: for 0 <= f <= 1 a lower bound of e^{-f} when m is odd, an
     upper bound when m is even (alternating series with decreasing terms)."""
-    total, term = ZERO, ONE
-    for i in range(m + 1):
-        total += term
-        term = -term * f / (i + 1)
-    return total
+    return sum(((-f) ** i / factorial(i) for i in range(m + 1)), ZERO)
 
 
 _E1 = (_round(_series(ONE, 27), False), _round(_series(ONE, 28), True))
-_POWERS = [(ONE, ONE)]
-
-
-def _exp_neg_int(n: int) -> tuple[Q, Q]:
-    while len(_POWERS) <= n:
-        lo, hi = _POWERS[-1]
-        _POWERS.append((_round(lo * _E1[0], False), _round(hi * _E1[1], True)))
-    return _POWERS[n]
+_POWERS = [(ONE, ONE)]  # bounds of e^{-n}, each (e^{-1})^n rounded outward
 
 
 def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
-    """(lo, hi) with lo <= e^{-a} <= hi, for rational a >= 0."""
+    """(lo, hi) with lo <= e^{-a} <= hi, for rational a >= 0: e^{-a} = (e^{-1})^n e^{-f}."""
     if a < 0:
         raise CheckFailed("exp_neg_bounds: negative argument")
+    n = min(int(a.floor()), CAP)
+    while len(_POWERS) <= n:
+        lo, hi = _POWERS[-1]
+        _POWERS.append((_round(lo * _E1[0], False), _round(hi * _E1[1], True)))
     if a > CAP:
-        return ZERO, _exp_neg_int(CAP)[1]
-    n = int(a.floor())
-    f = a - n
-    en = _exp_neg_int(n)
+        return ZERO, _POWERS[CAP][1]
+    (lo, hi), f = _POWERS[n], a - n
     return (
-        _round(en[0] * max(ZERO, _series(_grid(f, True, 48), 21)), False),
-        _round(en[1] * _series(_grid(f, False, 48), 22), True),
+        _round(lo * max(ZERO, _series(_grid(f, True, 48), 21)), False),
+        _round(hi * _series(_grid(f, False, 48), 22), True),
     )
 
 
@@ -102,7 +85,6 @@ class ExactArithmetic:
     """Intervals (lo, hi) with rational ends, rounded outward to the 2^-64 grid."""
 
     zero = ZERO
-
     box = staticmethod(lambda lo, hi: (lo, hi))
     add = staticmethod(lambda a, b: (a[0] + b[0], a[1] + b[1]))
     sub = staticmethod(lambda a, b: (a[0] - b[1], a[1] - b[0]))
@@ -112,22 +94,14 @@ class ExactArithmetic:
     abs_max = staticmethod(lambda a: max(-a[0], a[1]))
 
     def dot(self, w, xs, b):
-        lo = hi = b
-        for c, (l, u) in zip(w, xs):
-            if c > 0:
-                lo += c * l
-                hi += c * u
-            elif c < 0:
-                lo += c * u
-                hi += c * l
-        return (_grid(lo, False), _grid(hi, True))
+        lo = sum((c * (l if c > 0 else u) for c, (l, u) in zip(w, xs) if c), b)
+        hi = sum((c * (u if c > 0 else l) for c, (l, u) in zip(w, xs) if c), b)
+        return _grid(lo, False), _grid(hi, True)
 
     def deviation(self, gl, gh, lam):
-        """(D_lo, D_hi) over the gap box (see the module docstring)."""
-        n = len(gl)
+        """(D_lo, D_hi) over the gap box [gl, gh] (see the module docstring)."""
         peak = _grid(ONE / (E_LOWER * lam), True)
-        num_hi = num_lo = ZERO
-        den_lo = den_hi = ZERO
+        num_hi = num_lo = den_lo = den_hi = psi = ZERO
         for l, h in zip(gl, gh):
             el, eh = exp_neg_bounds(lam * l), exp_neg_bounds(lam * h)
             if lam * h <= 1:
@@ -139,59 +113,45 @@ class ExactArithmetic:
             num_lo += min(l * el[0], h * eh[0])
             den_lo += eh[0]
             den_hi += el[1]
-        psi = sum((psi_upper(lam, l, h) for l, h in zip(gl, gh)), ZERO)
+            psi += psi_upper(lam, l, h)
         d_hi = min(
             _grid(num_hi / max(ONE, den_lo), True),
-            (n - 1) * peak,
+            (len(gl) - 1) * peak,
             _grid(psi, True),
-            _grid(deviation_peak(n - 1) / lam, True),
+            _grid(deviation_peak(len(gl) - 1) / lam, True),
         )
-        d_lo = _grid(num_lo / den_hi, False)
-        return d_lo, d_hi
+        return _grid(num_lo / den_hi, False), d_hi
 
 
 EXACT = ExactArithmetic()
 
 
-def _psi_bound(xl: Q, xh: Q) -> Q:
-    """An upper bound of psi(x) = x / (e^x + 1) for x in [xl, xh] (0 <= xl <= xh), from
-    psi(x) <= xh e^{-xl} / (1 + e^{-xh}) (monotone parts bounded separately)."""
-    el, eh = exp_neg_bounds(xl)[1], exp_neg_bounds(xh)[0]
-    return xh * el / (1 + eh)
-
-
 def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
-    """An upper bound of g e^{-lam g} / (1 + e^{-lam g}) for g in [gl, gh]."""
+    """An upper bound of g e^{-lam g} / (1 + e^{-lam g}) = psi(lam g) / lam for g in [gl, gh]:
+    psi rises on [0, 1], falls from 8/5 and is at most W(1/e) (``deviation_peak(1)``)."""
     xl, xh = lam * gl, lam * gh
-    if xh <= 1:
-        return _psi_bound(xh, xh) / lam
-    if xl >= Q(8, 5):
-        return _psi_bound(xl, xl) / lam
-    return deviation_peak(1) / lam  # max psi = W(1/e): the case m = 1 of deviation_peak
+    if xh > 1 and xl < Q(8, 5):
+        return deviation_peak(1) / lam
+    x = xh if xh <= 1 else xl
+    return x * exp_neg_bounds(x)[1] / (1 + exp_neg_bounds(x)[0]) / lam
 
 
+@cache
 def deviation_peak(m: int) -> Q:
-    """A rational c >= W(m/e) (Lambert W), so that D(v) <= c / lam for every v with m + 1
-    entries: with x_t = lam g_t, lam D <= c iff sum_{t != argmax} (x_t - c) e^{-x_t} <= c, and
-    each term is at most e^{-(c+1)} (at x = c + 1), so c e^{c+1} >= m suffices.  Found by
-    bisection, each candidate checked with the exp bounds (c e^{c+1} >= c / hi(e^{-(c+1)}))."""
-    c = _DEV_PEAK.get(m)
-    if c is None:
+    """A rational c >= W(m/e) (Lambert W), so that D(v) <= c / lam for v with m + 1 entries: with
+    x_t = lam g_t, lam D <= c iff sum_{t != argmax} (x_t - c) e^{-x_t} <= c, where each term is at
+    most e^{-(c+1)} (at x = c + 1), so c >= m hi(e^{-(c+1)}) suffices; c found by bisection."""
 
-        def ok(c):
-            return c > 0 and c >= m * exp_neg_bounds(c + 1)[1]
+    def ok(c):
+        return c > 0 and c >= m * exp_neg_bounds(c + 1)[1]
 
-        lo, hi = ZERO, Q(max(m, 1))
-        while not ok(hi):
-            hi *= 2
-        for _ in range(24):
-            mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        c = _DEV_PEAK[m] = hi
-    return c
-
-
-_DEV_PEAK: dict = {}
+    lo, hi = ZERO, Q(max(m, 1))
+    while not ok(hi):
+        hi *= 2
+    for _ in range(24):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,27 +161,19 @@ class CellResult:
     gate_layer: int | None  # first layer whose gate check failed
 
 
-def _tokens(unit, n):
-    return [unit.pieces[min(t, len(unit.pieces) - 1)] for t in range(n)]
+def _tokens(xs, n):
+    return [xs[min(t, len(xs) - 1)] for t in range(n)]
 
 
-def _differences(A, ps, X) -> list[list]:
-    """Per token t, enclosures of z_s - z_t = (w_s - w_t) . h + (b_s - b_t) over the box X of
-    h, for the tokens s != t of distinct pieces (a repeated piece differs from itself by 0)."""
-    return [
-        [
-            A.dot([a - b for a, b in zip(p.w, q.w)], X, p.b - q.b)
-            for s, p in enumerate(ps)
-            if s != t and p is not q
-        ]
-        for t, q in enumerate(ps)
+def _gaps(A, ps, X) -> tuple[list, list]:
+    """Per token t, the ends of an enclosure of the gap max_s z_s - z_t >= 0 over the box X of
+    h, from z_s - z_t = (w_s - w_t) . h + (b_s - b_t) (a repeated piece differs by 0)."""
+    cols = [
+        [A.dot([a - b for a, b in zip(p.w, q.w)], X, p.b - q.b) for p in ps if p is not q]
+        for q in ps
     ]
-
-
-def _gap(A, col, end):
-    """One end (``end`` is A.lo or A.hi) of the gap max_s z_s - z_t >= 0, from column t of the
-    differences."""
-    return max([A.zero] + [end(v) for v in col])
+    lo = [max([A.zero] + [A.lo(v) for v in col]) for col in cols]
+    return lo, [max([A.zero] + [A.hi(v) for v in col]) for col in cols]
 
 
 def _max_of(A, vs):
@@ -230,40 +182,31 @@ def _max_of(A, vs):
 
 
 def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=None) -> CellResult:
-    """Bound of sup |y~(x) - N(x)|_inf over the points of the domain in the box
-    lo <= x <= hi, in arithmetic A, with the gate check |z~^l| <= C_l (``gates``) on the cell.
-    ``first[i][j]`` (optional) is a range (lo, hi) of piece j of unit i of layer 1 over the
-    whole domain (then the layer-1 gates are the caller's: z~^1 = z^1 is unperturbed).
-    H, Ht and E enclose h, h~ and e = h~ - h of the layer; ``cand`` are the tokens that may be
-    an argmax (no other is known to exceed them)."""
+    """Bound of sup |y~(x) - N(x)|_inf over the box lo <= x <= hi, in arithmetic A, if the gates
+    |z~^l| <= C_l hold on it.  ``first[i][j]``, if given, is a range (lo, hi) of piece j of unit i
+    of layer 1 over the domain (then the layer-1 gates are the caller's: z~^1 = z^1).  H, Ht and
+    E enclose h, h~ and e = h~ - h."""
     H = Ht = [A.box(l, u) for l, u in zip(lo, hi)]
     E = [A.box(A.zero, A.zero) for _ in lo]
     zmax = []
     for li, layer in enumerate(net.layers):
         nH, nE, nHt, zm = [], [], [], A.zero
         for ui, unit in enumerate(layer.units):
-            ps = _tokens(unit, n)
+            ps = _tokens(unit.pieces, n)
             zt = [A.dot(p.w, Ht, p.b) for p in ps]
             if li == 0 and first is not None:
-                k = len(unit.pieces) - 1
-                zt = [A.meet(v, A.box(*first[ui][min(t, k)])) for t, v in enumerate(zt)]
+                zt = [A.meet(v, A.box(*r)) for v, r in zip(zt, _tokens(first[ui], n))]
             else:
                 zm = max([zm] + [A.abs_max(v) for v in zt])
             z = zt if li == 0 else [A.dot(p.w, H, p.b) for p in ps]
-            dz, dzt = _differences(A, ps, H), _differences(A, ps, Ht)
-            cand, cand_t = (
-                [a for a in range(n) if not any(A.lo(v) > 0 for v in dd[a])] for dd in (dz, dzt)
-            )
-            gaps = [[_gap(A, col, end) for col in dzt] for end in (A.lo, A.hi)]
-            D = A.box(*A.deviation(gaps[0], gaps[1], lam))
+            (gl, gh), (gtl, gth) = _gaps(A, ps, H), _gaps(A, ps, Ht)
             d = [A.dot(p.w, E, A.zero) for p in ps]
-            # max z~ - max z = max_a (d_a - g_a) exactly, with hardmax gaps g_a = max z - z_a
-            g = [A.box(_gap(A, col, A.lo), _gap(A, col, A.hi)) for col in dz]
-            shift = A.meet(
-                A.box(min(A.lo(d[a]) for a in cand), max(A.hi(d[b]) for b in cand_t)),
-                _max_of(A, [A.sub(d[a], g[a]) for a in range(n)]),
-            )
-            e = A.sub(shift, D)
+            # max z~ - max z = max_a (d_a - g_a); a token whose gap may be 0 may be an argmax
+            dg = _max_of(A, [A.sub(v, A.box(l, u)) for v, l, u in zip(d, gl, gh)])
+            d_lo = min(A.lo(v) for v, g in zip(d, gl) if g == 0)
+            d_hi = max(A.hi(v) for v, g in zip(d, gtl) if g == 0)
+            D = A.box(*A.deviation(gtl, gth, lam))
+            e = A.sub(A.meet(A.box(d_lo, d_hi), dg), D)
             h = _max_of(A, z)
             ht = A.meet(A.add(h, e), A.sub(_max_of(A, zt), D))
             nH.append(h)
@@ -279,9 +222,7 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=No
 
 
 @dataclass(frozen=True, slots=True)
-class SoftmaxClaim:
-    """sup over the domain of |y~ - N|_inf <= bound, checked over ``leaves`` cells."""
-
+class SoftmaxClaim:  # sup over the domain of |y~ - N|_inf <= bound, from ``leaves`` checked cells
     bound: Q
     leaves: int
     excluded: int
@@ -297,40 +238,33 @@ def _excluded(domain: Domain, row: int, lo, hi) -> bool:
 def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
     """Layer-1 ranges over a polyhedron from Farkas multipliers ``multipliers[i][j] =
     (y_max, y_min)`` (y >= 0, y^T A = +-w_{i,j}), each checked, and the gate |z^1| <= C_1."""
-    P = domain.as_polyhedron()
-    C, ranges = gates[0], []
+    P, C = domain.as_polyhedron(), gates[0]
+    ranges: list[list[tuple[Q, Q]]] = []
     if len(multipliers) != net.layers[0].width:
         raise CheckFailed("softmax: one list of multipliers per unit of layer 1 needed")
     for unit, ys in zip(net.layers[0].units, multipliers):
         if len(ys) != len(unit.pieces):
             raise CheckFailed("softmax: one pair of multipliers per piece needed")
-        rs = []
+        ranges.append([])
         for p, (y_max, y_min) in zip(unit.pieces, ys):
             hi = check_upper_bound(P, p.w, y_max) + p.b
             lo = -check_upper_bound(P, tuple(-c for c in p.w), y_min) + p.b
             if lo < -C or hi > C:
-                raise CheckFailed(
-                    f"softmax: a layer-1 pre-activation ranges over [{lo}, {hi}], "
-                    f"beyond the gate C_1 = {C}"
-                )
-            rs.append((lo, hi))
-        ranges.append(rs)
+                raise CheckFailed(f"softmax: layer-1 range [{lo}, {hi}] exceeds the gate C_1 = {C}")
+            ranges[-1].append((lo, hi))
     return ranges
 
 
 def check_softmax_bound(
     net, gates, n: int, lam: Q, domain: Domain, root_lo, root_hi, tree, first_ys=None, root_ys=None
 ) -> SoftmaxClaim:
-    """Check, in exact arithmetic, every cell of the bisection ``tree`` of the box
-    [root_lo, root_hi] and return the largest cell bound.  A tree is ("leaf",),
-    ("out", row) (the cell violates domain constraint ``row`` everywhere: dropped) or
-    ("split", dim, left, right) (bisection of coordinate ``dim`` at its midpoint).
-
-    The box must contain the domain: for a Box domain it must be the domain; for a
-    polyhedron, ``root_ys[i] = (y_up, y_low)`` are Farkas multipliers (checked here) showing
-    x_i <= root_hi[i] and -x_i <= -root_lo[i] on it.  ``first_ys`` (multipliers, see
-    ``check_first_layer``) may bound layer 1 over the polyhedron itself, which also checks
-    its gates there.  A tree none of whose cells meets the domain is refused."""
+    """Accept iff every leaf of the bisection ``tree`` of the box [root_lo, root_hi] passes its
+    gates in ``cell_bound`` (exact) and every dropped cell is outside the domain; return the
+    largest cell bound.  Nodes: ("leaf",), ("out", row) (the cell violates domain constraint
+    ``row`` everywhere), ("split", i, left, right) (halves at the midpoint of coordinate i).  The
+    box is the domain (a Box) or contains it by Farkas multipliers ``root_ys[i] = (y_up, y_low)``
+    (x_i <= root_hi[i], -x_i <= -root_lo[i]); ``first_ys`` (``check_first_layer``) may bound
+    layer 1 over the polyhedron itself.  A tree with no leaf is refused."""
     try:
         check_maxout_shapes(net)
     except (ValueError, TypeError) as e:
@@ -338,19 +272,14 @@ def check_softmax_bound(
     check_domain(domain, net.input_dim)
     if len(root_lo) != net.input_dim or len(root_hi) != net.input_dim:
         raise CheckFailed(f"softmax: the root box needs {net.input_dim} bounds on each side")
-    if not lam > 0:
-        raise CheckFailed("softmax: lambda must be positive")
-    if len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
-        raise CheckFailed("softmax: one gate constant per layer and n >= every rank needed")
+    if not lam > 0 or len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
+        raise CheckFailed("softmax: lambda > 0, one gate per layer and n >= every rank needed")
     if not isinstance(domain, Box):
         check_box_contains(domain, root_lo, root_hi, root_ys or (), "softmax: root")
     elif (tuple(domain.lower), tuple(domain.upper)) != (tuple(root_lo), tuple(root_hi)):
         raise CheckFailed("softmax: the root cell is not the domain box")
-    first = None
-    if first_ys is not None:
-        first = check_first_layer(net, gates, domain, first_ys)
-    best, leaves, excluded = ZERO, 0, 0
-    zmax = [ZERO] * len(net.layers)
+    first = None if first_ys is None else check_first_layer(net, gates, domain, first_ys)
+    best, leaves, excluded, zmax = ZERO, 0, 0, [ZERO] * len(net.layers)
     stack = [(tree, tuple(root_lo), tuple(root_hi))]
     while stack:
         node, lo, hi = stack.pop()
@@ -368,13 +297,9 @@ def check_softmax_bound(
         elif node[0] == "leaf":
             r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
             if r.bound is None:
-                raise CheckFailed(
-                    f"softmax: a gate of layer {(r.gate_layer or 0) + 1} is not shown "
-                    f"exact on the cell {lo}..{hi}"
-                )
-            best = max(best, r.bound)
+                raise CheckFailed(f"softmax: gate {(r.gate_layer or 0) + 1} fails on {lo}..{hi}")
+            best, leaves = max(best, r.bound), leaves + 1
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
-            leaves += 1
         else:
             raise CheckFailed(f"softmax: unknown tree node {node[0]!r}")
     if leaves == 0:

@@ -360,7 +360,8 @@ def perturbed_preactivations(s: Setting, lam: Q, x) -> list[list[arb]]:
     for layer in s.net.layers:
         zs, nh = [], []
         for unit in layer.units:
-            z = [sum((arb(c) * v for c, v in zip(p.w, h)), arb(p.b)) for p in _tokens(unit, s.n)]
+            z = [sum((arb(c) * v for c, v in zip(p.w, h)), arb(p.b))
+                 for p in _tokens(unit.pieces, s.n)]
             m = max(z, key=lambda v: v.mid()).mid()
             e = [(lam_a * (v - m)).exp() for v in z]
             total = sum(e[1:], e[0])
@@ -408,7 +409,7 @@ def _float_net(net: MaxoutNetwork, n: int):
     import numpy as np
     layers = []
     for layer in net.layers:
-        ps = [_tokens(unit, n) for unit in layer.units]
+        ps = [_tokens(unit.pieces, n) for unit in layer.units]
         W = np.array([[[_fl(c) for c in p.w] for p in row] for row in ps], dtype=float)
         b = np.array([[_fl(p.b) for p in row] for row in ps], dtype=float)
         layers.append((W, b))
