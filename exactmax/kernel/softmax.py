@@ -6,20 +6,17 @@ lam computes, over n equal tokens t (a unit with fewer pieces repeats its last o
     h~^0 = x,   z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t},   h~^l_i = S(z~^l_{i,.}),
     S(v) = <v, softmax(lam v)>,   y~ = A h~^D + c,
 
-and hardmax (max_t z^l_{i,t}) gives the Maxout network N.  With gaps g_t = max v - v_t,
-D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.  On a box of gaps
-[gl_t, gh_t] the numerator is <= sum_t max of g e^{-lam g} on [gl_t, gh_t] (at most 1/(e lam), at
-1/lam) and the denominator >= max(1, sum_t e^{-lam gh_t}); D <= (n - 1)/(e lam); D <=
-W((n - 1)/e)/lam (``deviation_peak``); D <= sum_t psi(lam g_t)/lam with psi(x) = x/(e^x + 1), as
-the denominator is >= 1 + e^{-lam g_t} when g_t > 0.  The lower bound exchanges the ends.  Per
+and hardmax (max_t z^l_{i,t}) gives the Maxout network N.  With gaps g_t = max v - v_t >= 0,
+D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.  On a box of gaps: numerator
+<= sum_t max g e^{-lam g} (each <= 1/(e lam)), denominator >= max(1, sum_t e^{-lam gh_t});
+D <= (n - 1)/(e lam); D <= W((n - 1)/e)/lam; D <= sum_t psi(lam g_t)/lam with psi(x) =
+x/(e^x + 1) (the denominator is >= 1 + e^{-lam g_t}); the lower bound exchanges the ends.  Per
 unit, with e = h~ - h, d_t = w_t . e and hardmax gaps g: h~_i - h_i = (max z~ - max z) - D(z~),
-where max z~ - max z = max_a (d_a - g_a) lies in [min_{cand z} d, max_{cand z~} d] (cand v: the
-tokens that may be an argmax of v on the cell); the shift is the meet of both enclosures.
+max z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v: the tokens that
+may be an argmax of v on the cell).
 
-``cell_bound`` runs on ``EXACT`` (rational intervals rounded outward to a 2^-64 grid; e^{-a} by
-alternating Taylor sums; e > E_LOWER) in the checker, and on the (untrusted) search's balls.
-``check_softmax_bound`` walks a bisection tree of a box; a cell may be dropped when one domain
-constraint is violated on all of it.
+``cell_bound`` runs on ``EXACT`` (rationals rounded outward to a 2^-64 grid; e^{-a} by
+alternating Taylor sums; e > E_LOWER) in the checker, and on the untrusted search's balls.
 """
 
 from __future__ import annotations
@@ -75,10 +72,8 @@ def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
     if a > CAP:
         return ZERO, _POWERS[CAP][1]
     (lo, hi), f = _POWERS[n], a - n
-    return (
-        _round(lo * max(ZERO, _series(_grid(f, True, 48), 21)), False),
-        _round(hi * _series(_grid(f, False, 48), 22), True),
-    )
+    lo *= max(ZERO, _series(_grid(f, True, 48), 21))
+    return _round(lo, False), _round(hi * _series(_grid(f, False, 48), 22), True)
 
 
 class ExactArithmetic:
@@ -104,12 +99,8 @@ class ExactArithmetic:
         num_hi = num_lo = den_lo = den_hi = psi = ZERO
         for l, h in zip(gl, gh):
             el, eh = exp_neg_bounds(lam * l), exp_neg_bounds(lam * h)
-            if lam * h <= 1:
-                num_hi += h * eh[1]
-            elif lam * l >= 1:
-                num_hi += l * el[1]
-            else:
-                num_hi += peak
+            # the maximum of g e^{-lam g} on [l, h] (rising up to g = 1/lam): at h, at l or the peak
+            num_hi += h * eh[1] if lam * h <= 1 else l * el[1] if lam * l >= 1 else peak
             num_lo += min(l * el[0], h * eh[0])
             den_lo += eh[0]
             den_hi += el[1]
@@ -141,16 +132,12 @@ def deviation_peak(m: int) -> Q:
     """A rational c >= W(m/e) (Lambert W), so that D(v) <= c / lam for v with m + 1 entries: with
     x_t = lam g_t, lam D <= c iff sum_{t != argmax} (x_t - c) e^{-x_t} <= c, where each term is at
     most e^{-(c+1)} (at x = c + 1), so c >= m hi(e^{-(c+1)}) suffices; c found by bisection."""
-
-    def ok(c):
-        return c > 0 and c >= m * exp_neg_bounds(c + 1)[1]
-
     lo, hi = ZERO, Q(max(m, 1))
-    while not ok(hi):
+    while hi < m * exp_neg_bounds(hi + 1)[1]:
         hi *= 2
     for _ in range(24):
         mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        lo, hi = (lo, mid) if mid >= m * exp_neg_bounds(mid + 1)[1] else (mid, hi)
     return hi
 
 
@@ -258,13 +245,11 @@ def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
 def check_softmax_bound(
     net, gates, n: int, lam: Q, domain: Domain, root_lo, root_hi, tree, first_ys=None, root_ys=None
 ) -> SoftmaxClaim:
-    """Accept iff every leaf of the bisection ``tree`` of the box [root_lo, root_hi] passes its
-    gates in ``cell_bound`` (exact) and every dropped cell is outside the domain; return the
-    largest cell bound.  Nodes: ("leaf",), ("out", row) (the cell violates domain constraint
-    ``row`` everywhere), ("split", i, left, right) (halves at the midpoint of coordinate i).  The
-    box is the domain (a Box) or contains it by Farkas multipliers ``root_ys[i] = (y_up, y_low)``
-    (x_i <= root_hi[i], -x_i <= -root_lo[i]); ``first_ys`` (``check_first_layer``) may bound
-    layer 1 over the polyhedron itself.  A tree with no leaf is refused."""
+    """Accept iff the box [root_lo, root_hi] is the domain (a Box) or contains it (Farkas bounds
+    ``root_ys[i] = (y_up, y_low)``), every leaf of ``tree`` passes its gates in ``cell_bound``
+    (exact, layer 1 over the polyhedron if ``first_ys``), every ("out", row) cell violates row
+    everywhere, and some leaf exists; ("split", i, left, right) halves coordinate i.  Returns the
+    largest cell bound."""
     try:
         check_maxout_shapes(net)
     except (ValueError, TypeError) as e:
