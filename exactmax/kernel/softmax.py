@@ -104,7 +104,13 @@ class ExactArithmetic:
             num_lo += min(l * el[0], h * eh[0])
             den_lo += eh[0]
             den_hi += el[1]
-            psi += psi_upper(lam, l, h)
+            # psi(lam g)/lam, psi(x) = x e^{-x}/(1 + e^{-x}) <= W(1/e): rises to 1, falls from 8/5
+            if lam * h <= 1:
+                psi += h * eh[1] / (1 + eh[0])
+            elif lam * l >= Q(8, 5):
+                psi += l * el[1] / (1 + el[0])
+            else:
+                psi += deviation_peak(1) / lam
         d_hi = min(
             _grid(num_hi / max(ONE, den_lo), True),
             (len(gl) - 1) * peak,
@@ -115,16 +121,6 @@ class ExactArithmetic:
 
 
 EXACT = ExactArithmetic()
-
-
-def psi_upper(lam: Q, gl: Q, gh: Q) -> Q:
-    """An upper bound of g e^{-lam g} / (1 + e^{-lam g}) = psi(lam g) / lam for g in [gl, gh]:
-    psi rises on [0, 1], falls from 8/5 and is at most W(1/e) (``deviation_peak(1)``)."""
-    xl, xh = lam * gl, lam * gh
-    if xh > 1 and xl < Q(8, 5):
-        return deviation_peak(1) / lam
-    x = xh if xh <= 1 else xl
-    return x * exp_neg_bounds(x)[1] / (1 + exp_neg_bounds(x)[0]) / lam
 
 
 @cache

@@ -114,8 +114,8 @@ class ArbArithmetic:
         return d_lo, d_hi
 
     def _psi_upper(self, xl, xh):
-        """An upper bound of psi(x) = x / (e^x + 1) on [xl, xh] (the kernel's ``psi_upper``
-        times lam): increasing up to 1, decreasing from 8/5, below 0.2785 in between."""
+        """An upper bound of psi(x) = x / (e^x + 1) on [xl, xh] (as in the kernel's
+        ``deviation``): increasing up to 1, decreasing from 8/5, below 0.2785 in between."""
         if xh <= 1:
             return (xh / (xh.exp() + 1)).upper()
         if xl >= self._a(Q(8, 5)):
