@@ -27,8 +27,9 @@ from math import factorial
 from typing import Any
 
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork, check_maxout_shapes
-from .polyhedron import Box, Domain, check_box_contains, check_domain, check_upper_bound
+from .maxout import MaxoutNetwork
+from .polyhedron import Box, Domain, check_box_contains, check_upper_bound
+from .program import check_shapes
 from .rational import ONE, ZERO, Q
 
 CAP = 256  # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
@@ -246,11 +247,7 @@ def check_softmax_bound(
     (exact, layer 1 over the polyhedron if ``first_ys``), every ("out", row) cell violates row
     everywhere, and some leaf exists; ("split", i, left, right) halves coordinate i.  Returns the
     largest cell bound."""
-    try:
-        check_maxout_shapes(net)
-    except (ValueError, TypeError) as e:
-        raise CheckFailed(f"softmax: the network is malformed: {e}") from None
-    check_domain(domain, net.input_dim)
+    check_shapes((net,), domain)
     if len(root_lo) != net.input_dim or len(root_hi) != net.input_dim:
         raise CheckFailed(f"softmax: the root box needs {net.input_dim} bounds on each side")
     if not lam > 0 or len(gates) != len(net.layers) or n < max(l.rank for l in net.layers):
