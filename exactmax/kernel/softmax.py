@@ -275,7 +275,7 @@ def check_softmax_bound(
         elif node[0] == "leaf":
             r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
             if r.bound is None:
-                raise CheckFailed(f"softmax: layer {(r.gate_layer or 0) + 1}'s gate fails on {lo}..{hi}")
+                raise CheckFailed(f"softmax: gate C_{(r.gate_layer or 0) + 1} fails on {lo}..{hi}")
             best, leaves = max(best, r.bound), leaves + 1
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
         else:
