@@ -65,9 +65,7 @@ def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
     """The exact interval image of ``box`` under Maxout layer ``layer`` (no output map): each
     piece's range is exact on a box, and max is monotone."""
     ranges = [[_range(p.w, p.b, box) for p in unit.pieces] for unit in net.layers[layer].units]
-    return Box(
-        tuple(max(lo for lo, _ in r) for r in ranges), tuple(max(h for _, h in r) for r in ranges)
-    )
+    return Box(*(tuple(max(r[end] for r in rs) for rs in ranges) for end in (0, 1)))
 
 
 def _range(w, b: Q, box: Box) -> tuple[Q, Q]:
@@ -78,10 +76,8 @@ def _range(w, b: Q, box: Box) -> tuple[Q, Q]:
 
 
 def _contains(outer: Box, inner: Box) -> bool:
-    return outer.dim == inner.dim and all(
-        ol <= il and iu <= ou
-        for ol, il, iu, ou in zip(outer.lower, inner.lower, inner.upper, outer.upper)
-    )
+    ends = zip(outer.lower, inner.lower, inner.upper, outer.upper)
+    return outer.dim == inner.dim and all(ol <= il and iu <= ou for ol, il, iu, ou in ends)
 
 
 def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
