@@ -166,10 +166,9 @@ def _max_of(A, vs):
 
 
 def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=None) -> CellResult:
-    """Bound of sup |y~(x) - N(x)|_inf over the box lo <= x <= hi, in arithmetic A, if the gates
-    |z~^l| <= C_l hold on it.  ``first[i][j]``, if given, is a range (lo, hi) of piece j of unit i
-    of layer 1 over the domain (then the layer-1 gates are the caller's: z~^1 = z^1).  H, Ht and
-    E enclose h, h~ and e = h~ - h."""
+    """sup |y~(x) - N(x)|_inf <= bound on the box [lo, hi] (A's numbers) if every gate |z~^l| <= C_l
+    holds there; ``first[i][j]``: a checked range of piece j of unit i of layer 1 (then z~^1 = z^1
+    and the caller checked its gates).  H, Ht and E enclose h, h~ and e = h~ - h."""
     H = Ht = [A.box(l, u) for l, u in zip(lo, hi)]
     E = [A.box(A.zero, A.zero) for _ in lo]
     zmax = []
@@ -242,11 +241,10 @@ def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
 def check_softmax_bound(
     net, gates, n: int, lam: Q, domain: Domain, root_lo, root_hi, tree, first_ys=None, root_ys=None
 ) -> SoftmaxClaim:
-    """Accept iff the box [root_lo, root_hi] is the domain (a Box) or contains it (Farkas bounds
-    ``root_ys[i] = (y_up, y_low)``), every leaf of ``tree`` passes its gates in ``cell_bound``
-    (exact, layer 1 over the polyhedron if ``first_ys``), every ("out", row) cell violates row
-    everywhere, and some leaf exists; ("split", i, left, right) halves coordinate i.  Returns the
-    largest cell bound."""
+    """Accept iff [root_lo, root_hi] is the Box domain or contains it (Farkas bounds ``root_ys``),
+    each leaf of ``tree`` passes its gates in ``cell_bound`` (layer 1 over the polyhedron if
+    ``first_ys``), each ("out", row) cell violates row everywhere and a leaf exists; ("split", i,
+    left, right) halves coordinate i.  Returns the largest cell bound."""
     check_shapes((net,), domain)
     if len(root_lo) != net.input_dim or len(root_hi) != net.input_dim:
         raise CheckFailed(f"softmax: the root box needs {net.input_dim} bounds on each side")
