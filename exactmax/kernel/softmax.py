@@ -215,6 +215,8 @@ class SoftmaxClaim:  # sup over the domain of |y~ - N|_inf <= bound, from ``leav
 def _excluded(domain: Domain, row: int, lo, hi) -> bool:
     """Constraint ``row`` of A x <= b is violated at every point of the cell."""
     P = domain.as_polyhedron()
+    if not (isinstance(row, int) and 0 <= row < len(P.b)):
+        return False
     return sum((c * (l if c > 0 else u) for c, l, u in zip(P.A[row], lo, hi)), ZERO) > P.b[row]
 
 
@@ -259,25 +261,26 @@ def check_softmax_bound(
     stack = [(tree, tuple(root_lo), tuple(root_hi))]
     while stack:
         node, lo, hi = stack.pop()
-        if node[0] == "split":
+        kind = node[0] if isinstance(node, tuple | list) and node else node
+        if kind == "split":
             if len(node) != 4 or not (isinstance(node[1], int) and 0 <= node[1] < len(lo)):
                 raise CheckFailed(f"softmax: a split node names no coordinate: {node[:2]!r}")
             _, i, left, right = node
             mid = (lo[i] + hi[i]) / 2
             stack.append((left, lo, hi[:i] + (mid,) + hi[i + 1 :]))
             stack.append((right, lo[:i] + (mid,) + lo[i + 1 :], hi))
-        elif node[0] == "out":
-            if not _excluded(domain, node[1], lo, hi):
-                raise CheckFailed(f"softmax: a dropped cell is not outside constraint {node[1]}")
+        elif kind == "out":
+            if len(node) != 2 or not _excluded(domain, node[1], lo, hi):
+                raise CheckFailed(f"softmax: a dropped cell is not outside constraint {node[1:]}")
             excluded += 1
-        elif node[0] == "leaf":
+        elif kind == "leaf":
             r = cell_bound(net, gates, n, lam, lo, hi, EXACT, first)
             if r.bound is None:
                 raise CheckFailed(f"softmax: gate C_{(r.gate_layer or 0) + 1} fails on {lo}..{hi}")
             best, leaves = max(best, r.bound), leaves + 1
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
         else:
-            raise CheckFailed(f"softmax: unknown tree node {node[0]!r}")
+            raise CheckFailed(f"softmax: unknown tree node {kind!r}")
     if leaves == 0:
         raise CheckFailed("softmax: no cell of the tree meets the domain")
     return SoftmaxClaim(best, leaves, excluded, tuple(zmax))
