@@ -21,12 +21,11 @@ from exactmax.io import load_model
 from exactmax.io.pair_certificate import load_pair_certificate
 from exactmax.kernel.certificate import Split
 from exactmax.kernel.errors import CheckFailed
-from exactmax.kernel.pair import check_pair_property, pair_case
+from exactmax.kernel.pair import check_pair_property, pair_case, program_of_pair
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.program import (
     Lin,
     program_of_maxout,
-    program_of_pair,
     program_of_transformer,
 )
 from exactmax.kernel.rational import Q

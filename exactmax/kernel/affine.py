@@ -12,11 +12,9 @@ Matrix = tuple[Vector, ...]
 
 @dataclass(frozen=True, slots=True)
 class Affine:
-    """The affine map x -> W x + b, W in Q^{m x n}, b in Q^m (``in_dim`` = n, kept for m = 0)."""
-
-    W: Matrix
-    b: Vector
-    in_dim: int
+    W: Matrix  # m x n
+    b: Vector  # m entries
+    in_dim: int  # n, kept for m = 0
 
     @property
     def out_dim(self) -> int:
@@ -24,9 +22,5 @@ class Affine:
 
 
 def dot(u: Vector, v: Vector) -> Q:
-    """The exact inner product sum_i u_i v_i (skipping zero coefficients)."""
-    s = ZERO
-    for a, c in zip(u, v):
-        if a:
-            s += a * c
-    return s
+    """The exact inner product sum_i u_i v_i (zero coefficients skipped)."""
+    return sum((a * c for a, c in zip(u, v) if a), ZERO)

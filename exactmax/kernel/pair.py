@@ -1,5 +1,5 @@
 """Two models compared up to a tolerance on a domain P, as a property (``property.py``) of
-the pair program x -> (A(x), B(x)) (``program.program_of_pair``), whose outputs are
+the pair program x -> (A(x), B(x)) (``program_of_pair``), whose outputs are
 y = (a, b) in Q^n x Q^n:
 
 - epsilon E: |A(x) - B(x)|_inf <= E for every x in P.  Forbidden, for each output o, the
@@ -15,9 +15,26 @@ from __future__ import annotations
 from .certificate import Row, Tree
 from .errors import CheckFailed
 from .polyhedron import Domain, Polyhedron
-from .program import check_shapes, program_of, program_of_pair
+from .program import Hardmax, Lin, Max, Program, check_shapes, program_of
 from .property import Case, check_case
 from .rational import ONE, ZERO, Q, rational
+
+
+def program_of_pair(f: Program, g: Program) -> Program:
+    """The program x -> (f(x), g(x)): f's nodes, then g's with each reference j moved to
+    j + len(f.nodes); outputs f's, then g's."""
+    if f.dim != g.dim:
+        raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
+    s = len(f.nodes)
+    moved = tuple(
+        Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms))
+        if isinstance(n, Lin)
+        else Max(tuple(j + s for j in n.args))
+        if isinstance(n, Max)
+        else Hardmax(tuple((i + s, j + s) for i, j in n.pairs))
+        for n in g.nodes
+    )
+    return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
 
 
 def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:

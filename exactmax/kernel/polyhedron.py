@@ -1,12 +1,10 @@
-"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and the exact checks of the facts
-that producers (an LP solver, z3) claim about them.
-
-Each claim comes with a witness the kernel checks with a few exact inner products:
+"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and the exact checks of what
+producers (an LP solver, z3) claim about them, each from a witness:
 
 - non-empty: a point x with A x <= b;
-- empty: Farkas multipliers y >= 0 with y^T A = 0 and y^T b < 0 (then 0 = y^T A x <= y^T b < 0
-  for any x in P, a contradiction);
-- bounded above in direction c: y >= 0 with y^T A = c, which gives c.x = y^T A x <= y^T b;
+- empty: Farkas multipliers y >= 0 with y^T A = 0 and y^T b < 0 (for x in P,
+  0 = y^T A x <= y^T b < 0);
+- c . x <= beta on P: y >= 0 with y^T A = c and y^T b = beta.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ class Polyhedron:
 
 @dataclass(frozen=True, slots=True)
 class Box:
-    """The box {x : lower <= x <= upper} (coordinate-wise)."""
+    """{x : lower <= x <= upper}."""
 
     lower: Vector
     upper: Vector
@@ -52,7 +50,6 @@ class Box:
         return all(lo <= v <= hi for lo, v, hi in zip(self.lower, x, self.upper))
 
     def is_empty(self) -> bool:
-        """Exact: a box is empty iff some lower bound exceeds its upper bound."""
         return any(lo > hi for lo, hi in zip(self.lower, self.upper))
 
     def as_polyhedron(self) -> Polyhedron:
@@ -69,24 +66,18 @@ Domain = Box | Polyhedron
 
 
 def check_domain(domain: Domain, dim: int) -> None:
-    """Accept iff the domain is a box or a polyhedron of dimension ``dim`` whose every bound,
-    row and right-hand side has the length that dimension needs, with exact rational entries
-    (the kernel relies on no reader for this: nothing is truncated)."""
+    """Accept iff the domain is a box or polyhedron of dimension ``dim``, every bound and row of
+    that length, one right-hand side per row, every entry an exact rational."""
     rows: tuple[Vector, ...]
     if isinstance(domain, Box):
         rows, numbers = (domain.lower, domain.upper), domain.lower + domain.upper
     elif isinstance(domain, Polyhedron) and domain.dim == dim and len(domain.A) == len(domain.b):
         rows, numbers = domain.A, tuple(domain.b) + tuple(v for a in domain.A for v in a)
     else:
-        raise CheckFailed(
-            f"the domain is not a box or a polyhedron of dimension {dim} with "
-            "one right-hand side per row"
-        )
-    bad = next((len(v) for v in rows if len(v) != dim), None)
-    if bad is not None:
-        raise CheckFailed(
-            f"the domain has a bound or row of length {bad}, but the input dimension is {dim}"
-        )
+        raise CheckFailed(f"the domain is not a box or polyhedron of dimension {dim}")
+    for v in rows:
+        if len(v) != dim:
+            raise CheckFailed(f"the domain has a row of length {len(v)}; the dimension is {dim}")
     try:
         [rational(v) for v in numbers]
     except TypeError as e:
@@ -97,9 +88,8 @@ def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:
     """(y^T A, y^T b) after checking y >= 0 has one entry per constraint."""
     if len(y) != len(P.b):
         raise CheckFailed(f"{what}: {len(y)} multipliers for {len(P.b)} constraints")
-    for i, v in enumerate(y):
-        if v < 0:
-            raise CheckFailed(f"{what}: multiplier y[{i}] = {v} is negative")
+    if any(v < 0 for v in y):
+        raise CheckFailed(f"{what}: a multiplier is negative")
     lin = tuple(sum((y[i] * P.A[i][j] for i in range(len(y)) if y[i]), ZERO) for j in range(P.dim))
     return lin, dot(y, P.b)
 
@@ -108,39 +98,37 @@ def check_member(P: Polyhedron, x: Vector) -> None:
     """Accept iff x is in P (so P is non-empty)."""
     if len(x) != P.dim:
         raise CheckFailed(f"member: point of length {len(x)} in a domain of dimension {P.dim}")
-    bad = next((i for i, (row, c) in enumerate(zip(P.A, P.b)) if dot(row, x) > c), None)
-    if bad is not None:
-        raise CheckFailed(f"member: the point violates constraint {bad}")
+    for i, (row, c) in enumerate(zip(P.A, P.b)):
+        if dot(row, x) > c:
+            raise CheckFailed(f"member: the point violates constraint {i}")
 
 
 def check_interior(P: Polyhedron, x: Vector) -> None:
-    """Accept iff x is in P and A_i x < b_i in every row with A_i != 0 (a row 0 . x <= b_i
-    with b_i >= 0 holds everywhere and says nothing): x is an interior point, so P is
-    full-dimensional."""
+    """Accept iff x is in P and A_i x < b_i on every row with A_i != 0 (a zero row holds
+    everywhere): x is an interior point, so P is full-dimensional."""
     check_member(P, x)
     if any(any(row) and dot(row, x) == c for row, c in zip(P.A, P.b)):
         raise CheckFailed("interior: the point lies on a constraint")
 
 
 def check_flat(P: Polyhedron, y: Vector) -> None:
-    """Accept iff y >= 0, y^T A = 0, y^T b = 0 and y_i > 0 on some row with A_i != 0: then
-    sum_i y_i (b_i - A_i x) = 0 with every term >= 0 on P, so that row is an equality
-    A_i x = b_i on P, a hyperplane, and P has no interior point (lower-dimensional, or
-    empty).  (Weight on zero rows only would show nothing.)"""
+    """Accept iff y >= 0, y^T A = 0, y^T b = 0 and y_i > 0 on a row A_i != 0: then
+    sum_i y_i (b_i - A_i x) = 0 with every term >= 0 on P, so A_i x = b_i on P, and P has no
+    interior point."""
     lin, const = _combination(P, y, "flat")
     if any(lin) or const != 0 or not any(v and any(row) for v, row in zip(y, P.A)):
         raise CheckFailed("flat: y^T A or y^T b is not zero, or y has no weight on a non-zero row")
 
 
 def check_empty(P: Polyhedron, y: Vector) -> None:
-    """Accept iff y is a Farkas certificate of emptiness: y >= 0, y^T A = 0, y^T b < 0."""
+    """Accept iff y >= 0, y^T A = 0 and y^T b < 0: P is empty."""
     lin, const = _combination(P, y, "empty")
     if any(lin) or not const < 0:
         raise CheckFailed(f"empty: y^T A is not zero, or y^T b = {const} is not negative")
 
 
 def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
-    """Return beta = y^T b after checking y >= 0 and y^T A = c; then c.x <= beta on P."""
+    """Return beta = y^T b after checking y >= 0 and y^T A = c; then c . x <= beta on P."""
     lin, const = _combination(P, y, "bound")
     if tuple(lin) != tuple(c):
         raise CheckFailed("bound: y^T A differs from the bounded direction")
@@ -148,14 +136,12 @@ def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
 
 
 def check_box_contains(P: Polyhedron, lower: Vector, upper: Vector, proofs, what: str) -> None:
-    """Accept iff ``proofs[i] = (y_up, y_low)`` show x_i <= upper_i and -x_i <= -lower_i on P
-    (``check_upper_bound``) for every coordinate i: then the box contains P."""
+    """Accept iff ``proofs[i] = (y_up, y_low)`` show x_i <= upper_i and -x_i <= -lower_i on P for
+    every i (``check_upper_bound``): then the box contains P."""
     if not len(proofs) == len(lower) == len(upper) == P.dim:
         raise CheckFailed(f"{what}: one pair of Farkas bounds per coordinate is needed")
     for i, (y_up, y_low) in enumerate(proofs):
         e = tuple(Q(int(j == i)) for j in range(P.dim))
-        if (
-            check_upper_bound(P, e, y_up) > upper[i]
-            or check_upper_bound(P, tuple(-v for v in e), y_low) > -lower[i]
-        ):
+        up = check_upper_bound(P, e, y_up)
+        if up > upper[i] or check_upper_bound(P, tuple(-v for v in e), y_low) > -lower[i]:
             raise CheckFailed(f"{what}: the box does not contain the domain in coordinate {i}")

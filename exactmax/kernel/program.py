@@ -64,23 +64,6 @@ def check_shapes(models, domain: Domain) -> None:
     check_domain(domain, models[0].input_dim)
 
 
-def program_of_pair(f: Program, g: Program) -> Program:
-    """The program x -> (f(x), g(x)): f's nodes, then g's with each reference j moved to
-    j + len(f.nodes); outputs f's, then g's."""
-    if f.dim != g.dim:
-        raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
-    s = len(f.nodes)
-    moved = tuple(
-        Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms))
-        if isinstance(n, Lin)
-        else Max(tuple(j + s for j in n.args))
-        if isinstance(n, Max)
-        else Hardmax(tuple((i + s, j + s) for i, j in n.pairs))
-        for n in g.nodes
-    )
-    return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
-
-
 class _Builder:
     """Nodes with hash-consing; expressions are (x: dict, c, terms: dict) linear forms."""
 

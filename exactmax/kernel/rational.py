@@ -1,17 +1,9 @@
-"""The one exact rational backend of exactmax, chosen here and imported everywhere.
-
-Choice: python-flint's ``fmpq`` (rationals in lowest terms, FLINT/GMP underneath) for scalars,
-``fmpq_mat`` for the kernel's matrix products and ``fmpz_mat`` for the integer-scaled evaluators
-outside it (``vectorized/scaled.py``).
-
-Why (measured in ``benchmarks/eval.py``, see README): scaling every layer to one common
-denominator and multiplying integer matrices with ``fmpz_mat`` beats ``fractions.Fraction`` by
-two orders of magnitude, where gmpy2's ``mpq`` only gains a small constant factor.  And
-``fmpq`` *raises* ``TypeError`` when a float is mixed in (``fmpq(1, 2) + 0.5``), where both
-``Fraction`` and ``gmpy2.mpq`` silently return a float: exactness is a type property here.
-
-Every number enters the kernel through :func:`rational`, which refuses floats, bools and
-anything else that is not already an exact integer or rational.
+"""The one exact rational backend, chosen here and imported everywhere: python-flint's ``fmpq``
+(``fmpq_mat`` for the kernel's products; ``fmpz_mat`` for the integer-scaled evaluators outside
+it).  Measured in ``benchmarks/eval.py``: two orders of magnitude faster than
+``fractions.Fraction`` (gmpy2's ``mpq`` gains a small constant).  And ``fmpq`` raises
+``TypeError`` when a float is mixed in, where ``Fraction`` and ``mpq`` return a float: exactness
+is a type property.  Every number enters the kernel through ``rational``.
 """
 
 from __future__ import annotations
@@ -21,27 +13,16 @@ from fractions import Fraction
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat
 
 Q = fmpq
-"""The rational scalar type."""
-
 Z = fmpz
-"""The integer scalar type of the backend."""
-
-IntMatrix = fmpz_mat
-"""Dense integer matrices with products computed in C."""
-
 RatMatrix = fmpq_mat
-"""Dense rational matrices (FLINT scales rows to common denominators internally)."""
-
+IntMatrix = fmpz_mat
 ZERO = Q(0)
 ONE = Q(1)
 
 
 def rational(value: object) -> Q:
-    """Return ``value`` as an exact rational, or raise ``TypeError``.
-
-    Accepted: ``fmpq``, ``fmpz``, ``int`` (not ``bool``) and ``fractions.Fraction``.
-    Refused: ``float`` (and every other type), so no rounded number can reach the kernel.
-    """
+    """``value`` (an fmpq, fmpz, int or Fraction) as an exact rational; a float, a bool or any
+    other type raises ``TypeError``, so no rounded number reaches the kernel."""
     if isinstance(value, fmpq):
         return value
     if isinstance(value, bool):

@@ -30,7 +30,7 @@ from .floatlp import unknown_beyond_floats
 from ..kernel.certificate import Choice, Empty, Split, TieProof, domain_rows
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
-from ..kernel.pair import check_pair_property, pair_case
+from ..kernel.pair import check_pair_property, pair_case, program_of_pair
 from ..kernel.polyhedron import Box
 from ..kernel.program import (
     Hardmax,
@@ -39,7 +39,6 @@ from ..kernel.program import (
     Program,
     Unsupported,
     program_of_maxout,
-    program_of_pair,
     program_of_transformer,
 )
 from ..kernel.rational import ONE, Q
