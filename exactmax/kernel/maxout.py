@@ -1,10 +1,6 @@
-"""Maxout networks over Q and their exact evaluation.
-
-    h^0 = x,   h^l_i = max_j ( w^l_{i,j} . h^{l-1} + b^l_{i,j} ),   y = A h^D + c.
-
-``evaluate_maxout`` is this formula, term by term, in exact rationals: the kernel's reference,
-which confirms every refutation.  Producers evaluate with the integer-scaled evaluators of
-``vectorized/`` (untrusted, tested against this one).
+"""Maxout networks over Q: h^0 = x, h^l_i = max_j (w^l_{i,j} . h^{l-1} + b^l_{i,j}),
+y = A h^D + c.  ``evaluate_maxout`` is this formula in exact rationals: the reference that
+confirms every refutation (``vectorized/`` evaluates faster, untrusted, tested against it).
 """
 
 from __future__ import annotations
@@ -17,17 +13,13 @@ from .rational import Q, rational
 
 
 @dataclass(frozen=True, slots=True)
-class Piece:
-    """One affine piece w . h + b of a unit."""
-
+class Piece:  # w . h + b
     w: Vector
     b: Q
 
 
 @dataclass(frozen=True, slots=True)
-class Unit:
-    """A Maxout unit: the max of its pieces (at least one)."""
-
+class Unit:  # the max of its pieces (at least one)
     pieces: tuple[Piece, ...]
 
 
@@ -66,8 +58,7 @@ class MaxoutNetwork:
 
 def check_maxout_shapes(net: MaxoutNetwork) -> None:
     """Raise ValueError (TypeError for an inexact number) unless every piece has one weight
-    per unit of the layer before and the output map fits; the readers guarantee this for
-    files, this guards networks built in Python."""
+    per unit of the layer before and the output map fits."""
     width = net.input_dim
     if not net.layers:
         raise ValueError("a Maxout network needs at least one layer")

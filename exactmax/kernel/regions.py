@@ -1,23 +1,18 @@
-"""Region certificates: a split tree whose leaves are full-dimensional cells on which a program
-is affine, each with its output map and a point strictly inside (regions.md).
+"""Region certificates (regions.md): a split tree whose leaves are cells on which a program is
+affine, each with its output map and a point strictly inside.
 
-``check_regions`` accepts iff
-- the leaves partition the domain P (a ``Split`` sends h >= 0 and h < 0 to its two sides);
-- at every leaf the choices (inherited from the splits above, plus the leaf's own) are proved
-  by Farkas multipliers as in ``certificate.py``, so every node of the outputs' cone is affine
-  on the cell, and the leaf's stated map x -> W x + b is the outputs' map there;
-- the leaf's point satisfies every row of the cell strictly (so the cell has an interior).
-The activation pattern of a leaf is, for every Max / Hardmax node of the cone, the set of
-arguments (keys) whose map on the cell equals the chosen one's: the argmax set at generic
-points of the cell.  The points with one pattern form a convex set, so the number of distinct
-patterns is the number of activation regions with non-empty interior.
-
-``check_region_count`` also checks merges (i, j, q): leaves i and j have the same map, and q
-lies on the hyperplane h = 0 of the split separating them with every row of both cells that
-is not a multiple of h positive at q; so both closures contain a (d-1)-ball of {h = 0} around
-q (a shared facet).  It returns (activation regions, #distinct maps, #merge components): the
-number of linear regions (components of the same-map facet-adjacency graph) lies between the
-last two.  That no *other* same-map pair shares a facet is decided by the producer, not here.
+``check_regions`` accepts iff the leaves partition the domain P; at every leaf the choices in
+force are proved as in ``certificate.py`` (so the outputs' cone is affine on the cell) and the
+stated map W x + b is the outputs' map; and the point satisfies every row of the cell strictly
+(the cell has an interior).  A leaf's activation pattern is, for every Max / Hardmax node, the
+set of arguments whose map equals the chosen one's (the argmax set at generic points); the
+points of one pattern form a convex set, so the distinct patterns count the activation regions
+with non-empty interior.  ``check_region_count`` also checks merges (i, j, q): leaves i and j
+have the same map, and q lies on the hyperplane h = 0 of the split separating them with every
+row of both cells that is not a multiple of h positive at q, so both closures contain a
+(d-1)-ball of {h = 0} around q (a shared facet).  The number of linear regions lies between the
+distinct maps and the components of this merge graph (that no other same-map pair shares a
+facet is the producer's claim, not checked here).
 """
 
 from __future__ import annotations
@@ -33,9 +28,7 @@ from .rational import Q
 
 
 @dataclass(frozen=True, slots=True)
-class Region:
-    """A leaf: choices proved on the cell, the output map x -> W x + b there, a point inside."""
-
+class Region:  # a leaf: choices, the output map x -> W x + b on the cell, a point inside
     choices: Choices
     W: Matrix
     b: Vector
@@ -49,10 +42,9 @@ def _value(row: Row, x) -> Q:
 def check_regions(
     p: Program, P: Polyhedron, tree, all_units: bool = False
 ) -> list[tuple[list[Row], Region, tuple]]:
-    """(rows of the cell, leaf, activation pattern) for every leaf, depth first (ge before lt),
-    after the checks of the module docstring; raises CheckFailed naming the leaf otherwise.
-    The pattern is over the Max and Hardmax nodes the outputs depend on, or over every such
-    node of the program with ``all_units`` (a dead unit counts too)."""
+    """(rows of the cell, leaf, activation pattern) for every leaf, depth first, after the
+    checks above; the pattern is over the Max and Hardmax nodes the outputs read, or over every
+    one with ``all_units`` (a dead unit counts too)."""
     if p.dim != P.dim:
         raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
     need = sorted(range(len(p.nodes)) if all_units else cone(p, p.outputs))

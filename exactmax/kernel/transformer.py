@@ -1,19 +1,13 @@
 """Transformers over Q (construction.md §1) and their exact hardmax evaluation.
 
-n tokens in Q^{d_m}.  Token t starts as E x + p_t.  Sub-layers, each with a residual:
-
-- attention: x_t <- x_t + sum_h W_O^h W_V^h sum_{t'} a_h(t', t) x_{t'}, where the scores are
-  s_h(t', t) = lambda_h <W_K^h x_{t'}, W_Q^h x_t> and a_h(., t) is *hardmax*: uniform over
-  the set of keys t' with maximal score (ties averaged);
-- feed-forward: x_t <- x_t + W_2 ReLU(W_1 x_t + b_1) + b_2, the same map for every token.
-
-Read-out y = R x_{t*} + r for one token t*, or for the mean of the tokens.  No layer norm.
-Softmax attention has no exact rational value; the kernel refuses to evaluate it.
-
-``evaluate_transformer`` is these formulas, sub-layer by sub-layer, on the d_m x n matrix of
-the tokens in exact rationals: the kernel's reference, which confirms every refutation.
-Producers evaluate with the integer-scaled evaluators of ``vectorized/`` (untrusted, tested
-against this one).
+n tokens in Q^{d_m}; token t starts as E x + p_t.  Sub-layers, each with a residual:
+attention x_t <- x_t + sum_h W_O^h W_V^h sum_{t'} a_h(t', t) x_{t'}, with scores
+s_h(t', t) = lambda_h <W_K^h x_{t'}, W_Q^h x_t> and a_h(., t) *hardmax*: uniform over the keys
+t' of maximal score (ties averaged); feed-forward x_t <- x_t + W_2 ReLU(W_1 x_t + b_1) + b_2.
+Read-out y = R x_{t*} + r for one token t*, or for the token mean.  No layer norm.  Softmax
+attention has no exact value and is not evaluated.  ``evaluate_transformer`` is these formulas
+in exact rationals: the reference that confirms every refutation (``vectorized/`` evaluates
+faster, untrusted, tested against it).
 """
 
 from __future__ import annotations
@@ -29,9 +23,7 @@ SOFTMAX = "softmax"
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
-    """One attention head: W_Q, W_K, W_V in Q^{s x d_m}, W_O in Q^{d_m x s}, scale > 0."""
-
+class Head:  # W_Q, W_K, W_V in Q^{s x d_m}, W_O in Q^{d_m x s}, scale > 0
     query: Matrix
     key: Matrix
     value: Matrix
@@ -46,20 +38,16 @@ class Attention:
 
 
 @dataclass(frozen=True, slots=True)
-class FeedForward:
-    """x -> x + W_2 ReLU(W_1 x + b_1) + b_2 (``inner`` = W_1, b_1; ``outer`` = W_2, b_2)."""
-
-    inner: Affine
-    outer: Affine
+class FeedForward:  # x -> x + W_2 ReLU(W_1 x + b_1) + b_2
+    inner: Affine  # W_1, b_1
+    outer: Affine  # W_2, b_2
 
 
 Sublayer = Attention | FeedForward
 
 
 @dataclass(frozen=True, slots=True)
-class Readout:
-    """y = R z + r where z is token ``token`` (0-based), or the token mean if token is None."""
-
+class Readout:  # y = R z + r, z token ``token`` (0-based), or the token mean if None
     map: Affine
     token: int | None = 0
 
@@ -85,9 +73,8 @@ class Transformer:
 
 
 def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) -> None:
-    """Raise ValueError (TypeError for an inexact number) unless every matrix has the shape
-    construction.md §1 needs (of the given sub-layers only, when ``sublayers`` is given);
-    the readers guarantee this for files, this guards Transformers built in Python."""
+    """Raise ValueError (TypeError for an inexact number) unless every matrix (of the given
+    sub-layers only, if ``sublayers``) has the shape construction.md §1 needs."""
     d, dm = tf.input_dim, tf.d_model
 
     def mat(M, rows, cols, what):
@@ -123,19 +110,18 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
 
 
 def hardmax_winners(scores: list) -> list[int]:
-    """The argmax set {t' : scores[t'] = max scores}: the keys a hardmax query averages over."""
+    """The argmax set {t' : scores[t'] = max scores}, which a hardmax query averages over."""
     top = max(scores)
     return [k for k, v in enumerate(scores) if v == top]
 
 
 def _matrix(M, cols: int) -> RatMatrix:
-    """The rows M (each of ``cols`` entries) as a matrix."""
     return RatMatrix(len(M), cols, [v for row in M for v in row])
 
 
 def _hardmax(S: RatMatrix) -> RatMatrix:
-    """The attention matrix of the scores S[t', t]: entry (t', t) is 1/|W_t| for t' in the
-    argmax set W_t of column t, else 0 (ties averaged), so V A averages V's columns over W_t."""
+    """Entry (t', t) is 1/|W_t| for t' in the argmax set W_t of column t of the scores S, else
+    0: V A averages V's columns over W_t (ties averaged)."""
     A = [[ZERO] * S.ncols() for _ in range(S.nrows())]
     for t in range(S.ncols()):
         win = hardmax_winners([S[u, t] for u in range(S.nrows())])
@@ -145,9 +131,8 @@ def _hardmax(S: RatMatrix) -> RatMatrix:
 
 
 def evaluate_transformer(tf: Transformer, x) -> Vector:
-    """The exact output T(x) of a hardmax Transformer at the rational point x (§1 above, ties
-    averaged).  X is the d_m x n matrix of the tokens, column t = token t; b 1^T adds the
-    vector b to every column."""
+    """The exact output T(x) at the rational point x.  X is the d_m x n matrix of the tokens
+    (column t = token t); b 1^T adds b to every column."""
     check_transformer_shapes(tf)
     x = tuple(rational(v) for v in x)
     if len(x) != tf.input_dim:
@@ -164,10 +149,7 @@ def evaluate_transformer(tf: Transformer, x) -> Vector:
             X += _matrix([[v] for v in sub.outer.b], 1) * ones
             continue
         if sub.kind != HARDMAX:
-            raise ValueError(
-                f"sublayers[{index}] uses {sub.kind} attention, which has no "
-                "exact rational value; only hardmax is evaluated exactly"
-            )
+            raise ValueError(f"sublayers[{index}]: {sub.kind} attention has no exact value")
         update = RatMatrix(dm, n)
         for h in sub.heads:
             K, Qm, V = (_matrix(M, dm) * X for M in (h.key, h.query, h.value))
