@@ -1,10 +1,12 @@
 """The kernel stays small enough to read in one sitting (#18).
 
-Size is counted as code lines, the way cloc counts Python: lines that are not blank, not a
-comment and not part of a docstring (the docstrings state the mathematics the code checks, and
-the style asks for them; they are reading, not trusted code).  Goals: the whole kernel at most
-1,500 code lines, its certificate-checking core (rationals, affine maps, polyhedra, programs,
-certificates, layerwise, the equivalence entry point) at most 1,000.
+Two measures: physical lines (``wc -l``: docstrings, comments and blank lines included) and code
+lines (cloc's count: lines that are neither blank, nor a comment, nor inside a docstring).  The
+goal of #18 is at most 1,500 physical lines, 1,000 of them the certificate-checking core
+(rationals, affine maps, polyhedra, programs, certificates, layerwise, the equivalence entry
+point).  It is not met: 1,956 and 1,066 on 2026-12-04 (from 2,302 and 1,276).  The physical
+caps below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks);
+the code lines are capped at 1,500 and 1,000 (1,311 and 704 today).
 """
 
 import ast
@@ -43,6 +45,19 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
               'def f(x):\n    """f doc."""\n    s = """not a docstring"""\n    return x\n')
     assert code_lines(source) == 4   # import, def, s = ..., return
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
+
+
+PHYSICAL_CAP = (1956, 1066)  # the whole kernel, its core
+
+
+def test_the_kernel_does_not_grow_past_its_physical_line_counts():
+    counts = {}
+    for name in sorted(os.listdir(KERNEL)):
+        if name.endswith(".py"):
+            with open(os.path.join(KERNEL, name)) as f:
+                counts[name[:-3]] = len(f.read().splitlines())
+    total, core = sum(counts.values()), sum(counts[m] for m in CORE)
+    assert total <= PHYSICAL_CAP[0] and core <= PHYSICAL_CAP[1], (total, core, counts)
 
 
 def test_the_kernel_is_at_most_1500_code_lines_and_its_core_at_most_1000():
