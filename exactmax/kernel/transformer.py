@@ -119,17 +119,6 @@ def _matrix(M, cols: int) -> RatMatrix:
     return RatMatrix(len(M), cols, [v for row in M for v in row])
 
 
-def _hardmax(S: RatMatrix) -> RatMatrix:
-    """Entry (t', t) is 1/|W_t| for t' in the argmax set W_t of column t of the scores S, else
-    0: V A averages V's columns over W_t (ties averaged)."""
-    A = [[ZERO] * S.ncols() for _ in range(S.nrows())]
-    for t in range(S.ncols()):
-        win = hardmax_winners([S[u, t] for u in range(S.nrows())])
-        for u in win:
-            A[u][t] = Q(1, len(win))
-    return _matrix(A, S.ncols())
-
-
 def evaluate_transformer(tf: Transformer, x) -> Vector:
     """The exact output T(x) at the rational point x.  X is the d_m x n matrix of the tokens
     (column t = token t); b 1^T adds b to every column."""
@@ -154,7 +143,12 @@ def evaluate_transformer(tf: Transformer, x) -> Vector:
         for h in sub.heads:
             K, Qm, V = (_matrix(M, dm) * X for M in (h.key, h.query, h.value))
             S = K.transpose() * Qm * h.scale  # S[t', t] = s_h(t', t)
-            update += _matrix(h.out, len(h.value)) * V * _hardmax(S)
+            A = RatMatrix(n, n)  # A[t', t] = 1/|W_t| on the argmax set W_t of S[., t], else 0
+            for t in range(n):
+                win = hardmax_winners([S[u, t] for u in range(n)])
+                for u in win:
+                    A[u, t] = Q(1, len(win))
+            update += _matrix(h.out, len(h.value)) * V * A
         X += update
     r = tf.readout
     z = [
