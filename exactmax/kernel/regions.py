@@ -24,7 +24,6 @@ from .certificate import Choices, Row, check_known, cone, walk
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Max, Program
-from .rational import Q
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +32,6 @@ class Region:  # a leaf: choices, the output map x -> W x + b on the cell, a poi
     W: Matrix
     b: Vector
     point: Vector
-
-
-def _value(row: Row, x) -> Q:
-    return dot(row.a, x) + row.c
 
 
 def check_regions(
@@ -53,7 +48,7 @@ def check_regions(
         if not isinstance(node, Region):
             raise CheckFailed(f"{where}: not a split or a region leaf")
         x = node.point
-        if len(x) != P.dim or not all(_value(r, x) > 0 for r in rows):
+        if len(x) != P.dim or not all(dot(r.a, x) + r.c > 0 for r in rows):
             raise CheckFailed(f"{where}: the point is not strictly inside the cell")
         check_known(p, need, vals, where)
         stated = [(tuple(w), c) for w, c in zip(node.W, node.b)]
@@ -88,7 +83,7 @@ def check_adjacent(rows_i: list[Row], rows_j: list[Row], q) -> None:
     if len(q) != len(h.a) or dot(h.a, q) + h.c != 0:
         raise CheckFailed("merge: the point is not on the separating hyperplane")
     for r in rows_i + rows_j:
-        if not _vanishes_on(r, h.a, h.c) and not _value(r, q) > 0:
+        if not _vanishes_on(r, h.a, h.c) and not dot(r.a, q) + r.c > 0:
             raise CheckFailed("merge: a row of a cell is not positive at the point")
 
 
