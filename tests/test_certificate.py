@@ -271,3 +271,14 @@ def test_two_programs_of_the_same_shape_are_evaluated_each_with_its_own_weights(
     assert check_equal_on_domain(prog(2), prog(2), box.as_polyhedron(), Leaf()) == 1
     with pytest.raises(CheckFailed, match="outputs differ"):
         check_equal_on_domain(prog(2), prog(3), box.as_polyhedron(), Leaf())
+
+
+@pytest.mark.parametrize("proof", [((0,),), (("a", Q(1)),), ((0, 0.5),), ((0, "x"),), None,
+                                   ((5, Q(1)),), ((0, Q(-1)),), ((0, True),), ((0, Q(0)),)])
+def test_a_malformed_farkas_proof_is_rejected_not_a_traceback(proof):
+    """Farkas entries that are not (existing row, positive exact rational) pairs: CheckFailed
+    (never a TypeError or ValueError escaping the kernel); the well-formed proof is accepted."""
+    rows = [Row((Q(1),), Q(0))]
+    check_entails(rows, ((Q(1),), Q(0)), False, ((0, Q(1)),), "t")
+    with pytest.raises(CheckFailed):
+        check_entails(rows, ((Q(1),), Q(0)), False, proof, "t")

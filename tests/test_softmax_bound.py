@@ -162,7 +162,7 @@ def test_the_checker_rejects_tampered_trees_gates_and_multipliers():
     assert ok.bound == good.bound
     for bad in [("split", 7, ("leaf",), ("leaf",)), ("split", 0, ("leaf",)), ("cut",),
                 ("split", 0, ("out", 1), ("leaf",)), (), ("out",), ("out", 99), ("out", "0"),
-                ("split", 0, ("leaf",), ())]:  # malformed nodes: CheckFailed, not IndexError
+                "leaf", ("split", 0, ("leaf",), ())]:  # malformed nodes: CheckFailed, not IndexError
         with pytest.raises(CheckFailed):
             check_softmax_bound(net, s.gates, s.n, Q(100), s.domain, *s.root, bad)
     with pytest.raises(CheckFailed):  # a gate constant too small for the pre-activations

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
-from .rational import ZERO, Q
+from .rational import ZERO, Q, rational
 
 Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
@@ -90,9 +90,16 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
     """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}."""
     a, r = list(e[0]), e[1]
     used_strict = False
-    for i, y in proof:
-        if not 0 <= i < len(rows):
-            raise CheckFailed(f"{where}: row {i} does not exist ({len(rows)} rows here)")
+    if not isinstance(proof, tuple | list):
+        raise CheckFailed(f"{where}: the Farkas proof is not a list of pairs (row, multiplier)")
+    for entry in proof:
+        try:
+            i, y = entry
+            y = rational(y)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{where}: {entry!r:.60} is not a pair (row, multiplier)") from None
+        if not (isinstance(i, int) and 0 <= i < len(rows)):
+            raise CheckFailed(f"{where}: row {i!r:.20} does not exist ({len(rows)} rows here)")
         if not y > 0:
             raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
         for t, v in enumerate(rows[i].a):
@@ -156,9 +163,10 @@ def extend(p: Program, need, choices: dict, vals: list, rows: list[Row], where: 
 
 def check_known(p: Program, need, vals: list, where: str) -> None:
     """Every node of ``need`` has its map on the cell."""
-    for i in (i for i in need if vals[i] is None):
-        kind = type(p.nodes[i]).__name__
-        raise CheckFailed(f"{where}, node {i}: no valid choice for this {kind} node")
+    unknown = [i for i in need if vals[i] is None]
+    if unknown:
+        kind = type(p.nodes[unknown[0]]).__name__
+        raise CheckFailed(f"{where}, node {unknown[0]}: no valid choice for this {kind} node")
 
 
 def _sub(u: Affine, v: Affine) -> Affine:

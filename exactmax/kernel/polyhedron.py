@@ -88,8 +88,9 @@ def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:
     """(y^T A, y^T b) after checking y >= 0 has one entry per constraint."""
     if len(y) != len(P.b):
         raise CheckFailed(f"{what}: {len(y)} multipliers for {len(P.b)} constraints")
-    if any(v < 0 for v in y):
-        raise CheckFailed(f"{what}: a multiplier is negative")
+    for i, v in enumerate(y):
+        if v < 0:
+            raise CheckFailed(f"{what}: multiplier y[{i}] = {v} is negative")
     lin = tuple(sum((y[i] * P.A[i][j] for i in range(len(y)) if y[i]), ZERO) for j in range(P.dim))
     return lin, dot(y, P.b)
 

@@ -52,8 +52,8 @@ class Unsupported(ValueError):
 
 
 def check_shapes(models, domain: Domain) -> None:
-    """Accept iff every model has the shapes its definition needs, all and the domain of one
-    input dimension."""
+    """Accept iff every model has the shapes its definition needs and the models and the
+    domain have one input dimension."""
     try:
         for m in models:
             (check_maxout_shapes if isinstance(m, MaxoutNetwork) else check_transformer_shapes)(m)

@@ -261,7 +261,7 @@ def check_softmax_bound(
     stack = [(tree, tuple(root_lo), tuple(root_hi))]
     while stack:
         node, lo, hi = stack.pop()
-        kind = node[0] if isinstance(node, tuple | list) and node else node
+        kind = node[0] if isinstance(node, tuple | list) and node else None
         if kind == "split":
             if len(node) != 4 or not (isinstance(node[1], int) and 0 <= node[1] < len(lo)):
                 raise CheckFailed(f"softmax: a split node names no coordinate: {node[:2]!r}")
@@ -280,7 +280,7 @@ def check_softmax_bound(
             best, leaves = max(best, r.bound), leaves + 1
             zmax = [max(a, b) for a, b in zip(zmax, r.zmax)]
         else:
-            raise CheckFailed(f"softmax: unknown tree node {kind!r}")
+            raise CheckFailed(f"softmax: unknown tree node {node!r:.60}")
     if leaves == 0:
         raise CheckFailed("softmax: no cell of the tree meets the domain")
     return SoftmaxClaim(best, leaves, excluded, tuple(zmax))
