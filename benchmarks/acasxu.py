@@ -40,10 +40,10 @@ EXPECTED = {
     ("1-7", 1): ("unsat", "Katz et al. 2017: property 1 holds on all 45 networks"),
     ("1-6", 2): ("sat", "not in the paper (property 2 is stated for networks 2-x..5-x); "
                         "exactmax's kernel-evaluated counterexample"),
-    ("1-7", 2): (None, "not in the paper (property 2 is stated for networks 2-x..5-x); in "
-                       "floats, the least max_i (Y_i - Y_0) a local search found is +7.3e-4 and "
-                       "the float-only branch and bound closes every cell (1,050 leaves): "
-                       "probably unsat, barely"),
+    ("1-7", 2): ("unsat", "not in the paper (property 2 is stated for networks 2-x..5-x); "
+                          "exactmax's kernel-checked certificate (68 relaxed leaves with "
+                          "optimised slopes; 1,050 with the fixed ones); in floats, the least "
+                          "max_i (Y_i - Y_0) a local search found is +7.3e-4: unsat, barely"),
     ("1-6", 3): ("unsat", "vnncomp2022-test README: network 1-6 is its unsat instance"),
     ("1-7", 3): ("sat", "vnncomp2022-test README: network 1-7 violates property 3"),
     ("1-6", 4): ("unsat", "Katz et al. 2017: property 4 holds on the networks it was run on "

@@ -134,3 +134,55 @@ def test_export_coq_refuses_a_relaxed_certificate(tmp_path):
     r = run("export-coq", cert, "-o", tmp_path / "P.v")
     assert r.returncode == 2 and not (tmp_path / "P.v").exists()
     assert "relaxed leaves" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def _threshold_prop(tmp_path, net, lo, hi, threshold, op=">="):
+    d = net.input_dim
+    text = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {lo}))\n"
+                   f"(assert (<= X_{i} {hi}))\n" for i in range(d)) + "(declare-const Y_0 Real)\n"
+    text += f"(assert ({op} Y_0 {threshold}))\n"
+    p = tmp_path / "p.vnnlib"
+    p.write_text(text)
+    return read_vnnlib(str(p))
+
+
+def _one_leaf(net, prop):
+    a = decide_property(net, prop, timeout_s=60, search=False)
+    assert a.result == "unsat", a.reason
+    assert len(a.trees) == 1 and isinstance(a.trees[0], Relaxed)     # the root cell, no split
+    assert a.stats["proofs"].get("relaxed") == 1
+    assert check_property(net, prop.cases, a.trees) == a.stats["leaves_checked"] == 1
+    return a.trees[0]
+
+
+def test_an_optimised_output_slope_closes_the_root_cell(tmp_path):
+    """y = 2 relu(x) on [-1, 2], the forbidden set y <= -1/4.  The fixed slope (U = 2 > -L = 1:
+    alpha = 1, y >= 2x >= -2) needs a split; alpha = 0 (y >= 0) closes the root: one leaf."""
+    net = relu_net([[1]], [0], [[2]], [0])
+    prop = _threshold_prop(tmp_path, net, -1, 2, "-0.25", "<=")
+    leaf = _one_leaf(net, prop)
+    assert len(leaf.uppers) == 1 and len(leaf.proofs) == 1
+
+
+def test_optimised_slopes_of_the_hidden_layers_close_the_root_cell(tmp_path):
+    """A 3 x 6 x 6 x 6 ReLU network on [-1, 1]^3 where y <= 11.9 with the slopes chosen per
+    bound (alpha-CROWN's intermediate bounds) but only y <= 17.6 with the fixed hidden slopes
+    and the output's optimised (y reaches about 7.5): the forbidden set y >= 13 is closed on
+    the root cell, one relaxed leaf that the kernel checks."""
+    net = _deep_relu_net(7)
+    leaf = _one_leaf(net, _threshold_prop(tmp_path, net, -1, 1, 13))
+    # rows: the root's 6 box rows, then per unstable node v - a >= 0, v >= 0, u - v >= 0; a
+    # slope strictly between 0 and 1 uses both lower rows of its node
+    base = 6
+
+    def fractional(proof):
+        ids = {i for i, _ in proof}
+        return sum(1 for i in ids if i >= base and (i - base) % 3 == 0 and i + 1 in ids)
+
+    assert sum(fractional(pr) for up in leaf.uppers for pr in up.proofs) > 0
+
+
+def test_a_zero_slope_gives_an_empty_proof_not_zero_multipliers():
+    from exactmax.prove.relaxation import _proof
+    assert _proof({3: Q(1, 2), 5: Q(1)}, Q(0)) == ()
+    assert _proof({3: Q(1, 2), 5: Q(0)}, Q(2)) == ((3, Q(1)),)
