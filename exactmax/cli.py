@@ -129,8 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "export-coq reads it), pair-property (a split tree for the pair "
                        "program x -> (A(x), B(x)) with no output where A and B differ, an "
                        "exactmax/pair-property-certificate; faster where the layers are not "
-                       "aligned), auto (default: layerwise where it applies, else "
-                       "pair-property, else equivalence); --json says which was written")
+                       "aligned), auto (default: a layer correspondence of two Maxout "
+                       "networks of the same depth, A = B on all of Q^d, where one exists; "
+                       "else layerwise where it applies, else pair-property, else "
+                       "equivalence); --json says which was written")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.add_argument("--no-search", action="store_true",
                        help="skip the short counterexample search (vertices, tie sets, a few "

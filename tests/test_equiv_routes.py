@@ -1,5 +1,6 @@
 """Which certificate proves A = B when the two Maxout networks are equal but not layer-aligned
-(issue #21): by default the pair-property route (the pair program x -> (A(x), B(x)) with no
+(issue #21): by default a layer correspondence where the layers are related by affine maps
+(these two are: ``tests/test_correspondence.py``), else the pair-property route (the pair program x -> (A(x), B(x)) with no
 output where a_o != b_o, ``kernel/pair.check_pair_property`` with epsilon 0), or with
 ``--certificate-kind equivalence`` the split tree for A - B = 0 that export-coq reads; a moved
 bias refuted through the pair route at a point the kernel evaluated."""
@@ -61,10 +62,11 @@ def run(capsys, *argv):
 
 def test_an_unaligned_equal_pair_is_proved_by_the_pair_route(files, tmp_path, capsys):
     cert = str(tmp_path / "c.json")
-    code, out = run(capsys, "equiv", files["a"], files["b"], "--cert", cert)
+    code, out = run(capsys, "equiv", files["a"], files["b"], "--cert", cert,
+                    "--certificate-kind", "pair-property")
     assert code == 0 and out["verdict"] == "proved" and out["trust"] == "kernel-checked"
     assert out["certificate_kind"] == "pair-property" and out["certificate"] == cert
-    assert out["stats"]["strategy"] == "pair" and "layerwise_failed" in out["stats"]
+    assert out["stats"]["strategy"] == "pair"
     code, chk = run(capsys, "check-cert", cert, "--models", files["a"], files["b"])
     assert code == 0 and chk["valid"] and chk["leaves"] == out["stats"]["leaves"]
     # the certificate is about A and B, not about the moved twin
@@ -74,8 +76,9 @@ def test_an_unaligned_equal_pair_is_proved_by_the_pair_route(files, tmp_path, ca
 
 def test_the_pair_tree_is_a_proof_of_equality_for_the_kernel(files):
     a, b, m = (load_model(files[k]) for k in ("a", "b", "m"))
-    v = verify_equal(a, b, a.domain, VerifyOptions(timeout_s=60))
+    v = verify_equal(a, b, a.domain, VerifyOptions(timeout_s=60, correspondence=False))
     assert v.verdict == "proved" and v.stats["certificate_kind"] == "pair-property"
+    assert "layerwise_failed" in v.stats   # layerwise first, which needs equal widths
     assert check_pair_property(a, b, a.domain, Q(0), v.certificate) == v.stats["leaves_checked"]
     with pytest.raises(CheckFailed):   # the same tree does not prove A = moved B
         check_pair_property(a, m, a.domain, Q(0), v.certificate)
@@ -112,7 +115,8 @@ def test_pair_property_with_a_non_auto_strategy_is_a_usage_error(files, capsys):
 
 def test_export_coq_names_the_option_for_a_coq_exportable_certificate(files, tmp_path, capsys):
     pair, eq = str(tmp_path / "p.json"), str(tmp_path / "e.json")
-    assert main(["equiv", files["a"], files["b"], "--cert", pair]) == 0
+    assert main(["equiv", files["a"], files["b"], "--cert", pair, "--certificate-kind",
+                 "pair-property"]) == 0
     assert main(["equiv", files["a"], files["b"], "--cert", eq,
                  "--certificate-kind", "equivalence"]) == 0
     capsys.readouterr()
@@ -123,3 +127,11 @@ def test_export_coq_names_the_option_for_a_coq_exportable_certificate(files, tmp
     assert "--certificate-kind equivalence" in err and not out.exists()
     assert main(["export-coq", eq, "-o", str(tmp_path / "e.v")]) == 0
     assert "Theorem net_equiv" in (tmp_path / "e.v").read_text()
+
+
+def test_by_default_the_layers_related_by_affine_maps_give_a_correspondence(files, capsys):
+    code, out = run(capsys, "equiv", files["a"], files["b"])
+    assert code == 0 and out["certificate_kind"] == "correspondence"
+    assert out["stats"]["strategy"] == "correspondence"
+    code, out = run(capsys, "equiv", files["a"], files["m"])   # no map relates the moved twin
+    assert code == 1 and out["verdict"] == "refuted"

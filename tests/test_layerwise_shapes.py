@@ -196,7 +196,9 @@ def test_a_merged_transformer_is_checked_through_its_unmerged_form_and_tampering
 
 def _permuted_pair(seed=5, d=4, N=16, D=8):
     """A deep network and the same function with two units of its first layer swapped (and
-    the next layer's weights with them): equal, but not layer by layer."""
+    the next layer's weights with them) and, in a unit of its last layer, a piece that is
+    its first piece minus 1 (never the max): equal, but not layer by layer, and no layer
+    correspondence matches the pieces."""
     import random
     rng = random.Random(seed)
     layers, width = [], d
@@ -212,7 +214,10 @@ def _permuted_pair(seed=5, d=4, N=16, D=8):
     first = Layer(tuple(a.layers[0].units[perm[i]] for i in range(N)))
     second = Layer(tuple(Unit(tuple(Piece(tuple(p.w[perm[i]] for i in range(N)), p.b)
                                     for p in u.pieces)) for u in a.layers[1].units))
-    return a, dataclasses.replace(a, layers=(first, second) + a.layers[2:])
+    u = a.layers[-1].units[0]
+    last = Layer((Unit(u.pieces + (Piece(u.pieces[0].w, u.pieces[0].b - 1),)),)
+                 + a.layers[-1].units[1:])
+    return a, dataclasses.replace(a, layers=(first, second) + a.layers[2:-1] + (last,))
 
 
 def test_an_unknown_answer_comes_within_the_time_limit_and_reports_its_real_time(tmp_path,

@@ -234,6 +234,17 @@ VNNLIB = """(declare-const X_0 Real)
 """A property of examples/tent.json that does not hold (unsat): |y| stays below 100."""
 
 
+def _widened(net: dict) -> dict:
+    """The same function with one more unit in the first layer (the constant 0, read by no
+    one): the widths differ, so equiv proves it by a layer correspondence."""
+    out = copy.deepcopy(net)
+    out["layers"][0]["units"].append({"pieces": [{"w": [0] * net["input_dim"], "b": 0}]})
+    for unit in out["layers"][1]["units"]:
+        for p in unit["pieces"]:
+            p["w"].append(0)
+    return out
+
+
 def _reordered(net: dict) -> dict:
     """The same network with every unit's pieces in reverse order."""
     out = copy.deepcopy(net)
@@ -254,10 +265,10 @@ def written(tmp_path_factory):
     ex = {n: os.path.join(EXAMPLES, f"{n}.json") for n in
           ("tent", "relu_triangle", "maxout_d3_w4_r3")}
     inputs = {"flat.domain.json": FLAT, "tiny.json": TINY,
-              "tiny_reordered.json": _reordered(TINY)}
+              "tiny_reordered.json": _reordered(TINY), "tiny_wide.json": _widened(TINY)}
     for name, obj in inputs.items():
         (t / name).write_text(json.dumps(obj))
-    flat, tiny, tiny_r = (str(t / name) for name in inputs)
+    flat, tiny, tiny_r, tiny_w = (str(t / name) for name in inputs)
     (t / "tent.vnnlib").write_text(VNNLIB)
     (t / "onnx.vnnlib").write_text(VNNLIB.replace("(declare-const Y_0 Real)\n",
                                                   "(declare-const Y_0 Real)\n"
@@ -287,6 +298,7 @@ def written(tmp_path_factory):
     cert("triangle.layerwise.json", ["verify", ex["relu_triangle"]])
     cert("d3.layerwise.json", ["verify", ex["maxout_d3_w4_r3"]])
     cert("tiny.layerwise.json", ["equiv", tiny, tiny_r])
+    cert("tiny.correspondence.json", ["equiv", tiny, tiny_w])
     cert("tiny.monolithic.json", ["equiv", tiny, tiny_r, "--strategy", "monolithic"])
     run(["regions", ex["tent"], "--cert", str(t / "tent.regions.json"), "--json"],
         "tent.regions.json")
@@ -314,13 +326,16 @@ def written(tmp_path_factory):
 def _trees(cert):
     if "tree" in cert:
         return [cert["tree"]]
+    if "correspondence" in cert:
+        return []
     return [claim["tree"] for layer in cert["layerwise"]["layers"] for claim in layer]
 
 
 def _features(cert) -> set[str]:
     """What of the certificate format a certificate uses (to see that the written ones cover
     the schema's branches)."""
-    out = {"tree" if "tree" in cert else "layerwise", *cert["domain"]["domain"]}
+    out = {next(k for k in ("tree", "layerwise", "correspondence") if k in cert),
+           *cert["domain"]["domain"]}
     out |= {f"witness:{k}" for k in cert["domain"].get("witness", {})}
     if "layerwise" in cert:
         lw = cert["layerwise"]
@@ -353,7 +368,7 @@ def test_every_file_exactmax_writes_validates(validators, written):
         _reader(schema)(path)   # exactmax reads back what it wrote
     assert formats == {"maxout", "transformer", "certificate", "region-certificate",
                        "property-certificate"}
-    assert {"tree", "layerwise", "box", "polyhedron", "split", "leaf", "same_max",
+    assert {"tree", "layerwise", "correspondence", "box", "polyhedron", "split", "leaf", "same_max",
             "proof:null", "proof:farkas", "proof:tie", "image", "unmerged", "box_proofs:null",
             "box_proofs:list", "witness:interior", "witness:member", "witness:flat"} \
         <= features, features

@@ -184,8 +184,9 @@ def test_equal_networks_that_differ_layer_by_layer_fall_back_to_a_whole_domain_t
         tmp_path, capsys):
     """Swap two units of the first layer and the matching weights of the second: the same
     function, but the first layers differ, so layerwise must not succeed (and must not be
-    trusted); the pair-property certificate proves it, or with --certificate-kind
-    equivalence the monolithic one."""
+    trusted); a layer correspondence (the permutation) proves it, or with --certificate-kind
+    pair-property the pair-property certificate, or with --certificate-kind equivalence the
+    monolithic one."""
     a = json.load(open(TENT))
     b = json.loads(json.dumps(a))
     u = b["layers"][0]["units"]
@@ -197,9 +198,13 @@ def test_equal_networks_that_differ_layer_by_layer_fall_back_to_a_whole_domain_t
     pb.write_text(json.dumps(b))
     assert main(["equiv", TENT, str(pb), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["stats"]["strategy"] == "correspondence" and out["trust"] == "kernel-checked"
+    assert out["certificate_kind"] == "correspondence"
+    assert "layerwise" in out["stats"]["layerwise_failed"]
+    assert main(["equiv", TENT, str(pb), "--json", "--certificate-kind", "pair-property"]) == 0
+    out = json.loads(capsys.readouterr().out)
     assert out["stats"]["strategy"] == "pair" and out["trust"] == "kernel-checked"
     assert out["certificate_kind"] == "pair-property"
-    assert "layerwise" in out["stats"]["layerwise_failed"]
     assert main(["equiv", TENT, str(pb), "--json", "--certificate-kind", "equivalence"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["stats"]["strategy"] == "monolithic" and out["trust"] == "kernel-checked"

@@ -81,6 +81,12 @@ def run_export_coq(args) -> int:
                          "an equivalence certificate with equiv --certificate-kind "
                          "equivalence --cert")
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
+    from ..kernel.correspondence import Correspondence
+    if isinstance(tree, Correspondence):
+        raise InputError(args.cert, "correspondence", "a layer correspondence (what equiv "
+                         "writes by default for two Maxout networks related layer by layer) "
+                         "has no Coq export; write an equivalence certificate with equiv "
+                         "--certificate-kind equivalence --cert")
     try:
         text = export_coq(a, b, dom, tree, module)
     except ExportUnsupported as e:

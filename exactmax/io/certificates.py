@@ -6,6 +6,10 @@
      "domain": {"sha256": "...", "domain": {"box": ...} or {"polyhedron": ...}},
      "tree": T, "stats": {...}}
 
+or, instead of "tree", "layerwise": {...} (one claim list per Maxout layer) or
+"correspondence": [{"W": M_1, "b": m_1}, ...] (h^A_l = M_l h^B_l + m_l for l = 1..D: A = B on
+all of Q^d, ``kernel/correspondence.py``).
+
     T = {"split": {"a": [...], "c": "p/q"}, "choices": [C...], "ge": T, "lt": T}
       | {"leaf": {"choices": [C...], "same_max": true (optional)}}
       | {"empty": F}
@@ -24,7 +28,9 @@ import hashlib
 import json
 
 from .. import __version__
+from ..kernel.affine import Affine
 from ..kernel.certificate import Choice, Empty, Farkas, Leaf, Split, TieProof, Tree
+from ..kernel.correspondence import Correspondence
 from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
 from ..kernel.rational import q_str
@@ -137,6 +143,11 @@ def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = 
     }
     if isinstance(cert, LayerwiseCertificate):
         out["layerwise"] = layerwise_to_json(cert)
+    elif isinstance(cert, Correspondence):
+        out["correspondence"] = [
+            {"W": [[q_str(v) for v in row] for row in R.W], "b": [q_str(v) for v in R.b]}
+            for R in cert.maps
+        ]
     else:
         out["tree"] = tree_to_json(cert)
     out["stats"] = stats
@@ -228,10 +239,10 @@ def certificate_shape(root: Cursor) -> dict:
         )
     f = root.fields(
         ("format", "version", "claim", "models", "domain"),
-        ("tree", "layerwise", "stats", "exactmax_version", "meta"),
+        ("tree", "layerwise", "correspondence", "stats", "exactmax_version", "meta"),
     )
-    if ("tree" in f) == ("layerwise" in f):
-        raise root.error('expected exactly one of "tree" or "layerwise"')
+    if sum(k in f for k in ("tree", "layerwise", "correspondence")) != 1:
+        raise root.error('expected exactly one of "tree", "layerwise" or "correspondence"')
     f["format"].string((CERTIFICATE,))
     if "exactmax_version" in f:
         f["exactmax_version"].string()
@@ -265,7 +276,13 @@ def load_certificate(path: str):
     if "witness" in df:
         wf = df["witness"].fields((), ("interior", "member", "flat", "empty"))
         witness = {k: c.vector(dim if k in ("interior", "member") else None) for k, c in wf.items()}
-    tree = read_tree(f["tree"], dim) if "tree" in f else read_layerwise(f["layerwise"], models["a"])
+    tree: Tree | LayerwiseCertificate | Correspondence
+    if "tree" in f:
+        tree = read_tree(f["tree"], dim)
+    elif "layerwise" in f:
+        tree = read_layerwise(f["layerwise"], models["a"])
+    else:
+        tree = read_correspondence(f["correspondence"], models["a"], models["b"])
     return models["a"], models["b"], domain, tree, hashes, witness
 
 
@@ -324,3 +341,23 @@ def read_layerwise(c: Cursor, net) -> LayerwiseCertificate:
         assert isinstance(model, Transformer)  # the only format read_model accepted
         unmerged = model
     return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image, unmerged)
+
+
+def read_correspondence(c: Cursor, a, b) -> Correspondence:
+    """One map (W = M_l of N^A_l rows and N^B_l columns, b = m_l) per layer of two Maxout
+    networks of the same depth."""
+    from ..kernel.maxout import MaxoutNetwork
+
+    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
+        raise c.error("a correspondence certificate needs two Maxout networks")
+    if len(a.layers) != len(b.layers):
+        raise c.error(f"the networks have {len(a.layers)} and {len(b.layers)} layers")
+    maps = []
+    for mc, la, lb in zip(
+        c.items(len(a.layers), what="map", why="one per layer"), a.layers, b.layers
+    ):
+        f = mc.fields(("W", "b"))
+        m = f["b"].vector(la.width, why="the width of the layer of A")
+        M = f["W"].matrix(la.width, lb.width, "the width of the layer of A", "that of B")
+        maps.append(Affine(M, m, lb.width))
+    return Correspondence(tuple(maps))

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from .certificate import Tree, check_equal_on_domain
+from .correspondence import Correspondence, check_correspondence
 from .layerwise import LayerwiseCertificate, check_layerwise
 from .polyhedron import Domain
 from .program import check_shapes, program_of
 
 
-def check_equivalence(a, b, domain: Domain, cert: Tree | LayerwiseCertificate) -> int:
-    """Accept iff ``cert`` (layerwise, or a split tree over the programs of A and B) proves
-    A(x) = B(x) for every x in the domain; returns the number of leaves checked."""
+def check_equivalence(
+    a, b, domain: Domain, cert: Tree | LayerwiseCertificate | Correspondence
+) -> int:
+    """Accept iff ``cert`` (layerwise, a correspondence, or a split tree over the programs of A
+    and B) proves A(x) = B(x) for every x in the domain; returns the number of leaves (units
+    for a correspondence, which proves it on all of Q^d) checked."""
     check_shapes((a, b), domain)
+    if isinstance(cert, Correspondence):
+        return check_correspondence(a, b, cert)
     if isinstance(cert, LayerwiseCertificate):
         return check_layerwise(a, b, domain, cert)
     return check_equal_on_domain(program_of(a), program_of(b), domain.as_polyhedron(), cert)

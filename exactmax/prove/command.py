@@ -38,13 +38,24 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     about, facts = claim_about(a, b, dom)
     if facts.empty:
         return answer_vacuous(args, about)
-    v, found = _short_search(args, a, b, dom)
+    v, found, tried = None, None, False
+    if kind == "auto" and args.strategy == "auto" and isinstance(a, MaxoutNetwork) and \
+            isinstance(b, MaxoutNetwork) and a.widths != b.widths:
+        # no layerwise certificate for these; a correspondence takes milliseconds where it
+        # exists, so it goes before the search
+        from .verify import verify_by_correspondence
+        tried = True
+        v = verify_by_correspondence(a, b)
+        if v is not None:
+            v.stats["time_s"] = time.monotonic() - started
+    if v is None:
+        v, found = _short_search(args, a, b, dom)
     if v is None:
         left = args.timeout - (time.monotonic() - started)
         if left > 0:
             v = verify_equal(a, b, dom, VerifyOptions(
                 timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
-                certificate_kind=kind,
+                certificate_kind=kind, correspondence=not tried,
                 progress=None if args.json else cells_certified(args)))
         else:
             v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
@@ -76,7 +87,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                                                       "float_lp_calls",
                                                       "program_nodes", "strategy",
                                                       "layerwise_failed", "layers",
-                                                      "same_max", "differs_in_layer",
+                                                      "correspondence_failed", "same_max", "differs_in_layer",
                                                       "search")},
            "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
            cert_error is None else None,
@@ -91,7 +102,12 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":
-        if v.trust == "kernel-checked":
+        if v.stats.get("certificate_kind") == "correspondence":
+            print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
+                  f"of Q^{a.input_dim}, hence on the domain; a layer correspondence of "
+                  f"{v.stats.get('leaves_checked')} units, {out['time_s']:.2f} s" +
+                  (f"; certificate written to {args.cert}" if out["certificate"] else ""))
+        elif v.trust == "kernel-checked":
             print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
                   f"domain; {v.stats.get('leaves_checked')} cells, "
                   f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
@@ -128,8 +144,10 @@ CERTIFICATE_KINDS = ("auto", "equivalence", "pair-property")
 """--certificate-kind: "equivalence" is an exactmax/certificate (layerwise or a split tree
 for A - B = 0; export-coq reads it), "pair-property" an exactmax/pair-property-certificate
 (a split tree for the pair program x -> (A(x), B(x)) with no output where a_o != b_o; faster
-to build on models whose layers are not aligned), "auto" the layerwise certificate where it
-applies, else the pair-property one."""
+to build on models whose layers are not aligned), "auto" a layer correspondence (two Maxout
+networks of the same depth related layer by layer, A = B on all of Q^d; an exactmax/certificate
+that export-coq does not read) or the layerwise certificate where one applies, else the
+pair-property one."""
 
 
 def certificate_kind_of(args) -> str:
@@ -309,10 +327,16 @@ def run_check_cert(args) -> int:
         about["domain"]["witness_rejected"] = str(e)
     if facts.empty:
         return answer_vacuous(args, about)
+    from ..kernel.correspondence import Correspondence
     if args.json:
         print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
-                          "time_s": round(time.monotonic() - t0, 3)}))
+                          "time_s": round(time.monotonic() - t0, 3)} |
+                         ({"everywhere": True} if isinstance(tree, Correspondence) else {})))
     else:
-        print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
+        if isinstance(tree, Correspondence):
+            print(f"valid: the kernel checked a layer correspondence of {leaves} units; A = B "
+                  f"on all of Q^{a.input_dim}, hence on the domain")
+        else:
+            print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
         print("  " + about_line(about))
     return EXIT_OK

@@ -2,8 +2,11 @@
 kernel evaluated), or unknown (with the reason).  Only the kernel's checks make a verdict.
 
 Order of work: (0) where it applies, the layerwise certificate (one small certificate per
-layer); (1) translate both models to programs with the kernel's translation (bilinear
-scores give Unknown); (2) build a split-tree certificate, which on the way finds a point
+layer); (0') for two Maxout networks of the same depth, with ``certificate_kind`` and
+strategy "auto", a layer correspondence (``prove/correspondence.py``: h^A_l = M_l h^B_l + m_l,
+found by exact interpolation in milliseconds and checked by ``kernel/correspondence`` on all
+of Q^d; kind "correspondence"); (1) translate both models to programs with the kernel's
+translation (bilinear scores give Unknown); (2) build a split-tree certificate, which on the way finds a point
 where the outputs differ if there is one: by default (``certificate_kind`` "auto" with
 strategy "auto") the pair route first, a tree for the property "no x with a_o - b_o > 0 or
 b_o - a_o > 0" of the pair program x -> (A(x), B(x)) (kind "pair-property", checked by
@@ -42,6 +45,7 @@ class VerifyOptions:
     max_leaves: int = 20000
     strategy: str = "auto"          # "auto", "layerwise" or "monolithic"
     certificate_kind: str = "auto"  # "auto", "equivalence" or "pair-property" (see _verify)
+    correspondence: bool = True     # try a layer correspondence first (kind and strategy auto)
     progress: object = field(default=None, compare=False)
 
 
@@ -87,6 +91,19 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
     v = _verify(a, b, domain, options, start)
     v.stats["time_s"] = time.monotonic() - start
     return v
+
+
+def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
+    """Proved, with a layer correspondence the kernel accepted (A = B on all of Q^d, so on
+    every domain), or None (the reason in ``stats["correspondence_failed"]``)."""
+    from .correspondence import prove_by_correspondence
+    cert, s = prove_by_correspondence(a, b)
+    if stats is not None:
+        stats.update(s)
+    if cert is None:
+        return None
+    return Verdict("proved", "kernel-checked", certificate=cert,
+                   stats=dict(s if stats is None else stats))
 
 
 def _pair_first(a, b, options: VerifyOptions) -> bool:
@@ -173,6 +190,12 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
         stats = {"layerwise_failed": why, "layers": s.get("layers", [])}
     if options.strategy == "layerwise" and why is None:
         why = "layerwise needs a Maxout network first"
+    if options.correspondence and options.strategy == "auto" and \
+            options.certificate_kind == "auto" and isinstance(a, MaxoutNetwork) and \
+            isinstance(b, MaxoutNetwork):
+        v = verify_by_correspondence(a, b, stats)
+        if v is not None:
+            return v
     if options.strategy != "layerwise" and (
             options.certificate_kind == "pair-property" or
             (options.certificate_kind == "auto" and options.strategy == "auto")):

@@ -1,0 +1,101 @@
+"""Layer correspondences: two Maxout networks equal on all of Q^d, checked piece by piece.
+
+A and B have input dimension d and depth D.  A correspondence gives, for l = 1..D, an affine
+map (M_l, m_l) from B's layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l for
+every x in Q^d, and (C_0) holds with M_0 = I, m_0 = 0.  Given (C_{l-1}) and h = h^B_{l-1}(x),
+unit i of A's layer l is the max of the set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} +
+b_j) of h, one per piece; row i of (C_l) reads m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].
+If c_u > 0 wherever unit u of B has two or more distinct pieces, then c_u max_k B_{u,k} =
+max_k c_u B_{u,k}, and a sum of maxima is the max of the sums: the right side is the max of
+S_B = {m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one piece k_u per unit}.  S_A = S_B as sets
+of affine maps gives equal maxima at every h: (C_l).  The outputs y_A = O_A h^A_D + o_A =
+O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I without an output map) agree
+when y_A - y_B = sum_u c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of maxima as above, is
+the single map 0.  Then A(x) = B(x) for every x in Q^d.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .affine import Affine, Matrix, Vector, dot
+from .errors import CheckFailed
+from .maxout import MaxoutNetwork, check_maxout_shapes
+from .rational import ONE, ZERO, rational
+
+COMBINATIONS = 1 << 14  # the largest set S_B the kernel builds
+
+
+@dataclass(frozen=True, slots=True)
+class Correspondence:
+    maps: tuple[Affine, ...]  # (M_l, m_l) for l = 1..D, M_l of shape N^A_l x N^B_l
+
+
+def _identity(n: int) -> Matrix:
+    return tuple(tuple(ONE if i == j else ZERO for j in range(n)) for i in range(n))
+
+
+def _pulled_back(w: Vector, b, M: Matrix, m: Vector) -> tuple[Vector, object]:
+    """The affine map h -> w . (M h + m) + b as (w M, w . m + b)."""
+    return tuple(dot(w, col) for col in zip(*M)), dot(w, m) + b
+
+
+def _sum_of_maxima(c: Vector, const, units, n: int, where: str) -> set:
+    """S_B for the row c of M_l and the constant m_l[i] (module docstring)."""
+    S = {((ZERO,) * n, const)}
+    for u, (cu, unit) in enumerate(zip(c, units)):
+        pieces = {(tuple(p.w), p.b) for p in unit.pieces} if cu else set()
+        if cu < 0 and len(pieces) > 1:
+            raise CheckFailed(f"{where}: a negative weight on unit {u} of B, which has two pieces")
+        if len(S) * max(len(pieces), 1) > COMBINATIONS:
+            raise CheckFailed(f"{where}: more than {COMBINATIONS} sums of pieces")
+        if pieces:
+            S = {
+                (tuple(s + cu * v for s, v in zip(a, w)), e + cu * b)
+                for a, e in S
+                for w, b in pieces
+            }
+    return S
+
+
+def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondence) -> int:
+    """Accept iff ``cert`` proves A(x) = B(x) for every x in Q^d (module docstring); returns
+    the number of units compared."""
+    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
+        raise CheckFailed("correspondence: both models must be Maxout networks")
+    try:
+        check_maxout_shapes(a)
+        check_maxout_shapes(b)
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"a model is malformed: {e}") from None
+    if not len(a.layers) == len(b.layers) == len(cert.maps) or a.input_dim != b.input_dim:
+        raise CheckFailed("correspondence: the networks and the maps differ in depth or input")
+    M, m = _identity(a.input_dim), (ZERO,) * a.input_dim
+    for l, (la, lb, R) in enumerate(zip(a.layers, b.layers, cert.maps)):
+        where = f"correspondence: layer {l + 1}"
+        if len(R.W) != la.width or len(R.b) != la.width or any(len(r) != lb.width for r in R.W):
+            raise CheckFailed(f"{where}: M_{l + 1} is not {la.width} x {lb.width}")
+        try:
+            [rational(v) for v in (*R.b, *(v for r in R.W for v in r))]
+        except TypeError as e:
+            raise CheckFailed(f"{where}: {e}") from None
+        n = len(M[0])
+        for i, unit in enumerate(la.units):
+            S_A = {_pulled_back(p.w, p.b, M, m) for p in unit.pieces}
+            if S_A != _sum_of_maxima(R.W[i], R.b[i], lb.units, n, f"{where}, unit {i}"):
+                raise CheckFailed(f"{where}, unit {i} of A: its pieces are not those of row {i}")
+        M, m = R.W, R.b
+    outs = [
+        n.output or Affine(_identity(n.widths[-1]), (ZERO,) * n.widths[-1], n.widths[-1])
+        for n in (a, b)
+    ]
+    if outs[0].out_dim != outs[1].out_dim:
+        raise CheckFailed("correspondence: the networks have different numbers of outputs")
+    units, n = b.layers[-1].units, b.widths[-2]
+    for o, (wa, ca, wb, cb) in enumerate(zip(outs[0].W, outs[0].b, outs[1].W, outs[1].b)):
+        c, e = _pulled_back(wa, ca - cb, M, m)
+        where = f"correspondence: output {o}"
+        diff = _sum_of_maxima(tuple(u - v for u, v in zip(c, wb)), e, units, n, where)
+        if diff != {((ZERO,) * n, ZERO)}:
+            raise CheckFailed(f"{where} of A is not output {o} of B")
+    return sum(l.width for l in a.layers)
