@@ -93,9 +93,9 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
         raise CheckFailed("correspondence: the networks have different numbers of outputs")
     units, n = b.layers[-1].units, b.widths[-2]
     for o, (wa, ca, wb, cb) in enumerate(zip(outs[0].W, outs[0].b, outs[1].W, outs[1].b)):
-        c, e = _pulled_back(wa, ca - cb, M, m)
+        c, const = _pulled_back(wa, ca - cb, M, m)
         where = f"correspondence: output {o}"
-        diff = _sum_of_maxima(tuple(u - v for u, v in zip(c, wb)), e, units, n, where)
+        diff = _sum_of_maxima(tuple(u - v for u, v in zip(c, wb)), const, units, n, where)
         if diff != {((ZERO,) * n, ZERO)}:
             raise CheckFailed(f"{where} of A is not output {o} of B")
     return sum(l.width for l in a.layers)
