@@ -12,9 +12,11 @@ is checked equal at random points first (the "equal" query); the "moved" query i
 pair with the bias of B's output map moved by 1/1000 (A - B' = -1/1000 everywhere).  48
 configurations: depth 1, 2, 4, 8 x width 2, 4, 8, 16 x rank 2, 3, 4 (one seeded generator).
 
-exactmax: what ``exactmax equiv A B`` does, in this process: the short counterexample search
-(``SHORT_SEARCH``), then ``verify_equal`` with ``--route`` as ``certificate_kind`` ("auto": the
-layerwise certificate where it applies, else the pair-property route; "equivalence": the
+exactmax: what ``exactmax equiv A B`` does, in this process: with route auto and different
+widths or one layer each, a layer correspondence first (``prove/correspondence.py``, checked by the kernel on
+all of Q^d), then the short counterexample search (``SHORT_SEARCH``), then ``verify_equal``
+with ``--route`` as ``certificate_kind`` ("auto": the layerwise certificate where it applies,
+else a layer correspondence, else the pair-property route; "equivalence": the
 split tree for A - B = 0 of exactmax/prove/certify.py); "proved" only after the kernel
 accepted the certificate (``trust`` kernel-checked), "refuted" only at a point the kernel
 evaluated.  Time: wall time of the two steps.
@@ -44,7 +46,8 @@ from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_m
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
 from exactmax.prove.command import SHORT_SEARCH
-from exactmax.prove.verify import Verdict, VerifyOptions, verify_equal
+from exactmax.prove.verify import (Verdict, VerifyOptions, correspondence_first,
+                                   verify_by_correspondence, verify_equal)
 from exactmax.search import SearchOptions, refute_by_search
 
 D_IN = 4
@@ -102,11 +105,18 @@ def moved(net: MaxoutNetwork) -> MaxoutNetwork:
 
 
 def run_exactmax(a, b, cap: float, route: str) -> dict:
-    """``exactmax equiv A B`` in this process: the short search, then ``verify_equal``."""
+    """``exactmax equiv A B`` in this process: a layer correspondence first where
+    ``correspondence_first`` says so, the short search, then ``verify_equal``."""
     box = Box((Q(-1),) * D_IN, (Q(1),) * D_IN)
     t0 = time.perf_counter()
-    v, _ = refute_by_search(a, b, box, SearchOptions(**SHORT_SEARCH))
-    if v is not None:
+    v = None
+    if correspondence_first(a, b, route):   # as equiv: before the search
+        v = verify_by_correspondence(a, b)
+    if v is None:
+        v, _ = refute_by_search(a, b, box, SearchOptions(**SHORT_SEARCH))
+    if v is not None and v.verdict == "proved":
+        pass
+    elif v is not None:
         v = Verdict("refuted", x=v.x, outputs=v.outputs, stats={"strategy": "search"})
     else:
         left = max(cap - (time.perf_counter() - t0), 0.1)
@@ -168,7 +178,9 @@ def ex_cell(r, want):
     if st == "undecided":
         return f"unknown ({r['time_s']:.0f} s)"
     what = {"proved": "proved", "refuted": "refuted"}[r["verdict"]]
-    extra = f", {r['leaves']} cells, {r['certificate_kind']}" if r.get("leaves") else \
+    extra = f", a correspondence of {r['leaves']} units" \
+        if r.get("certificate_kind") == "correspondence" else \
+        f", {r['leaves']} cells, {r['certificate_kind']}" if r.get("leaves") else \
         (", by the search" if r.get("strategy") == "search" else "")
     flag = "" if st == "right" else f" **{st}**"
     return f"{what} {r['time_s']:.2f} s{extra}{flag}"

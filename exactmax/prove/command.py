@@ -38,12 +38,9 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     about, facts = claim_about(a, b, dom)
     if facts.empty:
         return answer_vacuous(args, about)
+    from .verify import correspondence_first, verify_by_correspondence
     v, found, tried = None, None, False
-    if kind == "auto" and args.strategy == "auto" and isinstance(a, MaxoutNetwork) and \
-            isinstance(b, MaxoutNetwork) and a.widths != b.widths:
-        # no layerwise certificate for these; a correspondence takes milliseconds where it
-        # exists, so it goes before the search
-        from .verify import verify_by_correspondence
+    if correspondence_first(a, b, kind, args.strategy):   # milliseconds, before the search
         tried = True
         v = verify_by_correspondence(a, b)
         if v is not None:

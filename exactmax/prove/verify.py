@@ -106,6 +106,16 @@ def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
                    stats=dict(s if stats is None else stats))
 
 
+def correspondence_first(a, b, certificate_kind: str = "auto", strategy: str = "auto") -> bool:
+    """Should a layer correspondence be tried before anything else (before the search, in
+    equiv)?  For two Maxout networks, kind and strategy auto, where no layerwise certificate
+    comes first: different widths, or one layer each (``_pair_first``).  It takes
+    milliseconds, and a proof means there is no counterexample to search for."""
+    return certificate_kind == strategy == "auto" and all(
+        isinstance(m, MaxoutNetwork) for m in (a, b)) and (
+        a.widths != b.widths or len(a.layers) == len(b.layers) == 1)
+
+
 def _pair_first(a, b, options: VerifyOptions) -> bool:
     """Two one-layer Maxout networks, certificate kind auto: the layerwise certificate would
     be one split tree over the whole domain, on the same cells as the pair route's but built
