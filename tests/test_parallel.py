@@ -1,7 +1,9 @@
-"""Work units (#21, prove/parallel.py): the input set split into cells solved on an Executor
-(this process, a process pool, a Dask cluster) and assembled into one certificate, the same
-byte for byte whatever the workers; a counterexample found in a worker, an unknown unit, a
-bad scheduler, and an interrupted run that leaves no worker behind."""
+"""Work units (#21, prove/parallel.py): tree builders with a cell budget hand back their open
+cells, which are solved as units on an Executor (this process, a process pool, a Dask
+cluster) and put in place; the certificate is the same byte for byte whatever the workers
+(and the same as one uninterrupted walk's); a placeholder left in or a subtree in the wrong
+place is rejected by the kernel; a counterexample found in a worker, an unknown unit, a bad
+scheduler, and an interrupted run that leaves no worker behind."""
 
 from __future__ import annotations
 
@@ -24,9 +26,16 @@ from test_property import _deep_relu_net
 from exactmax.cli import main
 from exactmax.io.models import model_to_json
 from exactmax.io.vnnlib import read_vnnlib
+from exactmax.kernel.certificate import Split
+from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.maxout import evaluate_maxout
+from exactmax.kernel.program import program_of_maxout
+from exactmax.kernel.property import check_case
 from exactmax.kernel.rational import Q
 from exactmax.prove import parallel
+from exactmax.prove.certify import Limits
+from exactmax.prove.property import OpenCell, build_case_tree
+from exactmax.prove.relaxation import OpenBox, build_relaxed_tree
 
 HEAD = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} -1)) (assert (<= X_{i} 1))\n"
                for i in range(3)) + "(declare-const Y_0 Real)\n"
@@ -41,8 +50,9 @@ def run(*args):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """A 3-layer ReLU network (3 inputs, widths 6) and properties Y_0 >= 9 (unsat: its
-    proof needs 5 units of at most 2 cells) and Y_0 >= 7.3 (sat, found only inside units)."""
+    """A 3-layer ReLU network (3 inputs, widths 6) and properties Y_0 >= 9 (unsat: 5
+    relaxed leaves, 134 cells of the Max-choice builder) and Y_0 >= 7.3 (sat, found only
+    inside units)."""
     d = tmp_path_factory.mktemp("parallel")
     net = _deep_relu_net(7)
     (d / "net.json").write_text(json.dumps(model_to_json(net)))
@@ -51,24 +61,95 @@ def files(tmp_path_factory):
     return d
 
 
-def check(files, *flags, prop="unsat.vnnlib"):
-    r = run("check", files / "net.json", files / prop, "--no-search", "--unit-cells", "2",
+def check(files, *flags, prop="unsat.vnnlib", cells="2"):
+    r = run("check", files / "net.json", files / prop, "--no-search", "--unit-cells", cells,
             "--json", *flags)
     return r, json.loads(r.stdout) if r.stdout else None
 
 
+def _case(files):
+    prop = read_vnnlib(str(files / "unsat.vnnlib"))
+    return program_of_maxout(_deep_relu_net(7)), prop.cases[0], prop.boxes[0]
+
+
+def _holes(tree, out):
+    """The placeholders of a builder's tree, depth first (ge before lt)."""
+    if isinstance(tree, OpenCell | OpenBox):
+        out.append(tree)
+    elif isinstance(tree, Split):
+        _holes(tree.ge, out)
+        _holes(tree.lt, out)
+    return out
+
+
+def _put(tree, subtrees):
+    """The tree with its placeholders replaced, in order, by ``subtrees`` (an iterator)."""
+    if isinstance(tree, OpenCell | OpenBox):
+        return next(subtrees)
+    if isinstance(tree, Split):
+        return Split(tree.a, tree.c, _put(tree.ge, subtrees), _put(tree.lt, subtrees),
+                     tree.choices)
+    return tree
+
+
+@pytest.mark.parametrize("relaxed", [False, True])
+def test_hand_back_and_resume_give_the_tree_of_one_walk(files, relaxed):
+    """A builder with a cell budget hands back the finished part of its tree with a
+    placeholder per open cell; resuming at each open cell (itself with the budget) and putting
+    the subtrees in place gives the tree of the uninterrupted walk, which the kernel accepts;
+    a placeholder left in, or two subtrees swapped, is rejected."""
+    p, case, box = _case(files)
+    limits = Limits(time.monotonic() + 120)
+    budget = 1 if relaxed else 16
+
+    def build(start=None, budget=budget):
+        if relaxed:
+            return build_relaxed_tree(p, case, limits, lambda x: None, budget, start)
+        return build_case_tree(p, case, box, limits, budget=budget, start=start)
+
+    units = []
+
+    def by_units(start=None):
+        tree, s = build(start)
+        assert s["leaves"] <= budget and s["open"] == len(_holes(tree, []))
+        units.append(s["open"])
+        # through JSON, as units travel
+        opens = [parallel.open_of(json.loads(json.dumps(parallel.open_json(o))))
+                 for o in _holes(tree, [])]
+        assert opens == _holes(tree, [])
+        return _put(tree, iter([by_units(o) for o in opens]))
+
+    whole, s = build(budget=None)
+    assembled = by_units()
+    assert len(units) >= 4 and units[0] >= 2
+    assert assembled == whole
+    assert check_case(p, case, assembled) == s["leaves"]
+    first, _ = build()
+    with pytest.raises(CheckFailed, match="not an empty, excluded or relaxed cell"):
+        check_case(p, case, first)
+    subs = [by_units(o) for o in _holes(first, [])]
+    assert check_case(p, case, _put(first, iter(subs))) == s["leaves"]
+    with pytest.raises(CheckFailed):
+        check_case(p, case, _put(first, iter([subs[1], subs[0]] + subs[2:])))
+
+
 def test_the_certificate_is_the_same_for_1_and_2_workers(files, tmp_path):
+    """The same bytes for one unit (a budget above the cells needed), and for units of 2
+    cells on 1 and 2 workers."""
     certs = []
-    for w in (1, 2):
-        cert = tmp_path / f"c{w}.json"
-        r, out = check(files, "--workers", w, "--cert", cert)
+    for w, cells in ((1, "100000"), (1, "2"), (2, "2")):
+        cert = tmp_path / f"c{w}-{cells}.json"
+        r, out = check(files, "--workers", w, "--cert", cert, cells=cells)
         assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
-        assert out["stats"]["units"] >= 5 and out["stats"]["units_over_budget"] >= 2
+        if cells == "2":
+            assert out["stats"]["units"] >= 3 and out["stats"]["units_handed_back"] >= 1
+        else:
+            assert out["stats"]["units"] == 1
         certs.append(cert.read_bytes())
-    assert certs[0] == certs[1]
-    assert run("check-cert", tmp_path / "c2.json").returncode == 0
-    # the assembled tree is checked as a whole: its first input split moved is rejected
-    doc = json.loads(certs[1])
+    assert certs[0] == certs[1] == certs[2]
+    assert run("check-cert", tmp_path / "c2-2.json").returncode == 0
+    # the assembled tree is checked as a whole: its first split moved is rejected
+    doc = json.loads(certs[2])
     top = doc["cases"][0]
     assert "split" in top and not top["choices"]
     top["split"]["c"] = str(Q(top["split"]["c"]) + Q(1, 2))
@@ -77,26 +158,40 @@ def test_the_certificate_is_the_same_for_1_and_2_workers(files, tmp_path):
     assert r.returncode == 1 and r.stdout.startswith("rejected"), r.stdout
 
 
+def test_the_max_choice_builder_by_units_on_2_workers(files, tmp_path):
+    """check --no-relax: units of the Max-choice builder (maps and choices carried to the
+    open cells), the same certificate as one unit."""
+    certs = []
+    for w, cells in ((1, "100000"), (2, "16")):
+        cert = tmp_path / f"n{w}.json"
+        r, out = check(files, "--workers", w, "--cert", cert, "--no-relax", cells=cells)
+        assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
+        certs.append(cert.read_bytes())
+    assert out["stats"]["units"] >= 8 and out["stats"]["leaves"] == 134
+    assert certs[0] == certs[1]
+
+
 def test_epsilon_certificates_are_the_same_for_1_and_2_workers(tmp_path):
     """equiv --epsilon: units solved by the Max-choice tree builder (no relaxed leaves)."""
     pa = random_relu(3)
     A = write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
     B = write(tmp_path, "b.json", relu_net(*pruned(pa, 4), [-2], [2]))
     certs = []
-    for w in (1, 2):
-        cert = tmp_path / f"e{w}.json"
-        r = run("equiv", A, B, "--epsilon", "1000", "--unit-cells", "2", "--no-search",
+    for w, cells in ((1, "100000"), (1, "2"), (2, "2")):
+        cert = tmp_path / f"e{w}-{cells}.json"
+        r = run("equiv", A, B, "--epsilon", "1000", "--unit-cells", cells, "--no-search",
                 "--workers", w, "--json", "--cert", cert)
         out = json.loads(r.stdout)
         assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
-        assert out["stats"]["units"] >= 5
+        assert out["stats"]["units"] >= (1 if cells == "100000" else 3)
         certs.append(cert.read_bytes())
-    assert certs[0] == certs[1]
+    assert certs[0] == certs[1] == certs[2]
 
 
 def test_a_counterexample_found_in_a_worker(files, tmp_path):
     cex = tmp_path / "cex.txt"
-    r, out = check(files, "--workers", "2", "--counterexample", cex, prop="sat.vnnlib")
+    r, out = check(files, "--workers", "2", "--counterexample", cex, prop="sat.vnnlib",
+                   cells="1")
     assert r.returncode == 1 and out["result"] == "sat", r.stdout + r.stderr
     assert out["stats"]["found_by"] == "certificate" and out["stats"]["units"] > 1
     x = tuple(Q(v) for v in out["x"])
@@ -125,11 +220,11 @@ class _OneUnitUnknown(cf.Executor):
 def test_an_unknown_unit_makes_the_answer_unknown(files):
     net = _deep_relu_net(7)
     prop = read_vnnlib(str(files / "unsat.vnnlib"))
-    ex = _OneUnitUnknown("case 0, cell l")
+    ex = _OneUnitUnknown("case 0, cell root, open cell 1")
     a = parallel.decide_property_split(net, prop, 60, 20000, False, ex, 0, 2)
     assert a.result == "unknown" and a.trees is None
-    assert a.reason == "case 0, cell l: z3 could not decide a cell"
-    assert "case 0, cell g" in ex.seen   # the other half was still solved
+    assert a.reason == "case 0, cell root, open cell 1: z3 could not decide a cell"
+    assert "case 0, cell root, open cell 0" in ex.seen   # the other open cell was solved
     # the same query without the tampering is unsat: the unknown came from that unit
     a = parallel.decide_property_split(net, prop, 60, 20000, False, parallel.InlineExecutor(),
                                        0, 2)
@@ -176,7 +271,7 @@ def test_a_dask_local_cluster_gives_the_same_certificate(files, tmp_path):
         r, out = check(files, "--scheduler", cluster.scheduler_address,
                        "--cert", tmp_path / "dask.json")
     assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
-    assert out["stats"]["units"] >= 5
+    assert out["stats"]["units"] >= 3 and out["stats"]["units_handed_back"] >= 1
     assert (tmp_path / "dask.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 
 

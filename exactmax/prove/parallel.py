@@ -1,33 +1,48 @@
-"""Input splitting into work units, solved on any ``concurrent.futures.Executor`` (this
-process, a process pool, or a Dask cluster), assembled into one split tree.
+"""Work units of a split tree, solved on any ``concurrent.futures.Executor`` (this process,
+a process pool, or a Dask cluster) and assembled into one tree: parallel branch and bound.
 
-The mathematics.  Let D be the case's input set with rows R_1 .. R_m (``domain_rows``).  An
-input split on the hyperplane a . x + c = 0 cuts a cell C into C_ge = C and {a . x + c >= 0}
-and C_lt = C and {-a . x - c > 0}; k levels of them cut D into at most 2^k sub-cells, each
-the set of D's rows followed by the split rows on its path, in order (the rows the kernel's
-walk gives a node of the tree at that path).  A work unit is one sub-cell S: it is solved by
-``property.build_case_tree`` on the case whose input polyhedron has exactly those rows, so
-the row indices of its tree are the indices the same subtree has inside the assembled tree
-Split(a, c, T_ge, T_lt, no choices) of the input splits.  A strict split row is handed to the
-unit as its closure (>= 0): a Farkas combination valid on the closure is valid on the strict
-row too (the kernel's check only gains a strict row it may use), so every proof of the unit
-holds in the assembled tree; the kernel checks the assembled tree as it checks any other.
+The mathematics.  Let D be the case's input set with rows R_1 .. R_m (``domain_rows``).  The
+tree builders (``property.build_case_tree``, and for networks first
+``relaxation.build_relaxed_tree``) walk D's split tree depth first, as the kernel does: a node
+at path pi has the rows R_1 .. R_m followed by the split rows on pi, in order, and the choices
+stated at the nodes above it hold on it.  A work unit is one node of that tree: the builder is
+given a budget of cells, and once it has certified that many leaves it stops and hands back
+the finished part of its subtree with a placeholder at every node it has not begun (an *open
+cell*: its rows, and what the builder needs to resume there: the exact affine maps of the
+nodes known on it, which are those the choices above it give, and the float point guessed for
+it; for the relaxed builder its sub-box and depth).  Each open cell becomes a unit in turn;
+its subtree is the one the uninterrupted walk would build below that node (the same rows, the
+same maps, the same choices in force), so the tree with every placeholder replaced by its
+unit's subtree is a tree the kernel checks like any other.  Its row indices need no
+renumbering: a unit's rows are exactly those the node has inside the assembled tree.  The
+kernel alone decides: a placeholder left in, or a subtree put at another node (other rows,
+other maps), is rejected.
 
-For a box D (lower <= x <= upper), the splits bisect a sub-box's widest coordinate (the first
-such, by exact widths) at its exact midpoint: x_t - m >= 0 (upper half) / m - x_t > 0 (lower
-half).  For a polyhedron, a float LP gives each sub-cell's bounding box (floats only guide:
-any hyperplane gives a valid tree), and the split is the widest coordinate at the dyadic
-midpoint.  The units handed to the builder carry D's own box (its rows stay the first 2 d),
-never the sub-box: the builder's box proofs name rows 0 .. 2 d - 1 as the box's rows.
+Which cells are open depends on the budget (counted in cells, never in time) and on the
+units' answers, and each unit's answer depends on its unit alone; the placeholders are
+replaced by position (the unit of the i-th placeholder of a subtree, depth first), never by
+arrival.  So the certificate is the same, byte for byte, whatever the number of workers and
+whatever the order in which they finish.  Units are submitted as soon as the unit that handed
+them back has answered, so every worker stays busy while open cells remain.
+
+Optionally (``--split-depth K``) the input set is first bisected K levels deep: for a box D
+(lower <= x <= upper) a sub-box's widest coordinate (the first such, by exact widths) at its
+exact midpoint, x_t - m >= 0 / m - x_t > 0; for a polyhedron the widest coordinate of the
+cell's float bounding box (HiGHS; floats only guide) at a dyadic midpoint.  Each sub-cell is
+a first unit, solved on the case whose input polyhedron has D's rows followed by its split
+rows (a strict split row as its closure: a Farkas combination valid on the closure is valid
+on the strict row too), carrying D's own box (its rows stay the first 2 d: the builders' box
+proofs name rows 0 .. 2 d - 1); the assembled tree is Split(a, c, T_ge, T_lt, no choices)
+over the bisections.  Bisection duplicates the cells of hyperplanes that cross both halves,
+so it is off by default.
 
 The units and their answers are JSON text (z3 terms do not pickle, and a Dask cluster may run
-another machine's Python): the network (exactmax JSON), the case's output conjunctions, the
-sub-cell's rows, D's box, the wall-clock deadline and the cell budget in; the tree (as in a
-property certificate), a point z3 found in a forbidden output region, or the reason for no
-answer out.  The splits depend on D and k alone and each unit's answer on its unit alone, and
-the trees are assembled in the order of the splits: the certificate is the same whatever the
-number of workers.  A point is re-evaluated by the kernel in this process; any unit without
-an answer makes the answer unknown, with the reason of the first such unit.
+another machine's Python): in, the network (exactmax JSON), the case's output conjunctions,
+the unit's input rows, D's box, the open cell to resume at (if any), the wall-clock deadline
+and the budgets; out, the tree (as in a property certificate, with {"open": i} placeholders)
+and its open cells, a point z3 found in a forbidden output region, or the reason for no
+answer.  A point is re-evaluated by the kernel in this process; any unit without an answer
+makes the answer unknown, with the reason of the first such unit in tree order.
 """
 
 from __future__ import annotations
@@ -40,25 +55,27 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 from .. import interruption
-from .floatlp import unknown_beyond_floats
-from .property import Answer as _PropertyAnswer
-from .tolerance import Answer as _ToleranceAnswer
-from ..kernel.certificate import Row, Split, domain_rows
+from ..kernel.certificate import Empty, Row, Split, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case
 from ..kernel.rational import ZERO, Q, q_str
+from .floatlp import unknown_beyond_floats
+from .property import Answer as _PropertyAnswer
+from .tolerance import Answer as _ToleranceAnswer
 
 DEFAULT_SPLIT_DEPTH = 0
-"""Levels of input splits made before any unit is solved (0: the first unit is the whole
+"""Levels of input bisection made before any unit is solved (0: the first unit is the whole
 input set; an easy query stays one unit)."""
-DEFAULT_UNIT_CELLS = None
-"""Cells a unit may build before it is split in two instead (the same for every number of
-workers, so the splits are too); None: never (the split depth alone makes the units).  Not on
-by default: the tree builders cannot hand back the cells they certified before the budget ran
-out, so a unit over budget is work thrown away, and bisecting the input duplicates the cells
-that hyperplanes crossing both halves need (measured in benchmarks/parallel.py)."""
+DEFAULT_UNIT_CELLS = 256
+"""Cells (leaves) the Max-choice builder (``build_case_tree``) certifies in one unit before
+it hands back its open cells: about a second of work, so that the units' JSON and start-up
+cost little, and a query needing fewer cells stays one unit in this process."""
+DEFAULT_UNIT_BOXES = 8
+"""The same for the relaxed builder (``build_relaxed_tree``), whose leaves cost far more
+(an optimised relaxation each): about two seconds of work on ACAS Xu."""
 
 
 # ----------------------------------------------------------------------- the input splits
@@ -70,7 +87,7 @@ class Cell:
 
     def __init__(self, case: int, rows: tuple, lower=None, upper=None, path: str = ""):
         self.case, self.rows, self.lower, self.upper, self.path = case, rows, lower, upper, path
-        self.cut = self.ge = self.lt = self.tree = None
+        self.cut = self.ge = self.lt = self.tree = self.unit = None
 
     def where(self) -> str:
         return f"case {self.case}, cell {self.path or 'root'}"
@@ -169,22 +186,65 @@ def _rows_of(items) -> tuple[Row, ...]:
                  for r in items)
 
 
+def _map_json(v):
+    return None if v is None else [[q_str(t) for t in v[0]], q_str(v[1])]
+
+
+def _map_of(v):
+    return None if v is None else (tuple(_q(t) for t in v[0]), _q(v[1]))
+
+
+def open_json(cell) -> dict:
+    """An open cell as JSON: exact numbers as "p/q" text, floats as JSON numbers (Python
+    writes and reads a float's shortest repr, the same float; nan and inf as NaN and
+    Infinity)."""
+    from .property import OpenCell
+    if isinstance(cell, OpenCell):
+        return {"builder": "cell", "rows": _rows_json(cell.rows),
+                "vals": [_map_json(v) for v in cell.vals],
+                "floats": [None if f is None else [list(map(float, f[0])), float(f[1]),
+                                                   float(f[2]), float(f[3])]
+                           for f in cell.floats],
+                "hint": None if cell.hint is None else list(cell.hint)}
+    return {"builder": "box", "rows": _rows_json(cell.rows), "depth": cell.depth,
+            "box": [[[i, q_str(k), q_str(v)] for i, k, v in side] for side in cell.box]}
+
+
+def open_of(item: dict):
+    """The open cell of ``open_json``."""
+    from .property import OpenCell
+    from .relaxation import OpenBox
+    rows = _rows_of(item["rows"])
+    if item["builder"] == "cell":
+        return OpenCell(rows, tuple(_map_of(v) for v in item["vals"]),
+                        tuple(None if f is None else (f[0], f[1], f[2], f[3])
+                              for f in item["floats"]),
+                        None if item["hint"] is None else tuple(item["hint"]))
+    return OpenBox(rows, tuple(tuple((i, _q(k), _q(v)) for i, k, v in side)
+                               for side in item["box"]), item["depth"])
+
+
 def unit_text(kind: str, models_json: list, case: Case, cell: Cell, box: Box | None,
-              deadline_wall: float, max_leaves: int, relaxed: bool = True) -> str:
-    """The work unit as JSON text.  ``inputs``: the domain's rows, then the cell's split rows
-    (closed), as A x <= b."""
+              deadline_wall: float, max_leaves: int, relaxed: bool = True,
+              budget: tuple[int, int] | None = None, start: dict | None = None,
+              name: str | None = None) -> str:
+    """The work unit as JSON text.  ``inputs``: the domain's rows, then the bisection's split
+    rows of the cell (closed), as A x <= b; ``start``: the open cell to resume at (as
+    ``open_json``), None for the whole cell; ``budget``: (cells of the Max-choice builder,
+    leaves of the relaxed builder) before it hands back its open cells, None: no budget."""
     A = [list(map(q_str, a)) for a in case.inputs.A]
     b = [q_str(v) for v in case.inputs.b]
     for r in cell.rows:
         A.append([q_str(-v) for v in r.a])
         b.append(q_str(r.c))
     return json.dumps({
-        "kind": kind, "models": models_json, "cell": cell.where(),
+        "kind": kind, "models": models_json, "cell": name or cell.where(),
         "inputs": {"A": A, "b": b, "dim": case.inputs.dim},
         "outputs": [_rows_json(conj) for conj in case.outputs],
         "box": None if box is None else {"lower": [q_str(v) for v in box.lower],
                                           "upper": [q_str(v) for v in box.upper]},
-        "deadline": deadline_wall, "max_leaves": max_leaves, "relaxed": relaxed},
+        "deadline": deadline_wall, "max_leaves": max_leaves, "relaxed": relaxed,
+        "budget": None if budget is None else list(budget), "start": start},
         separators=(",", ":"))
 
 
@@ -209,7 +269,7 @@ def _program(kind: str, models_json: list):
     return _programs[key]
 
 
-def _relaxed(kind: str, models, p, case: Case, limits):
+def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
     """As ``property.decide_property`` does first, for a network (kind "maxout"): the tree
     of relaxed leaves (``relaxation.build_relaxed_tree``; None where it does not apply), a
     cell centre that is a counterexample (in floats, then exactly) raising Violated."""
@@ -231,17 +291,55 @@ def _relaxed(kind: str, models, p, case: Case, limits):
         if any(_margins(conj, X, Y)[0] > -1e-9 for conj in case.outputs):
             if violation(net, (case,), x)[0] is not None:
                 raise Violated(x)
-    return build_relaxed_tree(p, case, limits, centre)
+    return build_relaxed_tree(p, case, limits, centre, budget, start)
+
+
+def _build(u: dict, p, models, case: Case, box, limits):
+    """The unit's (tree with open cells, stats): the relaxed builder where it applies (and
+    the unit asks for it), else the Max-choice builder; at the unit's open cell if it has
+    one.  An open box the relaxed builder cannot finish (deeper than its MAX_DEPTH) is solved
+    by the Max-choice builder from that box, with no maps known (no choices above it)."""
+    from .property import OpenCell, build_case_tree
+    cells, boxes = u["budget"] or (None, None)
+    start = None if u.get("start") is None else open_of(u["start"])
+    if start is None:
+        built = _relaxed(u["kind"], models, p, case, limits, boxes) \
+            if u.get("relaxed", True) else None
+        return built or build_case_tree(p, case, box, limits, budget=cells)
+    if isinstance(start, OpenCell):
+        return build_case_tree(p, case, box, limits, budget=cells, start=start)
+    built = _relaxed(u["kind"], models, p, case, limits, boxes, start)
+    n = len(p.nodes)
+    return built or build_case_tree(p, case, box, limits, budget=cells,
+                                    start=OpenCell(start.rows, (None,) * n, (None,) * n, None))
+
+
+def tree_json(tree, opens: list) -> dict:
+    """The tree as in a property certificate, each open cell as {"open": i} (i its place
+    among the open cells, depth first, ge before lt) with its state appended to ``opens``."""
+    from ..io.certificates import _choice
+    from ..io.property_certificate import _tree
+    from ..kernel.property import Excluded, Relaxed
+    from .property import OpenCell
+    from .relaxation import OpenBox
+    if isinstance(tree, OpenCell | OpenBox):
+        opens.append(open_json(tree))
+        return {"open": len(opens) - 1}
+    if isinstance(tree, Empty | Excluded | Relaxed):
+        return _tree(tree)
+    return {"split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
+            "choices": [_choice(*c) for c in tree.choices],
+            "ge": tree_json(tree.ge, opens), "lt": tree_json(tree.lt, opens)}
 
 
 def solve_unit(text: str, progress=None) -> str:
-    """A work unit's answer, as JSON text: {"tree": T, "stats": ...} (T as in a property
-    certificate), {"violated": x} (a point z3 found where a forbidden conjunction holds on the
-    cell; exact, to be re-evaluated by the kernel) or {"unknown": reason}.  ``progress``: the
-    tree builders' progress callback (cells so far), for a unit solved in this process."""
-    from ..io.property_certificate import _tree
+    """A work unit's answer, as JSON text: {"tree": T, "open": [...], "stats": ...} (T as in
+    a property certificate, with a placeholder {"open": i} for the i-th open cell), or
+    {"violated": x} (a point z3 found where a forbidden conjunction holds on the cell; exact,
+    to be re-evaluated by the kernel) or {"unknown": reason}.  ``progress``: the tree
+    builders' progress callback (cells so far), for a unit solved in this process."""
     from .certify import Limits, NoCertificate
-    from .property import Violated, build_case_tree
+    from .property import Violated
     u = json.loads(text)
     with _unit_lock:
         started, cpu = time.monotonic(), time.process_time()
@@ -256,10 +354,8 @@ def solve_unit(text: str, progress=None) -> str:
             if time.monotonic() > deadline:
                 return json.dumps({"unknown": "time limit reached before the unit started"})
             with interruption.time_limit(deadline):
-                limits = Limits(deadline, u["max_leaves"], progress)
-                built = _relaxed(u["kind"], models, p, case, limits) \
-                    if u.get("relaxed", True) else None
-                tree, stats = built or build_case_tree(p, case, box, limits)
+                tree, stats = _build(u, p, models, case, box,
+                                     Limits(deadline, u["max_leaves"], progress))
         except Violated as e:
             return json.dumps({"violated": [q_str(v) for v in e.x]})
         except NoCertificate as e:
@@ -269,23 +365,53 @@ def solve_unit(text: str, progress=None) -> str:
         stats = {k: stats[k] for k in ("leaves", "splits", "proofs") if k in stats}
         stats["time_s"] = round(time.monotonic() - started, 3)
         stats["cpu_s"] = round(time.process_time() - cpu, 3)
-        return json.dumps({"tree": _tree(tree), "stats": stats}, separators=(",", ":"))
+        opens: list = []
+        out = tree_json(tree, opens)
+        return json.dumps({"tree": out, "open": opens, "stats": stats}, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class Hole:
+    """The placeholder of the ``index``-th open cell in a unit's tree (read from
+    {"open": i}); not a tree node the kernel knows, so one left in is rejected."""
+
+    index: int
+
+
+def _read_hole(cur) -> Hole:
+    i = cur.value["open"]
+    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+        raise cur.error("expected the number of an open cell")
+    return Hole(i)
 
 
 def read_answer(text: str, dim: int):
-    """("tree", tree, stats) | ("violated", x, None) | ("unknown", reason, None)."""
+    """("tree", tree with Hole placeholders, (stats, open cells as JSON)) |
+    ("violated", x, None) | ("unknown", reason, None)."""
     from ..io import property_certificate as pc
     from ..io.certificates import _read_empty, read_tree
     from ..io.jsonfile import Cursor
     r = json.loads(text)
-    if "tree" in r:   # the leaves of a property certificate, whichever its reader knows
-        leaves = {"empty": _read_empty, "excluded": pc._read_excluded}
+    if "tree" in r:   # the leaves of a property certificate, and the placeholders
+        leaves = {"empty": _read_empty, "excluded": pc._read_excluded, "open": _read_hole}
         if hasattr(pc, "_read_relaxed"):
             leaves["relaxed"] = pc._read_relaxed
-        return "tree", read_tree(Cursor("work unit", "tree", r["tree"]), dim, leaves), r["stats"]
+        tree = read_tree(Cursor("work unit", "tree", r["tree"]), dim, leaves)
+        return "tree", tree, (r["stats"], r.get("open", []))
     if "violated" in r:
         return "violated", tuple(_q(v) for v in r["violated"]), None
     return "unknown", r["unknown"], None
+
+
+def fill(tree, subtrees: list):
+    """The tree with placeholder Hole(i) replaced by subtrees[i] (by position: the i-th open
+    cell of the tree, depth first); the kernel checks the result."""
+    if isinstance(tree, Hole):
+        return subtrees[tree.index]
+    if isinstance(tree, Split):
+        return Split(tree.a, tree.c, fill(tree.ge, subtrees), fill(tree.lt, subtrees),
+                     tree.choices)
+    return tree
 
 
 # ----------------------------------------------------------------------- executors
@@ -377,9 +503,29 @@ class Workers:
 
 # ----------------------------------------------------------------------- running units
 
-MAX_DEPTH = 24
-"""Input splits below a case's root at most: a cell that still needs more than the unit
-budget of cells there is left unknown."""
+class Unit:
+    """A work unit: a node of its case's tree, the root of the bisection cell ``cell``
+    (``start`` None) or an open cell handed back below it (``start``, as ``open_json``);
+    ``at``: the places of the open cells on the way from the cell's root down to it.  Once
+    answered, ``tree`` (with Hole placeholders) and ``units``, one per placeholder, in
+    order."""
+
+    def __init__(self, cell: Cell, start: dict | None = None, at: tuple = ()):
+        self.cell, self.start, self.at = cell, start, at
+        self.tree = None
+        self.units: list[Unit] = []
+
+    def key(self) -> tuple:
+        """The unit's place in the assembled tree (sorted: depth first)."""
+        return self.cell.case, self.cell.path, self.at
+
+    def where(self) -> str:
+        return self.cell.where() + (f", open cell {'.'.join(map(str, self.at))}"
+                                    if self.at else "")
+
+    def assembled(self):
+        """The unit's tree with every placeholder replaced by its unit's assembled tree."""
+        return fill(self.tree, [u.assembled() for u in self.units])
 
 
 def _add_stats(total: dict, s: dict) -> None:
@@ -390,21 +536,29 @@ def _add_stats(total: dict, s: dict) -> None:
         how[k] = how.get(k, 0) + v
 
 
+def unit_budget(unit_cells: int | None, max_leaves: int) -> tuple[int, int]:
+    """(cells of the Max-choice builder, leaves of the relaxed builder) per unit:
+    --unit-cells N for both, else the defaults; never above --max-leaves."""
+    budget = (DEFAULT_UNIT_CELLS, DEFAULT_UNIT_BOXES) if unit_cells is None else \
+        (unit_cells, unit_cells)
+    return max(1, min(budget[0], max_leaves)), max(1, min(budget[1], max_leaves))
+
+
 def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim: int,
                      deadline: float, max_leaves: int, executor: cf.Executor, depth: int,
-                     unit_cells: int, confirm, progress_shown: bool = False,
+                     unit_cells: int | None, confirm, progress_shown: bool = False,
                      relaxed: bool = True):
-    """One tree per case: input splits over trees of work units solved on ``executor``.
+    """One tree per case, built by work units on ``executor`` (parallel branch and bound).
 
-    Every case's input set is first split ``depth`` levels deep; each cell is a unit, solved
-    with a budget of ``unit_cells`` cells; a unit over budget is split in two and its halves
-    are units in turn (down to MAX_DEPTH levels).  Which cells are split depends only on the
-    units' answers, so the tree is the same for every executor.  Stops at the first point a
-    unit reports that ``confirm(x)`` turns into an answer (a counterexample evaluated by the
-    kernel), at the deadline, or with every cell solved.  Returns (what, value, stats):
-    ("trees", one tree per case), ("point", confirm's answer), ("unknown", reason)."""
+    Every case's input set is first bisected ``depth`` levels deep; each cell is a unit.  A
+    unit certifies at most ``unit_budget(unit_cells, max_leaves)`` cells and hands back the
+    rest as open cells, each a unit in turn, submitted as soon as it is handed back.  Stops at
+    the first point a unit reports that ``confirm(x)`` turns into an answer (a counterexample
+    evaluated by the kernel), at the deadline, at more than ``max_leaves`` cells in all, or
+    with every unit answered; the trees are then assembled by position.  Returns (what, value,
+    stats): ("trees", one tree per case), ("point", confirm's answer), ("unknown", reason)."""
     wall = time.time() + (deadline - time.monotonic())
-    roots, todo = [], []
+    roots, first = [], []
     for n, (case, box) in enumerate(zip(cases, boxes)):
         root = Cell(n, (), None if box is None else tuple(box.lower),
                     None if box is None else tuple(box.upper))
@@ -413,10 +567,10 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
         for _ in range(depth):
             level = [h for c in level if split(c, case.inputs) for h in (c.ge, c.lt)] + \
                     [c for c in level if c.cut is None]
-        todo += level
-    budget = max_leaves if unit_cells is None else max(1, min(unit_cells, max_leaves))
-    over = f"more than {budget} cells"
-    stats: dict = {"units": 0, "split_depth": depth, "unit_cells": budget}
+        first += level
+    budget = unit_budget(unit_cells, max_leaves)
+    stats: dict = {"units": 0, "split_depth": depth, "unit_cells": budget[0],
+                   "unit_boxes": budget[1], "units_handed_back": 0, "open_cells": 0}
     reasons: dict = {}
     futures: dict = {}
     cells, done, unit_time, unit_cpu = 0, 0, 0.0, 0.0
@@ -429,70 +583,75 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
     if not progress_shown:
         inline_progress = None   # noqa: F811
 
-    def submit(cell, ex=executor):
-        n = cell.case
-        text = unit_text(kind, models_json, cases[n], cell, boxes[n], wall, budget, relaxed)
+    def submit(unit, ex=executor):
+        n = unit.cell.case
+        text = unit_text(kind, models_json, cases[n], unit.cell, boxes[n], wall, max_leaves,
+                         relaxed, budget, unit.start, unit.where())
         if isinstance(ex, InlineExecutor):   # here: the builder's own progress lines
-            futures[ex.submit(solve_unit, text, inline_progress)] = cell
+            futures[ex.submit(solve_unit, text, inline_progress)] = unit
         else:
-            futures[ex.submit(solve_unit, text)] = cell
+            futures[ex.submit(solve_unit, text)] = unit
         stats["units"] += 1
 
-    # a single first unit runs here: an easy query never waits for a pool to start (the
-    # unit's answer is the same wherever it runs)
-    for cell in todo:
-        submit(cell, InlineExecutor() if len(todo) == 1 else executor)
+    # a single first unit runs here: an easy query (one unit within its budget) never waits
+    # for a pool to start; the unit's answer is the same wherever it runs
+    units = [Unit(c) for c in first]
+    for u in units:
+        u.cell.unit = u
+        submit(u, InlineExecutor() if len(units) == 1 else executor)
     while futures:
         interruption.check()
         left = deadline - time.monotonic()
         if left <= 0:
-            for cell in futures.values():
-                reasons[(cell.case, cell.path)] = (
-                    f"{cell.where()}: time limit reached ({done} of {stats['units']} units "
-                    "answered)")
+            for unit in futures.values():
+                reasons[unit.key()] = (f"{unit.where()}: time limit reached ({done} of "
+                                       f"{stats['units']} units answered)")
             break
         finished, _ = cf.wait(list(futures), timeout=min(0.2, left),
                               return_when=cf.FIRST_COMPLETED)
-        for f in sorted(finished, key=lambda f: (futures[f].case, futures[f].path)):
-            cell = futures.pop(f)
-            what, value, s = read_answer(f.result(), dim)
+        for f in sorted(finished, key=lambda f: futures[f].key()):
+            unit = futures.pop(f)
+            what, value, extra = read_answer(f.result(), dim)
             done += 1
             if what == "tree":
-                cell.tree = value
+                s, opens = extra
+                unit.tree = value
+                unit.units = [Unit(unit.cell, o, unit.at + (i,)) for i, o in enumerate(opens)]
                 _add_stats(stats, s)
                 cells += s.get("leaves", 0)
                 unit_time += s.get("time_s", 0.0)
                 unit_cpu += s.get("cpu_s", 0.0)
-                if cells > max_leaves:
-                    reasons[(-1, "")] = f"more than {max_leaves} cells in all"
+                if opens:
+                    stats["units_handed_back"] += 1
+                    stats["open_cells"] += len(opens)
+                if cells > max_leaves or (opens and cells + len(futures) + len(opens) >
+                                          max_leaves):   # a unit certifies a cell at least
+                    reasons[(-1,)] = f"more than {max_leaves} cells in all"
+                    break
+                for v in unit.units:
+                    submit(v)
             elif what == "violated":
                 ans = confirm(value)
                 if ans is not None:
                     return "point", ans, stats
-                reasons[(cell.case, cell.path)] = (
-                    f"{cell.where()}: a cell reaches a forbidden output, but the point z3 gave "
+                reasons[unit.key()] = (
+                    f"{unit.where()}: a cell reaches a forbidden output, but the point z3 gave "
                     "was not confirmed by the kernel")
-            elif value.startswith(over) and budget < max_leaves and stats["units"] + 2 > \
-                    max_leaves:   # every unit has a cell at least
-                reasons[(-1, "")] = f"more than {max_leaves} cells in all"
-            elif value.startswith(over) and budget < max_leaves and \
-                    len(cell.path) < MAX_DEPTH and split(cell, cases[cell.case].inputs):
-                stats["units_over_budget"] = stats.get("units_over_budget", 0) + 1
-                submit(cell.ge)
-                submit(cell.lt)
             else:
-                reasons[(cell.case, cell.path)] = f"{cell.where()}: {value}"
-        if (-1, "") in reasons:
+                reasons[unit.key()] = f"{unit.where()}: {value}"
+        if (-1,) in reasons:
             break
         now = time.monotonic()
         if progress_shown and now - start >= 1 and (now - last >= 1 or not futures):
             last = now
             print(f"exactmax: {done}/{stats['units']} units done, {cells} cells certified, "
                   f"{now - start:.0f} s", file=sys.stderr, flush=True)
-    stats["units_wall_s"] = round(unit_time, 3)   # the solved units' (not the discarded)
+    stats["units_wall_s"] = round(unit_time, 3)
     stats["units_cpu_s"] = round(unit_cpu, 3)
     if reasons:
         return "unknown", reasons[min(reasons)], stats
+    for c in first:
+        c.tree = c.unit.assembled()
     return "trees", [assemble(r) for r in roots], stats
 
 
@@ -501,7 +660,7 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
 @unknown_beyond_floats(_PropertyAnswer)
 def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: bool,
                           executor: cf.Executor, depth: int = DEFAULT_SPLIT_DEPTH,
-                          unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False,
+                          unit_cells: int | None = None, progress_shown: bool = False,
                           relaxed: bool = True):
     """``property.decide_property`` with the trees built from work units
     (``split_case_trees`` for all cases at once): the same search, answers and kernel check.
@@ -522,7 +681,7 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
 def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int,
                            run_search: bool, executor: cf.Executor,
                            depth: int = DEFAULT_SPLIT_DEPTH,
-                           unit_cells: int = DEFAULT_UNIT_CELLS, progress_shown: bool = False):
+                           unit_cells: int | None = None, progress_shown: bool = False):
     """``tolerance.decide_tolerance`` with the pair program's tree built from work units
     (``split_case_trees``): the same search, answers and kernel check."""
     from ..io.models import model_to_json

@@ -23,14 +23,23 @@ import numpy as np
 import z3
 
 from .. import interruption
-from ..kernel.certificate import (Choice, Empty, Farkas, Row, Split, _reads, check_entails, cone,
-                                  domain_rows)
+from ..kernel.certificate import (
+    Choice,
+    Empty,
+    Farkas,
+    Row,
+    Split,
+    _reads,
+    check_entails,
+    cone,
+    domain_rows,
+)
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box
 from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
-from ..kernel.rational import ONE, Q, RatMatrix, ZERO
+from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from .floatlp import unknown_beyond_floats
 from .relaxation import build_relaxed_tree, layers_violate
@@ -124,7 +133,7 @@ def search_counterexample(net: MaxoutNetwork, cases, boxes, deadline: float, see
     f = _FloatNet(net)
     rng = np.random.default_rng(seed)
     stats = {"points": 0, "exact_checks": 0}
-    for n, (case, box) in enumerate(zip(cases, boxes)):
+    for case, box in zip(cases, boxes):
         if box is None:
             continue
         lo = np.array([float(v) for v in box.lower])
@@ -194,6 +203,7 @@ class _CellLP:
         if cls._highs is None:   # HiGHS prints a banner on its first construction: to /dev/null
             import os
             import sys
+
             import highspy
             sys.stdout.flush()
             saved = os.dup(1)
@@ -447,8 +457,31 @@ def _float_nudge(G, h, p, a, c):
     return None
 
 
-def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: bool = False):
+@dataclass(frozen=True, slots=True)
+class OpenCell:
+    """A cell ``build_case_tree`` handed back unsolved, its cell budget spent: a placeholder
+    in the tree it returns.  ``rows``: the cell's rows as the kernel's walk gives them (the
+    domain's, then the split rows on the path, in order); ``vals`` / ``floats``: the exact
+    affine map of every node known on the cell (None: not yet) and its float copy, as the
+    choices stated above the cell give them (those choices hold on the cell, and the kernel
+    applies them to whatever subtree replaces the placeholder); ``hint``: the float point
+    guessed for the cell, or None.  ``build_case_tree(..., start=cell)`` resumes there and
+    builds the subtree the uninterrupted walk would have built below it."""
+
+    rows: tuple
+    vals: tuple
+    floats: tuple
+    hint: tuple | None
+
+
+def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: bool = False,
+                    budget: int | None = None, start: OpenCell | None = None):
     """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated.
+
+    ``budget``: once that many cells (leaves) are certified, every cell not yet begun is
+    left as an ``OpenCell`` placeholder instead (depth first, so the finished part is a
+    prefix of the walk); ``start``: resume at such an open cell (its rows, maps and point),
+    building the subtree for it alone.  None / None: the whole case.
 
     With ``relaxed``, first ``relaxation.build_relaxed_tree`` (input splits and ``Relaxed``
     leaves; candidate points are cell centres where the float network violates a conjunction,
@@ -470,13 +503,17 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: boo
             return built
     P = case.inputs
     oracle = _Oracle(P.dim, box, None if box is not None else P, limits.deadline)
-    stats = {"leaves": 0, "splits": 0}
+    stats = {"leaves": 0, "splits": 0, "open": 0}
     zero = ((ZERO,) * P.dim, ZERO)
     last = [time.monotonic()]
     walker = _Cell(p, box, oracle)
 
     def cell(rows, G, h, vals, floats, hint=None):
         interruption.check()
+        if budget is not None and stats["leaves"] >= budget:
+            stats["open"] += 1
+            return OpenCell(tuple(rows), tuple(vals), tuple(floats),
+                            None if hint is None else tuple(float(v) for v in hint))
         if time.monotonic() > limits.deadline:
             raise NoCertificate(_late(limits))
         if stats["leaves"] >= limits.max_leaves:
@@ -525,11 +562,15 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: boo
         return Excluded(tuple(ch), tuple(proofs))
 
     try:
-        n, rows = len(p.nodes), domain_rows(P)
+        n = len(p.nodes)
+        rows = domain_rows(P) if start is None else list(start.rows)
+        vals, floats = ([None] * n, [None] * n) if start is None else \
+            (list(start.vals), list(start.floats))
+        hint = None if start is None or start.hint is None else np.array(start.hint)
         fs = [_floats_of(r) for r in rows]
         G, h = (None, None) if None in fs or not rows else \
             (np.array([f[0] for f in fs]), np.array([f[1] for f in fs]))
-        tree = cell(rows, G, h, [None] * n, [None] * n)
+        tree = cell(rows, G, h, vals, floats, hint)
     except NoCertificate as e:
         raise NoCertificate(f"{e} ({stats['leaves']} cells certified, {stats['splits']} "
                             "splits)") from None

@@ -37,6 +37,7 @@ candidate point, checked exactly by the caller.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -75,7 +76,8 @@ class Layers:
             args = p.nodes[i].args
             zero = [j for j in args if _is_zero(p.nodes[j])]
             a = [j for j in args if not _is_zero(p.nodes[j])]
-            if len(args) != 2 or len(zero) != 1 or len(a) != 1 or not isinstance(p.nodes[a[0]], Lin):
+            if len(args) != 2 or len(zero) != 1 or len(a) != 1 or \
+                    not isinstance(p.nodes[a[0]], Lin):
                 raise _Unsupported
             node = p.nodes[a[0]]
             reads = {layer_of.get(j, -2) for j, _ in node.terms}
@@ -101,7 +103,8 @@ class Layers:
             self._add(rows, [n.c for n in nodes])
         outs = [p.nodes[o] for o in p.outputs]
         last = {i: u for u, i in enumerate(self.ids[-1])} if self.ids else {}
-        if not self.ids or any(not isinstance(n, Lin) or n.x or any(j not in last for j, _ in n.terms) for n in outs):
+        if not self.ids or any(not isinstance(n, Lin) or n.x
+                               or any(j not in last for j, _ in n.terms) for n in outs):
             raise _Unsupported
         rows = []
         for n in outs:
@@ -458,10 +461,28 @@ def _arg_order(p, i) -> tuple[int, int]:
 
 # ------------------------------------------------------------------ the tree
 
-def build_relaxed_tree(p, case: Case, limits: Limits, violated):
+@dataclass(frozen=True, slots=True)
+class OpenBox:
+    """A cell ``build_relaxed_tree`` handed back unsolved, its budget spent: a placeholder in
+    the tree it returns.  ``rows``: the cell's rows as the kernel's walk gives them (the
+    domain's, then the input splits on the path); ``box``: per input x_t, the rows bounding it
+    below and above as (row index, coefficient of x_t, bound); ``depth``: the splits above
+    it.  The relaxed tree states no choices, so the subtree for the cell depends on these
+    alone; ``build_relaxed_tree(..., start=cell)`` resumes there."""
+
+    rows: tuple
+    box: tuple
+    depth: int
+
+
+def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | None = None,
+                       start: OpenBox | None = None):
     """A tree of ``Relaxed`` leaves and input splits for the case, or None when the program is
     not a layered ReLU network, the input set is not a box, or a path needs more than
-    MAX_DEPTH splits (the caller falls back to ``build_case_tree``).  ``violated(x)`` is raised with an exact candidate point."""
+    MAX_DEPTH splits (the caller falls back to ``build_case_tree``).  ``violated(x)`` is
+    raised with an exact candidate point.  ``budget``: once that many leaves are certified,
+    every cell not yet begun is left as an ``OpenBox`` placeholder (depth first); ``start``:
+    build the subtree of such an open cell alone."""
     try:
         net = _layers_of(p, case)
     except _Unsupported:
@@ -479,13 +500,16 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated):
                 box[t][side] = (idx, k, bound)
     if any(None in bx for bx in box):
         return None
+    depth0 = 0
+    if start is not None:
+        rows0, box, depth0 = list(start.rows), [list(b) for b in start.box], start.depth
     swap = [_arg_order(p, i) for ids in net.ids for i in ids]
     if any(o != (0, 1) for o in swap):
         return None     # the rows' order assumes max(a, 0); other orders: not produced here
     outs = _out_rows(net, case, d)
     outs_f = [[(np.array([float(v) for v in C]), float(c), np.array([float(v) for v in xc]), st)
                for C, c, xc, st in conj] for conj in outs]
-    stats = {"leaves": 0, "splits": 0, "proofs": {"relaxed": 0}}
+    stats = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
 
     def choose(relax, bounds, lo, hi, optimise):
@@ -576,6 +600,9 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated):
 
     def cell(rows, bx, depth=0):
         interruption.check()
+        if budget is not None and stats["leaves"] >= budget:
+            stats["open"] += 1
+            return OpenBox(tuple(rows), tuple(tuple(b) for b in bx), depth)
         if depth > MAX_DEPTH:
             raise _Unsupported
         if time.monotonic() > limits.deadline:
@@ -609,7 +636,7 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated):
         return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
 
     try:
-        return cell(list(rows0), box), stats
+        return cell(list(rows0), box, depth0), stats
     except _Unsupported:
         return None
 
