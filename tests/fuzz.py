@@ -105,7 +105,9 @@ class Seeds:
         for name, argv in (("tent-monolithic", ["verify", self.tent, "--strategy",
                                                 "monolithic"]),
                            ("tent-layerwise", ["verify", self.tent]),
-                           ("triangle-layerwise", ["verify", self.triangle])):
+                           ("triangle-layerwise", ["verify", self.triangle]),
+                           ("tent-correspondence", ["equiv", self.tent,
+                                                    os.path.join(EX, "tent_rewritten.json")])):
             path = os.path.join(tmp, f"{name}.cert.json")
             assert _quiet_main(argv + ["--cert", path, "--no-search"]) == 0, name
             add("certificate", name, path)
@@ -661,8 +663,9 @@ def run_case(cmd: Command, seed: Seed, rng, work: str, subprocess_run: bool = Fa
 def _certificate_numbers(c, where: str):
     """(path, value) of the number strings of a certificate's part ``where``."""
     root = {"tree": c.get("tree"), "layerwise": c.get("layerwise"),
+            "correspondence": c.get("correspondence"),
             "models": c["models"], "domain": c["domain"]}[where]
-    base = (where,) if where in ("tree", "layerwise") else (where,)
+    base = (where,)
     return [(base + p, y) for p, y in _nodes(root)
             if _is_number(y) and p and p[-1] not in ("program", "node", "sha256")]
 
@@ -676,7 +679,7 @@ def tamper_certificate(cert: dict, rng) -> tuple[dict, str]:
     for _ in range(rng.choice([1, 1, 2])):
         kind = rng.choice(["number", "number", "choice", "subtree", "hash", "model", "model",
                            "domain", "witness", "integer"])
-        body = "tree" if "tree" in c else "layerwise"
+        body = next(k for k in ("tree", "layerwise", "correspondence") if k in c)
         if kind == "number":
             nums = _certificate_numbers(c, body)
             if nums:
