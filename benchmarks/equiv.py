@@ -2,7 +2,8 @@
 exactmax against Marabou 2.0, side by side in one run, 96 queries.
 
     python benchmarks/equiv.py [--cap 60] [--quick] [--no-skip] [--no-marabou]
-                               [--route auto|equivalence] [--json results.json]
+                               [--route auto|equivalence|no-correspondence]
+                               [--json results.json]
 
 A is a random Maxout network (d = 4, box [-1, 1]^4, ranks 2..k, a one-output map); B = A with
 every unit rescaled by a positive rational (the next layer divides it back), units and pieces
@@ -110,6 +111,7 @@ def run_exactmax(a, b, cap: float, route: str) -> dict:
     box = Box((Q(-1),) * D_IN, (Q(1),) * D_IN)
     t0 = time.perf_counter()
     v = None
+    kind = "auto" if route == "no-correspondence" else route
     if correspondence_first(a, b, route):   # as equiv: before the search
         v = verify_by_correspondence(a, b)
     if v is None:
@@ -120,8 +122,9 @@ def run_exactmax(a, b, cap: float, route: str) -> dict:
         v = Verdict("refuted", x=v.x, outputs=v.outputs, stats={"strategy": "search"})
     else:
         left = max(cap - (time.perf_counter() - t0), 0.1)
-        v = verify_equal(a, b, box, VerifyOptions(timeout_s=left, max_leaves=10 ** 6,
-                                                  certificate_kind=route))
+        v = verify_equal(a, b, box, VerifyOptions(
+            timeout_s=left, max_leaves=10 ** 6, certificate_kind=kind,
+            correspondence=route != "no-correspondence"))
     t = time.perf_counter() - t0
     out = {"verdict": v.verdict, "trust": v.trust, "time_s": round(t, 3),
            "strategy": v.stats.get("strategy"), "leaves": v.stats.get("leaves_checked"),
@@ -205,8 +208,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-skip", action="store_true",
                     help="run every configuration, also past a tool's first timeout")
     ap.add_argument("--no-marabou", action="store_true")
-    ap.add_argument("--route", choices=("auto", "equivalence"), default="auto",
-                    help="exactmax's certificate kind (default auto: what equiv does)")
+    ap.add_argument("--route", choices=("auto", "equivalence", "no-correspondence"),
+                    default="auto",
+                    help="exactmax's certificate kind (default auto: what equiv does; "
+                    "no-correspondence: auto without layer correspondences, the routes "
+                    "for pairs that are not related layer by layer)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
