@@ -73,7 +73,12 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
     M, m = _identity(a.input_dim), (ZERO,) * a.input_dim
     for l, (la, lb, R) in enumerate(zip(a.layers, b.layers, cert.maps)):
         where = f"correspondence: layer {l + 1}"
-        if len(R.W) != la.width or len(R.b) != la.width or any(len(r) != lb.width for r in R.W):
+        if (
+            not isinstance(R, Affine)
+            or len(R.W) != la.width
+            or len(R.b) != la.width
+            or any(len(r) != lb.width for r in R.W)
+        ):
             raise CheckFailed(f"{where}: M_{l + 1} is not {la.width} x {lb.width}")
         try:
             [rational(v) for v in (*R.b, *(v for r in R.W for v in r))]
