@@ -58,9 +58,9 @@ import time
 from dataclasses import dataclass
 
 from .. import interruption
-from ..kernel.certificate import Empty, Row, Split, domain_rows
+from ..kernel.certificate import Choice, Empty, Row, Split, TieProof, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
-from ..kernel.property import Case
+from ..kernel.property import Case, Excluded, Relaxed, Upper
 from ..kernel.rational import ZERO, Q, q_str
 from .floatlp import unknown_beyond_floats
 from .property import Answer as _PropertyAnswer
@@ -69,13 +69,16 @@ from .tolerance import Answer as _ToleranceAnswer
 DEFAULT_SPLIT_DEPTH = 0
 """Levels of input bisection made before any unit is solved (0: the first unit is the whole
 input set; an easy query stays one unit)."""
-DEFAULT_UNIT_CELLS = 256
+DEFAULT_UNIT_CELLS = 128
 """Cells (leaves) the Max-choice builder (``build_case_tree``) certifies in one unit before
-it hands back its open cells: about a second of work, so that the units' JSON and start-up
-cost little, and a query needing fewer cells stays one unit in this process."""
-DEFAULT_UNIT_BOXES = 8
-"""The same for the relaxed builder (``build_relaxed_tree``), whose leaves cost far more
-(an optimised relaxation each): about two seconds of work on ACAS Xu."""
+it hands back its open cells: a fraction of a second of work, small enough that the workers
+share the tail of a query evenly, large enough that a unit's JSON and start-up cost little;
+a query needing fewer cells stays one unit, in this process.  Chosen on the epsilon query of
+benchmarks/parallel.py (2 workers: 64 and 128 cells 5.3-5.8 s, 256 cells 6.5 s, one unit
+8.8-9.8 s)."""
+DEFAULT_UNIT_BOXES = 4
+"""The same for the relaxed builder (``build_relaxed_tree``), whose leaves cost far more (an
+optimised relaxation each): about a second of work on ACAS Xu."""
 
 
 # ----------------------------------------------------------------------- the input splits
@@ -319,7 +322,6 @@ def tree_json(tree, opens: list) -> dict:
     among the open cells, depth first, ge before lt) with its state appended to ``opens``."""
     from ..io.certificates import _choice
     from ..io.property_certificate import _tree
-    from ..kernel.property import Excluded, Relaxed
     from .property import OpenCell
     from .relaxation import OpenBox
     if isinstance(tree, OpenCell | OpenBox):
@@ -378,26 +380,48 @@ class Hole:
     index: int
 
 
-def _read_hole(cur) -> Hole:
-    i = cur.value["open"]
-    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-        raise cur.error("expected the number of an open cell")
-    return Hole(i)
+def _farkas_of(items) -> tuple:
+    return tuple((i, _q(y)) for i, y in items)
 
 
-def read_answer(text: str, dim: int):
-    """("tree", tree with Hole placeholders, (stats, open cells as JSON)) |
+def _choice_of(c: dict) -> tuple:
+    proofs = tuple(None if p is None else
+                   TieProof(_farkas_of(p["tie"]["dominance"]), _farkas_of(p["tie"]["upper"]),
+                            _farkas_of(p["tie"]["lower"])) if isinstance(p, dict) else
+                   _farkas_of(p) for p in c["proofs"])
+    return c["program"], c["node"], Choice(c["k"], proofs)
+
+
+def tree_of(t: dict):
+    """The tree of a unit's answer (as ``tree_json`` writes it), read directly: a unit is a
+    producer, so its answer needs no reader's error messages, and whatever it says is checked
+    by the kernel once assembled.  The nodes are those the certificate readers give."""
+    if "split" in t:
+        return Split(tuple(_q(v) for v in t["split"]["a"]), _q(t["split"]["c"]),
+                     tree_of(t["ge"]), tree_of(t["lt"]),
+                     tuple(_choice_of(c) for c in t["choices"]))
+    if "open" in t:
+        return Hole(t["open"])
+    if "empty" in t:
+        return Empty(_farkas_of(t["empty"]))
+    if "excluded" in t:
+        e = t["excluded"]
+        return Excluded(tuple(_choice_of(c) for c in e["choices"]),
+                        tuple(_farkas_of(p) for p in e["proofs"]))
+    r = t["relaxed"]
+    return Relaxed(tuple(_choice_of(c) for c in r["choices"]),
+                   tuple(Upper(tuple(_q(v) for v in u["lambda"]), _q(u["beta"]),
+                               tuple(_farkas_of(p) for p in u["proofs"]))
+                         for u in r["uppers"]),
+                   tuple(_farkas_of(p) for p in r["proofs"]))
+
+
+def read_answer(text: str):
+    """("tree", the tree as JSON (``tree_of`` reads it), (stats, open cells as JSON)) |
     ("violated", x, None) | ("unknown", reason, None)."""
-    from ..io import property_certificate as pc
-    from ..io.certificates import _read_empty, read_tree
-    from ..io.jsonfile import Cursor
     r = json.loads(text)
-    if "tree" in r:   # the leaves of a property certificate, and the placeholders
-        leaves = {"empty": _read_empty, "excluded": pc._read_excluded, "open": _read_hole}
-        if hasattr(pc, "_read_relaxed"):
-            leaves["relaxed"] = pc._read_relaxed
-        tree = read_tree(Cursor("work unit", "tree", r["tree"]), dim, leaves)
-        return "tree", tree, (r["stats"], r.get("open", []))
+    if "tree" in r:
+        return "tree", r["tree"], (r["stats"], r.get("open", []))
     if "violated" in r:
         return "violated", tuple(_q(v) for v in r["violated"]), None
     return "unknown", r["unknown"], None
@@ -609,13 +633,14 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
             break
         finished, _ = cf.wait(list(futures), timeout=min(0.2, left),
                               return_when=cf.FIRST_COMPLETED)
+        trees = []   # read once the open cells are submitted: the workers go on meanwhile
         for f in sorted(finished, key=lambda f: futures[f].key()):
             unit = futures.pop(f)
-            what, value, extra = read_answer(f.result(), dim)
+            what, value, extra = read_answer(f.result())
             done += 1
             if what == "tree":
                 s, opens = extra
-                unit.tree = value
+                trees.append((unit, value))
                 unit.units = [Unit(unit.cell, o, unit.at + (i,)) for i, o in enumerate(opens)]
                 _add_stats(stats, s)
                 cells += s.get("leaves", 0)
@@ -639,6 +664,8 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
                     "was not confirmed by the kernel")
             else:
                 reasons[unit.key()] = f"{unit.where()}: {value}"
+        for unit, t in trees:
+            unit.tree = tree_of(t)
         if (-1,) in reasons:
             break
         now = time.monotonic()
