@@ -149,8 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="split the input set K levels deep before solving: 2^K first "
                        "work units per case (default 0)")
         p.add_argument("--unit-cells", type=int, metavar="N",
-                       help="a work unit needing more than N cells is split in two (input "
-                       "bisection) and its halves solved as units (default: never)")
+                       help="a work unit certifies at most N cells, then hands back its open "
+                       "cells as new units (default: 128 cells, 4 relaxed leaves)")
 
     v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
                        description="Prove that the Transformer (compiled from NET, or given "
