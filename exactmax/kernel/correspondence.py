@@ -35,9 +35,14 @@ def _identity(n: int) -> Matrix:
     return tuple(tuple(ONE if i == j else ZERO for j in range(n)) for i in range(n))
 
 
-def _pulled_back(w: Vector, b, M: Matrix, m: Vector) -> tuple[Vector, object]:
-    """The affine map h -> w . (M h + m) + b as (w M, w . m + b)."""
-    return tuple(dot(w, col) for col in zip(*M)), dot(w, m) + b
+def _columns(M: Matrix) -> list:
+    """The columns of M by their non-zero entries (row, value)."""
+    return [[(r, v) for r, v in enumerate(col) if v] for col in zip(*M)]
+
+
+def _pulled_back(w: Vector, b, cols: list, m: Vector) -> tuple[Vector, object]:
+    """The affine map h -> w . (M h + m) + b as (w M, w . m + b), M given by ``_columns``."""
+    return tuple(sum((w[r] * v for r, v in c), ZERO) for c in cols), dot(w, m) + b
 
 
 def _sum_of_maxima(c: Vector, const, units, n: int, where: str) -> set:
@@ -70,7 +75,7 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
         raise CheckFailed(f"a model is malformed: {e}") from None
     if not len(a.layers) == len(b.layers) == len(cert.maps) or a.input_dim != b.input_dim:
         raise CheckFailed("correspondence: the networks and the maps differ in depth or input")
-    M, m = _identity(a.input_dim), (ZERO,) * a.input_dim
+    cols, m = _columns(_identity(a.input_dim)), (ZERO,) * a.input_dim
     for l, (la, lb, R) in enumerate(zip(a.layers, b.layers, cert.maps)):
         where = f"correspondence: layer {l + 1}"
         if (
@@ -84,12 +89,12 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
             [rational(v) for v in (*R.b, *(v for r in R.W for v in r))]
         except TypeError as e:
             raise CheckFailed(f"{where}: {e}") from None
-        n = len(M[0])
+        n = len(cols)
         for i, unit in enumerate(la.units):
-            S_A = {_pulled_back(p.w, p.b, M, m) for p in unit.pieces}
+            S_A = {_pulled_back(p.w, p.b, cols, m) for p in unit.pieces}
             if S_A != _sum_of_maxima(R.W[i], R.b[i], lb.units, n, f"{where}, unit {i}"):
                 raise CheckFailed(f"{where}, unit {i} of A: its pieces are not those of row {i}")
-        M, m = R.W, R.b
+        cols, m = _columns(R.W), R.b
     outs = [
         n.output or Affine(_identity(n.widths[-1]), (ZERO,) * n.widths[-1], n.widths[-1])
         for n in (a, b)
@@ -98,7 +103,7 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
         raise CheckFailed("correspondence: the networks have different numbers of outputs")
     units, n = b.layers[-1].units, b.widths[-2]
     for o, (wa, ca, wb, cb) in enumerate(zip(outs[0].W, outs[0].b, outs[1].W, outs[1].b)):
-        c, const = _pulled_back(wa, ca - cb, M, m)
+        c, const = _pulled_back(wa, ca - cb, cols, m)
         where = f"correspondence: output {o}"
         diff = _sum_of_maxima(tuple(u - v for u, v in zip(c, wb)), const, units, n, where)
         if diff != {((ZERO,) * n, ZERO)}:

@@ -12,7 +12,10 @@ with another hidden order) are related layer by layer: h^A_l = M_l h^B_l + m_l. 
 linear equations with the matrix X = [1, B(h_k)]; its independent columns (an exact row
 reduction; a constant unit, or affine units that combine others, get weight 0) have full
 rank, and the exact solution of the normal equations over Q, if it solves every equation,
-is the candidate.  The kernel then checks the candidate on all of Q^d, piece by piece; a pair
+is the candidate.  Floats guide (an untrusted producer may use them): a float least-squares
+solution rounded to short fractions is tried first and kept if it solves the equations
+exactly, and a large float residual ends the search at once (unrelated networks cost
+milliseconds).  The kernel then checks the candidate on all of Q^d, piece by piece; a pair
 that is not related this way (a pruned twin, a network trained apart) is rejected there, and
 the caller goes on with the other routes.  Cost: a few exact matrix products per layer.
 """
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import random
 import time
+from fractions import Fraction
 
+import numpy as np
 from flint import fmpq_mat
 
 from ..kernel.affine import Affine
@@ -36,6 +41,12 @@ TRIES = 2
 """Point sets tried per layer before giving up."""
 EXTRA = 6
 """Points beyond the n + 1 that a map of n units and a constant needs."""
+RESIDUAL = 1e-6
+"""A float least-squares residual above this (relative) means: no map."""
+DENOMINATOR = 10 ** 6
+"""The float solution is rounded to fractions with denominators up to this."""
+EXACT_UP_TO = 120
+"""Systems of at most this many unknowns are also solved exactly when rounding fails."""
 
 
 class NoCorrespondence(Exception):
@@ -53,9 +64,33 @@ def _values(pieces: fmpq_mat, consts: list, sizes: list, H: fmpq_mat) -> list[li
     return out
 
 
+def _floats(A: fmpq_mat) -> np.ndarray:
+    return np.array([[int(v.p) / int(v.q) for v in A.table()[i]] for i in range(A.nrows())])
+
+
+def _fraction(v: float) -> Q:
+    """v as the nearest fraction of denominator at most DENOMINATOR (0 below 1/DENOMINATOR)."""
+    if abs(v) <= 1 / DENOMINATOR:
+        return Q(0)
+    f = Fraction(v).limit_denominator(DENOMINATOR)
+    return Q(f.numerator, f.denominator)
+
+
 def _least_squares(X: fmpq_mat, Y: fmpq_mat) -> fmpq_mat | None:
-    """Z with X Z = Y exactly, zero in the columns of X that depend on earlier ones (a
-    constant unit, or affine units that combine others), or None if there is none."""
+    """Z with X Z = Y exactly, or None if there is none.  Floats guide: their least-squares
+    solution, rounded to fractions of denominators up to ``DENOMINATOR``, is kept if it solves
+    the system exactly; a float residual above ``RESIDUAL`` means no solution.  Else (small
+    systems only) the exact solution over the independent columns of X (a constant unit, or
+    affine units that combine others, get weight 0)."""
+    Xf, Yf = _floats(X), _floats(Y)
+    Zf = np.linalg.lstsq(Xf, Yf, rcond=None)[0]
+    if np.abs(Xf @ Zf - Yf).max(initial=0.0) > RESIDUAL * (1 + np.abs(Yf).max(initial=0.0)):
+        return None
+    Z = fmpq_mat(Zf.shape[0], Zf.shape[1], [_fraction(float(v)) for v in Zf.flat])
+    if X * Z == Y:
+        return Z
+    if X.ncols() > EXACT_UP_TO:
+        return None
     R, rank = X.rref()
     pivots = [next(j for j in range(X.ncols()) if R[i, j]) for i in range(rank)]
     Xp = fmpq_mat(X.nrows(), rank, [X[k, j] for k in range(X.nrows()) for j in pivots])
