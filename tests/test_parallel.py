@@ -133,6 +133,30 @@ def test_hand_back_and_resume_give_the_tree_of_one_walk(files, relaxed):
         check_case(p, case, _put(first, iter([subs[1], subs[0]] + subs[2:])))
 
 
+def test_an_open_box_too_deep_for_the_relaxation_is_solved_by_the_max_choice_builder(
+        files, monkeypatch):
+    """A unit at an open box that the relaxed builder gives up on (deeper than its
+    MAX_DEPTH) is solved, through JSON as on a worker, by the Max-choice builder from that
+    box with no maps known (the relaxed tree states no choices above it): the subtrees put
+    in place give a tree the kernel accepts."""
+    from exactmax.prove import relaxation
+    p, case, box = _case(files)
+    first, _ = build_relaxed_tree(p, case, Limits(time.monotonic() + 120), lambda x: None, 1)
+    holes = _holes(first, [])
+    assert holes and all(o.depth >= 1 for o in holes)
+    monkeypatch.setattr(relaxation, "MAX_DEPTH", 0)
+    models = [model_to_json(_deep_relu_net(7))]
+    subs = []
+    for o in holes:
+        text = parallel.unit_text("maxout", models, case, parallel.Cell(0, ()), box,
+                                  time.time() + 120, 20000, True, (10**6, 10**6),
+                                  parallel.open_json(o))
+        what, tree, (stats, opens) = parallel.read_answer(parallel.solve_unit(text))
+        assert what == "tree" and opens == [] and "relaxed" not in stats["proofs"]
+        subs.append(parallel.tree_of(tree))
+    assert check_case(p, case, _put(first, iter(subs))) > len(holes)
+
+
 def test_the_certificate_is_the_same_for_1_and_2_workers(files, tmp_path):
     """The same bytes for one unit (a budget above the cells needed), and for units of 2
     cells on 1 and 2 workers."""
