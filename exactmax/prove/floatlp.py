@@ -3,11 +3,31 @@
 Untrusted, and never trusted by what it returns: a float LP only proposes.
 
 - ``farkas``: maximise r = c_e - sum_i y_i c_i over y >= 0 with sum_i y_i a_i = a_e (the
-  Farkas system of ``kernel/certificate.py``: e - sum y_i row_i = r).  The rows the float
-  optimum uses (its support S) are then solved *exactly*, sum_{i in S} y_i a_i = a_e by Gaussian
-  elimination over Q, and the exact y is returned only if it is >= 0 and its exact r shows the
-  claim.  This is the usual exact reconstruction from an optimal float basis; where the float
-  basis is wrong or degenerate, nothing is returned and the caller asks the exact solver (z3).
+  Farkas system of ``kernel/certificate.py``: e - sum y_i row_i = r).  The float optimum y is
+  made exact in one of two ways, cheapest first:
+
+  1. *the safe bound* (``safe_bound``; Neumaier and Shcherbina, "Safe bounds in linear and
+     mixed-integer linear programming", Math. Program. 99 (2004)): round y to short dyadic
+     rationals y' >= 0 and compute exactly the residual res = a_e - sum_i y'_i a_i.  Any
+     y' >= 0 gives e - sum_i y'_i row_i = res . x + r', r' = c_e - sum_i y'_i c_i, and on a
+     cell with bounds l_t <= x_t <= u_t, res . x >= sum_{res_t > 0} res_t l_t +
+     sum_{res_t < 0} res_t u_t (interval arithmetic).  The bounds are rows of the cell (a box
+     domain's rows x_t <= u_t, x_t >= l_t come first in every cell, and a split on one
+     coordinate is another), so the interval bound *is* a Farkas combination: res_t times the
+     row x_t - l_t >= 0 for res_t > 0, -res_t times u_t - x_t >= 0 for res_t < 0.  The
+     multipliers y' plus these leave no linear part and the constant r = r' + sum_{res_t > 0}
+     res_t l_t + sum_{res_t < 0} res_t u_t: a Farkas proof in the kernel's existing rule
+     (``check_entails``), with no exact LP and no linear solve.  It shows the claim when the
+     float optimum clears 0 by more than the rounding costs; where the claim is tight (r = 0
+     at the optimum) or a coordinate the residual touches has no bound row, it fails.
+  2. *the support solve*: the rows the float optimum uses (its support S) are solved
+     *exactly*, sum_{i in S} y_i a_i = a_e by Gaussian elimination over Q, and the exact y is
+     returned only if it is >= 0 and its exact r shows the claim.  This is the usual exact
+     reconstruction from an optimal float basis; where the float basis is wrong or
+     degenerate, nothing is returned and the caller asks the exact solver (z3).
+
+  ``EXACTMAX_SAFE_BOUND=0`` in the environment skips step 1 (to measure the two side by
+  side, ``benchmarks/safe_bound.py``); ``ROUTES`` and ``SECONDS`` count what each step did.
 - ``interior_point``: maximise t subject to row(x) >= t; the float x is made exact (each
   float is a dyadic rational) and returned only if it satisfies every row strictly, checked
   exactly.
@@ -19,15 +39,29 @@ the caller accepts that risk: a missed proof costs a split, never soundness).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
+from collections import Counter
 
 import numpy as np
 
-from ..kernel.rational import Q, ZERO
+from ..kernel.rational import ZERO, Q
 
 MARGIN = 1e-7
 """Float optima within this of the decision boundary are left to the exact solver."""
+
+SAFE_BITS = (24, 53)
+"""Significant bits kept of each float multiplier by the safe bound, tried in turn: 24 first
+(short numbers, a short certificate and a fast check), then the float itself (53 bits: the
+rounding costs nothing more than the LP's own error)."""
+
+ROUTES: Counter = Counter()
+"""How ``farkas`` answered, for benchmarks: "safe_bound", "support_solve", "no_proof" (the
+float optimum is below 0 by a margin), "declined" (the caller's exact route runs)."""
+SECONDS: Counter = Counter()
+"""Time spent in each step of ``farkas`` ("lp", "safe_bound", "support_solve"), seconds."""
 
 _HIGHS = None
 
@@ -110,16 +144,103 @@ def _finite(rows, e) -> bool:
         return False
 
 
+def safe_bound_enabled() -> bool:
+    """Is the safe bound tried (``EXACTMAX_SAFE_BOUND`` unset, or anything but "0")?"""
+    return os.environ.get("EXACTMAX_SAFE_BOUND", "1") != "0"
+
+
+def dyadic(v: float, bits: int):
+    """The float v >= 0 rounded to a dyadic rational with at most ``bits`` significant bits
+    (exact: m 2^k with m < 2^bits an integer); zero for v <= 0 or not finite."""
+    if not (v > 0 and math.isfinite(v)):
+        return ZERO
+    m, k = math.frexp(v)                       # v = m 2^k, 1/2 <= m < 1
+    n = round(math.ldexp(m, bits))             # an integer of at most bits + 1 bits
+    k -= bits
+    return Q(n * (1 << k)) if k >= 0 else Q(n, 1 << -k)
+
+
+def bound_rows(rows, d: int):
+    """(lower, upper): for each coordinate t the index of the tightest row of the form
+    k x_t + c >= 0 with k > 0 (x_t >= -c/k: the greatest such bound; a strict row between
+    equal bounds) and with k < 0 (x_t <= c/-k: the least), None where there is none."""
+    lower, upper = [None] * d, [None] * d
+    lo_val, up_val = [None] * d, [None] * d
+    for i, r in enumerate(rows):
+        t = None
+        for s, v in enumerate(r.a):
+            if v:
+                if t is not None:
+                    break
+                t = s
+        else:
+            if t is None:
+                continue
+            k = r.a[t]
+            b = -r.c / k
+            if k > 0:
+                if lo_val[t] is None or b > lo_val[t] or (b == lo_val[t] and r.strict):
+                    lower[t], lo_val[t] = i, b
+            elif up_val[t] is None or b < up_val[t] or (b == up_val[t] and r.strict):
+                upper[t], up_val[t] = i, b
+    return lower, upper
+
+
+def safe_bound(rows, e, strict: bool, y, bounds=None, bits: int = SAFE_BITS[0]):
+    """An exact Farkas proof that e >= 0 (> 0 if strict) on {x : rows} from the float
+    multipliers ``y`` (one per row, >= 0 up to rounding), or None: the Neumaier-Shcherbina
+    safe bound.  y is rounded to dyadics y' >= 0 of ``bits`` significant bits (entries below
+    1e-12 of the largest dropped: y' = 0 is as valid a choice as any); the exact
+    residual res = a_e - sum y'_i a_i is absorbed by the cell's bound rows (``bounds``, as
+    ``bound_rows`` gives them): res_t / k times the lower row k x_t + c >= 0 for res_t > 0,
+    res_t / k times the upper row (k < 0) for res_t < 0.  Then e - sum of all = r exactly,
+    r = c_e - sum y'_i c_i + (the interval minimum of res . x over the bounds), and the proof
+    is returned only if r > 0, or r = 0 and the claim is not strict or a strict row is used:
+    the kernel's rule, checked here first so that only a proof is returned."""
+    d = len(e[0])
+    lam: dict[int, object] = {}
+    tiny = 1e-12 * max((float(v) for v in y), default=0.0)
+    for i, v in enumerate(y):
+        if float(v) > tiny:   # the LP's noise: left to the residual, a shorter certificate
+            lam[i] = dyadic(float(v), bits)
+    res = list(e[0])
+    r = e[1]
+    for i, q in lam.items():
+        row = rows[i]
+        for t, v in enumerate(row.a):
+            if v:
+                res[t] -= q * v
+        r -= q * row.c
+    if any(res):
+        lower, upper = bounds if bounds is not None else bound_rows(rows, d)
+        for t, v in enumerate(res):
+            if not v:
+                continue
+            i = lower[t] if v > 0 else upper[t]
+            if i is None:
+                return None
+            row = rows[i]
+            mu = v / row.a[t]                  # > 0: v and the row's coefficient agree in sign
+            lam[i] = lam.get(i, ZERO) + mu
+            r -= mu * row.c
+    if r > 0 or (r == 0 and (not strict or any(rows[i].strict for i in lam))):
+        return tuple(sorted(lam.items()))
+    return None
+
+
 def farkas(rows, e, strict: bool, solve_exact):
     """(proof or None, decided): an exact Farkas proof that e >= 0 (> 0 if strict) on the cell
-    of ``rows``, reconstructed from the float optimum's support by ``solve_exact(vectors,
+    of ``rows``, made from the float optimum y by the safe bound (``safe_bound``, unless
+    ``EXACTMAX_SAFE_BOUND=0``), else by solving its support exactly with ``solve_exact(vectors,
     target)`` (exact Gaussian elimination); decided is True when the float LP shows by a
     margin that there is none, False when the exact solver should be asked."""
     d = len(e[0])
     n = len(rows)
     if n == 0 or not _finite(rows, e):
+        ROUTES["declined"] += 1
         return None, False
     inf = float("inf")
+    t0 = time.perf_counter()
     # maximise r = c_e - sum y_i c_i  <=>  minimise sum y_i c_i; strict rows get a tiny
     # bonus so that, between equal r, a proof using one is preferred
     cost = [float(r.c) - (1e-9 if r.strict else 0.0) for r in rows]
@@ -129,21 +250,37 @@ def farkas(rows, e, strict: bool, solve_exact):
         cols.append((idx, [float(r.a[t]) for t in idx]))
     target = [float(v) for v in e[0]]
     status, y, obj = _solve_lp(cost, cols, target, target, [0.0] * n, [inf] * n)
-    if status == "infeasible":
-        return None, False      # let the exact solver confirm: infeasibility is a tolerance
-    if status != "optimal":
+    t1 = time.perf_counter()
+    SECONDS["lp"] += t1 - t0
+    if status != "optimal":     # infeasibility is a tolerance: let the exact solver confirm
+        ROUTES["declined"] += 1
         return None, False
     r_float = float(e[1]) - obj
     if r_float < -MARGIN * (1 + abs(float(e[1]))):
+        ROUTES["no_proof"] += 1
         return None, True
+    if safe_bound_enabled():
+        bounds = bound_rows(rows, d)
+        for bits in SAFE_BITS:
+            proof = safe_bound(rows, e, strict, y, bounds, bits)
+            if proof is not None:
+                break
+        t2 = time.perf_counter()
+        SECONDS["safe_bound"] += t2 - t1
+        t1 = t2
+        if proof is not None:
+            ROUTES["safe_bound"] += 1
+            return proof, True
     support = [i for i in range(n) if y[i] > 1e-12]
     lam = solve_exact([rows[i].a for i in support], e[0])
-    if lam is None or any(v < 0 for v in lam):
-        return None, False
-    r = e[1] - sum((v * rows[i].c for v, i in zip(lam, support) if v), ZERO)
-    used_strict = any(v > 0 and rows[i].strict for v, i in zip(lam, support))
-    if r > 0 or (r == 0 and (not strict or used_strict)):
-        return tuple((i, v) for v, i in zip(lam, support) if v > 0), True
+    SECONDS["support_solve"] += time.perf_counter() - t1
+    if lam is not None and all(v >= 0 for v in lam):
+        r = e[1] - sum((v * rows[i].c for v, i in zip(lam, support) if v), ZERO)
+        used_strict = any(v > 0 and rows[i].strict for v, i in zip(lam, support))
+        if r > 0 or (r == 0 and (not strict or used_strict)):
+            ROUTES["support_solve"] += 1
+            return tuple((i, v) for v, i in zip(lam, support) if v > 0), True
+    ROUTES["declined"] += 1
     return None, False
 
 
