@@ -50,7 +50,7 @@ def test_a_float_dual_off_by_rounding_becomes_an_exact_certificate():
     2 - 2^-20 leaves the residual 2^-20 (x - y), absorbed by x's lower and y's upper row."""
     e = ((Q(2), Q(-2)), Q(1))
     y = [0.0, 0.0, 0.0, 0.0, 2 - 2 ** -20]
-    proof = floatlp.safe_bound(CELL, e, False, y)
+    proof = floatlp.safe_bound(CELL, e, False, y, None, ("dyadic", 24))
     eps = Q(1, 2 ** 20)
     assert dict(proof) == {SPLIT: 2 - eps, LO_X: eps, UP_Y: eps}
     check_entails(CELL, e, False, proof, "safe bound")
@@ -97,9 +97,10 @@ def test_a_polyhedral_domain_with_scaled_bound_rows():
     e = ((Q(-1, 3), Q(-1, 3)), Q(1, 3) + Q(1, 1000))    # (1 - x - y)/3 + 1/1000 >= 0 by row 4
     y = [0.0] * len(rows)
     y[4] = 1 / 3                                                       # not a dyadic
-    proof = floatlp.safe_bound(rows, e, False, y, (lower, upper))
+    proof = floatlp.safe_bound(rows, e, False, y, (lower, upper), ("dyadic", 24))
     check_entails(rows, e, False, proof, "polyhedron")
-    assert any(i in (1, 3, 0, 2) for i, _ in proof)                   # a bound row absorbed
+    used = dict(proof)
+    assert set(used) in ({4, 1, 3}, {4, 0, 2})          # x's scaled bound row and y's absorbed
     proof, decided = floatlp.farkas(rows, e, False, _no_support_solve)
     assert decided and proof is not None
     check_entails(rows, e, False, proof, "polyhedron")
@@ -124,10 +125,10 @@ def test_any_non_negative_multipliers_give_the_interval_bound(seed):
     e = (tuple(Q(rng.randint(-5, 5), rng.randint(1, 4)) for _ in range(d)),
          Q(rng.randint(-3, 12), rng.randint(1, 4)))
     y = [rng.choice([0.0, rng.random() * 2]) for _ in rows]
-    bits = rng.choice(floatlp.SAFE_BITS)
-    proof = floatlp.safe_bound(rows, e, False, y, None, bits)
+    rounding = rng.choice(floatlp.SAFE_ROUNDINGS)
+    proof = floatlp.safe_bound(rows, e, False, y, None, rounding)
     tiny = 1e-12 * max(y, default=0.0)
-    yq = {i: floatlp.dyadic(v, bits) for i, v in enumerate(y) if v > tiny}
+    yq = {i: floatlp.rounded(v, rounding) for i, v in enumerate(y) if v > tiny}
     r = _interval_r(rows, e, yq, lower, upper)
     assert (proof is not None) == (r >= 0)
     if proof is not None:
@@ -136,7 +137,7 @@ def test_any_non_negative_multipliers_give_the_interval_bound(seed):
 
 def test_dyadics_are_short():
     for v in (1 / 3, 2 / 7, 1e-9, 12345.678, 2.0 ** 60 / 3):
-        for bits in floatlp.SAFE_BITS:
+        for bits in (24, 53):
             q = floatlp.dyadic(v, bits)
             den = int(q.q)
             assert den & (den - 1) == 0                                  # a power of two
@@ -203,18 +204,29 @@ def test_rejected_a_strict_claim_with_no_strict_row_and_r_zero():
 
 # ------------------------------------------------------------------ the fallbacks
 
-# a cone with no bound rows: 3x - y >= 0, x + 3y >= 0; x >= 0 there, by the dual (3/10, 1/10)
-CONE = [Row((Q(3), Q(-1)), Q(0)), Row((Q(1), Q(3)), Q(0))]
+# a cone with no bound rows: 3x - y >= 0, x + 2000y >= 0; x >= 0 there, by the dual
+# (2000/6001, 1/6001): denominators beyond the short fractions, so the rounded float dual
+# leaves a residual that no bound row can absorb
+CONE = [Row((Q(3), Q(-1)), Q(0)), Row((Q(1), Q(2000)), Q(0))]
 E_CONE = ((Q(1), Q(0)), Q(1, 100))
+
+
+def test_short_fractions_recover_an_exact_dual_without_bound_rows():
+    cone = [Row((Q(3), Q(-1)), Q(0)), Row((Q(1), Q(3)), Q(0))]     # the dual (3/10, 1/10)
+    proof = floatlp.safe_bound(cone, E_CONE, False, [0.3, 0.1])
+    assert dict(proof) == {0: Q(3, 10), 1: Q(1, 10)}
+    check_entails(cone, E_CONE, False, proof, "short fractions")
+    assert floatlp.safe_bound(cone, E_CONE, False, [0.3, 0.1], None, ("dyadic", 24)) is None
 
 
 def test_no_bound_row_the_support_solve_answers():
     assert floatlp.bound_rows(CONE, 2) == ([None, None], [None, None])
-    y = [0.3, 0.1]                                    # floats: the residual is not 0
-    assert floatlp.safe_bound(CONE, E_CONE, False, y) is None
+    y = [2000 / 6001, 1 / 6001]                       # floats: the residual is not 0
+    for rounding in floatlp.SAFE_ROUNDINGS:
+        assert floatlp.safe_bound(CONE, E_CONE, False, y, None, rounding) is None
     before = dict(floatlp.ROUTES)
     proof, decided = floatlp.farkas(CONE, E_CONE, False, _solve)
-    assert decided and dict(proof) == {0: Q(3, 10), 1: Q(1, 10)}
+    assert decided and dict(proof) == {0: Q(2000, 6001), 1: Q(1, 6001)}
     check_entails(CONE, E_CONE, False, proof, "cone")
     assert floatlp.ROUTES["support_solve"] == before.get("support_solve", 0) + 1
     assert floatlp.ROUTES["safe_bound"] == before.get("safe_bound", 0)

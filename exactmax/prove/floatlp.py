@@ -7,19 +7,21 @@ Untrusted, and never trusted by what it returns: a float LP only proposes.
   made exact in one of two ways, cheapest first:
 
   1. *the safe bound* (``safe_bound``; Neumaier and Shcherbina, "Safe bounds in linear and
-     mixed-integer linear programming", Math. Program. 99 (2004)): round y to short dyadic
-     rationals y' >= 0 and compute exactly the residual res = a_e - sum_i y'_i a_i.  Any
-     y' >= 0 gives e - sum_i y'_i row_i = res . x + r', r' = c_e - sum_i y'_i c_i, and on a
-     cell with bounds l_t <= x_t <= u_t, res . x >= sum_{res_t > 0} res_t l_t +
-     sum_{res_t < 0} res_t u_t (interval arithmetic).  The bounds are rows of the cell (a box
-     domain's rows x_t <= u_t, x_t >= l_t come first in every cell, and a split on one
-     coordinate is another), so the interval bound *is* a Farkas combination: res_t times the
-     row x_t - l_t >= 0 for res_t > 0, -res_t times u_t - x_t >= 0 for res_t < 0.  The
-     multipliers y' plus these leave no linear part and the constant r = r' + sum_{res_t > 0}
-     res_t l_t + sum_{res_t < 0} res_t u_t: a Farkas proof in the kernel's existing rule
-     (``check_entails``), with no exact LP and no linear solve.  It shows the claim when the
-     float optimum clears 0 by more than the rounding costs; where the claim is tight (r = 0
-     at the optimum) or a coordinate the residual touches has no bound row, it fails.
+     mixed-integer linear programming", Math. Program. 99 (2004)): round y to short
+     rationals y' >= 0 (``SAFE_ROUNDINGS``) and compute exactly the residual
+     res = a_e - sum_i y'_i a_i.  Any y' >= 0 gives e - sum_i y'_i row_i = res . x + r',
+     r' = c_e - sum_i y'_i c_i, and on a cell with bounds l_t <= x_t <= u_t,
+     res . x >= sum_{res_t > 0} res_t l_t + sum_{res_t < 0} res_t u_t (interval arithmetic).
+     The bounds are rows of the cell (a box domain's rows x_t <= u_t, x_t >= l_t come first
+     in every cell, and a split on one coordinate is another), so the interval bound *is* a
+     Farkas combination: res_t times the row x_t - l_t >= 0 for res_t > 0, -res_t times
+     u_t - x_t >= 0 for res_t < 0.  The multipliers y' plus these leave no linear part and
+     the constant r = r' + sum_{res_t > 0} res_t l_t + sum_{res_t < 0} res_t u_t: a Farkas
+     proof in the kernel's existing rule (``check_entails``), with no exact LP and no linear
+     solve.  It shows the claim when the float optimum clears 0 by more than the rounding
+     costs, or when the rounding recovers an exact dual (res = 0); it fails where the claim
+     is tight and the dual is not recovered, or where a coordinate the residual touches has
+     no bound row.
   2. *the support solve*: the rows the float optimum uses (its support S) are solved
      *exactly*, sum_{i in S} y_i a_i = a_e by Gaussian elimination over Q, and the exact y is
      returned only if it is >= 0 and its exact r shows the claim.  This is the usual exact
@@ -52,10 +54,13 @@ from ..kernel.rational import ZERO, Q
 MARGIN = 1e-7
 """Float optima within this of the decision boundary are left to the exact solver."""
 
-SAFE_BITS = (24, 53)
-"""Significant bits kept of each float multiplier by the safe bound, tried in turn: 24 first
-(short numbers, a short certificate and a fast check), then the float itself (53 bits: the
-rounding costs nothing more than the LP's own error)."""
+SAFE_ROUNDINGS = (("short", 1 << 12), ("dyadic", 24), ("dyadic", 53))
+"""How the safe bound rounds each float multiplier, tried in turn: to the nearest fraction
+with a denominator up to 2^12 (where the float dual is an exact dual of small fractions up to
+the LP's error, this finds it: the residual is 0, the certificate as short as the support
+solve's, and a claim tight at its optimum is shown too), else to 24 significant bits (short
+dyadics), else to the float itself (53 bits: the rounding costs nothing more than the LP's
+own error).  Any choice is sound: the kernel checks the exact result."""
 
 ROUTES: Counter = Counter()
 """How ``farkas`` answered, for benchmarks: "safe_bound", "support_solve", "no_proof" (the
@@ -149,6 +154,39 @@ def safe_bound_enabled() -> bool:
     return os.environ.get("EXACTMAX_SAFE_BOUND", "1") != "0"
 
 
+def short_fraction(v: float, max_den: int):
+    """A fraction p/q, q <= max_den, within 1e-9 |v| of the float v > 0 (the last convergent
+    of v's continued fraction with such a q, computed in floats: a candidate only, any
+    rational will do); None when there is none (or v <= 0, not finite)."""
+    if not (v > 0 and math.isfinite(v)):
+        return None
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    x = v
+    for _ in range(40):
+        a = math.floor(x)
+        p2, q2 = a * p1 + p0, a * q1 + q0
+        if q2 > max_den:
+            break
+        p0, q0, p1, q1 = p1, q1, p2, q2
+        frac = x - a
+        if frac < 1e-12 or abs(p1 - v * q1) <= 1e-12 * v * q1:
+            break
+        x = 1 / frac
+    if q1 == 0 or abs(p1 - v * q1) > 1e-9 * v * q1:
+        return None
+    return Q(p1, q1)
+
+
+def rounded(v: float, rounding):
+    """The float v rounded as ``rounding`` says (``SAFE_ROUNDINGS``): ("short", max_den) to
+    ``short_fraction`` (else 24 bits), ("dyadic", bits) to ``dyadic``; zero for v <= 0."""
+    how, n = rounding
+    if how == "short":
+        q = short_fraction(v, n)
+        return q if q is not None else dyadic(v, 24)
+    return dyadic(v, n)
+
+
 def dyadic(v: float, bits: int):
     """The float v >= 0 rounded to a dyadic rational with at most ``bits`` significant bits
     (exact: m 2^k with m < 2^bits an integer); zero for v <= 0 or not finite."""
@@ -186,11 +224,11 @@ def bound_rows(rows, d: int):
     return lower, upper
 
 
-def safe_bound(rows, e, strict: bool, y, bounds=None, bits: int = SAFE_BITS[0]):
+def safe_bound(rows, e, strict: bool, y, bounds=None, rounding=SAFE_ROUNDINGS[0]):
     """An exact Farkas proof that e >= 0 (> 0 if strict) on {x : rows} from the float
     multipliers ``y`` (one per row, >= 0 up to rounding), or None: the Neumaier-Shcherbina
-    safe bound.  y is rounded to dyadics y' >= 0 of ``bits`` significant bits (entries below
-    1e-12 of the largest dropped: y' = 0 is as valid a choice as any); the exact
+    safe bound.  y is rounded to rationals y' >= 0 as ``rounding`` says (``rounded``; entries
+    below 1e-12 of the largest dropped: y' = 0 is as valid a choice as any); the exact
     residual res = a_e - sum y'_i a_i is absorbed by the cell's bound rows (``bounds``, as
     ``bound_rows`` gives them): res_t / k times the lower row k x_t + c >= 0 for res_t > 0,
     res_t / k times the upper row (k < 0) for res_t < 0.  Then e - sum of all = r exactly,
@@ -202,7 +240,7 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, bits: int = SAFE_BITS[0]):
     tiny = 1e-12 * max((float(v) for v in y), default=0.0)
     for i, v in enumerate(y):
         if float(v) > tiny:   # the LP's noise: left to the residual, a shorter certificate
-            lam[i] = dyadic(float(v), bits)
+            lam[i] = rounded(float(v), rounding)
     res = list(e[0])
     r = e[1]
     for i, q in lam.items():
@@ -229,15 +267,15 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, bits: int = SAFE_BITS[0]):
 
 
 def from_dual(rows, e, strict: bool, y, bounds=None):
-    """``safe_bound`` with ``SAFE_BITS`` tried in turn (``bounds``: the rows' ``bound_rows``,
+    """``safe_bound`` with ``SAFE_ROUNDINGS`` tried in turn (``bounds``: the rows' ``bound_rows``,
     computed here when not given; a caller asking many claims of one cell computes them
     once): the first exact proof, or None.  Counted in ``ROUTES["safe_bound"]``."""
     t0 = time.perf_counter()
     if bounds is None:
         bounds = bound_rows(rows, len(e[0]))
     proof = None
-    for bits in SAFE_BITS:
-        proof = safe_bound(rows, e, strict, y, bounds, bits)
+    for rounding in SAFE_ROUNDINGS:
+        proof = safe_bound(rows, e, strict, y, bounds, rounding)
         if proof is not None:
             ROUTES["safe_bound"] += 1
             break
