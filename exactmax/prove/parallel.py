@@ -724,7 +724,12 @@ def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int
 
 
 def default_workers() -> int:
-    return os.cpu_count() or 1
+    """The cores this process may run on (its CPU affinity where the system says, else the
+    machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:   # not Linux
+        return os.cpu_count() or 1
 
 
 class workers_of:
