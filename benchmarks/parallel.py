@@ -20,10 +20,11 @@ certificates must be byte-identical.
 Columns: wall time of the command; CPU of the coordinating process (getrusage of the child;
 pool workers run under a forkserver and a Dask cluster's workers are not its children, so
 their CPU is not in it); the CPU the units report (time.process_time() inside the worker,
-summed); the CPU every process of the machine used during the run (/proc/stat), and what is
-left of it after the command's own (coordinator and units): other jobs' CPU, an estimate
-that says how disturbed the run was (a pool's start-up and Dask's own work count as other
-jobs); units, units that handed back open cells, cells; the kernel's check of the
+summed); the units' span (from the first unit to the last answer, in the coordinating
+process: the part of the run that workers can share); the CPU every process of the machine
+used during the run (/proc/stat), and what is left of it after the command's own
+(coordinator and units): other jobs' CPU, an estimate that says how disturbed the run was
+(a pool's start-up and Dask's own work count as other jobs); units, units that handed back open cells, cells; the kernel's check of the
 assembled tree (in the coordinating process); the 1-minute load average before the run.
 With ``--repeat R`` the configurations run R rounds, interleaved, and a second table gives
 each one's fastest round (the least disturbed by other jobs on a shared machine).
@@ -101,7 +102,8 @@ def timed(argv: list[str]) -> dict:
     return {"answer": out.get("verdict") or out.get("result"), "reason": out.get("reason"),
             "others_cpu_s": round(max(busy - own, 0.0), 1),
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "machine_cpu_s": round(busy, 2),
-            "units_cpu_s": s.get("units_cpu_s"), "units": s.get("units"),
+            "units_cpu_s": s.get("units_cpu_s"), "units_span_s": s.get("units_span_s"),
+            "units": s.get("units"),
             "units_handed_back": s.get("units_handed_back"), "cells": s.get("leaves"),
             "kernel_check_s": s.get("kernel_check_s"), "load": round(load, 2)}
 
@@ -166,12 +168,13 @@ def main() -> int:
     print(f"os.cpu_count() = {os.cpu_count()}; two CPU-bound processes at once: "
           f"{m['throughput_x']}x the throughput of one; load average at the end "
           f"{os.getloadavg()}")
-    print("| query | run | answer | wall s | CPU s (coordinator) | units CPU s | machine CPU s "
-          "| other jobs' CPU s | units | handed back | cells | kernel s | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| query | run | answer | wall s | units span s | CPU s (coordinator) | units CPU s "
+          "| machine CPU s | other jobs' CPU s | units | handed back | cells | kernel s | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "run" in r:
             print(f"| {r['query']} | {r['run']} | {r['answer']} | {r['wall_s']} | "
+                  f"{r['units_span_s']} | "
                   f"{r['cpu_s']} | {r['units_cpu_s']} | {r['machine_cpu_s']} | "
                   f"{r['others_cpu_s']} | {r['units']} | "
                   f"{r['units_handed_back']} | {r['cells']} | {r['kernel_check_s']} | "
@@ -179,8 +182,9 @@ def main() -> int:
     print()
     print("Per configuration, the fastest of the rounds (the least disturbed by other jobs), "
           "and its speed-up over one unit:")
-    print("| query | run | best wall s | speed-up | other jobs' CPU s | load |")
-    print("|---|---|---|---|---|---|")
+    print("| query | run | best wall s | speed-up | units span s | speed-up | other jobs' CPU s "
+          "| load |")
+    print("|---|---|---|---|---|---|---|---|")
     best: dict = {}
     for r in rows:
         if "run" in r and r["answer"] in ("proved", "unsat"):
@@ -190,7 +194,9 @@ def main() -> int:
     for (q, run), r in best.items():
         one = best.get((q, "one unit (no budget), 1 worker"))
         ratio = f"{one['wall_s'] / r['wall_s']:.2f}x" if one else "-"
-        print(f"| {q} | {run} | {r['wall_s']} | {ratio} | {r['others_cpu_s']} | {r['load']} |")
+        span = f"{one['units_span_s'] / r['units_span_s']:.2f}x" if one else "-"
+        print(f"| {q} | {run} | {r['wall_s']} | {ratio} | {r['units_span_s']} | {span} | "
+              f"{r['others_cpu_s']} | {r['load']} |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -675,6 +675,7 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
                   f"{now - start:.0f} s", file=sys.stderr, flush=True)
     stats["units_wall_s"] = round(unit_time, 3)
     stats["units_cpu_s"] = round(unit_cpu, 3)
+    stats["units_span_s"] = round(time.monotonic() - start, 3)   # first unit to last answer
     if reasons:
         return "unknown", reasons[min(reasons)], stats
     for c in first:
