@@ -24,8 +24,9 @@ summed); the units' span (from the first unit to the last answer, in the coordin
 process: the part of the run that workers can share); the CPU every process of the machine
 used during the run (/proc/stat), and what is left of it after the command's own
 (coordinator and units): other jobs' CPU, an estimate that says how disturbed the run was
-(a pool's start-up and Dask's own work count as other jobs); units, units that handed back open cells, cells; the kernel's check of the
-assembled tree (in the coordinating process); the 1-minute load average before the run.
+(a pool's start-up and Dask's own work count as other jobs); units, units that handed back
+open cells, cells; the kernel's check of the assembled tree (in the coordinating process);
+the 1-minute load average before the run.
 With ``--repeat R`` the configurations run R rounds, interleaved, and a second table gives
 each one's fastest round (the least disturbed by other jobs on a shared machine).
 First, the machine's throughput with two CPU-bound processes: a pure-Python loop run alone
