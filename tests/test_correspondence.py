@@ -252,3 +252,31 @@ def test_the_command_line_says_everywhere_and_coq_export_refuses(tmp_path):
     r = run("equiv", "a.json", "b.json", "--domain", "d.json", "--certificate-kind",
             "equivalence", "--json")
     assert json.loads(r.stdout)["certificate_kind"] == "equivalence"
+
+
+def test_epsilon_and_top1_of_a_rewrite_are_proved_by_its_correspondence(tmp_path):
+    rng = random.Random(9)
+    a = network(rng, 2, [3, 3], 3, outputs=2)
+    b = rewrite(rng, a)
+    moved = MaxoutNetwork(b.input_dim, b.layers,
+                          Affine(b.output.W, (b.output.b[0] + Q(1, 10),) + b.output.b[1:],
+                                 b.output.in_dim))
+    for name, net in (("a", a), ("b", b), ("m", moved)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(model_to_json(net)))
+    (tmp_path / "d.json").write_text(json.dumps(
+        {"format": "exactmax/domain", "version": 1} | domain_to_json(Box((Q(-1),) * 2,
+                                                                       (Q(1),) * 2))))
+
+    def run(*args):
+        r = subprocess.run([sys.executable, "-m", "exactmax", "equiv", *args, "--domain",
+                            "d.json", "--json"], cwd=tmp_path, capture_output=True, text=True)
+        return r.returncode, json.loads(r.stdout)
+    code, out = run("a.json", "b.json", "--epsilon", "0", "--cert", "c.json")
+    assert code == 0 and out["certificate_kind"] == "correspondence" and out["everywhere"]
+    code, out = run("a.json", "b.json", "--top1")
+    assert code == 0 and out["stats"]["strategy"] == "correspondence"
+    # no correspondence relates the moved twin: the gap 1/10 is found, not proved away
+    code, out = run("a.json", "m.json", "--epsilon", "1/100")
+    assert code == 1 and out["verdict"] == "refuted" and out["counterexample"]["gap"] == "1/10"
+    a2, b2, dom, cert, _, _ = load_certificate(str(tmp_path / "c.json"))
+    assert isinstance(cert, Correspondence) and check_equivalence(a2, b2, dom, cert) == 6
