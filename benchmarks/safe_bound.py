@@ -203,6 +203,57 @@ def child(spec: dict) -> dict:
     return out
 
 
+def scaling(dims, per_dim: int, seed: int) -> list[dict]:
+    """Random cells in dimension d (the box [-1, 1]^d, then 2 d split rows with coefficients
+    p/q, |p| <= 9, q <= 4) and claims e = sum_i w_i row_i + (box terms) + 1/100 with about d
+    rows of positive weight: each claim asked of ``floatlp.farkas`` with the safe bound and
+    without (in this process, alternating), the same float LP; the exact steps timed, the
+    proofs' sizes (characters of their "p/q" multipliers) and the kernel's check timed."""
+    from exactmax.kernel.certificate import Row, check_entails, domain_rows
+    from exactmax.kernel.polyhedron import Box
+    from exactmax.kernel.rational import Q
+    from exactmax.prove import floatlp
+    from exactmax.prove.certify import _solve
+    rng = random.Random(seed)
+    out = []
+    for d in dims:
+        tot = {m: {"answered": 0, "s": 0.0, "chars": 0, "check_s": 0.0, "routes": {}}
+               for m in ("new", "old")}
+        for n in range(per_dim):
+            box = domain_rows(Box((Q(-1),) * d, (Q(1),) * d).as_polyhedron())
+            rows = box + [Row(tuple(Q(rng.randint(-9, 9), rng.randint(1, 4)) for _ in range(d)),
+                              Q(rng.randint(1, 9), rng.randint(1, 4))) for _ in range(2 * d)]
+            w = {i: Q(rng.randint(1, 9), rng.randint(1, 4))
+                 for i in rng.sample(range(2 * d, 4 * d), d)}
+            a = [sum((v * rows[i].a[t] for i, v in w.items()), Q(0)) for t in range(d)]
+            c = sum((v * rows[i].c for i, v in w.items()), Q(0)) + Q(1, 100)
+            for t in rng.sample(range(d), d // 2):     # a box term: +-(x_t +- 1) / k
+                k = Q(rng.choice([-1, 1]), rng.randint(1, 4))
+                a[t] += k
+                c += abs(k)
+            e = (tuple(a), c)
+            for mode in (("new", "old") if n % 2 == 0 else ("old", "new")):
+                os.environ["EXACTMAX_SAFE_BOUND"] = "1" if mode == "new" else "0"
+                before = dict(floatlp.ROUTES)
+                s0 = dict(floatlp.SECONDS)
+                proof, _ = floatlp.farkas(rows, e, False, _solve)
+                t = tot[mode]
+                t["s"] += sum(floatlp.SECONDS[k] - s0.get(k, 0.0)
+                              for k in ("safe_bound", "support_solve"))
+                for k, v in floatlp.ROUTES.items():
+                    if v != before.get(k, 0):
+                        t["routes"][k] = t["routes"].get(k, 0) + v - before.get(k, 0)
+                if proof is not None:
+                    t["answered"] += 1
+                    t["chars"] += sum(len(str(v)) for _, v in proof)
+                    t0 = time.perf_counter()
+                    check_entails(rows, e, False, proof, "scaling")
+                    t["check_s"] += time.perf_counter() - t0
+        os.environ.pop("EXACTMAX_SAFE_BOUND", None)
+        out.append({"d": d, "claims": per_dim, **tot})
+    return out
+
+
 # ----------------------------------------------------------------------- the parent
 
 def run(spec: dict, safe: bool) -> dict:
@@ -254,10 +305,29 @@ def main(argv=None) -> int:
     ap.add_argument("--only-acas", nargs="*", help="ACAS Xu instances as NET:PROP[:norelax]")
     ap.add_argument("--routes", nargs="*", default=["equivalence", "pair"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scaling", nargs="*", type=int,
+                    help="instead: random cells in these dimensions (e.g. 5 20 50 100)")
+    ap.add_argument("--per-dim", type=int, default=20)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
+        return 0
+    if args.scaling:
+        print(f"load {os.getloadavg()[0]:.2f}; {args.per_dim} claims per dimension\n")
+        print("| d | route | proved | exact step s | multiplier chars | kernel check s | "
+              "routes |")
+        print("|---|---|---|---|---|---|---|")
+        res = scaling(args.scaling, args.per_dim, args.seed)
+        for r in res:
+            for m in ("new", "old"):
+                t = r[m]
+                print(f"| {r['d']} | {m} | {t['answered']}/{r['claims']} | {t['s']:.3f} | "
+                      f"{t['chars']} | {t['check_s']:.3f} | {t['routes']} |", flush=True)
+        print(f"load {os.getloadavg()[0]:.2f}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
         return 0
     specs = []
     if not args.acas_only:
