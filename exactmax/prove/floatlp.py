@@ -237,10 +237,12 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, rounding=SAFE_ROUNDINGS[0]
     the kernel's rule, checked here first so that only a proof is returned."""
     d = len(e[0])
     lam: dict[int, object] = {}
-    tiny = 1e-12 * max((float(v) for v in y), default=0.0)
-    for i, v in enumerate(y):
-        if float(v) > tiny:   # the LP's noise: left to the residual, a shorter certificate
-            lam[i] = rounded(float(v), rounding)
+    y = np.asarray(y, dtype=float)
+    if len(y):   # below 1e-12 of the largest: the LP's noise, left to the residual
+        for i in np.flatnonzero(y > 1e-12 * max(float(y.max()), 0.0)).tolist():
+            q = rounded(float(y[i]), rounding)
+            if q:
+                lam[i] = q
     res = list(e[0])
     r = e[1]
     for i, q in lam.items():
