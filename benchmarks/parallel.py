@@ -17,9 +17,10 @@ certificates must be byte-identical.
     python benchmarks/parallel.py [--queries epsilon acas] [--timeout 600]
                                   [--repeat 1] [--out results/parallel.json]
 
-Columns: wall time of the command; CPU of the coordinating process (getrusage of the child;
-pool workers run under a forkserver and a Dask cluster's workers are not its children, so
-their CPU is not in it); the CPU the units report (time.process_time() inside the worker,
+Columns: wall time of the command; when it had its answer (its own time_s: the kernel's check
+included, the certificate file not yet written); CPU of the coordinating process (getrusage
+of the child; pool workers run under a forkserver and a Dask cluster's workers are not its
+children, so their CPU is not in it); the CPU the units report (time.process_time() inside the worker,
 summed); the units' span (from the first unit to the last answer, in the coordinating
 process: the part of the run that workers can share); the CPU every process of the machine
 used during the run (/proc/stat), and what is left of it after the command's own
@@ -101,7 +102,7 @@ def timed(argv: list[str]) -> dict:
     here = "--workers" in argv and argv[argv.index("--workers") + 1] == "1"
     own = cpu + (0.0 if here else s.get("units_cpu_s") or 0.0)   # units here: in cpu
     return {"answer": out.get("verdict") or out.get("result"), "reason": out.get("reason"),
-            "others_cpu_s": round(max(busy - own, 0.0), 1),
+            "others_cpu_s": round(max(busy - own, 0.0), 1), "answer_s": out.get("time_s"),
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "machine_cpu_s": round(busy, 2),
             "units_cpu_s": s.get("units_cpu_s"), "units_span_s": s.get("units_span_s"),
             "units": s.get("units"),
@@ -169,13 +170,14 @@ def main() -> int:
     print(f"os.cpu_count() = {os.cpu_count()}; two CPU-bound processes at once: "
           f"{m['throughput_x']}x the throughput of one; load average at the end "
           f"{os.getloadavg()}")
-    print("| query | run | answer | wall s | units span s | CPU s (coordinator) | units CPU s "
+    print("| query | run | answer | wall s | answered at s | units span s | CPU s (coordinator) "
+          "| units CPU s "
           "| machine CPU s | other jobs' CPU s | units | handed back | cells | kernel s | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "run" in r:
             print(f"| {r['query']} | {r['run']} | {r['answer']} | {r['wall_s']} | "
-                  f"{r['units_span_s']} | "
+                  f"{r['answer_s']} | {r['units_span_s']} | "
                   f"{r['cpu_s']} | {r['units_cpu_s']} | {r['machine_cpu_s']} | "
                   f"{r['others_cpu_s']} | {r['units']} | "
                   f"{r['units_handed_back']} | {r['cells']} | {r['kernel_check_s']} | "
