@@ -17,19 +17,19 @@ certificates must be byte-identical.
     python benchmarks/parallel.py [--queries epsilon acas] [--timeout 600]
                                   [--repeat 1] [--out results/parallel.json]
 
-Columns: wall time of the command; when it had its answer (its own time_s: the kernel's check
-included, the certificate file not yet written); CPU of the coordinating process (getrusage
-of the child; pool workers run under a forkserver and a Dask cluster's workers are not its
-children, so their CPU is not in it); the CPU the units report (time.process_time() inside the worker,
-summed); the units' span (from the first unit to the last answer, in the coordinating
-process: the part of the run that workers can share); the CPU every process of the machine
-used during the run (/proc/stat), and what is left of it after the command's own
-(coordinator and units): other jobs' CPU, an estimate that says how disturbed the run was
-(a pool's start-up and Dask's own work count as other jobs); units, units that handed back
-open cells, cells; the kernel's check of the assembled tree (in the coordinating process);
-the 1-minute load average before the run.
-With ``--repeat R`` the configurations run R rounds, interleaved, and a second table gives
-each one's fastest round (the least disturbed by other jobs on a shared machine).
+Columns: wall time of the command; when it had its answer (its own time_s: the kernel's
+check included, the certificate file not yet written); the units' span (from the first unit
+to the last answer, in the coordinating process: the part of the run that workers can
+share); CPU of the coordinating process (getrusage of the child; pool workers run under a
+forkserver and a Dask cluster's workers are not its children, so their CPU is not in it);
+the CPU the units report (time.process_time() inside the worker, summed); the CPU every
+process of the machine used during the run (/proc/stat), and what is left of it after the
+command's own (coordinator and units): other jobs' CPU, an estimate that says how disturbed
+the run was (a pool's start-up and Dask's own work count as other jobs); units, units that
+handed back open cells, cells; the kernel's check of the assembled tree (in the
+coordinating process); the 1-minute load average before the run.  With ``--repeat R`` the
+configurations run R rounds, interleaved, and a second table gives each one's fastest round
+(the least disturbed by other jobs on a shared machine).
 First, the machine's throughput with two CPU-bound processes: a pure-Python loop run alone
 and as two processes at once (2.0x: two full cores; 1.0x: the two CPUs share one core's
 throughput).
