@@ -124,11 +124,15 @@ def test_any_non_negative_multipliers_give_the_interval_bound(seed):
         rows.append(Row(tuple(a), Q(rng.randint(-2, 3), rng.randint(1, 3))))
     e = (tuple(Q(rng.randint(-5, 5), rng.randint(1, 4)) for _ in range(d)),
          Q(rng.randint(-3, 12), rng.randint(1, 4)))
-    y = [rng.choice([0.0, rng.random() * 2]) for _ in rows]
+    y = [rng.choice([0.0, rng.random() * 2, rng.randint(1, 40) / rng.randint(1, 30)])
+         for _ in rows]                                # floats, some of them short fractions
     rounding = rng.choice(floatlp.SAFE_ROUNDINGS)
     proof = floatlp.safe_bound(rows, e, False, y, None, rounding)
     tiny = 1e-12 * max(y, default=0.0)
     yq = {i: floatlp.rounded(v, rounding) for i, v in enumerate(y) if v > tiny}
+    if None in yq.values():         # no short fraction for some multiplier: not this rounding
+        assert proof is None
+        return
     r = _interval_r(rows, e, yq, lower, upper)
     assert (proof is not None) == (r >= 0)
     if proof is not None:

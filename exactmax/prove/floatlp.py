@@ -55,12 +55,13 @@ MARGIN = 1e-7
 """Float optima within this of the decision boundary are left to the exact solver."""
 
 SAFE_ROUNDINGS = (("short", 1 << 12), ("dyadic", 24), ("dyadic", 53))
-"""How the safe bound rounds each float multiplier, tried in turn: to the nearest fraction
-with a denominator up to 2^12 (where the float dual is an exact dual of small fractions up to
-the LP's error, this finds it: the residual is 0, the certificate as short as the support
-solve's, and a claim tight at its optimum is shown too), else to 24 significant bits (short
-dyadics), else to the float itself (53 bits: the rounding costs nothing more than the LP's
-own error).  Any choice is sound: the kernel checks the exact result."""
+"""How the safe bound rounds the float multipliers, tried in turn: each to a fraction with a
+denominator up to 2^12 within 1e-9 of it (tried only when every multiplier has one: where the
+float dual is an exact dual of small fractions up to the LP's error, this finds it, the
+residual is 0, the certificate as short as the support solve's, and a claim tight at its
+optimum is shown too), else to 24 significant bits (short dyadics), else to the float itself
+(53 bits: the rounding costs nothing more than the LP's own error).  Any choice is sound: the
+kernel checks the exact result."""
 
 ROUTES: Counter = Counter()
 """How ``farkas`` answered, for benchmarks: "safe_bound", "support_solve", "no_proof" (the
@@ -178,12 +179,12 @@ def short_fraction(v: float, max_den: int):
 
 
 def rounded(v: float, rounding):
-    """The float v rounded as ``rounding`` says (``SAFE_ROUNDINGS``): ("short", max_den) to
-    ``short_fraction`` (else 24 bits), ("dyadic", bits) to ``dyadic``; zero for v <= 0."""
+    """The float v > 0 rounded as ``rounding`` says (``SAFE_ROUNDINGS``): ("short", max_den)
+    to ``short_fraction`` (None when there is none: that rounding is then not tried),
+    ("dyadic", bits) to ``dyadic``."""
     how, n = rounding
     if how == "short":
-        q = short_fraction(v, n)
-        return q if q is not None else dyadic(v, 24)
+        return short_fraction(v, n)
     return dyadic(v, n)
 
 
@@ -241,6 +242,8 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, rounding=SAFE_ROUNDINGS[0]
     if len(y):   # below 1e-12 of the largest: the LP's noise, left to the residual
         for i in np.flatnonzero(y > 1e-12 * max(float(y.max()), 0.0)).tolist():
             q = rounded(float(y[i]), rounding)
+            if q is None:
+                return None    # not an exact dual of short fractions: the dyadics follow
             if q:
                 lam[i] = q
     res = list(e[0])
