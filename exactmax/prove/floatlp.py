@@ -190,7 +190,7 @@ def rounded(v: float, rounding):
 
 def dyadic(v: float, bits: int):
     """The float v >= 0 rounded to a dyadic rational with at most ``bits`` significant bits
-    (exact: m 2^k with m < 2^bits an integer); zero for v <= 0 or not finite."""
+    (exact: m 2^k with m <= 2^bits an integer); zero for v <= 0 or not finite."""
     if not (v > 0 and math.isfinite(v)):
         return ZERO
     m, k = math.frexp(v)                       # v = m 2^k, 1/2 <= m < 1
