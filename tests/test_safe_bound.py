@@ -23,6 +23,13 @@ from exactmax.prove.certify import _Oracle, _solve
 
 pytestmark = pytest.mark.skipif(not floatlp.available(), reason="highspy is not installed")
 
+
+@pytest.fixture(autouse=True)
+def safe_bound_first(monkeypatch):
+    """These tests are about the safe bound: tried first in every dimension (by default only
+    above ``SAFE_BOUND_FIRST_ABOVE``; ``test_the_dimension_decides_which_route_goes_first``)."""
+    monkeypatch.setattr(floatlp, "SAFE_BOUND_FIRST_ABOVE", 0)
+
 # [-1, 1]^2 as the kernel lays it out (rows 0, 1: 1 - x_t >= 0; rows 2, 3: x_t + 1 >= 0),
 # then the split row x - y >= 0 (row 4)
 BOX = domain_rows(Box((Q(-1), Q(-1)), (Q(1), Q(1))).as_polyhedron())
@@ -258,3 +265,23 @@ def test_the_switch_turns_the_safe_bound_off(monkeypatch):
     proof, _ = floatlp.farkas(rows, e, False, _no_support_solve)
     check_entails(rows, e, False, proof, "new route")
     assert floatlp.ROUTES["safe_bound"] == before.get("safe_bound", 0) + 1
+
+
+def test_the_dimension_decides_which_route_goes_first(monkeypatch):
+    """The support solve first up to SAFE_BOUND_FIRST_ABOVE input dimensions (cheaper there),
+    the safe bound first beyond (measured in benchmarks/safe_bound.py); each is the other's
+    fallback, and both give proofs the kernel accepts."""
+    rows = CELL + [Row((Q(1, 3), Q(1, 7)), Q(1, 5))]
+    e = ((Q(1, 3), Q(1, 7)), Q(1, 4))
+    monkeypatch.setattr(floatlp, "SAFE_BOUND_FIRST_ABOVE", 8)
+    before = dict(floatlp.ROUTES)
+    proof, _ = floatlp.farkas(rows, e, False, _solve)        # d = 2: the support solve
+    check_entails(rows, e, False, proof, "support first")
+    assert floatlp.ROUTES["support_solve"] == before.get("support_solve", 0) + 1
+    assert floatlp.ROUTES["safe_bound"] == before.get("safe_bound", 0)
+    proof, _ = floatlp.farkas(rows, e, False, lambda v, t: None)   # no support: safe bound
+    check_entails(rows, e, False, proof, "safe bound second")
+    assert floatlp.ROUTES["safe_bound"] == before.get("safe_bound", 0) + 1
+    monkeypatch.setattr(floatlp, "SAFE_BOUND_FIRST_ABOVE", 1)
+    proof, _ = floatlp.farkas(rows, e, False, _no_support_solve)   # d = 2 > 1: safe first
+    check_entails(rows, e, False, proof, "safe bound first")

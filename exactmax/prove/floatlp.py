@@ -63,6 +63,8 @@ optimum is shown too), else to 24 significant bits (short dyadics), else to the 
 (53 bits: the rounding costs nothing more than the LP's own error).  Any choice is sound: the
 kernel checks the exact result."""
 
+SAFE_BOUND_FIRST_ABOVE = 8
+"""In cells of more input dimensions than this the safe bound is tried first, else second."""
 ROUTES: Counter = Counter()
 """How ``farkas`` answered, for benchmarks: "safe_bound", "support_solve", "no_proof" (the
 float optimum is below 0 by a margin), "declined" (the caller's exact route runs)."""
@@ -290,9 +292,10 @@ def from_dual(rows, e, strict: bool, y, bounds=None):
 
 def farkas(rows, e, strict: bool, solve_exact):
     """(proof or None, decided): an exact Farkas proof that e >= 0 (> 0 if strict) on the cell
-    of ``rows``, made from the float optimum y by the safe bound (``safe_bound``, unless
-    ``EXACTMAX_SAFE_BOUND=0``), else by solving its support exactly with ``solve_exact(vectors,
-    target)`` (exact Gaussian elimination); decided is True when the float LP shows by a
+    of ``rows``, made from the float optimum y by solving its support exactly with
+    ``solve_exact(vectors, target)`` (exact Gaussian elimination) and by the safe bound
+    (``from_dual``, unless ``EXACTMAX_SAFE_BOUND=0``), the safe bound first in dimensions above
+    ``SAFE_BOUND_FIRST_ABOVE``; decided is True when the float LP shows by a
     margin that there is none, False when the exact solver should be asked."""
     d = len(e[0])
     n = len(rows)
@@ -319,20 +322,32 @@ def farkas(rows, e, strict: bool, solve_exact):
     if r_float < -MARGIN * (1 + abs(float(e[1]))):
         ROUTES["no_proof"] += 1
         return None, True
-    if safe_bound_enabled():
-        proof = from_dual(rows, e, strict, y)
-        t1 = time.perf_counter()
+
+    def support_solve():
+        support = [i for i in range(n) if y[i] > 1e-12]
+        lam = solve_exact([rows[i].a for i in support], e[0])
+        if lam is not None and all(v >= 0 for v in lam):
+            r = e[1] - sum((v * rows[i].c for v, i in zip(lam, support) if v), ZERO)
+            used_strict = any(v > 0 and rows[i].strict for v, i in zip(lam, support))
+            if r > 0 or (r == 0 and (not strict or used_strict)):
+                ROUTES["support_solve"] += 1
+                return tuple((i, v) for v, i in zip(lam, support) if v > 0)
+        return None
+
+    def safe_bound():
+        return from_dual(rows, e, strict, y) if safe_bound_enabled() else None
+
+    # measured (benchmarks/safe_bound.py): the support solve is cheaper up to dimension
+    # SAFE_BOUND_FIRST_ABOVE, the safe bound far cheaper beyond; each is the other's fallback
+    steps = (safe_bound, support_solve) if d > SAFE_BOUND_FIRST_ABOVE else \
+        (support_solve, safe_bound)
+    for step in steps:
+        t = time.perf_counter()
+        proof = step()
+        if step is support_solve:    # from_dual counts its own time
+            SECONDS["support_solve"] += time.perf_counter() - t
         if proof is not None:
             return proof, True
-    support = [i for i in range(n) if y[i] > 1e-12]
-    lam = solve_exact([rows[i].a for i in support], e[0])
-    SECONDS["support_solve"] += time.perf_counter() - t1
-    if lam is not None and all(v >= 0 for v in lam):
-        r = e[1] - sum((v * rows[i].c for v, i in zip(lam, support) if v), ZERO)
-        used_strict = any(v > 0 and rows[i].strict for v, i in zip(lam, support))
-        if r > 0 or (r == 0 and (not strict or used_strict)):
-            ROUTES["support_solve"] += 1
-            return tuple((i, v) for v, i in zip(lam, support) if v > 0), True
     ROUTES["declined"] += 1
     return None, False
 
