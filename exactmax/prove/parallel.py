@@ -84,9 +84,10 @@ optimised relaxation each): about a second of work on ACAS Xu."""
 # ----------------------------------------------------------------------- the input splits
 
 class Cell:
-    """A cell of the input splits: case ``case``'s input set and the split rows on the path
-    ``path`` ("" the root, then "g" / "l" per level); for a box, its sub-box.  Once split,
-    ``cut`` = (a, c) and ``ge`` / ``lt`` its halves; once solved, ``tree``."""
+    """A cell of the input bisection: case ``case``'s input set and the split rows on the
+    path ``path`` ("" the root, then "g" / "l" per level); for a box, its sub-box.  Once
+    split, ``cut`` = (a, c) and ``ge`` / ``lt`` its halves; else ``unit``, its first work
+    unit, and once assembled, ``tree``."""
 
     def __init__(self, case: int, rows: tuple, lower=None, upper=None, path: str = ""):
         self.case, self.rows, self.lower, self.upper, self.path = case, rows, lower, upper, path
