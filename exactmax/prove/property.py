@@ -41,6 +41,7 @@ from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
+from . import floatlp
 from .floatlp import unknown_beyond_floats
 from .relaxation import build_relaxed_tree, layers_violate
 from .smt import from_z3
@@ -190,13 +191,16 @@ class _CellLP:
     from the last optimal basis).  At an optimum x*, the row duals y >= 0 have a = sum y_i
     g_i (g_i the rows' coefficients), so e = a . x + c satisfies e - sum y_i row_i = c - sum y_i
     c_i; the rows of the float support are then solved exactly (``certify._solve``) and a proof
-    is returned only if its exact multipliers are >= 0 and its exact constant shows e >= 0."""
+    is returned only if its exact multipliers are >= 0 and its exact constant shows e >= 0; or
+    y gives the safe bound (``floatlp.from_dual``), first in more than
+    ``floatlp.SAFE_BOUND_FIRST_ABOVE`` dimensions, else as the fallback."""
 
     _highs = None
     _owner = None   # the _CellLP whose model the solver holds
 
     def __init__(self, rows: list[Row], G, h, d: int):
         self.rows, self.G, self.h, self.d, self.calls = rows, G, h, d, 0
+        self.bounds = None     # floatlp.bound_rows of the cell, once the safe bound asks
 
     @classmethod
     def _solver(cls):
@@ -263,14 +267,27 @@ class _CellLP:
         if value < -1e-7 * (1 + abs(float(c))):
             return None, True
         y = h.getSolution().row_dual
+        safe_first = self.d > floatlp.SAFE_BOUND_FIRST_ABOVE   # the order floatlp.farkas uses
+        if safe_first and (proof := self._safe_bound(e, y)) is not None:
+            return proof, True
         support = [i for i, v in enumerate(y) if v > 1e-12]
         lam = _support_solve([self.rows[i].a for i in support], a)
-        if lam is None or any(v < 0 for v in lam):
-            return None, False
-        r = c - sum((v * self.rows[i].c for v, i in zip(lam, support) if v), ZERO)
-        if r >= 0:
-            return tuple((i, v) for v, i in zip(lam, support) if v > 0), True
+        if lam is not None and all(v >= 0 for v in lam):
+            r = c - sum((v * self.rows[i].c for v, i in zip(lam, support) if v), ZERO)
+            if r >= 0:
+                return tuple((i, v) for v, i in zip(lam, support) if v > 0), True
+        if not safe_first and (proof := self._safe_bound(e, y)) is not None:
+            return proof, True
         return None, False
+
+    def _safe_bound(self, e, y) -> Farkas | None:
+        """``floatlp.from_dual``: y rounded, its exact residual absorbed by the cell's bound
+        rows (the kernel's Farkas rule checks the result), or None."""
+        if not floatlp.safe_bound_enabled():
+            return None
+        if self.bounds is None:
+            self.bounds = floatlp.bound_rows(self.rows, self.d)
+        return floatlp.from_dual(self.rows, e, False, y, self.bounds)
 
 
 def _levels(p, need: set[int]) -> list[tuple[list, list]]:
