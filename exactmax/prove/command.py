@@ -128,10 +128,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if not args.json:
         print("  " + about_line(about))
     if cert_error is not None:
-        sys.stdout.flush()
-        print(f"exactmax: error: {cert_error} (the certificate was not written)",
-              file=sys.stderr)
-        return EXIT_INPUT
+        return certificate_not_written(cert_error)
     if v.verdict == "proved" and v.trust != "kernel-checked":
         return EXIT_SOLVER_ONLY
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
@@ -179,6 +176,13 @@ def about_line(about) -> str:
     return (f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
             f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
             f"({shape}), sha256 {d['sha256'][:16]}...")
+
+
+def certificate_not_written(error: str) -> int:
+    """The verdict stands (printed above); then the error, on stderr: exit 2."""
+    sys.stdout.flush()
+    print(f"exactmax: error: {error} (the certificate was not written)", file=sys.stderr)
+    return EXIT_INPUT
 
 
 def answer_vacuous(args, about) -> int:

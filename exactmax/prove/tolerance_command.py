@@ -5,16 +5,15 @@ check of such a certificate by ``check-cert``."""
 
 from __future__ import annotations
 
-import sys
 import time
 
 from .. import jsonout
-from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
+from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_domain, load_model
 from ..io.models import model_domain
 from ..kernel.rational import q_str
 from ..progress import shown
-from .command import about_line, answer_vacuous, claim_about
+from .command import about_line, answer_vacuous, certificate_not_written, claim_about
 
 
 def tolerance_of(args):
@@ -126,10 +125,7 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     if not args.json:
         print("  " + about_line(about))
     if cert_error is not None:
-        sys.stdout.flush()
-        print(f"exactmax: error: {cert_error} (the certificate was not written)",
-              file=sys.stderr)
-        return EXIT_INPUT
+        return certificate_not_written(cert_error)
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
 
 
@@ -174,10 +170,7 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
                  else ""))
         print("  " + about_line(about))
     if cert_error is not None:
-        sys.stdout.flush()
-        print(f"exactmax: error: {cert_error} (the certificate was not written)",
-              file=sys.stderr)
-        return EXIT_INPUT
+        return certificate_not_written(cert_error)
     return EXIT_OK
 
 
