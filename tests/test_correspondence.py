@@ -125,7 +125,7 @@ def test_a_negative_weight_on_a_max_is_rejected_though_the_piece_sets_would_matc
     # ReLU(x) against ReLU(-x): with c = -1 the naive sets {x, 0} agree, but
     # -ReLU(-x) = min(x, 0) is not ReLU(x)
     a, b = relu(1, [((1,), 0)]), relu(1, [((-1,), 0)])
-    with pytest.raises(CheckFailed, match="negative weight on unit 0"):
+    with pytest.raises(CheckFailed, match="weight -1 < 0 on unit 0 of B, of several pieces"):
         check_correspondence(a, b, maps(([[-1]], [0])))
     assert evaluate_maxout(a, (Q(1),)) != evaluate_maxout(b, (Q(1),))
 
@@ -280,3 +280,22 @@ def test_epsilon_and_top1_of_a_rewrite_are_proved_by_its_correspondence(tmp_path
     assert code == 1 and out["verdict"] == "refuted" and out["counterexample"]["gap"] == "1/10"
     a2, b2, dom, cert, _, _ = load_certificate(str(tmp_path / "c.json"))
     assert isinstance(cert, Correspondence) and check_equivalence(a2, b2, dom, cert) == 6
+
+
+def test_weights_beyond_floats_are_handled_exactly(tmp_path):
+    """The producer's float guide has no float for 10^310: it goes on exactly (found by an
+    independent review: this crashed with exit 70)."""
+    v = Q(10) ** 310
+    a = MaxoutNetwork(1, (Layer((Unit((Piece((v,), Q(0)), Piece((Q(0),), Q(1)))),)),), None)
+    b = MaxoutNetwork(1, (Layer((Unit((Piece((Q(0),), Q(1)), Piece((v,), Q(0)))),)),), None)
+    assert check_correspondence(a, b, find_correspondence(a, b)) == 1
+    m = {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
+         "layers": [{"units": [{"pieces": [{"w": ["1e308"], "b": "0"}, {"w": ["0"], "b": "0"}]}]}]}
+    (tmp_path / "a.json").write_text(json.dumps(m))
+    (tmp_path / "d.json").write_text(json.dumps({"format": "exactmax/domain", "version": 1,
+                                                 "box": {"lower": ["-1"], "upper": ["1"]}}))
+    for extra in ((), ("--top1",)):
+        r = subprocess.run([sys.executable, "-m", "exactmax", "equiv", "a.json", "a.json",
+                            "--domain", "d.json", *extra], cwd=tmp_path, capture_output=True,
+                           text=True)
+        assert r.returncode == 0 and "correspondence" in r.stdout, r.stderr[-500:]

@@ -5,8 +5,9 @@ map (M_l, m_l) from B's layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l
 every x in Q^d, and (C_0) holds with M_0 = I, m_0 = 0.  Given (C_{l-1}) and h = h^B_{l-1}(x),
 unit i of A's layer l is the max of the set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} +
 b_j) of h, one per piece; row i of (C_l) reads m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].
-If c_u > 0 wherever unit u of B has two or more distinct pieces, then c_u max_k B_{u,k} =
-max_k c_u B_{u,k}, and a sum of maxima is the max of the sums: the right side is the max of
+If c_u >= 0 wherever unit u of B has two or more distinct pieces, then c_u max_k B_{u,k} =
+max_k c_u B_{u,k} (units with c_u = 0 drop out), and a sum of maxima is the max of the sums
+(each piece chosen independently, the same unit twice included): the right side is the max of
 S_B = {m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one piece k_u per unit}.  S_A = S_B as sets
 of affine maps gives equal maxima at every h: (C_l).  The outputs y_A = O_A h^A_D + o_A =
 O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I without an output map) agree
@@ -51,7 +52,7 @@ def _sum_of_maxima(c: Vector, const, units, n: int, where: str) -> set:
     for u, (cu, unit) in enumerate(zip(c, units)):
         pieces = {(tuple(p.w), p.b) for p in unit.pieces} if cu else set()
         if cu < 0 and len(pieces) > 1:
-            raise CheckFailed(f"{where}: a negative weight on unit {u} of B, which has two pieces")
+            raise CheckFailed(f"{where}: weight {cu} < 0 on unit {u} of B, of several pieces")
         if len(S) * max(len(pieces), 1) > COMBINATIONS:
             raise CheckFailed(f"{where}: more than {COMBINATIONS} sums of pieces")
         if pieces:
@@ -104,8 +105,8 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
     units, n = b.layers[-1].units, b.widths[-2]
     for o, (wa, ca, wb, cb) in enumerate(zip(outs[0].W, outs[0].b, outs[1].W, outs[1].b)):
         c, const = _pulled_back(wa, ca - cb, cols, m)
-        where = f"correspondence: output {o}"
+        where = f"correspondence: output {o}, A's minus B's"
         diff = _sum_of_maxima(tuple(u - v for u, v in zip(c, wb)), const, units, n, where)
         if diff != {((ZERO,) * n, ZERO)}:
-            raise CheckFailed(f"{where} of A is not output {o} of B")
+            raise CheckFailed(f"{where}, is not 0")
     return sum(l.width for l in a.layers)

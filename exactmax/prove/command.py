@@ -39,10 +39,10 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if facts.empty:
         return answer_vacuous(args, about)
     from .verify import correspondence_first, verify_by_correspondence
-    v, found, tried = None, None, False
+    v, found, tried, pre = None, None, False, {}
     if correspondence_first(a, b, kind, args.strategy):   # milliseconds, before the search
         tried = True
-        v = verify_by_correspondence(a, b)
+        v = verify_by_correspondence(a, b, pre)
         if v is not None:
             v.stats["time_s"] = time.monotonic() - started
     if v is None:
@@ -59,6 +59,8 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                         "the proof began)", stats={"time_s": 0.0})
     if found is not None:
         v.stats["search"] = found
+    if "correspondence_failed" in pre:
+        v.stats.setdefault("correspondence_failed", pre["correspondence_failed"])
     cert_error = None
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
         from ..io import write_json_atomic

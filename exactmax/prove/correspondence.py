@@ -64,8 +64,12 @@ def _values(pieces: fmpq_mat, consts: list, sizes: list, H: fmpq_mat) -> list[li
     return out
 
 
-def _floats(A: fmpq_mat) -> np.ndarray:
-    return np.array([[int(v.p) / int(v.q) for v in A.table()[i]] for i in range(A.nrows())])
+def _floats(A: fmpq_mat) -> np.ndarray | None:
+    """A in floats, or None where an entry has no finite float (beyond about 1.8e308)."""
+    try:
+        return np.array([[int(v.p) / int(v.q) for v in A.table()[i]] for i in range(A.nrows())])
+    except OverflowError:
+        return None
 
 
 def _fraction(v: float) -> Q:
@@ -83,12 +87,21 @@ def _least_squares(X: fmpq_mat, Y: fmpq_mat) -> fmpq_mat | None:
     systems only) the exact solution over the independent columns of X (a constant unit, or
     affine units that combine others, get weight 0)."""
     Xf, Yf = _floats(X), _floats(Y)
-    Zf = np.linalg.lstsq(Xf, Yf, rcond=None)[0]
-    if np.abs(Xf @ Zf - Yf).max(initial=0.0) > RESIDUAL * (1 + np.abs(Yf).max(initial=0.0)):
-        return None
-    Z = fmpq_mat(Zf.shape[0], Zf.shape[1], [_fraction(float(v)) for v in Zf.flat])
-    if X * Z == Y:
-        return Z
+    if Xf is not None and Yf is not None:    # else (numbers beyond floats) the exact solve
+        with np.errstate(all="ignore"):
+            try:
+                Zf = np.linalg.lstsq(Xf, Yf, rcond=None)[0]
+            except np.linalg.LinAlgError:      # e.g. no convergence on huge numbers
+                Zf = np.full((X.ncols(), Y.ncols()), np.nan)
+            residual = np.abs(Xf @ Zf - Yf).max(initial=0.0)
+        if not np.isfinite(Zf).all() or not np.isfinite(residual):
+            pass
+        elif residual > RESIDUAL * (1 + np.abs(Yf).max(initial=0.0)):
+            return None
+        else:
+            Z = fmpq_mat(Zf.shape[0], Zf.shape[1], [_fraction(float(v)) for v in Zf.flat])
+            if X * Z == Y:
+                return Z
     if X.ncols() > EXACT_UP_TO:
         return None
     R, rank = X.rref()
