@@ -12,6 +12,7 @@ import json
 import os
 import random
 import tracemalloc
+from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -451,6 +452,16 @@ def test_numbers_beyond_floats_make_the_float_guided_routes_unknown_not_crash(tm
     a = load_model(str(path))
     ans = decide_tolerance(a, a, a.domain, Q(0), timeout_s=20)
     assert ans.verdict == "unknown" and ans.reason == BEYOND_FLOATS
+    # the same network twice: a layer correspondence (exact, no float) proves it first
     code = main(["equiv", str(path), str(path), "--epsilon", "0", "--json", "--timeout", "20"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["certificate_kind"] == "correspondence"
+    # a piece that never wins (the first one minus 1) breaks the correspondence: the engine
+    other = json.loads(json.dumps(net))
+    p0 = other["layers"][1]["units"][0]["pieces"][0]
+    other["layers"][1]["units"][0]["pieces"].append(dict(p0, b=str(Fraction(p0["b"]) - 1)))
+    path2 = tmp_path / "huge_more.json"
+    path2.write_text(json.dumps(other))
+    code = main(["equiv", str(path), str(path2), "--epsilon", "0", "--json", "--timeout", "20"])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["reason"].endswith(BEYOND_FLOATS)
