@@ -23,7 +23,6 @@ the caller goes on with the other routes.  Cost: a few exact matrix products per
 from __future__ import annotations
 
 import random
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -80,30 +79,35 @@ def _fraction(v: float) -> Q:
     return Q(f.numerator, f.denominator)
 
 
-def _least_squares(X: fmpq_mat, Y: fmpq_mat) -> fmpq_mat | None:
-    """Z with X Z = Y exactly, or None if there is none.  Floats guide: their least-squares
-    solution, rounded to fractions of denominators up to ``DENOMINATOR``, is kept if it solves
-    the system exactly; a float residual above ``RESIDUAL`` means no solution.  Else (small
-    systems only) the exact solution over the independent columns of X (a constant unit, or
-    affine units that combine others, get weight 0)."""
+def _float_guess(X: fmpq_mat, Y: fmpq_mat) -> tuple[fmpq_mat | None, bool]:
+    """(Z, unsolvable): Z the float least-squares solution of X Z = Y rounded to fractions of
+    denominators up to ``DENOMINATOR``, if it solves the system exactly; unsolvable True when
+    the float residual is above ``RESIDUAL`` (relative).  (None, False) where floats cannot
+    tell (numbers beyond floats, no convergence)."""
     Xf, Yf = _floats(X), _floats(Y)
-    if Xf is not None and Yf is not None:    # else (numbers beyond floats) the exact solve
-        with np.errstate(all="ignore"):
-            try:
-                Zf = np.linalg.lstsq(Xf, Yf, rcond=None)[0]
-            except np.linalg.LinAlgError:      # e.g. no convergence on huge numbers
-                Zf = np.full((X.ncols(), Y.ncols()), np.nan)
-            residual = np.abs(Xf @ Zf - Yf).max(initial=0.0)
-        if not np.isfinite(Zf).all() or not np.isfinite(residual):
-            pass
-        elif residual > RESIDUAL * (1 + np.abs(Yf).max(initial=0.0)):
-            return None
-        else:
-            Z = fmpq_mat(Zf.shape[0], Zf.shape[1], [_fraction(float(v)) for v in Zf.flat])
-            if X * Z == Y:
-                return Z
-    if X.ncols() > EXACT_UP_TO:
-        return None
+    if Xf is None or Yf is None:
+        return None, False
+    with np.errstate(all="ignore"):
+        try:
+            Zf = np.linalg.lstsq(Xf, Yf, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return None, False
+        residual = np.abs(Xf @ Zf - Yf).max(initial=0.0)
+    if not (np.isfinite(Zf).all() and np.isfinite(residual)):
+        return None, False
+    if residual > RESIDUAL * (1 + np.abs(Yf).max(initial=0.0)):
+        return None, True
+    Z = fmpq_mat(Zf.shape[0], Zf.shape[1], [_fraction(float(v)) for v in Zf.flat])
+    return (Z if X * Z == Y else None), False
+
+
+def _least_squares(X: fmpq_mat, Y: fmpq_mat) -> fmpq_mat | None:
+    """Z with X Z = Y exactly, or None if there is none: the float guess, else (small systems
+    only) the exact solution over the independent columns of X (a constant unit, or affine
+    units that combine others, get weight 0)."""
+    Z, unsolvable = _float_guess(X, Y)
+    if Z is not None or unsolvable or X.ncols() > EXACT_UP_TO:
+        return Z
     R, rank = X.rref()
     pivots = [next(j for j in range(X.ncols()) if R[i, j]) for i in range(rank)]
     Xp = fmpq_mat(X.nrows(), rank, [X[k, j] for k in range(X.nrows()) for j in pivots])
@@ -168,16 +172,3 @@ def find_correspondence(a, b, seed: int = 0) -> Correspondence:
     except CheckFailed as e:
         raise NoCorrespondence(str(e)) from None
     return cert
-
-
-def prove_by_correspondence(a, b) -> tuple[Correspondence | None, dict]:
-    """(the kernel-checked correspondence or None, stats with the reason and the times)."""
-    t0 = time.monotonic()
-    try:
-        cert = find_correspondence(a, b)
-    except NoCorrespondence as e:
-        return None, {"correspondence_failed": str(e),
-                      "correspondence_s": round(time.monotonic() - t0, 4)}
-    return cert, {"strategy": "correspondence", "certificate_kind": "correspondence",
-                  "leaves_checked": sum(l.width for l in a.layers),
-                  "correspondence_s": round(time.monotonic() - t0, 4)}

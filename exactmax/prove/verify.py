@@ -6,9 +6,9 @@ layer); (0') for two Maxout networks of the same depth, with ``certificate_kind`
 strategy "auto", a layer correspondence (``prove/correspondence.py``: h^A_l = M_l h^B_l + m_l,
 found by exact interpolation in milliseconds and checked by ``kernel/correspondence`` on all
 of Q^d; kind "correspondence"); (1) translate both models to programs with the kernel's
-translation (bilinear scores give Unknown); (2) build a split-tree certificate, which on the way finds a point
-where the outputs differ if there is one: by default (``certificate_kind`` "auto" with
-strategy "auto") the pair route first, a tree for the property "no x with a_o - b_o > 0 or
+translation (bilinear scores give Unknown); (2) build a split-tree certificate, which on the
+way finds a point where the outputs differ if there is one: by default (``certificate_kind``
+"auto" with strategy "auto") the pair route first, a tree for the property "no x with a_o - b_o > 0 or
 b_o - a_o > 0" of the pair program x -> (A(x), B(x)) (kind "pair-property", checked by
 ``kernel/pair.check_pair_property``), then, if that cannot be built (not on a timeout), or
 always with ``certificate_kind`` "equivalence" or strategy "monolithic", a tree for
@@ -96,14 +96,19 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
 def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
     """Proved, with a layer correspondence the kernel accepted (A = B on all of Q^d, so on
     every domain), or None (the reason in ``stats["correspondence_failed"]``)."""
-    from .correspondence import prove_by_correspondence
-    cert, s = prove_by_correspondence(a, b)
-    if stats is not None:
-        stats.update(s)
-    if cert is None:
+    from .correspondence import NoCorrespondence, find_correspondence
+    stats = {} if stats is None else stats
+    t0 = time.monotonic()
+    try:
+        cert = find_correspondence(a, b)
+    except NoCorrespondence as e:
+        stats["correspondence_failed"] = str(e)
         return None
-    return Verdict("proved", "kernel-checked", certificate=cert,
-                   stats=dict(s if stats is None else stats))
+    finally:
+        stats["correspondence_s"] = round(time.monotonic() - t0, 4)
+    stats.update(strategy="correspondence", certificate_kind="correspondence",
+                 leaves_checked=sum(l.width for l in a.layers))
+    return Verdict("proved", "kernel-checked", certificate=cert, stats=dict(stats))
 
 
 def correspondence_first(a, b, certificate_kind: str = "auto", strategy: str = "auto") -> bool:
