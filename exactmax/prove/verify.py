@@ -2,21 +2,20 @@
 kernel evaluated), or unknown (with the reason).  Only the kernel's checks make a verdict.
 
 Order of work: (0) where it applies, the layerwise certificate (one small certificate per
-layer); (0') for two Maxout networks of the same depth, with ``certificate_kind`` and
-strategy "auto", a layer correspondence (``prove/correspondence.py``: h^A_l = M_l h^B_l + m_l,
-found by exact interpolation in milliseconds and checked by ``kernel/correspondence`` on all
-of Q^d; kind "correspondence"); (1) translate both models to programs with the kernel's
-translation (bilinear scores give Unknown); (2) build a split-tree certificate, which on
-the way finds a point where the outputs differ if there is one: by default
-(``certificate_kind`` "auto" with strategy "auto") the pair route first, a tree for the property "no x with a_o - b_o > 0 or
+layer); (0') for two Maxout networks of the same depth, with ``certificate_kind`` and strategy
+"auto", a layer correspondence (``prove/correspondence.py``: h^A_l = M_l h^B_l + m_l, found by
+exact interpolation in milliseconds and checked by ``kernel/correspondence`` on all of Q^d;
+kind "correspondence"); (1) translate both models to programs with the kernel's translation
+(bilinear scores give Unknown); (2) build a split-tree certificate, which on the way finds a
+point where the outputs differ if there is one: by default (``certificate_kind`` "auto" with
+strategy "auto") the pair route first, a tree for the property "no x with a_o - b_o > 0 or
 b_o - a_o > 0" of the pair program x -> (A(x), B(x)) (kind "pair-property", checked by
 ``kernel/pair.check_pair_property``), then, if that cannot be built (not on a timeout), or
-always with ``certificate_kind`` "equivalence" or strategy "monolithic", a tree for
-A - B = 0 on every cell (kind "equivalence", checked by
-``kernel/certificate.check_equal_on_domain``; export-coq reads this kind); (3) if no
-certificate can be built, ask z3 for a difference over the whole domain with the exact
-hardmax tie semantics; an unsat answer then gives "proved by z3, no certificate" (trust:
-solver-only), never "certified".
+always with ``certificate_kind`` "equivalence" or strategy "monolithic", a tree for A - B = 0
+on every cell (kind "equivalence", checked by ``kernel/certificate.check_equal_on_domain``;
+export-coq reads this kind); (3) if no certificate can be built, ask z3 for a difference over
+the whole domain with the exact hardmax tie semantics; an unsat answer then gives "proved by
+z3, no certificate" (trust: solver-only), never "certified".
 """
 
 from __future__ import annotations
