@@ -40,9 +40,12 @@ sys.path.insert(0, os.path.dirname(HERE))
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "vnncomp2022-test")
 
 from exactmax.io.models import domain_to_json, model_to_json  # noqa: E402
-from exactmax.io.numbers import parse_rational  # noqa: E402
+from exactmax.io.numbers import (
+    parse_rational,  # noqa: E402
+    q_str,  # noqa: E402
+)
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit  # noqa: E402
-from exactmax.kernel.rational import ZERO, Q, q_str  # noqa: E402
+from exactmax.kernel.rational import ZERO, Q  # noqa: E402
 
 
 def acas():

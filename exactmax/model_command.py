@@ -12,11 +12,11 @@ from .construct.size import parameter_count
 from .exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from .io import load_model
 from .io.models import model_domain
-from .io.numbers import NumberSyntaxError, parse_rational, quote
+from .io.numbers import NumberSyntaxError, parse_rational, q_str, quote
 from .kernel.affine import dot
 from .kernel.maxout import MaxoutNetwork, evaluate_maxout
 from .kernel.polyhedron import Box, Domain
-from .kernel.rational import Q, q_str
+from .kernel.rational import Q
 from .kernel.transformer import HARDMAX, Attention, FeedForward, evaluate_transformer
 
 

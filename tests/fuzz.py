@@ -776,8 +776,9 @@ def _z3_maxout(net, xs):
 
 
 def _reference(model, x):
-    from exactmax.kernel.maxout import MaxoutNetwork
     from reference import maxout_reference, transformer_reference
+
+    from exactmax.kernel.maxout import MaxoutNetwork
     return maxout_reference(model, x) if isinstance(model, MaxoutNetwork) else \
         transformer_reference(model, x)
 
@@ -786,8 +787,9 @@ def domain_points(dom, rng, n: int = 60) -> list[tuple[Fraction, ...]]:
     """Points of the domain: its bounding box's corners and centre, and random points with
     small denominators (rejection-sampled for a polyhedron)."""
     import itertools
+
+    from exactmax.io.numbers import to_fraction
     from exactmax.kernel.polyhedron import Box
-    from exactmax.kernel.rational import to_fraction
     if isinstance(dom, Box):
         lo, hi = [to_fraction(v) for v in dom.lower], [to_fraction(v) for v in dom.upper]
     else:
@@ -814,9 +816,11 @@ def claim_holds(path: str, rng, z3_timeout_s: float = 20.0) -> tuple[bool, str]:
     agree at many points, and z3 finds no point where they differ (unsat).  (False, why)
     when a point differs or nothing could be established."""
     import z3
+
     from exactmax.io.certificates import load_certificate
+    from exactmax.io.numbers import to_fraction
     from exactmax.kernel.maxout import MaxoutNetwork
-    from exactmax.kernel.rational import Q, to_fraction
+    from exactmax.kernel.rational import Q
     a, b, dom, _, _, _ = load_certificate(path)
     for x in domain_points(dom, rng):
         ya, yb = _reference(a, x), _reference(b, x)
@@ -859,9 +863,10 @@ def claim_holds(path: str, rng, z3_timeout_s: float = 20.0) -> tuple[bool, str]:
 def domain_empty(path: str) -> tuple[bool, str]:
     """Independently: is the certificate's domain empty?  (for an exit 5, vacuous)."""
     import z3
+
     from exactmax.io.certificates import load_certificate
+    from exactmax.io.numbers import to_fraction
     from exactmax.kernel.polyhedron import Box
-    from exactmax.kernel.rational import to_fraction
     _, _, dom, _, _, _ = load_certificate(path)
     if isinstance(dom, Box):
         return any(lo > hi for lo, hi in zip(dom.lower, dom.upper)), "box bounds"

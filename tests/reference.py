@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from exactmax.kernel.rational import to_fraction
+from exactmax.io.numbers import to_fraction
 
 
 def F(v) -> Fraction:

@@ -8,8 +8,9 @@ import pytest
 
 from exactmax.cli import main
 from exactmax.io import load_model
+from exactmax.io.numbers import q_str
+from exactmax.kernel.rational import Q
 from exactmax.vectorized.scaled import MaxoutEvaluator
-from exactmax.kernel.rational import Q, q_str
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "maxout_d3_w4_r3.json")

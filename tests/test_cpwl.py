@@ -14,16 +14,22 @@ from fractions import Fraction as F
 import pytest
 
 from exactmax.cli import main
-from exactmax.cpwl.convert import (compile_cpwl, compile_lattice, compile_lattice_dc, dc_split,
-                                   reference_json)
+from exactmax.cpwl.convert import (
+    compile_cpwl,
+    compile_lattice,
+    compile_lattice_dc,
+    dc_split,
+    reference_json,
+)
 from exactmax.cpwl.convex import approximate_convex, parse_polynomial, sqrt_upper
-from exactmax.cpwl.spec import BreakpointSpec, LatticeSpec, AffineMap, load_spec
+from exactmax.cpwl.spec import AffineMap, BreakpointSpec, LatticeSpec, load_spec
 from exactmax.io import load_model
+from exactmax.io.numbers import to_fraction
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.polyhedron import Box
-from exactmax.kernel.rational import Q, to_fraction
+from exactmax.kernel.rational import Q
 from exactmax.prove.verify import VerifyOptions, verify_equal
+from exactmax.vectorized.scaled import MaxoutEvaluator
 
 EXAMPLES = "examples"
 KINDS = ("breakpoints", "relu", "lattice", "dc")

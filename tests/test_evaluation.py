@@ -3,16 +3,18 @@
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, strategies as st
-
-from exactmax.io.models import model_to_json, read_maxout, read_transformer
-from exactmax.io.jsonfile import Cursor, parse_json_text
-from exactmax.kernel.maxout import evaluate_maxout
-from exactmax.vectorized.scaled import MaxoutEvaluator
-from exactmax.kernel.rational import Q, rational, to_fraction
-from exactmax.kernel.transformer import evaluate_transformer
+from hypothesis import given
+from hypothesis import strategies as st
 from reference import maxout_reference, pre_activations, transformer_reference
 from strategies_local import maxout_networks, rationals, transformers, vectors
+
+from exactmax.io.jsonfile import Cursor, parse_json_text
+from exactmax.io.models import model_to_json, read_maxout, read_transformer
+from exactmax.io.numbers import to_fraction
+from exactmax.kernel.maxout import evaluate_maxout
+from exactmax.kernel.rational import Q, rational
+from exactmax.kernel.transformer import evaluate_transformer
+from exactmax.vectorized.scaled import MaxoutEvaluator
 
 
 def fractions(v):
@@ -117,11 +119,12 @@ def test_the_scaled_evaluators_equal_the_kernels_definitional_ones(data):
 def test_the_kernel_evaluators_refuse_what_has_no_exact_value():
     """A wrong input length, a float and softmax attention are refused, not guessed."""
     from dataclasses import replace
-    from exactmax.kernel.transformer import SOFTMAX, Attention
+
+    from exactmax.construct.transformer import compile_transformer
     from exactmax.kernel.affine import Affine
     from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-    from exactmax.construct.transformer import compile_transformer
     from exactmax.kernel.polyhedron import Box
+    from exactmax.kernel.transformer import SOFTMAX, Attention
     net = MaxoutNetwork(1, (Layer((Unit((Piece((Q(1),), Q(0)), Piece((Q(-1),), Q(0)))),)),))
     tf = compile_transformer(net, Box((Q(-4),), (Q(4),))).transformer
     assert evaluate_maxout(net, (Q(-3),)) == (Q(3),) == evaluate_transformer(tf, (Q(-3),))

@@ -11,19 +11,24 @@ import os
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import maxout_reference
 
-from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from exactmax.vectorized.scaled import MaxoutEvaluator
-from exactmax.kernel.rational import Q, to_fraction
+from exactmax.io.numbers import to_fraction
 from exactmax.kernel.affine import Affine
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.rational import Q
 from exactmax.kernel.transformer import Attention, Head, Readout, Transformer
-from exactmax.vectorized.scaled import TransformerEvaluator
 from exactmax.strategies import (
-    compiled_transformers, domain_points, maxout_networks, transformers, vectors,
+    compiled_transformers,
+    domain_points,
+    maxout_networks,
+    transformers,
+    vectors,
 )
 from exactmax.vectorized import batch_evaluator, fixedwidth
-from reference import maxout_reference
+from exactmax.vectorized.scaled import MaxoutEvaluator, TransformerEvaluator
 
 if not fixedwidth.AVAILABLE:
     if os.environ.get("EXACTMAX_REQUIRE_NATIVE"):
@@ -34,7 +39,8 @@ if not fixedwidth.AVAILABLE:
 
 from exactmax.vectorized._fixedwidth import MAX_LIMBS, Weights, Words  # noqa: E402
 from exactmax.vectorized.fixedwidth import (  # noqa: E402
-    FixedWidthMaxoutEvaluator, FixedWidthTransformerEvaluator,
+    FixedWidthMaxoutEvaluator,
+    FixedWidthTransformerEvaluator,
 )
 
 # integers at the limb boundaries (a result one limb too narrow wraps there), and beyond

@@ -13,12 +13,13 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_semantics import run_exact
 
 from exactmax.io import InputError, load_model
+from exactmax.io.numbers import to_fraction
 from exactmax.io.onnxfile import import_onnx
 from exactmax.kernel.maxout import evaluate_maxout
-from exactmax.kernel.rational import Q, to_fraction
-from onnx_semantics import run_exact
+from exactmax.kernel.rational import Q
 
 RNG = np.random.default_rng(7)
 
@@ -198,6 +199,7 @@ def _run(*args):
     import contextlib
     import io
     from types import SimpleNamespace
+
     from exactmax.cli import main
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -14,19 +14,17 @@ from fractions import Fraction as F
 import pytest
 
 from exactmax.construct.transformer import compile_transformer
+from exactmax.io.numbers import to_fraction
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.certificate import Split
+from exactmax.kernel.certificate import Row, Split
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from exactmax.vectorized.scaled import MaxoutEvaluator
 from exactmax.kernel.polyhedron import Box, Polyhedron
-from exactmax.kernel.rational import Q, ZERO, ONE, to_fraction
-from exactmax.kernel.certificate import Row
+from exactmax.kernel.rational import ONE, ZERO, Q
 from exactmax.kernel.regions import Region, check_adjacent, check_region_count, check_regions
-from exactmax.regions.enumerate import (DomainProblem, TooManyCells, count_regions,
-                                        program_of)
+from exactmax.regions.enumerate import DomainProblem, TooManyCells, count_regions, program_of
 from exactmax.regions.sawtooth import sawtooth_network, sawtooth_value
-
+from exactmax.vectorized.scaled import MaxoutEvaluator
 
 # ----------------------------------------------------------------- random networks
 

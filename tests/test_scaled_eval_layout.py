@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, strategies as st
-
-from exactmax.kernel.affine import Affine
-from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from exactmax.vectorized.scaled import MaxoutEvaluator
-from exactmax.kernel.rational import Q, to_fraction
-from exactmax.kernel.transformer import Attention, FeedForward, Head, Readout, Transformer
-from exactmax.vectorized.scaled import TransformerEvaluator
+from hypothesis import given
+from hypothesis import strategies as st
 from reference import maxout_reference, transformer_reference
 from strategies_local import maxout_networks, transformers, vectors
+
+from exactmax.io.numbers import to_fraction
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.rational import Q
+from exactmax.kernel.transformer import Attention, FeedForward, Head, Readout, Transformer
+from exactmax.vectorized.scaled import MaxoutEvaluator, TransformerEvaluator
 
 
 def fractions(v):

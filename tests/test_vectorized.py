@@ -6,23 +6,50 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import maxout_reference, transformer_reference
 
-from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from exactmax.vectorized.scaled import MaxoutEvaluator
-from exactmax.kernel.rational import Q, to_fraction
+from exactmax.io.numbers import to_fraction
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.transformer import (HARDMAX, SOFTMAX, Attention, FeedForward, Head, Readout, Transformer)
-from exactmax.vectorized.scaled import TransformerEvaluator
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.rational import Q
+from exactmax.kernel.transformer import (
+    HARDMAX,
+    SOFTMAX,
+    Attention,
+    FeedForward,
+    Head,
+    Readout,
+    Transformer,
+)
+from exactmax.strategies import (
+    compiled_transformers,
+    domain_points,
+    maxout_networks,
+    transformers,
+    vectors,
+)
 from exactmax.vectorized import batch_evaluator
 from exactmax.vectorized.integers import (
-    CHUNK, R, IntArray, IntMatrixDigits, add, carry, equal, inner_products, matmul, maximum,
-    minimum, relu, scale, signs,
+    CHUNK,
+    IntArray,
+    IntMatrixDigits,
+    R,
+    add,
+    carry,
+    equal,
+    inner_products,
+    matmul,
+    maximum,
+    minimum,
+    relu,
+    scale,
+    signs,
 )
 from exactmax.vectorized.maxout import VectorizedMaxoutEvaluator
+from exactmax.vectorized.scaled import MaxoutEvaluator, TransformerEvaluator
 from exactmax.vectorized.transformer import FEW, VectorizedTransformerEvaluator, supports
-from reference import maxout_reference, transformer_reference
-from exactmax.strategies import compiled_transformers, domain_points, maxout_networks, transformers, vectors
 
 # integers around the digit and word boundaries, and some far beyond 2^62
 edges = st.sampled_from([0, 1, -1, R - 1, R, -R, R + 1, -(R - 1), 2**62 - 1, -2**62, 2**63,

@@ -6,20 +6,19 @@ from .. import jsonout
 from ..exits import EXIT_OK, UsageError
 from ..io import InputError, load_model
 from ..io.models import model_domain
-from ..io.numbers import NumberSyntaxError, parse_rational
+from ..io.numbers import NumberSyntaxError, parse_rational, q_str
 from ..kernel.maxout import MaxoutNetwork
-from ..kernel.rational import q_str
 
 
 def run(args) -> int:
     """``compile NET.json -o TF.json``: the construction's Transformer of a Maxout network
     (gate constants from sound exact bounds over the domain), written atomically, and its
     size against the network's (``size_report``)."""
+    from ..io import model_to_json, write_json_atomic
+    from ..io.models import check_outputs
     from .bounds import DomainError
     from .size import size_report
     from .transformer import CompileOptions, compile_transformer
-    from ..io import model_to_json, write_json_atomic
-    from ..io.models import check_outputs
     check_outputs([("-o", args.output)], [("NET.json", args.model), ("--domain", args.domain)])
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):

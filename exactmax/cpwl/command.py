@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..construct.size import parameter_count
 import json
 
 from .. import jsonout
+from ..construct.size import parameter_count
 from ..exits import UsageError
+from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
-from ..kernel.rational import q_str
 
 DESCRIPTION = """\
 Convert a continuous piecewise linear function (an exactmax/cpwl file) into an exact Maxout
@@ -57,9 +57,9 @@ def network_summary(net: MaxoutNetwork) -> dict:
 
 def run(args) -> int:
     from ..io import load_model, model_to_json, write_json_atomic
+    from ..io.models import check_outputs
     from .convert import ROUTES, TooLarge, compile_cpwl, kind_of, reference_json
     from .spec import load_spec
-    from ..io.models import check_outputs
     check_outputs([("-o", args.output), ("--reference", args.reference)],
                   [("SPEC.json", args.spec)])
     spec = load_spec(args.spec)

@@ -37,8 +37,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
-from ..kernel.rational import Q, q_str
+from ..kernel.rational import Q
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer
 
 OPSET = 18

@@ -33,10 +33,10 @@ from ..kernel.certificate import Choice, Empty, Farkas, Leaf, Split, TieProof, T
 from ..kernel.correspondence import Correspondence
 from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
-from ..kernel.rational import q_str
 from ..kernel.transformer import Transformer
 from .jsonfile import Cursor, read_json_file
 from .models import TRANSFORMER, VERSION, domain_to_json, model_to_json, read_domain, read_model
+from .numbers import q_str
 
 CERTIFICATE = "exactmax/certificate"
 CLAIM = "A(x) = B(x) for every x in the domain"

@@ -12,7 +12,7 @@ import tempfile
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box, Domain, Polyhedron
-from ..kernel.rational import ZERO, Q, q_str
+from ..kernel.rational import ZERO, Q
 from ..kernel.transformer import (
     HARDMAX,
     SOFTMAX,
@@ -25,6 +25,7 @@ from ..kernel.transformer import (
 )
 from .errors import InputError
 from .jsonfile import Cursor, describe, plain, plural, read_json_file
+from .numbers import q_str
 
 MAXOUT = "exactmax/maxout"
 TRANSFORMER = "exactmax/transformer"

@@ -6,8 +6,9 @@ A JSON literal such as 0.1 is read from its decimal text (1/10), never through a
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
-from ..kernel.rational import Q, Z
+from ..kernel.rational import Q, Z, rational
 
 MAX_EXPONENT = 1000
 """Largest |e| accepted in a decimal exponent (1e1000 is fine, 1e1001 is refused)."""
@@ -21,6 +22,17 @@ reads back."""
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 _FRACTION = re.compile(r"([+-]?\d+)/(\d+)", re.ASCII)
 _DECIMAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?", re.ASCII)
+
+
+def to_fraction(value: Q) -> Fraction:
+    """The same rational as a ``fractions.Fraction`` (for tests and foreign code)."""
+    return Fraction(int(value.p), int(value.q))
+
+
+def q_str(value: Q) -> str:
+    """Canonical text of a rational: ``"-3"`` or ``"p/q"`` in lowest terms, q > 0."""
+    return str(rational(value))
+
 
 EXPECTED = 'expected an integer, a decimal or "p/q"'
 

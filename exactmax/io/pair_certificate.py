@@ -16,10 +16,11 @@ the SHA-256 of their canonical JSON, as in exactmax/certificate.
 from __future__ import annotations
 
 from .. import __version__
-from ..kernel.rational import Q, q_str
+from ..kernel.rational import Q
 from .certificates import _read_empty, content_hash, read_tree
 from .jsonfile import Cursor, read_json_file
 from .models import VERSION, domain_to_json, model_to_json, read_domain, read_model
+from .numbers import q_str
 from .property_certificate import _read_excluded, _tree
 
 PAIR_CERTIFICATE = "exactmax/pair-property-certificate"

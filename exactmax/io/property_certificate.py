@@ -26,7 +26,7 @@ import json
 from .. import __version__
 from ..kernel.certificate import Empty, Split
 from ..kernel.property import Excluded, Relaxed, Upper
-from ..kernel.rational import Q, q_str
+from ..kernel.rational import Q
 from .certificates import (
     _choice,
     _farkas,
@@ -39,6 +39,7 @@ from .certificates import (
 from .errors import InputError
 from .jsonfile import Cursor
 from .models import MAXOUT, model_to_json, read_model, write_bytes_atomic
+from .numbers import q_str
 
 PROPERTY_CERTIFICATE = "exactmax/property-certificate"
 CLAIM = (

@@ -32,13 +32,3 @@ def rational(value: object) -> Q:
     if isinstance(value, Fraction):
         return fmpq(value.numerator, value.denominator)
     raise TypeError(f"exactmax: expected an exact rational, got {type(value).__name__} {value!r}")
-
-
-def to_fraction(value: Q) -> Fraction:
-    """The same rational as a ``fractions.Fraction`` (for tests and foreign code)."""
-    return Fraction(int(value.p), int(value.q))
-
-
-def q_str(value: Q) -> str:
-    """Canonical text of a rational: ``"-3"`` or ``"p/q"`` in lowest terms, q > 0."""
-    return str(rational(value))

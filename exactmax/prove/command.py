@@ -9,13 +9,20 @@ import sys
 import time
 
 from .. import jsonout
-from ..exits import (EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_SOLVER_ONLY, EXIT_UNKNOWN,
-                     EXIT_VACUOUS, UsageError)
+from ..exits import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_REFUTED,
+    EXIT_SOLVER_ONLY,
+    EXIT_UNKNOWN,
+    EXIT_VACUOUS,
+    UsageError,
+)
 from ..io import InputError, load_domain, load_model
 from ..io.models import model_domain
+from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
-from ..kernel.rational import q_str
 from ..progress import cells_certified
 
 
@@ -212,9 +219,9 @@ def _short_search(args, a, b, dom):
     """(Refuted verdict or None, search record or None): the short search before a proof."""
     if args.no_search:
         return None, None
-    from .verify import Verdict
     from ..search import SearchOptions, refute_by_search
     from ..search.counterexample import model_size
+    from .verify import Verdict
     size = model_size(a) + model_size(b)
     if size > SHORT_SEARCH_MAX_WEIGHTS:
         return None, {"skipped": f"{size} non-zero weights (more than "
@@ -271,7 +278,7 @@ def run_equiv(args) -> int:
     _check_cert_path(args, [("A.json", args.a), ("B.json", args.b)])
     a, b = load_model(args.a), load_model(args.b)
     if getattr(args, "epsilon", None) is not None or getattr(args, "top1", False):
-        from .tolerance_command import run_tolerance   # equal up to a tolerance (#21)
+        from .tolerance_command import run_tolerance  # equal up to a tolerance (#21)
         return run_tolerance(args, a, b, (args.a, args.b), started)
     if getattr(args, "norm", None) is not None:
         raise UsageError("--norm goes with --epsilon")
@@ -286,17 +293,17 @@ def run_check_cert(args) -> int:
     """``check-cert CERT``: an equivalence certificate re-checked by the kernel alone (valid,
     rejected, or vacuous), or a property certificate (``property_command``)."""
     from ..io.certificates import content_hash, load_certificate
+    from ..io.jsonfile import Cursor, read_json_file
     from ..io.models import model_to_json
+    from ..io.property_certificate import peek_property_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.program import Unsupported
-    from ..io.jsonfile import Cursor, read_json_file
-    from ..io.property_certificate import peek_property_certificate
     if peek_property_certificate(args.cert):
         from .property_command import check_property_cert
         return check_property_cert(args, Cursor(args.cert, "", read_json_file(args.cert)))
     from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
     if certificate_format(args.cert) == PAIR_CERTIFICATE:
-        from .tolerance_command import check_pair_cert   # epsilon / top-1 (#21)
+        from .tolerance_command import check_pair_cert  # epsilon / top-1 (#21)
         return check_pair_cert(args)
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):

@@ -58,10 +58,11 @@ import time
 from dataclasses import dataclass
 
 from .. import interruption
+from ..io.numbers import q_str
 from ..kernel.certificate import Choice, Empty, Row, Split, TieProof, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case, Excluded, Relaxed, Upper
-from ..kernel.rational import ZERO, Q, q_str
+from ..kernel.rational import ZERO, Q
 from .floatlp import unknown_beyond_floats
 from .property import Answer as _PropertyAnswer
 from .tolerance import Answer as _ToleranceAnswer

@@ -9,8 +9,9 @@ import time
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
+from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
-from ..kernel.rational import Q, q_str
+from ..kernel.rational import Q
 from ..progress import shown
 
 
@@ -44,7 +45,7 @@ def check_property_cert(args, root) -> int:
 
 def _network_and_property(args):
     """The Maxout network and the VNN-LIB property of check / replay, dimensions matched."""
-    from ..io.vnnlib2 import read_property as read_vnnlib   # VNN-LIB 1.0 or 2.0
+    from ..io.vnnlib2 import read_property as read_vnnlib  # VNN-LIB 1.0 or 2.0
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
         raise InputError(args.model, "format", 'expected a Maxout network (an .onnx file or '
@@ -68,9 +69,9 @@ def _hashes(args, net, prop) -> dict:
 def run_check(args) -> int:
     """``check NET PROP.vnnlib``: sat (exit 1) with an exact counterexample, unsat (exit 0)
     with a kernel-checked certificate, unknown (exit 3) with the reason."""
+    from ..io.jsonfile import read_text_file
     from ..io.models import check_outputs, write_bytes_atomic
     from ..io.property_certificate import counterexample_text, property_certificate_to_json
-    from ..io.jsonfile import read_text_file
     from .parallel import decide_property_split, workers_of
     started = time.monotonic()
     check_outputs([("--cert", args.cert), ("--counterexample", args.counterexample)],

@@ -11,7 +11,7 @@ from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_domain, load_model
 from ..io.models import model_domain
-from ..kernel.rational import q_str
+from ..io.numbers import q_str
 from ..progress import shown
 from .command import about_line, answer_vacuous, certificate_not_written, claim_about
 

@@ -22,9 +22,9 @@ from ..io.certificates import _choice, _read_choice, content_hash
 from ..io.certificates import read_tree as read_certificate_tree
 from ..io.jsonfile import Cursor, read_json_file
 from ..io.models import VERSION, domain_to_json, model_to_json, read_domain, read_model
+from ..io.numbers import q_str
 from ..kernel.certificate import Split
 from ..kernel.regions import Region
-from ..kernel.rational import q_str
 
 FORMAT = "exactmax/region-certificate"
 COUNTS = ("activation_regions", "linear_regions", "cells", "distinct_maps", "merge_components")

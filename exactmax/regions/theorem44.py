@@ -17,10 +17,17 @@ from dataclasses import dataclass, field
 
 from .. import jsonout
 from ..exits import UsageError
+from ..io.numbers import q_str
 from ..kernel.polyhedron import Box
-from ..kernel.rational import Q, q_str
-from .fold import FoldNetwork, best_split, binomial_sum, build_fold_network, build_zigzag_43, \
-    fold_pieces
+from ..kernel.rational import Q
+from .fold import (
+    FoldNetwork,
+    best_split,
+    binomial_sum,
+    build_fold_network,
+    build_zigzag_43,
+    fold_pieces,
+)
 
 
 def evaluate_bound(m: int, T: int, q: int, D: int) -> Q:

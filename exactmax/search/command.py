@@ -7,9 +7,8 @@ from .. import jsonout
 from ..exits import EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
 from ..io.models import model_domain
-from ..io.numbers import quote
+from ..io.numbers import q_str, quote
 from ..kernel.polyhedron import Box
-from ..kernel.rational import q_str
 from ..kernel.transformer import HARDMAX, Attention
 
 

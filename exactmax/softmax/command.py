@@ -16,7 +16,8 @@ import time
 
 from .. import jsonout
 from ..exits import EXIT_INPUT, EXIT_OK, EXIT_UNKNOWN, UsageError
-from ..kernel.rational import Q, q_str
+from ..io.numbers import q_str
+from ..kernel.rational import Q
 
 
 def add_parser(sub) -> None:
@@ -206,8 +207,15 @@ OUTSIDE_KERNEL = ("that the Transformer is the construction of NET with gates C 
 
 def run(args) -> int:
     from ..kernel.errors import CheckFailed
-    from .bound import (certify, check_search, closed_form, kernel_check, observed_error,
-                        search_bound, smallest_lambda)
+    from .bound import (
+        certify,
+        check_search,
+        closed_form,
+        kernel_check,
+        observed_error,
+        search_bound,
+        smallest_lambda,
+    )
     if args.lam is None and args.epsilon is None:
         raise UsageError("softmax-bound: give --lambda L, --epsilon E, or both")
     lam = _number(args.lam, "--lambda") if args.lam is not None else None
