@@ -116,10 +116,12 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
 def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, where: str = "root"):
     """(leaf, rows of its cell, choices, maps, where) for every leaf of the tree over P, depth
     first (ge before lt).  choices[s] maps a node of program s to the choice in force (a
-    restatement below replaces it); maps[s][i] is node i's affine map on the cell, or None
-    while unknown, filled in by ``extend`` for the nodes of needs[s] (ascending).  A node whose
-    choice is restated is computed afresh from there, with every later node.  Empty leaves are
-    checked here; a split with a = 0 is refused unless ``zero_split``."""
+    restatement below replaces it, and the node and every later one are computed afresh).
+    maps[s][i] is node i's affine map on the cell, or None while unknown, filled in for the
+    nodes of needs[s] in ascending order (a node reads only earlier ones): a Lin node once the
+    maps it reads are known, a Max or Hardmax node once they are and its choice in force holds
+    on the cell (``_chosen``).  Empty leaves are checked here; a split with a = 0 is refused
+    unless ``zero_split``."""
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
     stack: list[tuple] = [(tree, domain_rows(P), [{} for _ in programs], maps, where)]
     while stack:
@@ -131,13 +133,17 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
         choices, vals = [dict(c) for c in choices], [list(v) for v in vals]
         for side, index, ch in getattr(node, "choices", ()):
             if not (isinstance(side, int) and 0 <= side < len(programs)):
-                only = " and ".join(map(str, range(len(programs))))
-                raise CheckFailed(f"{where}: program {side} does not exist (only program {only})")
+                raise CheckFailed(f"{where}: program {side!r:.20} does not exist")
             choices[side][index] = ch
             if 0 <= index < len(vals[side]) and vals[side][index] is not None:
                 vals[side][index:] = [None] * (len(vals[side]) - index)
-        for p, need, c, v in zip(programs, needs, choices, vals):
-            extend(p, need, c, v, rows, where)
+        for p, need, chosen, v in zip(programs, needs, choices, vals):
+            for i in need:
+                if v[i] is None and None not in [v[j] for j in _reads(p.nodes[i])]:
+                    if isinstance(p.nodes[i], Lin):
+                        v[i] = lin_map(p.nodes[i], v, p.dim)
+                    elif i in chosen:
+                        v[i] = _chosen(p.nodes[i], chosen[i], v, rows, f"{where}, node {i}")
         if not isinstance(node, Split):
             yield node, rows, choices, vals, where
             continue
@@ -146,19 +152,6 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, wh
         lt = Row(tuple(-v for v in node.a), -node.c, True)
         stack.append((node.lt, rows + [lt], choices, vals, where + ".lt"))
         stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, vals, where + ".ge"))
-
-
-def extend(p: Program, need, choices: dict, vals: list, rows: list[Row], where: str) -> None:
-    """Fill in ``vals`` on the cell in node order (a node reads only earlier ones): a Lin node
-    once the maps it reads are known, a Max or Hardmax node once they are and its choice in
-    force holds on the cell (checked by ``_chosen``)."""
-    for i in need:
-        node = p.nodes[i]
-        if vals[i] is None and None not in [vals[j] for j in _reads(node)]:
-            if isinstance(node, Lin):
-                vals[i] = lin_map(node, vals, p.dim)
-            elif i in choices:
-                vals[i] = _chosen(node, choices[i], vals, rows, f"{where}, node {i}")
 
 
 def check_known(p: Program, need, vals: list, where: str) -> None:
@@ -205,40 +198,29 @@ def cone(p: Program, roots) -> set[int]:
 
 def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row], at: str) -> Affine:
     """The map of the argument (the value of the key) ``ch`` selects, after checking every one
-    of its proofs."""
-    args = node.args if isinstance(node, Max) else tuple(s for s, _ in node.pairs)
-    if ch is None or not 0 <= ch.k < len(args) or len(ch.proofs) != len(args):
+    of its proofs; a Max node is read as keys (A_j, A_j) whose scores need only be >=."""
+    hard = isinstance(node, Hardmax)
+    pairs = node.pairs if isinstance(node, Hardmax) else tuple((a, a) for a in node.args)
+    if ch is None or not 0 <= ch.k < len(pairs) or len(ch.proofs) != len(pairs):
         raise CheckFailed(f"{at}: no valid choice for this {type(node).__name__} node")
-    if isinstance(node, Max):
-        ak = vals[args[ch.k]]
-        for j, pr in enumerate(ch.proofs):
-            what = f"{at}, argument {ch.k} >= {j}"
-            if pr is None:
-                if ak != vals[args[j]]:
-                    raise CheckFailed(f"{what}: no proof, and the two maps differ")
-            elif not isinstance(pr, tuple):
-                raise CheckFailed(f"{what}: a tie proof for a Max node")
-            else:
-                check_entails(rows, _sub(ak, vals[args[j]]), False, pr, what)
-        return ak
-    sk, vk = node.pairs[ch.k]
+    sk, vk = pairs[ch.k]
     for j, pr in enumerate(ch.proofs):
-        sj, vj = node.pairs[j]
+        (sj, vj), what = pairs[j], f"{at}, {'key' if hard else 'argument'} {ch.k} against {j}"
         if pr is None:
             if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
-                raise CheckFailed(f"{at}: key {j} has no proof and differs from key {ch.k}")
-        elif isinstance(pr, TieProof):
+                raise CheckFailed(f"{what}: no proof, and the two differ")
+        elif hard and isinstance(pr, TieProof):
             tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
-            for cell, e, proof, what in (
-                (rows, _sub(vals[sk], vals[sj]), pr.dominance, f"score {ch.k} >= {j}"),
-                (tie, _sub(vals[vj], vals[vk]), pr.upper, f"value {j} >= {ch.k} on their tie set"),
-                (tie, _sub(vals[vk], vals[vj]), pr.lower, f"value {ch.k} >= {j} on their tie set"),
+            for cell, e, proof, claim in (
+                (rows, _sub(vals[sk], vals[sj]), pr.dominance, "score"),
+                (tie, _sub(vals[vj], vals[vk]), pr.upper, "value <= on the tie set"),
+                (tie, _sub(vals[vk], vals[vj]), pr.lower, "value >= on the tie set"),
             ):
-                check_entails(cell, e, False, proof, f"{at}, {what}")
+                check_entails(cell, e, False, proof, f"{what}, {claim}")
         elif isinstance(pr, tuple):
-            check_entails(rows, _sub(vals[sk], vals[sj]), True, pr, f"{at}, score {ch.k} > {j}")
+            check_entails(rows, _sub(vals[sk], vals[sj]), hard, pr, what)
         else:
-            raise CheckFailed(f"{at}: key {j} has no valid proof")
+            raise CheckFailed(f"{what}: no valid proof")
     return vals[vk]
 
 

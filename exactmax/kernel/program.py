@@ -72,7 +72,12 @@ class _Builder:
         self.index: dict = {}
 
     def add(self, node: Node) -> int:
-        key = _node_key(node)
+        """The index of ``node``, added if new (a Lin node keyed by the ints p, q of its
+        numbers: hashing them is much cheaper than hashing an fmpq)."""
+        key: object = node
+        if isinstance(node, Lin):
+            x, t = (tuple((i, int(v.p), int(v.q)) for i, v in n) for n in (node.x, node.terms))
+            key = x, int(node.c.p), int(node.c.q), t
         if key not in self.index:
             self.index[key] = len(self.nodes)
             self.nodes.append(node)
@@ -86,26 +91,12 @@ class _Builder:
         return self.add(Lin(tuple(sorted(xs.items())), c, tuple(sorted(terms.items()))))
 
 
-def _qkey(v: Q) -> tuple[int, int]:
-    return int(v.p), int(v.q)  # hashing (p, q) is much cheaper than hashing an fmpq
-
-
-def _node_key(node: Node):
-    """Lin nodes by the (p, q) of their numbers; Max and Hardmax nodes hold only ints."""
-    if not isinstance(node, Lin):
-        return node
-    x, terms = ((i, _qkey(v)) for i, v in node.x), ((j, _qkey(v)) for j, v in node.terms)
-    return tuple(x), _qkey(node.c), tuple(terms)
-
-
 def _expr(xs=None, c=ZERO, terms=None):
     return (dict(xs or {}), c, dict(terms or {}))
 
 
 def _axpy(acc, a: Q, e) -> None:
-    """acc += a * e (in place; zero coefficients are dropped)."""
-    if not a:
-        return
+    """acc += a * e (in place; zero coefficients are dropped, so none is ever stored)."""
     xs, c, terms = e
     for target, items in ((acc[0], xs), (acc[2], terms)):
         for k, v in items.items():
@@ -289,9 +280,4 @@ def same_feedforward(
     state = [_expr({i: ONE}) for i in range(tf.d_model)]
     one = _run_sublayers(b, tf, [list(state)], [(0, merged)])[0]
     two = _run_sublayers(b, tf, [list(state)], [(0, first), (1, second)])[0]
-    return all(_normal(u) == _normal(v) for u, v in zip(one, two))
-
-
-def _normal(e):
-    """The expression e with zero coefficients dropped: equal iff the linear forms are."""
-    return {k: v for k, v in e[0].items() if v}, e[1], {k: v for k, v in e[2].items() if v}
+    return one == two
