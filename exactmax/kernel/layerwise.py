@@ -179,9 +179,7 @@ def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
         raise CheckFailed(f"layerwise: {n} sub-layers are not 2 D + 1")
     D = (n - 1) // 2
     if len(u.sublayers) < 3 * D - 1:
-        raise CheckFailed(
-            f"layerwise: the unmerged Transformer has fewer than {3 * D - 1} sub-layers"
-        )
+        raise CheckFailed(f"layerwise: the unmerged Transformer has < {3 * D - 1} sub-layers")
     pairs = [
         (tf.sublayers[2 + 2 * l], u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l])
         for l in range(D - 1)

@@ -86,22 +86,16 @@ def check_domain(domain: Domain, dim: int) -> None:
 
 def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:
     """(y^T A, y^T b) after checking y >= 0 has one entry per constraint."""
-    if len(y) != len(P.b):
-        raise CheckFailed(f"{what}: {len(y)} multipliers for {len(P.b)} constraints")
-    for i, v in enumerate(y):
-        if v < 0:
-            raise CheckFailed(f"{what}: multiplier y[{i}] = {v} is negative")
+    if len(y) != len(P.b) or any(v < 0 for v in y):
+        raise CheckFailed(f"{what}: not one multiplier y_i >= 0 per constraint ({len(P.b)})")
     lin = tuple(sum((y[i] * P.A[i][j] for i in range(len(y)) if y[i]), ZERO) for j in range(P.dim))
     return lin, dot(y, P.b)
 
 
 def check_member(P: Polyhedron, x: Vector) -> None:
     """Accept iff x is in P (so P is non-empty)."""
-    if len(x) != P.dim:
-        raise CheckFailed(f"member: point of length {len(x)} in a domain of dimension {P.dim}")
-    for i, (row, c) in enumerate(zip(P.A, P.b)):
-        if dot(row, x) > c:
-            raise CheckFailed(f"member: the point violates constraint {i}")
+    if len(x) != P.dim or not P.contains(x):
+        raise CheckFailed(f"member: the point is not in the domain of dimension {P.dim}")
 
 
 def check_interior(P: Polyhedron, x: Vector) -> None:
