@@ -1,5 +1,3 @@
-"""The trusted kernel: exact rationals, networks and their evaluation, polyhedra, checks.
-
-It imports only the standard library and the rational backend (``rational.py``).  Nothing
-outside the kernel can make exactmax say "proved".
-"""
+"""The trusted kernel: exact rationals, networks, polyhedra, programs and the checks of
+certificates.  It imports only the standard library and the rational backend (``rational.py``);
+nothing outside it can make exactmax say "proved"."""

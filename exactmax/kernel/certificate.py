@@ -88,8 +88,7 @@ def domain_rows(P: Polyhedron) -> list[Row]:
 
 def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:
     """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}."""
-    a, r = list(e[0]), e[1]
-    used_strict = False
+    a, r, used_strict = list(e[0]), e[1], False
     if not isinstance(proof, tuple | list):
         raise CheckFailed(f"{where}: the Farkas proof is not a list of pairs (row, multiplier)")
     for entry in proof:
@@ -261,12 +260,10 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) ->
         return False
     left = list(gj.terms)
     for a, w in fi.terms:
-        k = next(
-            (k for k, (b, v) in enumerate(left) if v == w and _agree(f, g, vf, vg, a, b)), None
-        )
-        if k is None:
+        match = [k for k, (b, v) in enumerate(left) if v == w and _agree(f, g, vf, vg, a, b)]
+        if not match:
             return False
-        del left[k]
+        del left[match[0]]
     return not left
 
 

@@ -54,8 +54,7 @@ class UnitImage:
 @dataclass(frozen=True, slots=True)
 class LayerwiseCertificate:
     boxes: tuple[Box, ...]  # B_0 .. B_{D-1}: the input box of every layer
-    box_proofs: tuple[tuple[Farkas, Farkas], ...] | None  # (upper, lower) per coordinate of
-    #                                        B_0, for a polyhedral domain; None for a box
+    box_proofs: tuple[tuple[Farkas, Farkas], ...] | None  # (up, low) per x_i; None: a box
     layers: tuple[tuple[Claim, ...], ...]
     image: tuple[UnitImage, ...] | None = None  # (B'): one per unit of layer 1 (() if D = 1)
     unmerged: Transformer | None = None  # (M): the claims are about this one
@@ -136,15 +135,15 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
         if len(box.lower) != len(box.upper) or box.dim != net.widths[l]:
             raise CheckFailed(f"layerwise: B_{l} has the wrong dimension")
     B = cert.boxes[0]
-    if isinstance(domain, Box) and not _contains(B, domain):
-        raise CheckFailed("layerwise: B_0 does not contain the domain box")
-    if not isinstance(domain, Box):  # lower_i <= x_i <= upper_i on P, by Farkas proofs
-        rows, proofs = domain_rows(domain), cert.box_proofs or ()
-        if len(proofs) != B.dim:
-            raise CheckFailed("layerwise: B_0 needs one pair of Farkas bounds per coordinate")
-        for i, (up, low) in enumerate(proofs):
-            e = tuple(Q(int(j == i)) for j in range(B.dim))
-            where = f"layerwise: B_0 does not contain the domain in coordinate {i}"
+    if isinstance(domain, Box):
+        if not _contains(B, domain):
+            raise CheckFailed("layerwise: B_0 does not contain the domain box")
+    elif len(cert.box_proofs or ()) != B.dim:
+        raise CheckFailed("layerwise: B_0 needs one pair of Farkas bounds per coordinate")
+    else:  # lower_i <= x_i <= upper_i on P, by Farkas proofs
+        rows = domain_rows(domain)
+        for i, (up, low) in enumerate(cert.box_proofs or ()):
+            e, where = tuple(Q(int(j == i)) for j in range(B.dim)), f"layerwise: B_0, x_{i}"
             check_entails(rows, (tuple(-v for v in e), B.upper[i]), False, up, where)
             check_entails(rows, (e, -B.lower[i]), False, low, where)
     if cert.image is not None:
