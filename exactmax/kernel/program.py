@@ -156,7 +156,6 @@ def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
 
 def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
     """Token expressions after the given sub-layers, from token expressions X."""
-    zero = None
     for index, sub in sublayers:
         if isinstance(sub, FeedForward):
             pairs = _opposite_pairs(sub)
@@ -171,9 +170,8 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                         hidden[h] = u
                     elif not u[0] and not u[2]:
                         hidden[h] = _expr(c=max(u[1], ZERO))
-                    else:
-                        if zero is None:
-                            zero = b.add(Lin((), ZERO, ()))
+                    else:  # the node 0 is added once, before its first use
+                        zero = b.add(Lin((), ZERO, ()))
                         hidden[h] = _expr(terms={b.add(Max((b.node_of(u), zero))): ONE})
                 X[t] = [
                     _combine([ONE] + [row[h] for h in hidden], [xt[i], *hidden.values()], c)
@@ -190,17 +188,14 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                 query = [_combine(r, xt, ZERO) for r in head.query]
                 if any(q[0] or q[2] for q in query):
                     raise Unsupported(
-                        f"sublayers[{index}].heads[{hi}]: the query depends on "
-                        "the input, so the attention scores are bilinear"
+                        f"sublayers[{index}].heads[{hi}]: the query depends on x, so the scores are bilinear"
                     )
-                scores = [
-                    b.node_of(_combine([head.scale * q[1] for q in query], k, ZERO)) for k in keys
-                ]
+                sq = [head.scale * q[1] for q in query]
+                scores = [b.node_of(_combine(sq, k, ZERO)) for k in keys]
                 for r in range(len(head.value)):
                     node = b.add(Hardmax(tuple((scores[u], values[u][r]) for u in range(len(X)))))
                     for i in range(tf.d_model):
-                        if head.out[i][r]:
-                            _axpy(updates[t][i], head.out[i][r], _expr(terms={node: ONE}))
+                        _axpy(updates[t][i], head.out[i][r], _expr(terms={node: ONE}))
         for t in range(len(X)):
             for i in range(tf.d_model):
                 _axpy(X[t][i], ONE, updates[t][i])
