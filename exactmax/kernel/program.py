@@ -188,7 +188,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                 query = [_combine(r, xt, ZERO) for r in head.query]
                 if any(q[0] or q[2] for q in query):
                     raise Unsupported(
-                        f"sublayers[{index}].heads[{hi}]: the query depends on x, so the scores are bilinear"
+                        f"sublayers[{index}].heads[{hi}]: the query depends on x (bilinear scores)"
                     )
                 sq = [head.scale * q[1] for q in query]
                 scores = [b.node_of(_combine(sq, k, ZERO)) for k in keys]
