@@ -229,10 +229,8 @@ def check_equal_on_domain(
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
     ``outputs`` (default: all; only the nodes these read are evaluated); returns the number of
     leaves.  Raises CheckFailed naming the leaf and the reason otherwise."""
-    if not f.dim == g.dim == P.dim:
-        raise CheckFailed(f"dimensions differ: {f.dim}, {g.dim} and the domain's {P.dim}")
-    if len(f.outputs) != len(g.outputs):
-        raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")
+    if not f.dim == g.dim == P.dim or len(f.outputs) != len(g.outputs):
+        raise CheckFailed("the programs differ in input or output size, or from the domain")
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
     if not all(0 <= o < len(f.outputs) for o in outputs):
         raise CheckFailed("an output index out of range")

@@ -3,7 +3,6 @@
 A Maxout network N with layers Phi_1..Phi_D against a Transformer T with three sub-layers per
 Maxout layer; encode(h)_t = place(h) + p_t is the token state holding h in its first
 coordinates on top of the positional vector p_t.  If
-
   (E) the embedding is place, so the initial state is encode(x);
   (B) B_0 contains the domain P, and B_l the interval image of B_{l-1} under Phi_l (computed
       here exactly), so h^l(x) is in B_l for every x in P;
@@ -13,7 +12,6 @@ coordinates on top of the positional vector p_t.  If
       with the output map y = A h + c): ordinary certificates over B_{l-1} (P under (B')), one
       per group of segment outputs;
   (R) the read-out returns y from encode(y);
-
 then by induction the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
 (M) A merged Transformer (2D + 1 sub-layers, the clean-up of layer l and the gate of layer
 l + 1 in one feed-forward sub-layer M_l) is checked as the unmerged U: M_l replaced by the
@@ -110,11 +108,6 @@ def layer_programs(net: MaxoutNetwork, other, l: int):
     return tuple(program.program_of_encoded_layer(n, l, zero, dm) for n in (net, other))
 
 
-def check_same_shape(a: MaxoutNetwork, b: MaxoutNetwork) -> None:
-    if a.widths != b.widths or a.out_dim != b.out_dim:
-        raise CheckFailed("layerwise: the two Maxout networks have different layer widths")
-
-
 def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCertificate) -> int:
     """Accept iff the certificate proves T(x) = N(x) for every x in the domain (module
     docstring), T a Transformer or a Maxout network; returns the number of leaves checked."""
@@ -127,8 +120,8 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
         other = check_unmerged(other, cert.unmerged)
     if isinstance(other, Transformer):
         check_structure(net, other)
-    else:
-        check_same_shape(net, other)
+    elif net.widths != other.widths or net.out_dim != other.out_dim:
+        raise CheckFailed("layerwise: the two Maxout networks have different layer widths")
     if len(cert.boxes) != len(net.layers) or len(cert.layers) != len(net.layers):
         raise CheckFailed("layerwise: one box and one list of claims per layer are needed")
     for l, box in enumerate(cert.boxes):

@@ -1,10 +1,6 @@
 """Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and the exact checks of what
-producers (an LP solver, z3) claim about them, each from a witness:
-
-- non-empty: a point x with A x <= b;
-- empty: Farkas multipliers y >= 0 with y^T A = 0 and y^T b < 0 (for x in P,
-  0 = y^T A x <= y^T b < 0);
-- c . x <= beta on P: y >= 0 with y^T A = c and y^T b = beta.
+producers (an LP solver, z3) claim about them, each from a witness: a point, or Farkas
+multipliers y >= 0, for which (y^T A) x <= y^T b at every x in P.
 """
 
 from __future__ import annotations
@@ -116,14 +112,14 @@ def check_flat(P: Polyhedron, y: Vector) -> None:
 
 
 def check_empty(P: Polyhedron, y: Vector) -> None:
-    """Accept iff y >= 0, y^T A = 0 and y^T b < 0: P is empty."""
+    """Accept iff y >= 0, y^T A = 0 and y^T b < 0: P is empty (0 = y^T A x <= y^T b < 0)."""
     lin, const = _combination(P, y, "empty")
     if any(lin) or not const < 0:
         raise CheckFailed(f"empty: y^T A is not zero, or y^T b = {const} is not negative")
 
 
 def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
-    """Return beta = y^T b after checking y >= 0 and y^T A = c; then c . x <= beta on P."""
+    """Return beta = y^T b after checking y >= 0 and y^T A = c: c . x <= beta on P."""
     lin, const = _combination(P, y, "bound")
     if tuple(lin) != tuple(c):
         raise CheckFailed("bound: y^T A differs from the bounded direction")
