@@ -113,14 +113,11 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
 
 
 def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, where: str = "root"):
-    """(leaf, rows of its cell, choices, maps, where) for every leaf of the tree over P, depth
-    first (ge before lt).  choices[s] maps a node of program s to the choice in force (a
-    restatement below replaces it, and the node and every later one are computed afresh).
-    maps[s][i] is node i's affine map on the cell, or None while unknown, filled in for the
-    nodes of needs[s] in ascending order (a node reads only earlier ones): a Lin node once the
-    maps it reads are known, a Max or Hardmax node once they are and its choice in force holds
-    on the cell (``_chosen``).  Empty leaves are checked here; a split with a = 0 is refused
-    unless ``zero_split``."""
+    """(leaf, rows of its cell, choices, maps, where) for every leaf over P, depth first (ge
+    before lt).  choices[s]: node of program s -> choice in force (a restatement replaces it,
+    and that node and the later ones are computed afresh); maps[s][i]: node i's map on the
+    cell, None while unknown; the nodes of needs[s] get theirs in node order (``_chosen`` for
+    Max and Hardmax).  Empty leaves are checked here; a split with a = 0 needs ``zero_split``."""
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
     stack: list[tuple] = [(tree, domain_rows(P), [{} for _ in programs], maps, where)]
     while stack:

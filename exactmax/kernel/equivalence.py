@@ -13,8 +13,7 @@ def check_equivalence(
     a, b, domain: Domain, cert: Tree | LayerwiseCertificate | Correspondence
 ) -> int:
     """Accept iff ``cert`` (layerwise, a correspondence, or a split tree over the programs of A
-    and B) proves A(x) = B(x) for every x in the domain; returns the number of leaves (units
-    for a correspondence, which proves it on all of Q^d) checked."""
+    and B) proves A = B on the domain; returns the leaves (a correspondence: units) checked."""
     check_shapes((a, b), domain)
     if isinstance(cert, Correspondence):
         return check_correspondence(a, b, cert)

@@ -141,9 +141,8 @@ def program_of_maxout(net: MaxoutNetwork) -> Program:
 
 
 def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
-    """Adjacent hidden units h, h + 1 with W1[h+1] = -W1[h], b1[h+1] = -b1[h] and
-    W2[:, h+1] = -W2[:, h], scanned left to right (as the construction writes them and the Coq
-    translation recognises them)."""
+    """Adjacent hidden units h, h + 1 with opposite rows of W1, entries of b1 and columns of W2,
+    scanned left to right (as the construction writes them and Coq's translation reads them)."""
     W1, b1, W2 = ff.inner.W, ff.inner.b, ff.outer.W
     pairs, h = {}, 0
     while h + 1 < len(b1):
@@ -268,9 +267,8 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
 def same_feedforward(
     tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward
 ) -> bool:
-    """merged(s) = second(first(s)) for every token state s in Q^{d_m}: both translated on one
-    symbolic token (hash-consed ReLU nodes) give the same expression in every coordinate.
-    Syntactic, hence sound; complete for the merged construction."""
+    """merged(s) = second(first(s)) for every token state s in Q^{d_m}: on one symbolic token
+    (hash-consed ReLU nodes) both give the same expressions (sound; complete for the merging)."""
     b = _Builder()
     state = [_expr({i: ONE}) for i in range(tf.d_model)]
     one = _run_sublayers(b, tf, [list(state)], [(0, merged)])[0]

@@ -1,9 +1,8 @@
 """The one exact rational backend, chosen here and imported everywhere: python-flint's ``fmpq``
-(``fmpq_mat`` for the kernel's products; ``fmpz_mat`` for the integer-scaled evaluators outside
-it).  Measured in ``benchmarks/eval.py``: two orders of magnitude faster than
-``fractions.Fraction`` (gmpy2's ``mpq`` gains a small constant).  And ``fmpq`` raises
-``TypeError`` when a float is mixed in, where ``Fraction`` and ``mpq`` return a float: exactness
-is a type property.  Every number enters the kernel through ``rational``.
+(and its matrices).  Measured in ``benchmarks/eval.py``: 100x faster than ``fractions.Fraction``
+(gmpy2's ``mpq`` gains a small constant); and ``fmpq`` raises ``TypeError`` when a float is
+mixed in, where ``Fraction`` and ``mpq`` return a float: exactness is a type property.  Every
+number enters the kernel through ``rational``.
 """
 
 from __future__ import annotations
