@@ -348,10 +348,12 @@ def model_to_json(model: Model) -> dict:
     return obj
 
 
-def write_json_atomic(path: str, obj: object) -> None:
+def write_json_atomic(path: str, obj: object, compact: bool = False) -> None:
     """Write JSON to ``path`` all at once (see ``write_bytes_atomic``).  ``.gz`` paths are
-    gzip-compressed."""
-    data = (json.dumps(obj, indent=1) + "\n").encode()
+    gzip-compressed.  ``compact`` (for certificates, which can be large): no indentation, so
+    Python's C encoder writes it (about 10x faster, a third of the size)."""
+    text = json.dumps(obj, separators=(",", ":")) if compact else json.dumps(obj, indent=1)
+    data = (text + "\n").encode()
     if path.endswith(".gz"):
         import gzip
 

@@ -78,12 +78,12 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
                 from ..kernel.rational import Q
                 write_json_atomic(args.cert, pair_certificate_to_json(
                     a, b, dom, Q(0), v.certificate,
-                    {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats}))
+                    {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats}), compact=True)
             else:
                 write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
                     k: val for k, val in v.stats.items() if k in ("leaves", "splits",
                                                                  "strategy")},
-                    facts.witness))
+                    facts.witness), compact=True)
         except InputError as e:   # the verdict stands; say it, then the error, exit 2
             cert_error = str(e)
     out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,

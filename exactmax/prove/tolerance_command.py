@@ -76,7 +76,8 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         from ..io.pair_certificate import pair_certificate_to_json
         try:
             write_json_atomic(args.cert, pair_certificate_to_json(
-                a, b, dom, epsilon, v.tree, {k: v.stats[k] for k in ("leaves", "splits")}))
+                a, b, dom, epsilon, v.tree, {k: v.stats[k] for k in ("leaves", "splits")}),
+                compact=True)
         except InputError as e:
             cert_error = str(e)
     stats = {k: (q_str(val) if k == "largest_gap_seen" else val)
@@ -148,7 +149,8 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
         from ..io.certificates import certificate_to_json
         try:
             write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate,
-                                                             {"strategy": "correspondence"}))
+                                                             {"strategy": "correspondence"}),
+                              compact=True)
         except InputError as e:
             cert_error = str(e)
     t = round(time.monotonic() - started, 3)

@@ -164,7 +164,7 @@ def run(args) -> int:
     if args.cert:
         from .certfile import certificate_to_json
         write_json_atomic(args.cert, certificate_to_json(model, domain, rc.certificate, counts,
-                                                         args.all_units))
+                                                         args.all_units), compact=True)
     if args.plot:
         from ..prove.lp import analyze_domain
         rep = analyze_domain(domain)
