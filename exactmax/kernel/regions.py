@@ -55,7 +55,7 @@ def check_regions(
         if len(node.W) != len(node.b) or [vals[o] for o in p.outputs] != stated:
             raise CheckFailed(f"{where}: the stated affine map is not the program's on the cell")
         pattern = []
-        for i in sorted(need):
+        for i in need:
             nd = p.nodes[i]
             if isinstance(nd, (Max, Hardmax)):
                 args = nd.args if isinstance(nd, Max) else tuple(s for s, _ in nd.pairs)
@@ -65,26 +65,22 @@ def check_regions(
     return out
 
 
-def _vanishes_on(r: Row, a, c) -> bool:
-    """Is r = lam (a, c) for some lam (so r is 0 on the whole hyperplane a . x + c = 0)?"""
-    i = next(t for t, v in enumerate(a) if v)
-    lam = r.a[i] / a[i]
-    return all(u == lam * v for u, v in zip(r.a, a)) and r.c == lam * c
-
-
-def check_adjacent(rows_i: list[Row], rows_j: list[Row], q) -> None:
+def check_adjacent(rows_i: list[Row], rows_j: list[Row], q, where: str = "merge") -> None:
     """Accept iff q witnesses a shared facet of the two cells (module docstring)."""
     m = next((t for t, (u, v) in enumerate(zip(rows_i, rows_j)) if u != v), None)
     if m is None:
-        raise CheckFailed("merge: the cells are not separated by a split")
+        raise CheckFailed(f"{where}: the cells are not separated by a split")
     h, g = rows_i[m], rows_j[m]
     if g.a != tuple(-v for v in h.a) or g.c != -h.c or not any(h.a):
-        raise CheckFailed("merge: the first differing rows are not the two sides of a split")
+        raise CheckFailed(f"{where}: the first differing rows are not the two sides of a split")
     if len(q) != len(h.a) or dot(h.a, q) + h.c != 0:
-        raise CheckFailed("merge: the point is not on the separating hyperplane")
+        raise CheckFailed(f"{where}: the point is not on the separating hyperplane")
+    k = next(t for t, v in enumerate(h.a) if v)
     for r in rows_i + rows_j:
-        if not _vanishes_on(r, h.a, h.c) and not dot(r.a, q) + r.c > 0:
-            raise CheckFailed("merge: a row of a cell is not positive at the point")
+        lam = r.a[k] / h.a[k]  # r vanishes on the whole hyperplane h = 0 iff r = lam h
+        vanishes = all(u == lam * v for u, v in zip(r.a, h.a)) and r.c == lam * h.c
+        if not vanishes and not dot(r.a, q) + r.c > 0:
+            raise CheckFailed(f"{where}: a row of a cell is not positive at the point")
 
 
 def check_merges(leaves: list, merges) -> tuple[int, int]:
@@ -104,10 +100,7 @@ def check_merges(leaves: list, merges) -> tuple[int, int]:
         (ri, li, _), (rj, lj, _) = leaves[i], leaves[j]
         if (li.W, li.b) != (lj.W, lj.b):
             raise CheckFailed(f"merges[{n}]: leaves {i} and {j} have different maps")
-        try:
-            check_adjacent(ri, rj, q)
-        except CheckFailed as e:
-            raise CheckFailed(f"merges[{n}] ({i}, {j}): {e}") from None
+        check_adjacent(ri, rj, q, f"merges[{n}] ({i}, {j})")
         parent[find(i)] = find(j)
     maps = {(tuple(map(tuple, leaf.W)), tuple(leaf.b)) for _, leaf, _ in leaves}
     return len(maps), sum(1 for i in range(len(leaves)) if find(i) == i)

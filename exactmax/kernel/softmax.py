@@ -9,7 +9,7 @@ lam computes, over n equal tokens t (a unit with fewer pieces repeats its last o
 and hardmax (max_t z^l_{i,t}) gives the Maxout network N.  With gaps g_t = max v - v_t >= 0,
 D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.  On a box of gaps: numerator
 <= sum_t max g e^{-lam g} (each <= 1/(e lam)), denominator >= max(1, sum_t e^{-lam gh_t});
-D <= (n - 1)/(e lam); D <= W((n - 1)/e)/lam; D <= sum_t psi(lam g_t)/lam with psi(x) =
+D <= W((n - 1)/e)/lam (<= (n - 1)/(e lam)); D <= sum_t psi(lam g_t)/lam with psi(x) =
 x/(e^x + 1) (the denominator is >= 1 + e^{-lam g_t}); the lower bound exchanges the ends.  Per
 unit, with e = h~ - h, d_t = w_t . e and hardmax gaps g: h~_i - h_i = (max z~ - max z) - D(z~),
 max z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v: the tokens that
@@ -37,19 +37,14 @@ E_LOWER = Q(2718281828, 10**9)  # e > E_LOWER (e = 2.71828182845...)
 
 
 def _grid(x: Q, up: bool, bits: int = 64) -> Q:
-    """x rounded down (or up) to a multiple of 2^-bits."""
-    y = x * 2**bits
-    return Q(y.ceil() if up else y.floor(), 2**bits)
+    """x rounded down (or up) to a multiple of 2^-bits (any integer bits)."""
+    y = x * Q(2) ** bits
+    return Q(y.ceil() if up else y.floor()) / Q(2) ** bits
 
 
 def _round(x: Q, up: bool, bits: int = 80) -> Q:
-    """x >= 0 rounded down (or up) to ``bits`` significant bits (relative rounding)."""
-    if x == 0:
-        return x
-    s = bits - (int(x.p).bit_length() - int(x.q).bit_length())
-    y = x * 2**s if s >= 0 else x / 2 ** (-s)
-    n = y.ceil() if up else y.floor()
-    return Q(n) / 2**s if s >= 0 else Q(n) * 2 ** (-s)
+    """x >= 0 rounded down (or up) to ``bits`` significant bits."""
+    return _grid(x, up, bits - (int(x.p).bit_length() - int(x.q).bit_length()))
 
 
 def _series(f: Q, m: int) -> Q:
@@ -112,13 +107,8 @@ class ExactArithmetic:
                 psi += l * el[1] / (1 + el[0])
             else:
                 psi += deviation_peak(1) / lam
-        d_hi = min(
-            _grid(num_hi / max(ONE, den_lo), True),
-            (len(gl) - 1) * peak,
-            _grid(psi, True),
-            _grid(deviation_peak(len(gl) - 1) / lam, True),
-        )
-        return _grid(num_lo / den_hi, False), d_hi
+        d_hi = min(num_hi / max(ONE, den_lo), psi, deviation_peak(len(gl) - 1) / lam)
+        return _grid(num_lo / den_hi, False), _grid(d_hi, True)
 
 
 EXACT = ExactArithmetic()
