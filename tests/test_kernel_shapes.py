@@ -7,6 +7,7 @@ accepted.  Each case below starts from a certificate the kernel accepts and chan
 """
 
 import dataclasses
+from fractions import Fraction
 
 import pytest
 
@@ -14,10 +15,11 @@ from exactmax.construct.transformer import compile_transformer
 from exactmax.kernel.equivalence import check_equivalence
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.layerwise import check_layerwise
-from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, check_maxout_shapes
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import Q
 from exactmax.kernel.softmax import check_softmax_bound
+from exactmax.kernel.transformer import check_transformer_shapes
 from exactmax.prove.verify import VerifyOptions, verify_equal
 from exactmax.softmax.bound import setting_of
 
@@ -103,3 +105,21 @@ def test_the_softmax_checker_checks_its_shapes_too():
     short = _with_piece(net, 0, 0, 0, Piece((Q(1), Q(1)), Q(0)))
     with pytest.raises(CheckFailed):
         check_softmax_bound(short, s.gates, s.n, Q(10), BOX3, lo, hi, ("leaf",))
+
+
+@pytest.mark.parametrize("strategy", ["layerwise", "monolithic"])
+def test_a_model_with_a_fraction_entry_is_rejected_not_a_type_error(strategy):
+    """rational() accepts a Fraction, but a Fraction does not mix with fmpq inside a checker:
+    the shape checks accept only fmpq, fmpz and int entries, so the checker says CheckFailed."""
+    net = _net3()
+    tf, cert = _proved(net, BOX3, strategy)
+    frac = _with_piece(net, 0, 0, 0, Piece((Fraction(1), Q(1), Q(0)), Q(0)))
+    with pytest.raises(CheckFailed, match="expected an exact rational, got Fraction"):
+        check_equivalence(frac, tf, BOX3, cert)
+    E = ((Fraction(1),) + tf.embedding[0][1:],) + tf.embedding[1:]
+    with pytest.raises(CheckFailed, match="expected an exact rational, got Fraction"):
+        check_equivalence(net, dataclasses.replace(tf, embedding=E), BOX3, cert)
+    with pytest.raises(TypeError):
+        check_maxout_shapes(frac)
+    with pytest.raises(TypeError):
+        check_transformer_shapes(dataclasses.replace(tf, embedding=E))

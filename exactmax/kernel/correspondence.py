@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from .affine import Affine, Matrix, Vector, dot
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork, check_maxout_shapes
-from .rational import ONE, ZERO, rational
+from .maxout import MaxoutNetwork, check_matrix, check_maxout_shapes
+from .rational import ONE, ZERO
 
 COMBINATIONS = 1 << 14  # the largest set S_B the kernel builds
 
@@ -79,17 +79,12 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
     cols, m = _columns(_identity(a.input_dim)), (ZERO,) * a.input_dim
     for l, (la, lb, R) in enumerate(zip(a.layers, b.layers, cert.maps)):
         where = f"correspondence: layer {l + 1}"
-        if (
-            not isinstance(R, Affine)
-            or len(R.W) != la.width
-            or len(R.b) != la.width
-            or any(len(r) != lb.width for r in R.W)
-        ):
-            raise CheckFailed(f"{where}: M_{l + 1} is not {la.width} x {lb.width}")
+        if not isinstance(R, Affine):
+            raise CheckFailed(f"{where}: M_{l + 1} is not an affine map")
         try:
-            [rational(v) for v in (*R.b, *(v for r in R.W for v in r))]
-        except TypeError as e:
-            raise CheckFailed(f"{where}: {e}") from None
+            check_matrix(R.W, la.width, lb.width, f"{where}: M_{l + 1}", R.b)
+        except (ValueError, TypeError) as e:
+            raise CheckFailed(str(e)) from None
         n = len(cols)
         for i, unit in enumerate(la.units):
             S_A = {_pulled_back(p.w, p.b, cols, m) for p in unit.pieces}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from .affine import Affine, Vector, dot
 from .polyhedron import Domain
-from .rational import Q, rational
+from .rational import Q, Z, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,16 @@ class MaxoutNetwork:
         return self.output.out_dim if self.output is not None else self.widths[-1]
 
 
+def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
+    """Raise ValueError unless W is rows x cols (and b, if given, of length rows), TypeError unless
+    every entry is an fmpq, fmpz or int: no bool, float or Fraction (none mixes with fmpq)."""
+    if len(W) != rows or any(len(r) != cols for r in W) or (b is not None and len(b) != rows):
+        raise ValueError(f"{what} is not {rows} x {cols}")
+    for v in (v for r in (*W, b or ()) for v in r):
+        if isinstance(v, bool) or not isinstance(v, Q | Z | int):
+            raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")
+
+
 def check_maxout_shapes(net: MaxoutNetwork) -> None:
     """Raise ValueError (TypeError for an inexact number) unless every piece has one weight
     per unit of the layer before and the output map fits."""
@@ -68,16 +78,14 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
         for i, unit in enumerate(layer.units):
             if not unit.pieces:
                 raise ValueError(f"layer {l}, unit {i} has no pieces")
-            for p in unit.pieces:
-                if len(p.w) != width:
-                    raise ValueError(f"layer {l}, unit {i}: {len(p.w)} weights, expected {width}")
-                [rational(v) for v in (*p.w, p.b)]
+            w, b = [p.w for p in unit.pieces], [p.b for p in unit.pieces]
+            check_matrix(w, len(w), width, f"layer {l}, unit {i}: the pieces", b)
         width = len(layer.units)
     if net.output is not None:
         A = net.output
-        if A.in_dim != width or len(A.W) != len(A.b) or any(len(r) != width for r in A.W):
+        if A.in_dim != width:
             raise ValueError("the output map does not fit the last layer")
-        [rational(v) for v in (*A.b, *(v for row in A.W for v in row))]
+        check_matrix(A.W, len(A.b), width, "the output map", A.b)
 
 
 def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:

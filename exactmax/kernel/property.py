@@ -71,11 +71,7 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     rows = [Row(r.a + pad, r.c, r.strict) for r in rows]
     for i in need:  # in node order: a node reads only earlier ones
         node = p.nodes[i]
-        if (
-            vals[i] is None
-            and isinstance(node, Lin)
-            and None not in [vals[j] for j, _ in node.terms]
-        ):
+        if vals[i] is None and isinstance(node, Lin) and all(vals[j] for j, _ in node.terms):
             vals[i] = cert.lin_map(node, vals, D)
         if i not in up:
             continue
@@ -113,9 +109,7 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
-            raise CheckFailed(
-                f"{where}: an output row of length {len(row.a)}, not {p.dim} + {len(p.outputs)}"
-            )
+            raise CheckFailed(f"{where}: output row of {len(row.a)} entries, not d + n_out")
         [rational(v) for v in row.a + (row.c,)]
     need = sorted(cert.cone(p, p.outputs))
     leaves = 0
@@ -124,9 +118,7 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
         if isinstance(node, Empty):
             continue
         if not isinstance(node, Excluded | Relaxed) or len(node.proofs) != len(case.outputs):
-            raise CheckFailed(
-                f"{at}: not an empty, excluded or relaxed cell with one proof per output constraint"
-            )
+            raise CheckFailed(f"{at}: not Empty, Excluded or Relaxed with a proof per conjunction")
         if isinstance(node, Relaxed):
             vals, rows = relax(p, need, vals, rows, node.uppers, at)
         cert.check_known(p, need, vals, at)

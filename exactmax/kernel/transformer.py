@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .affine import Affine, Matrix, Vector
+from .maxout import check_matrix
 from .polyhedron import Domain
 from .rational import ZERO, Q, RatMatrix, rational
 
@@ -76,35 +77,28 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
     """Raise ValueError (TypeError for an inexact number) unless every matrix (of the given
     sub-layers only, if ``sublayers``) has the shape construction.md §1 needs."""
     d, dm = tf.input_dim, tf.d_model
-
-    def mat(M, rows, cols, what):
-        if (rows is not None and len(M) != rows) or any(len(r) != cols for r in M):
-            raise ValueError(f"{what} does not have shape {rows} x {cols}")
-        [rational(v) for r in M for v in r]
-
-    mat(tf.embedding, dm, d, "the embedding")
+    check_matrix(tf.embedding, dm, d, "the embedding")
     if not tf.positions:
         raise ValueError("a Transformer needs at least one token")
-    mat(tf.positions, None, dm, "the positions")
+    check_matrix(tf.positions, len(tf.positions), dm, "the positions")
     for i in range(len(tf.sublayers)) if sublayers is None else sublayers:
         s = tf.sublayers[i]
         if isinstance(s, FeedForward):
             width = len(s.inner.b)
-            mat(s.inner.W, width, dm, f"sub-layer {i}: W1")
-            mat(s.outer.W, dm, width, f"sub-layer {i}: W2")
-            if len(s.outer.b) != dm:
-                raise ValueError(f"sub-layer {i}: b2 has the wrong length")
-            [rational(v) for v in s.inner.b + s.outer.b]
-        else:
-            for j, h in enumerate(s.heads):
-                mat(h.key, None, dm, f"sub-layer {i}, head {j}: key")
-                mat(h.query, len(h.key), dm, f"sub-layer {i}, head {j}: query")
-                mat(h.value, None, dm, f"sub-layer {i}, head {j}: value")
-                mat(h.out, dm, len(h.value), f"sub-layer {i}, head {j}: out")
-                if not rational(h.scale) > 0:
-                    raise ValueError(f"sub-layer {i}, head {j}: the scale must be positive")
+            check_matrix(s.inner.W, width, dm, f"sub-layer {i}: W1, b1", s.inner.b)
+            check_matrix(s.outer.W, dm, width, f"sub-layer {i}: W2, b2", s.outer.b)
+            continue
+        for j, h in enumerate(s.heads):
+            where = f"sub-layer {i}, head {j}"
+            check_matrix(h.key, len(h.key), dm, f"{where}: key")
+            check_matrix(h.query, len(h.key), dm, f"{where}: query")
+            check_matrix(h.value, len(h.value), dm, f"{where}: value")
+            check_matrix(h.out, dm, len(h.value), f"{where}: out")
+            check_matrix(((h.scale,),), 1, 1, f"{where}: the scale")
+            if not h.scale > 0:
+                raise ValueError(f"{where}: the scale must be positive")
     r = tf.readout
-    mat(r.map.W, len(r.map.b), dm, "the read-out")
+    check_matrix(r.map.W, len(r.map.b), dm, "the read-out", r.map.b)
     if r.token is not None and not 0 <= r.token < len(tf.positions):
         raise ValueError(f"read-out token {r.token} does not exist")
 
