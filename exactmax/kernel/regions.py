@@ -2,17 +2,16 @@
 affine, each with its output map and a point strictly inside.
 
 ``check_regions`` accepts iff the leaves partition the domain P; at every leaf the choices in
-force are proved as in ``certificate.py`` (so the outputs' cone is affine on the cell) and the
-stated map W x + b is the outputs' map; and the point satisfies every row of the cell strictly
-(the cell has an interior).  A leaf's activation pattern is, for every Max / Hardmax node, the
-set of arguments whose map equals the chosen one's (the argmax set at generic points); the
-points of one pattern form a convex set, so the distinct patterns count the activation regions
-with non-empty interior.  ``check_region_count`` also checks merges (i, j, q): leaves i and j
-have the same map, and q lies on the hyperplane h = 0 of the split separating them with every
-row of both cells that is not a multiple of h positive at q, so both closures contain a
-(d-1)-ball of {h = 0} around q (a shared facet).  The number of linear regions lies between the
-distinct maps and the components of this merge graph (that no other same-map pair shares a
-facet is the producer's claim, not checked here).
+force are proved as in ``certificate.py`` (so the outputs' cone is affine on the cell), the stated
+map W x + b is the outputs' map, and the point satisfies every row of the cell strictly (the cell
+has an interior).  A leaf's activation pattern is, per Max / Hardmax node, the set of arguments
+whose map equals the chosen one's (the argmax set at generic points); one pattern's points form a
+convex set, so the distinct patterns count the activation regions with non-empty interior.
+``check_region_count`` also checks merges (i, j, q): leaves i and j have the same map, q lies on
+the hyperplane h = 0 of the split separating them, and every row of both cells that is not a
+multiple of h is positive at q, so both closures contain a (d-1)-ball of {h = 0} around q (a
+shared facet).  The number of linear regions lies between the distinct maps and the components of
+this merge graph (that no other same-map pair shares a facet is the producer's claim, unchecked).
 """
 
 from __future__ import annotations
@@ -37,9 +36,8 @@ class Region:  # a leaf: choices, the output map x -> W x + b on the cell, a poi
 def check_regions(
     p: Program, P: Polyhedron, tree, all_units: bool = False
 ) -> list[tuple[list[Row], Region, tuple]]:
-    """(rows of the cell, leaf, activation pattern) for every leaf, depth first, after the
-    checks above; the pattern is over the Max and Hardmax nodes the outputs read, or over every
-    one with ``all_units`` (a dead unit counts too)."""
+    """(cell rows, leaf, activation pattern) per leaf, depth first, all checked; the pattern is
+    over the Max / Hardmax nodes the outputs read (over every one with ``all_units``)."""
     if p.dim != P.dim:
         raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
     need = sorted(range(len(p.nodes)) if all_units else cone(p, p.outputs))
@@ -47,8 +45,7 @@ def check_regions(
     for node, rows, (choices,), (vals,), where in walk(tree, P, (p,), (need,), zero_split=False):
         if not isinstance(node, Region):
             raise CheckFailed(f"{where}: not a split or a region leaf")
-        x = node.point
-        if len(x) != P.dim or not all(dot(r.a, x) + r.c > 0 for r in rows):
+        if len(node.point) != P.dim or not all(dot(r.a, node.point) + r.c > 0 for r in rows):
             raise CheckFailed(f"{where}: the point is not strictly inside the cell")
         check_known(p, need, vals, where)
         stated = [(tuple(w), c) for w, c in zip(node.W, node.b)]
@@ -84,8 +81,7 @@ def check_adjacent(rows_i: list[Row], rows_j: list[Row], q, where: str = "merge"
 
 
 def check_merges(leaves: list, merges) -> tuple[int, int]:
-    """(distinct maps, components of the merge graph) of ``check_regions``'s leaves, after
-    checking every merge (module docstring)."""
+    """(distinct maps, merge-graph components) of ``check_regions``'s leaves, merges checked."""
     parent = list(range(len(leaves)))
 
     def find(i):
