@@ -60,10 +60,8 @@ def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:
 
 
 def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree) -> int:
-    """Accept iff ``tree`` proves, for the models A and B (Maxout networks or Transformers)
-    on the domain, |A(x) - B(x)|_inf <= epsilon, or (epsilon None) the same arg max sets;
-    returns the number of leaves.  Raises CheckFailed (Unsupported for a model no program
-    expresses) otherwise."""
+    """Accept iff ``tree`` proves |A(x) - B(x)|_inf <= epsilon (None: the same arg max sets) on
+    the domain (Unsupported: a model no program expresses); returns the number of leaves."""
     check_shapes((a, b), domain)
     f, g = program_of(a), program_of(b)
     if len(f.outputs) != len(g.outputs):

@@ -89,15 +89,13 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     return vals, rows
 
 
-def _argument(u: Upper) -> int | None:
-    """j when u = A_j (lam the j-th unit vector, beta = 0): then v = A_j, no variable."""
+def _argument(u: Upper) -> int | None:  # j if u = A_j (lam = e_j, beta = 0): v = A_j
     nz = [j for j, w in enumerate(u.lam) if w]
     return nz[0] if len(nz) == 1 and u.lam[nz[0]] == 1 and u.beta == 0 else None
 
 
 def compose(row: Row, ys: list, d: int) -> Row:
-    """The row a . (x, y) + c >= 0 with y_o = m_o . z + e_o (z = x, or x and the relaxed
-    nodes' variables after it), as a row over z alone."""
+    """The row a . (x, y) + c >= 0, y_o = m_o . z + e_o, over z = (x, relaxed variables)."""
     terms = [(w, ys[o]) for o, w in enumerate(row.a[d:]) if w]
     x = row.a[:d] + (ZERO,) * (len(ys[0][0]) - d if ys else 0)
     a = tuple(x[t] + sum((w * m[t] for w, (m, _) in terms if m[t]), ZERO) for t in range(len(x)))
