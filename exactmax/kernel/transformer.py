@@ -145,8 +145,6 @@ def evaluate_transformer(tf: Transformer, x) -> Vector:
             update += _matrix(h.out, len(h.value)) * V * A
         X += update
     r = tf.readout
-    z = [
-        X[i, r.token] if r.token is not None else sum((X[i, t] for t in range(n)), ZERO) / n
-        for i in range(dm)
-    ]
+    read = range(n) if r.token is None else (r.token,)  # z = the mean of the tokens read
+    z = [sum((X[i, t] for t in read), ZERO) / len(read) for i in range(dm)]
     return tuple(sum((a * v for a, v in zip(row, z)), ZERO) + c for row, c in zip(r.map.W, r.map.b))
