@@ -163,7 +163,7 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=No
     E = [A.box(A.zero, A.zero) for _ in lo]
     zmax = []
     for li, layer in enumerate(net.layers):
-        nH, nE, nHt, zm = [], [], [], A.zero
+        new, zm = [], A.zero
         for ui, unit in enumerate(layer.units):
             ps = _tokens(unit.pieces, n)
             zt = [A.dot(p.w, Ht, p.b) for p in ps]
@@ -182,13 +182,11 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=No
             e = A.sub(A.meet(A.box(d_lo, d_hi), dg), D)
             h = _max_of(A, z)
             ht = A.meet(A.add(h, e), A.sub(_max_of(A, zt), D))
-            nH.append(h)
-            nE.append(A.meet(e, A.sub(ht, h)))
-            nHt.append(ht)
+            new.append((h, A.meet(e, A.sub(ht, h)), ht))
         zmax.append(zm)
         if zm > gates[li]:
             return CellResult(None, tuple(zmax), li)
-        H, E, Ht = nH, nE, nHt
+        H, E, Ht = map(list, zip(*new))
     if net.output is not None:
         E = [A.dot(row, E, A.zero) for row in net.output.W]
     return CellResult(max(A.abs_max(v) for v in E), tuple(zmax), None)
