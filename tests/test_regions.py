@@ -413,7 +413,7 @@ def test_kernel_rejects_points_outside_and_flat_cells():
                   tree.lt, tree.choices)
     with pytest.raises(CheckFailed):
         check_regions(prog, P, split)
-    with pytest.raises(CheckFailed, match="program 0"):
+    with pytest.raises(CheckFailed, match="program 1 does not exist"):
         side1 = ((1,) + a.choices[0][1:],) + a.choices[1:] if a.choices else ((1, 0, None),)
         check_regions(prog, P, _replace(tree, a, dataclasses.replace(a, choices=side1)))
 
