@@ -32,10 +32,6 @@ class Correspondence:
     maps: tuple[Affine, ...]  # (M_l, m_l) for l = 1..D, M_l of shape N^A_l x N^B_l
 
 
-def _identity(n: int) -> Matrix:
-    return tuple(tuple(ONE if i == j else ZERO for j in range(n)) for i in range(n))
-
-
 def _columns(M: Matrix) -> list:
     """The columns of M by their non-zero entries (row, value)."""
     return [[(r, v) for r, v in enumerate(col) if v] for col in zip(*M)]
@@ -76,7 +72,7 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
         raise CheckFailed(f"a model is malformed: {e}") from None
     if not len(a.layers) == len(b.layers) == len(cert.maps) or a.input_dim != b.input_dim:
         raise CheckFailed("correspondence: the networks and the maps differ in depth or input")
-    cols, m = _columns(_identity(a.input_dim)), (ZERO,) * a.input_dim
+    cols, m = [[(i, ONE)] for i in range(a.input_dim)], (ZERO,) * a.input_dim  # M_0 = I, m_0 = 0
     for l, (la, lb, R) in enumerate(zip(a.layers, b.layers, cert.maps)):
         where = f"correspondence: layer {l + 1}"
         if not isinstance(R, Affine):
@@ -91,10 +87,10 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
             if S_A != _sum_of_maxima(R.W[i], R.b[i], lb.units, n, f"{where}, unit {i}"):
                 raise CheckFailed(f"{where}, unit {i} of A: its pieces are not those of row {i}")
         cols, m = _columns(R.W), R.b
-    outs = [
-        n.output or Affine(_identity(n.widths[-1]), (ZERO,) * n.widths[-1], n.widths[-1])
-        for n in (a, b)
-    ]
+    outs = []
+    for w, out in ((a.widths[-1], a.output), (b.widths[-1], b.output)):
+        I = tuple(tuple(ONE if i == j else ZERO for j in range(w)) for i in range(w))
+        outs.append(out or Affine(I, (ZERO,) * w, w))  # O = I without an output map
     if outs[0].out_dim != outs[1].out_dim:
         raise CheckFailed("correspondence: the networks have different numbers of outputs")
     units, n = b.layers[-1].units, b.widths[-2]
