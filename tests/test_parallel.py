@@ -125,7 +125,7 @@ def test_hand_back_and_resume_give_the_tree_of_one_walk(files, relaxed):
     assert assembled == whole
     assert check_case(p, case, assembled) == s["leaves"]
     first, _ = build()
-    with pytest.raises(CheckFailed, match="not an empty, excluded or relaxed cell"):
+    with pytest.raises(CheckFailed, match="not Empty, Excluded or Relaxed"):
         check_case(p, case, first)
     subs = [by_units(o) for o in _holes(first, [])]
     assert check_case(p, case, _put(first, iter(subs))) == s["leaves"]
