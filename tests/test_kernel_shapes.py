@@ -10,8 +10,10 @@ import dataclasses
 from fractions import Fraction
 
 import pytest
+from flint import fmpz
 
 from exactmax.construct.transformer import compile_transformer
+from exactmax.kernel.certificate import Leaf
 from exactmax.kernel.equivalence import check_equivalence
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.layerwise import check_layerwise
@@ -123,3 +125,15 @@ def test_a_model_with_a_fraction_entry_is_rejected_not_a_type_error(strategy):
         check_maxout_shapes(frac)
     with pytest.raises(TypeError):
         check_transformer_shapes(dataclasses.replace(tf, embedding=E))
+
+
+@pytest.mark.parametrize("bias", [0, 1, fmpz(0), Q(0)])
+def test_integer_entries_are_exact_rationals_too(bias):
+    """The shape checks accept int and fmpz entries, so the checkers must compute with them: a
+    piece with zero weights and an int (or fmpz) bias is a constant node of the program (it
+    crashed the translation's hash key before), and a network equals itself on a box."""
+    net = MaxoutNetwork(1, (Layer((Unit((Piece((0,), bias),)), Unit((Piece((1,), 0),)))),))
+    assert check_equivalence(net, net, Box((Q(-1),), (Q(1),)), Leaf()) == 1
+    other = MaxoutNetwork(1, (Layer((Unit((Piece((0,), bias + 1),)), Unit((Piece((1,), 0),)))),))
+    with pytest.raises(CheckFailed, match="outputs differ"):
+        check_equivalence(net, other, Box((Q(-1),), (Q(1),)), Leaf())

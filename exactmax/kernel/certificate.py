@@ -255,10 +255,10 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) ->
         return False
     left = list(gj.terms)
     for a, w in fi.terms:
-        match = [k for k, (b, v) in enumerate(left) if v == w and _agree(f, g, vf, vg, a, b)]
-        if not match:
+        k = next((k for k, (b, v) in enumerate(left) if v == w and _agree(f, g, vf, vg, a, b)), -1)
+        if k < 0:
             return False
-        del left[match[0]]
+        del left[k]
     return not left
 
 

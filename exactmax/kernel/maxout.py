@@ -61,9 +61,10 @@ def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
     every entry is an fmpq, fmpz or int: no bool, float or Fraction (none mixes with fmpq)."""
     if len(W) != rows or any(len(r) != cols for r in W) or (b is not None and len(b) != rows):
         raise ValueError(f"{what} is not {rows} x {cols}")
-    for v in (v for r in (*W, b or ()) for v in r):
-        if isinstance(v, bool) or not isinstance(v, Q | Z | int):
-            raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")
+    for r in (*W, b or ()):
+        for v in r:
+            if type(v) is not Q and (isinstance(v, bool) or not isinstance(v, (Z, int))):
+                raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")
 
 
 def check_maxout_shapes(net: MaxoutNetwork) -> None:

@@ -92,7 +92,7 @@ class _Builder:
 
 
 def _expr(xs=None, c=ZERO, terms=None):
-    return (dict(xs or {}), c, dict(terms or {}))
+    return (dict(xs or {}), ZERO + c, dict(terms or {}))  # an int or fmpz constant as an fmpq
 
 
 def _axpy(acc, a: Q, e) -> None:
@@ -110,7 +110,7 @@ def _axpy(acc, a: Q, e) -> None:
 
 def _combine(row, vec, const) -> list:
     """sum_k row[k] vec[k] + const as a mutable expression [xs, c, terms]."""
-    acc = [{}, const, {}]
+    acc = [{}, ZERO + const, {}]  # an int or fmpz constant as an fmpq
     for a, e in zip(row, vec):
         if a:
             _axpy(acc, a, e)
@@ -194,7 +194,8 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                 for r in range(len(head.value)):
                     node = b.add(Hardmax(tuple((scores[u], values[u][r]) for u in range(len(X)))))
                     for i in range(tf.d_model):
-                        _axpy(updates[t][i], head.out[i][r], _expr(terms={node: ONE}))
+                        if head.out[i][r]:  # most of W_O is zero: skip the zero updates
+                            _axpy(updates[t][i], head.out[i][r], _expr(terms={node: ONE}))
         for t in range(len(X)):
             for i in range(tf.d_model):
                 _axpy(X[t][i], ONE, updates[t][i])
