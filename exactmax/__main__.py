@@ -22,8 +22,10 @@ def run() -> int:
     signal.signal(signal.SIGINT, _early)
     signal.signal(signal.SIGTERM, _early)
     from .cli import main
+
     code = main()
     from . import interruption
+
     if interruption.received is not None:
         # interrupted: the command has ended its workers and removed its files; the threads
         # of a process pool it used must not hold the exit (they may wait for workers that

@@ -3,8 +3,9 @@ command's subject, where its logic lives (construct/command.py, prove/command.py
 
 Exit codes: 0 success / proved with a kernel-checked certificate, 1 refuted (check-cert:
 rejected), 2 usage or input error, 3 unknown, 4 proved by z3 alone (no certificate), 5 vacuous
-(the domain is empty, by a kernel-checked Farkas proof).  Expected failures print one line ``exactmax: error: ...``; anything else is a bug:
-it keeps its traceback and exits 70, never a code that carries a verdict.
+(the domain is empty, by a kernel-checked Farkas proof).  Expected failures print one line
+``exactmax: error: ...``; anything else is a bug: it keeps its
+traceback and exits 70, never a code that carries a verdict.
 """
 
 from __future__ import annotations
@@ -13,25 +14,33 @@ import argparse
 import sys
 import time
 
-from . import jsonout
+from . import __version__, jsonout
+from .exits import (  # noqa: F401
+    EXIT_BUG,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_REFUTED,
+    EXIT_SOLVER_ONLY,
+    EXIT_UNKNOWN,
+    EXIT_VACUOUS,
+    UsageError,
+)
 from .interruption import Terminated, TimeLimit
-
-from . import __version__
 from .io import InputError
 
-from .exits import (EXIT_BUG, EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_SOLVER_ONLY,  # noqa: F401
-                    EXIT_UNKNOWN, EXIT_VACUOUS, UsageError)
-
-
 # --------------------------------------------------------------------------------- parser
+
 
 def _command(module: str, name: str = "run"):
     """Dispatch: the function ``name`` of ``exactmax.<module>`` (where the command's logic
     lives, with its subject), imported only when that command runs, so that one command's
     dependencies (z3, hypothesis, FLINT's balls) do not slow the start of another."""
+
     def run(args) -> int:
         import importlib
+
         return getattr(importlib.import_module(f"exactmax.{module}"), name)(args)
+
     return run
 
 
@@ -39,363 +48,600 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="exactmax",
         description="Exact, checked statements about Maxout networks and Transformers. "
-                    "Numbers are exact rationals throughout: integers, \"p/q\" or decimals.",
+        'Numbers are exact rationals throughout: integers, "p/q" or decimals.',
         epilog="Exit status: 0 success or proved (kernel-checked), 1 refuted, 2 usage or "
-               "input error, 3 unknown, 4 proved by z3 alone (no certificate), 5 vacuous "
-               "(the domain is empty).")
+        "input error, 3 unknown, 4 proved by z3 alone (no certificate), 5 vacuous "
+        "(the domain is empty).",
+    )
     p.add_argument("--version", action="version", version=f"exactmax {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    e = sub.add_parser("eval", help="exact output of a Maxout network or hardmax Transformer",
-                       description="Evaluate a model exactly at one rational input, or at "
-                       "every point of a file (--inputs, evaluated as one batch). Hardmax "
-                       "ties are averaged. A point outside the domain is still evaluated, "
-                       "with a note on stderr.")
+    e = sub.add_parser(
+        "eval",
+        help="exact output of a Maxout network or hardmax Transformer",
+        description="Evaluate a model exactly at one rational input, or at "
+        "every point of a file (--inputs, evaluated as one batch). Hardmax "
+        "ties are averaged. A point outside the domain is still evaluated, "
+        "with a note on stderr.",
+    )
     e.add_argument("model", metavar="MODEL.json", help="exactmax/maxout or exactmax/transformer")
     given = e.add_mutually_exclusive_group(required=True)
-    given.add_argument("--input", metavar="X",
-                       help='comma-separated exact numbers, e.g. "1/2,-3,0.25" (a leading '
-                       'minus works too: --input -1/2,3)')
-    given.add_argument("--inputs", metavar="FILE",
-                       help="a file with one point per line in the syntax of --input (blank "
-                       "lines and # comments skipped); prints one output per point, or "
-                       '{"outputs": [[...], ...]} with --json')
+    given.add_argument(
+        "--input",
+        metavar="X",
+        help='comma-separated exact numbers, e.g. "1/2,-3,0.25" (a leading '
+        "minus works too: --input -1/2,3)",
+    )
+    given.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help="a file with one point per line in the syntax of --input (blank "
+        "lines and # comments skipped); prints one output per point, or "
+        '{"outputs": [[...], ...]} with --json',
+    )
     e.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
     e.add_argument("--json", action="store_true", help='print {"output": ["p/q", ...]}')
-    e.add_argument("--softmax-lambda", metavar="L",
-                   help="evaluate a Transformer with softmax attention at scale L (times each "
-                   "head's scale) in ball arithmetic; the output is approximate, with radii")
-    e.add_argument("--precision", type=int, default=256, metavar="BITS",
-                   help="working precision of the softmax ball arithmetic (default 256)")
+    e.add_argument(
+        "--softmax-lambda",
+        metavar="L",
+        help="evaluate a Transformer with softmax attention at scale L (times each "
+        "head's scale) in ball arithmetic; the output is approximate, with radii",
+    )
+    e.add_argument(
+        "--precision",
+        type=int,
+        default=256,
+        metavar="BITS",
+        help="working precision of the softmax ball arithmetic (default 256)",
+    )
     e.set_defaults(run=_command("model_command", "run_eval"))
 
-    c = sub.add_parser("compile", help="build the hardmax Transformer of a Maxout network",
-                       description="Compile a Maxout network into the hardmax Transformer of "
-                       "construction.md §2: tokens = pieces, one head per unit, one-hot "
-                       "positions, three sub-layers (FF, attention, FF) per Maxout layer. Gate "
-                       "constants come from sound exact bounds over the domain, which must be "
-                       "bounded and non-empty.")
+    c = sub.add_parser(
+        "compile",
+        help="build the hardmax Transformer of a Maxout network",
+        description="Compile a Maxout network into the hardmax Transformer of "
+        "construction.md §2: tokens = pieces, one head per unit, one-hot "
+        "positions, three sub-layers (FF, attention, FF) per Maxout layer. Gate "
+        "constants come from sound exact bounds over the domain, which must be "
+        "bounded and non-empty.",
+    )
     c.add_argument("model", metavar="NET.json", help="an exactmax/maxout network")
-    c.add_argument("-o", "--output", required=True, metavar="TF.json",
-                   help="where to write the exactmax/transformer file (written atomically)")
+    c.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="TF.json",
+        help="where to write the exactmax/transformer file (written atomically)",
+    )
     c.add_argument("--domain", metavar="D.json", help="domain file (default: the network's)")
-    c.add_argument("--report", action="store_true",
-                   help="print the parameter table: Maxout vs Transformer, per layer and total")
+    c.add_argument(
+        "--report",
+        action="store_true",
+        help="print the parameter table: Maxout vs Transformer, per layer and total",
+    )
     c.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    c.add_argument("--merged", action="store_true",
-                   help="variant: fuse each clean-up FF with the next layer's first FF "
-                   "(2D + 1 sub-layers)")
-    c.add_argument("--positional", choices=("onehot", "scalar"), default="onehot",
-                   help="one-hot position block (default) or one scalar coordinate t + 1")
-    c.add_argument("--bounds", choices=("auto", "interval", "lp"), default="auto",
-                   help="how the gate constants are bounded: interval arithmetic over the "
-                   "bounding box, or exact LP over the polyhedron for the first layer "
-                   "(auto: LP for polyhedra, interval for boxes)")
-    c.add_argument("--slack", default="0", metavar="S",
-                   help="gate constants C_l = max(1, ceil((1 + S) * bound)), room for softmax "
-                   "perturbations (default 0)")
-    c.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="give up after S seconds (unknown, exit 3, nothing written): bounds "
-                   "over a polyhedron are exact LPs, which take minutes on numbers of 10^5 "
-                   "digits (default: no limit)")
+    c.add_argument(
+        "--merged",
+        action="store_true",
+        help="variant: fuse each clean-up FF with the next layer's first FF (2D + 1 sub-layers)",
+    )
+    c.add_argument(
+        "--positional",
+        choices=("onehot", "scalar"),
+        default="onehot",
+        help="one-hot position block (default) or one scalar coordinate t + 1",
+    )
+    c.add_argument(
+        "--bounds",
+        choices=("auto", "interval", "lp"),
+        default="auto",
+        help="how the gate constants are bounded: interval arithmetic over the "
+        "bounding box, or exact LP over the polyhedron for the first layer "
+        "(auto: LP for polyhedra, interval for boxes)",
+    )
+    c.add_argument(
+        "--slack",
+        default="0",
+        metavar="S",
+        help="gate constants C_l = max(1, ceil((1 + S) * bound)), room for softmax "
+        "perturbations (default 0)",
+    )
+    c.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="give up after S seconds (unknown, exit 3, nothing written): bounds "
+        "over a polyhedron are exact LPs, which take minutes on numbers of 10^5 "
+        "digits (default: no limit)",
+    )
     c.set_defaults(whole_timeout=True)
     c.set_defaults(run=_command("construct.command"))
 
     def verify_options(p):
         p.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
-        p.add_argument("--cert", metavar="OUT.json[.gz]",
-                       help="write the kernel-checked certificate here (models and domain "
-                       "embedded, bound by SHA-256)")
-        p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                       help="give up after S seconds with 'unknown', counted from the "
-                       "command's start (default 60); it holds inside a long exact step too")
+        p.add_argument(
+            "--cert",
+            metavar="OUT.json[.gz]",
+            help="write the kernel-checked certificate here (models and domain "
+            "embedded, bound by SHA-256)",
+        )
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=60.0,
+            metavar="S",
+            help="give up after S seconds with 'unknown', counted from the "
+            "command's start (default 60); it holds inside a long exact step too",
+        )
         p.set_defaults(whole_timeout=True)
-        p.add_argument("--max-leaves", type=int, default=20000, metavar="N",
-                       help="largest certificate to build (default 20000 cells)")
-        p.add_argument("--strategy", choices=("auto", "layerwise", "monolithic"),
-                       default="auto",
-                       help="layerwise: one small certificate per Maxout layer and output "
-                       "group over certified boxes (for a Transformer with three sub-layers "
-                       "per Maxout layer, or 2D + 1 for the merged construction, with units "
-                       "of any ranks, on a box or a polyhedron; a layer that differs yields "
-                       "a counterexample); monolithic: one certificate over the whole domain, "
-                       "for any two models; auto tries layerwise first where it applies, "
-                       "then monolithic, then z3 alone")
-        p.add_argument("--certificate-kind", choices=("auto", "equivalence", "pair-property"),
-                       default="auto",
-                       help="which certificate proves A = B: equivalence (an "
-                       "exactmax/certificate, layerwise or a split tree for A - B = 0; "
-                       "export-coq reads it), pair-property (a split tree for the pair "
-                       "program x -> (A(x), B(x)) with no output where A and B differ, an "
-                       "exactmax/pair-property-certificate; faster where the layers are not "
-                       "aligned), auto (default: a layer correspondence of two Maxout "
-                       "networks of the same depth, A = B on all of Q^d, where one exists; "
-                       "else layerwise where it applies, else pair-property, else "
-                       "equivalence); --json says which was written")
+        p.add_argument(
+            "--max-leaves",
+            type=int,
+            default=20000,
+            metavar="N",
+            help="largest certificate to build (default 20000 cells)",
+        )
+        p.add_argument(
+            "--strategy",
+            choices=("auto", "layerwise", "monolithic"),
+            default="auto",
+            help="layerwise: one small certificate per Maxout layer and output "
+            "group over certified boxes (for a Transformer with three sub-layers "
+            "per Maxout layer, or 2D + 1 for the merged construction, with units "
+            "of any ranks, on a box or a polyhedron; a layer that differs yields "
+            "a counterexample); monolithic: one certificate over the whole domain, "
+            "for any two models; auto tries layerwise first where it applies, "
+            "then monolithic, then z3 alone",
+        )
+        p.add_argument(
+            "--certificate-kind",
+            choices=("auto", "equivalence", "pair-property"),
+            default="auto",
+            help="which certificate proves A = B: equivalence (an "
+            "exactmax/certificate, layerwise or a split tree for A - B = 0; "
+            "export-coq reads it), pair-property (a split tree for the pair "
+            "program x -> (A(x), B(x)) with no output where A and B differ, an "
+            "exactmax/pair-property-certificate; faster where the layers are not "
+            "aligned), auto (default: a layer correspondence of two Maxout "
+            "networks of the same depth, A = B on all of Q^d, where one exists; "
+            "else layerwise where it applies, else pair-property, else "
+            "equivalence); --json says which was written",
+        )
         p.add_argument("--json", action="store_true", help="print one JSON object")
-        p.add_argument("--no-search", action="store_true",
-                       help="skip the short counterexample search (vertices, tie sets, a few "
-                       "random points; well under a second) that runs before the proof")
+        p.add_argument(
+            "--no-search",
+            action="store_true",
+            help="skip the short counterexample search (vertices, tie sets, a few "
+            "random points; well under a second) that runs before the proof",
+        )
 
     def parallel_options(p, what):
-        p.add_argument("--workers", type=int, metavar="N",
-                       help=f"{what} on N processes of this machine (default: its cores; 1: "
-                       "in this process); the certificate is the same for every N")
-        p.add_argument("--scheduler", metavar="tcp://HOST:8786",
-                       help=f"{what} on a Dask distributed cluster (pip install "
-                       "'exactmax[dask]'; workers started with --nthreads 1)")
-        p.add_argument("--split-depth", type=int, default=0, metavar="K",
-                       help="split the input set K levels deep before solving: 2^K first "
-                       "work units per case (default 0)")
-        p.add_argument("--unit-cells", type=int, metavar="N",
-                       help="a work unit certifies at most N cells, then hands back its open "
-                       "cells as new units (default: 128 cells, 4 relaxed leaves)")
+        p.add_argument(
+            "--workers",
+            type=int,
+            metavar="N",
+            help=f"{what} on N processes of this machine (default: its cores; 1: "
+            "in this process); the certificate is the same for every N",
+        )
+        p.add_argument(
+            "--scheduler",
+            metavar="tcp://HOST:8786",
+            help=f"{what} on a Dask distributed cluster (pip install "
+            "'exactmax[dask]'; workers started with --nthreads 1)",
+        )
+        p.add_argument(
+            "--split-depth",
+            type=int,
+            default=0,
+            metavar="K",
+            help="split the input set K levels deep before solving: 2^K first "
+            "work units per case (default 0)",
+        )
+        p.add_argument(
+            "--unit-cells",
+            type=int,
+            metavar="N",
+            help="a work unit certifies at most N cells, then hands back its open "
+            "cells as new units (default: 128 cells, 4 relaxed leaves)",
+        )
 
-    v = sub.add_parser("verify", help="prove a Maxout network equal to its Transformer",
-                       description="Prove that the Transformer (compiled from NET, or given "
-                       "with --transformer) equals the Maxout network at every point of the "
-                       "domain. Answers: proved (exit 0, 'certificate checked by the kernel'), "
-                       "proved by z3 alone with no certificate (exit 4), refuted (exit 1, with "
-                       "an exact counterexample evaluated by the kernel), unknown (exit 3, with "
-                       "the reason), vacuous (exit 5: the domain is empty). Every answer names "
-                       "both models' and the domain's sha256 and the domain's kind and "
-                       "dimension.")
+    v = sub.add_parser(
+        "verify",
+        help="prove a Maxout network equal to its Transformer",
+        description="Prove that the Transformer (compiled from NET, or given "
+        "with --transformer) equals the Maxout network at every point of the "
+        "domain. Answers: proved (exit 0, 'certificate checked by the kernel'), "
+        "proved by z3 alone with no certificate (exit 4), refuted (exit 1, with "
+        "an exact counterexample evaluated by the kernel), unknown (exit 3, with "
+        "the reason), vacuous (exit 5: the domain is empty). Every answer names "
+        "both models' and the domain's sha256 and the domain's kind and "
+        "dimension.",
+    )
     v.add_argument("model", metavar="NET.json", help="an exactmax/maxout network")
-    v.add_argument("--transformer", metavar="TF.json",
-                   help="the Transformer to check (default: compile NET)")
+    v.add_argument(
+        "--transformer", metavar="TF.json", help="the Transformer to check (default: compile NET)"
+    )
     verify_options(v)
     v.set_defaults(run=_command("prove.command", "run_verify"))
 
-    q = sub.add_parser("equiv", help="prove two models equal on a domain",
-                       description="Like verify, for any two models in exactmax's formats "
-                       "(Maxout or Transformer) with the same input and output dimensions. The "
-                       "domain is --domain, else the first model's, else the second's.")
+    q = sub.add_parser(
+        "equiv",
+        help="prove two models equal on a domain",
+        description="Like verify, for any two models in exactmax's formats "
+        "(Maxout or Transformer) with the same input and output dimensions. The "
+        "domain is --domain, else the first model's, else the second's.",
+    )
     q.add_argument("a", metavar="A.json")
     q.add_argument("b", metavar="B.json")
     verify_options(q)
-    q.add_argument("--epsilon", metavar="E",
-                   help="instead of equality, prove |A(x) - B(x)|_inf <= E on the domain "
-                   "(E exact, e.g. 1/100), or refute it at an exact point with the exact gap; "
-                   "--cert writes an exactmax/pair-property-certificate")
-    q.add_argument("--norm", choices=("inf",),
-                   help="the norm of --epsilon: inf, the largest gap over the outputs (the "
-                   "only one, and the default)")
-    q.add_argument("--top1", action="store_true",
-                   help="instead of equality, prove that A(x) and B(x) have the same arg max "
-                   "set at every x of the domain (ties included), or refute it at a point")
-    parallel_options(q, "with --epsilon or --top1, solve the work units (sub-boxes of the "
-                     "domain)")
+    q.add_argument(
+        "--epsilon",
+        metavar="E",
+        help="instead of equality, prove |A(x) - B(x)|_inf <= E on the domain "
+        "(E exact, e.g. 1/100), or refute it at an exact point with the exact gap; "
+        "--cert writes an exactmax/pair-property-certificate",
+    )
+    q.add_argument(
+        "--norm",
+        choices=("inf",),
+        help="the norm of --epsilon: inf, the largest gap over the outputs (the "
+        "only one, and the default)",
+    )
+    q.add_argument(
+        "--top1",
+        action="store_true",
+        help="instead of equality, prove that A(x) and B(x) have the same arg max "
+        "set at every x of the domain (ties included), or refute it at a point",
+    )
+    parallel_options(q, "with --epsilon or --top1, solve the work units (sub-boxes of the domain)")
     q.set_defaults(run=_command("prove.command", "run_equiv"))
 
-    s = sub.add_parser("search", help="look for a point where two models differ",
-                       description="Search the domain for an exact point x with A(x) != B(x) "
-                       "(hypothesis: the domain's vertices and points on both models' tie sets "
-                       "first, then random and targeted points; a found point is shrunk to "
-                       "small denominators). Every point is evaluated exactly by the kernel. "
-                       "Exit 1 with the counterexample, 3 when none is found: a search proves "
-                       "nothing (use equiv for that). The domain is --domain, else A's, else "
-                       "B's.")
+    s = sub.add_parser(
+        "search",
+        help="look for a point where two models differ",
+        description="Search the domain for an exact point x with A(x) != B(x) "
+        "(hypothesis: the domain's vertices and points on both models' tie sets "
+        "first, then random and targeted points; a found point is shrunk to "
+        "small denominators). Every point is evaluated exactly by the kernel. "
+        "Exit 1 with the counterexample, 3 when none is found: a search proves "
+        "nothing (use equiv for that). The domain is --domain, else A's, else "
+        "B's.",
+    )
     s.add_argument("a", metavar="A.json", help="a Maxout network or hardmax Transformer")
     s.add_argument("b", metavar="B.json", help="the model to compare it with")
     s.add_argument("--domain", metavar="D.json", help="domain file (default: A's, else B's)")
-    s.add_argument("--max-examples", default="1000", metavar="N",
-                   help="random examples after the explicit ones (default 1000)")
-    s.add_argument("--seed", metavar="S",
-                   help="seed of hypothesis's random generator (default: derandomized, the "
-                   "same examples on every run); the database is never used")
-    s.add_argument("--timeout", type=float, default=None, metavar="S",
-                   help="stop after S seconds with none found (exit 3), even inside one long "
-                   "exact step such as an LP over a polyhedron of huge numbers (default: no "
-                   "limit)")
+    s.add_argument(
+        "--max-examples",
+        default="1000",
+        metavar="N",
+        help="random examples after the explicit ones (default 1000)",
+    )
+    s.add_argument(
+        "--seed",
+        metavar="S",
+        help="seed of hypothesis's random generator (default: derandomized, the "
+        "same examples on every run); the database is never used",
+    )
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop after S seconds with none found (exit 3), even inside one long "
+        "exact step such as an LP over a polyhedron of huge numbers (default: no "
+        "limit)",
+    )
     s.set_defaults(whole_timeout=True)
-    s.add_argument("--json", action="store_true",
-                   help='print {"found": ..., "x": [...] or null, "outputs": ..., "tried": N, '
-                   '...}')
+    s.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"found": ..., "x": [...] or null, "outputs": ..., "tried": N, ...}',
+    )
     s.set_defaults(run=_command("search.command"))
 
-    k = sub.add_parser("check-cert", help="re-check a certificate with the kernel alone",
-                       description="Check an exactmax/certificate (or a property or "
-                       "pair-property certificate: its kind is read from the file) with the "
-                       "trusted kernel only (z3 at most finds a point or Farkas multipliers about the domain, "
-                       "which the kernel checks). Exit 0 when valid, 1 when rejected, 2 when "
-                       "unreadable, 5 when the domain is empty (vacuous: never valid). The "
-                       "answer names both models' and the domain's sha256, the domain's kind "
-                       "and dimension, and whether it is full-dimensional. With --models and "
-                       "--domain, also confirm that the certificate speaks about these files.")
+    k = sub.add_parser(
+        "check-cert",
+        help="re-check a certificate with the kernel alone",
+        description="Check an exactmax/certificate (or a property or "
+        "pair-property certificate: its kind is read from the file) with the "
+        "trusted kernel only (z3 at most finds a point or Farkas multipliers about the domain, "
+        "which the kernel checks). Exit 0 when valid, 1 when rejected, 2 when "
+        "unreadable, 5 when the domain is empty (vacuous: never valid). The "
+        "answer names both models' and the domain's sha256, the domain's kind "
+        "and dimension, and whether it is full-dimensional. With --models and "
+        "--domain, also confirm that the certificate speaks about these files.",
+    )
     k.add_argument("cert", metavar="CERT.json[.gz]")
-    k.add_argument("--models", nargs=2, metavar=("A.json", "B.json"),
-                   help="the two model files the certificate should be about")
-    k.add_argument("--domain", metavar="D.json",
-                   help="the domain file (exactmax/domain) the certificate should be about")
+    k.add_argument(
+        "--models",
+        nargs=2,
+        metavar=("A.json", "B.json"),
+        help="the two model files the certificate should be about",
+    )
+    k.add_argument(
+        "--domain",
+        metavar="D.json",
+        help="the domain file (exactmax/domain) the certificate should be about",
+    )
     k.add_argument("--json", action="store_true", help="print one JSON object")
     k.set_defaults(run=_command("prove.command", "run_check_cert"))
 
-    x = sub.add_parser("export-coq", help="write a certificate as a Coq proof (and check it)",
-                       description="Write a Coq file that defines both networks readably, the "
-                       "domain and the certificate, and proves with the library in proofs/ "
-                       "that forall x : list R, length x = d -> x in the domain -> "
-                       "net_b x = net_a x. Monolithic certificates (verify --strategy monolithic) "
-                       "between Maxout networks and hardmax Transformers are supported, and "
-                       "layerwise ones (verify's default; equiv's for two Maxout networks of the "
-                       "same widths), proved by the composition theorems of "
-                       "proofs/Layerwise.v. A property certificate (check --cert) is written as "
-                       "the network, the property's cases and the split trees, and proves "
-                       "net_property: no x of a case's input set has (x, net x) satisfying a "
-                       "forbidden output conjunction (proofs/Property.v). "
-                       "With --check, run coqc on it: exit 0 when Coq "
-                       "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.")
-    x.add_argument("cert", metavar="CERT.json[.gz]", nargs="?",
-                   help="an exactmax/certificate (not with --construction)")
-    x.add_argument("--construction", metavar="NET.json",
-                   help="instead of a certificate: prove the Transformer (--transformer, "
-                   "default: compile NET) equal to NET on the domain (--domain, default: "
-                   "NET's) through the construction theorem of proofs/ConstructionSound.v "
-                   "(construct_sound): Coq computes that the Transformer is construct NET C "
-                   "and that the gate constants C hold, no split tree")
+    x = sub.add_parser(
+        "export-coq",
+        help="write a certificate as a Coq proof (and check it)",
+        description="Write a Coq file that defines both networks readably, the "
+        "domain and the certificate, and proves with the library in proofs/ "
+        "that forall x : list R, length x = d -> x in the domain -> "
+        "net_b x = net_a x. Monolithic certificates (verify --strategy monolithic) "
+        "between Maxout networks and hardmax Transformers are supported, and "
+        "layerwise ones (verify's default; equiv's for two Maxout networks of the "
+        "same widths), proved by the composition theorems of "
+        "proofs/Layerwise.v. A property certificate (check --cert) is written as "
+        "the network, the property's cases and the split trees, and proves "
+        "net_property: no x of a case's input set has (x, net x) satisfying a "
+        "forbidden output conjunction (proofs/Property.v). "
+        "With --check, run coqc on it: exit 0 when Coq "
+        "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.",
+    )
+    x.add_argument(
+        "cert",
+        metavar="CERT.json[.gz]",
+        nargs="?",
+        help="an exactmax/certificate (not with --construction)",
+    )
+    x.add_argument(
+        "--construction",
+        metavar="NET.json",
+        help="instead of a certificate: prove the Transformer (--transformer, "
+        "default: compile NET) equal to NET on the domain (--domain, default: "
+        "NET's) through the construction theorem of proofs/ConstructionSound.v "
+        "(construct_sound): Coq computes that the Transformer is construct NET C "
+        "and that the gate constants C hold, no split tree",
+    )
     x.add_argument("--transformer", metavar="TF.json", help="with --construction")
     x.add_argument("--domain", metavar="D.json", help="with --construction")
-    x.add_argument("--packed", action="store_true",
-                   help="with --construction: the models as one array of machine integers")
-    x.add_argument("-o", "--output", required=True, metavar="NetEquiv.v",
-                   help="the Coq file to write (its name is the Coq module name)")
-    x.add_argument("--check", action="store_true",
-                   help="read the written file back and compare it with the certificate "
-                   "(models, domain, tree, sha256), then compile it with coqc and check "
-                   "Print Assumptions net_equiv against the allowed axioms")
-    x.add_argument("--existing", action="store_true",
-                   help="do not write: --check the file already at -o against CERT")
-    x.add_argument("--coq-lib", metavar="DIR",
-                   help="the built Coq library (default: $EXACTMAX_COQ_LIB, else the proofs/ "
-                   "folder of this exactmax checkout, else the per-user cache built on first "
-                   "use; see exactmax coq-lib)")
-    x.add_argument("--timeout", type=float, default=600.0, metavar="S",
-                   help="give coqc at most S seconds (default 600)")
+    x.add_argument(
+        "--packed",
+        action="store_true",
+        help="with --construction: the models as one array of machine integers",
+    )
+    x.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="NetEquiv.v",
+        help="the Coq file to write (its name is the Coq module name)",
+    )
+    x.add_argument(
+        "--check",
+        action="store_true",
+        help="read the written file back and compare it with the certificate "
+        "(models, domain, tree, sha256), then compile it with coqc and check "
+        "Print Assumptions net_equiv against the allowed axioms",
+    )
+    x.add_argument(
+        "--existing",
+        action="store_true",
+        help="do not write: --check the file already at -o against CERT",
+    )
+    x.add_argument(
+        "--coq-lib",
+        metavar="DIR",
+        help="the built Coq library (default: $EXACTMAX_COQ_LIB, else the proofs/ "
+        "folder of this exactmax checkout, else the per-user cache built on first "
+        "use; see exactmax coq-lib)",
+    )
+    x.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="give coqc at most S seconds (default 600)",
+    )
     x.add_argument("--json", action="store_true", help="print one JSON object")
     x.set_defaults(run=_command("export.command", "run_export_coq"))
 
-    c = sub.add_parser("coq-lib", help="where the Coq library is; build it",
-                       description="The Coq library export-coq --check compiles against: "
-                       "--coq-lib DIR, else $EXACTMAX_COQ_LIB, else the proofs/ folder of this "
-                       "exactmax checkout, else a per-user cache "
-                       "($XDG_CACHE_HOME/exactmax/coq/<version>-<sources>-coq<version>/) built "
-                       "from the sources installed with exactmax by the installed coqc. Prints "
-                       "where it is and whether it is current (every .v file as it was when "
-                       "built, by sha256); exit 0 when current, 2 when not.")
+    c = sub.add_parser(
+        "coq-lib",
+        help="where the Coq library is; build it",
+        description="The Coq library export-coq --check compiles against: "
+        "--coq-lib DIR, else $EXACTMAX_COQ_LIB, else the proofs/ folder of this "
+        "exactmax checkout, else a per-user cache "
+        "($XDG_CACHE_HOME/exactmax/coq/<version>-<sources>-coq<version>/) built "
+        "from the sources installed with exactmax by the installed coqc. Prints "
+        "where it is and whether it is current (every .v file as it was when "
+        "built, by sha256); exit 0 when current, 2 when not.",
+    )
     c.add_argument("--build", action="store_true", help="build it unless it is current")
     c.add_argument("--path", action="store_true", help="print only its folder (exit 0)")
     c.add_argument("--coq-lib", metavar="DIR", help="a library folder of your own")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(run=_command("export.command", "run_coq_lib"))
 
-    m = sub.add_parser("import", help="read an ONNX network as an exact Maxout network",
-                       description="Import an ONNX file (Gemm, MatMul, Add, Sub, Mul/Div by "
-                       "constants, Relu, Max, ReduceMax and MaxPool forming Maxout units, "
-                       "Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Identity, Constant, "
-                       "Concat; opsets 7 to 21) as an exactmax/maxout network. Every float "
-                       "weight becomes the exact dyadic rational it denotes; consecutive "
-                       "affine maps are composed exactly; a ReLU is a rank-2 unit max(z, 0). "
-                       "Every command that reads a model also accepts an .onnx file directly.")
+    m = sub.add_parser(
+        "import",
+        help="read an ONNX network as an exact Maxout network",
+        description="Import an ONNX file (Gemm, MatMul, Add, Sub, Mul/Div by "
+        "constants, Relu, Max, ReduceMax and MaxPool forming Maxout units, "
+        "Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Identity, Constant, "
+        "Concat; opsets 7 to 21) as an exactmax/maxout network. Every float "
+        "weight becomes the exact dyadic rational it denotes; consecutive "
+        "affine maps are composed exactly; a ReLU is a rank-2 unit max(z, 0). "
+        "Every command that reads a model also accepts an .onnx file directly.",
+    )
     m.add_argument("model", metavar="NET.onnx")
-    m.add_argument("-o", "--output", required=True, metavar="NET.json",
-                   help="the exactmax/maxout file to write (atomically)")
-    m.add_argument("--drop-final-softmax", action="store_true",
-                   help="drop a Softmax that produces the output (it keeps the argmax: for "
-                   "properties about the largest output only)")
+    m.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="NET.json",
+        help="the exactmax/maxout file to write (atomically)",
+    )
+    m.add_argument(
+        "--drop-final-softmax",
+        action="store_true",
+        help="drop a Softmax that produces the output (it keeps the argmax: for "
+        "properties about the largest output only)",
+    )
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
     m.set_defaults(run=_command("model_command", "run_import"))
 
-    xo = sub.add_parser("export-onnx", help="write a Maxout network or hardmax Transformer as "
-                        "ONNX", description="Write a Maxout network or a hardmax Transformer as "
-                        "an ONNX model (opset 18, IR 8; checked by onnx.checker) computing in "
-                        "float32 or float64. Every exact rational weight becomes the nearest "
-                        "float of that type; the report gives the largest absolute rounding "
-                        "error, or says the weights are exact. Hardmax attention averages over "
-                        "ties (ReduceMax, Equal, Cast, ReduceSum, Div). The ONNX reader "
-                        "(exactmax import) reads an exported Maxout network back.")
+    xo = sub.add_parser(
+        "export-onnx",
+        help="write a Maxout network or hardmax Transformer as ONNX",
+        description="Write a Maxout network or a hardmax Transformer as "
+        "an ONNX model (opset 18, IR 8; checked by onnx.checker) computing in "
+        "float32 or float64. Every exact rational weight becomes the nearest "
+        "float of that type; the report gives the largest absolute rounding "
+        "error, or says the weights are exact. Hardmax attention averages over "
+        "ties (ReduceMax, Equal, Cast, ReduceSum, Div). The ONNX reader "
+        "(exactmax import) reads an exported Maxout network back.",
+    )
     xo.add_argument("model", metavar="MODEL.json")
-    xo.add_argument("-o", "--output", required=True, metavar="M.onnx",
-                    help="the ONNX file to write (atomically)")
-    xo.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                    help="the graph's floating-point type (default float64)")
+    xo.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="M.onnx",
+        help="the ONNX file to write (atomically)",
+    )
+    xo.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float64",
+        help="the graph's floating-point type (default float64)",
+    )
     xo.add_argument("--json", action="store_true", help="print the export report as JSON")
     xo.set_defaults(run=_command("export.onnxmodel", "cmd_export_onnx"))
 
-    ck = sub.add_parser("check", help="decide a VNN-LIB property: sat, unsat or unknown",
-                        description="Decide a VNN-LIB 1.0 property (the negation of a safety "
-                        "property: input constraints and output constraints, with and/or) of "
-                        "a Maxout or ReLU network (.onnx or exactmax/maxout JSON). Answers: "
-                        "sat (exit 1) with an exact counterexample inside the input set, "
-                        "evaluated by the kernel; unsat (exit 0) with a certificate (split "
-                        "tree with Farkas multipliers) checked by the kernel; unknown (exit 3) "
-                        "with the reason. A short counterexample search runs first.")
+    ck = sub.add_parser(
+        "check",
+        help="decide a VNN-LIB property: sat, unsat or unknown",
+        description="Decide a VNN-LIB 1.0 property (the negation of a safety "
+        "property: input constraints and output constraints, with and/or) of "
+        "a Maxout or ReLU network (.onnx or exactmax/maxout JSON). Answers: "
+        "sat (exit 1) with an exact counterexample inside the input set, "
+        "evaluated by the kernel; unsat (exit 0) with a certificate (split "
+        "tree with Farkas multipliers) checked by the kernel; unknown (exit 3) "
+        "with the reason. A short counterexample search runs first.",
+    )
     ck.add_argument("model", metavar="NET", help="an .onnx file or an exactmax/maxout network")
     ck.add_argument("property", metavar="PROP.vnnlib")
-    ck.add_argument("--cert", metavar="C.json[.gz]",
-                    help="write the kernel-checked certificate of an unsat answer here (the "
-                    "network and the property embedded, bound by SHA-256); re-check it with "
-                    "exactmax check-cert")
-    ck.add_argument("--counterexample", metavar="FILE",
-                    help="write a sat answer's counterexample in VNN-COMP's format "
-                    "((X_0 v) ... (Y_0 v) ...), exact decimals")
-    ck.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                    help="give up after S seconds with unknown (default 60); the limit bounds "
-                    "the search and the certificate's construction, not the kernel's check "
-                    "of a finished certificate")
-    ck.add_argument("--max-leaves", type=int, default=20000, metavar="N",
-                    help="largest certificate to build (default 20000 cells)")
-    ck.add_argument("--no-search", action="store_true",
-                    help="skip the counterexample search that runs before the proof")
-    ck.add_argument("--no-relax", action="store_true",
-                    help="no relaxed leaves (every ReLU/Max fixed on each cell), in this "
-                    "process: a certificate that export-coq can export")
-    ck.add_argument("--json", action="store_true",
-                    help='print {"result": "sat" | "unsat" | "unknown", ...}')
+    ck.add_argument(
+        "--cert",
+        metavar="C.json[.gz]",
+        help="write the kernel-checked certificate of an unsat answer here (the "
+        "network and the property embedded, bound by SHA-256); re-check it with "
+        "exactmax check-cert",
+    )
+    ck.add_argument(
+        "--counterexample",
+        metavar="FILE",
+        help="write a sat answer's counterexample in VNN-COMP's format "
+        "((X_0 v) ... (Y_0 v) ...), exact decimals",
+    )
+    ck.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="give up after S seconds with unknown (default 60); the limit bounds "
+        "the search and the certificate's construction, not the kernel's check "
+        "of a finished certificate",
+    )
+    ck.add_argument(
+        "--max-leaves",
+        type=int,
+        default=20000,
+        metavar="N",
+        help="largest certificate to build (default 20000 cells)",
+    )
+    ck.add_argument(
+        "--no-search",
+        action="store_true",
+        help="skip the counterexample search that runs before the proof",
+    )
+    ck.add_argument(
+        "--no-relax",
+        action="store_true",
+        help="no relaxed leaves (every ReLU/Max fixed on each cell), in this "
+        "process: a certificate that export-coq can export",
+    )
+    ck.add_argument(
+        "--json", action="store_true", help='print {"result": "sat" | "unsat" | "unknown", ...}'
+    )
     parallel_options(ck, "solve the work units (sub-boxes of the input set)")
     ck.set_defaults(run=_command("prove.property_command", "run_check"))
 
-    rp = sub.add_parser("replay", help="check another tool's counterexample exactly",
-                        description="Read a VNN-COMP counterexample file ((X_0 v) ... (Y_0 v) "
-                        "...; every value read exactly from its text) and decide exactly "
-                        "whether x is in the property's input set and f(x), evaluated by the "
-                        "kernel, satisfies its output constraints, with the exact margin. "
-                        "Exit 0 when it is a counterexample, 1 when it is not.")
+    rp = sub.add_parser(
+        "replay",
+        help="check another tool's counterexample exactly",
+        description="Read a VNN-COMP counterexample file ((X_0 v) ... (Y_0 v) "
+        "...; every value read exactly from its text) and decide exactly "
+        "whether x is in the property's input set and f(x), evaluated by the "
+        "kernel, satisfies its output constraints, with the exact margin. "
+        "Exit 0 when it is a counterexample, 1 when it is not.",
+    )
     rp.add_argument("model", metavar="NET", help="an .onnx file or an exactmax/maxout network")
     rp.add_argument("property", metavar="PROP.vnnlib")
     rp.add_argument("counterexample", metavar="CEX")
     rp.add_argument("--json", action="store_true", help="print one JSON object")
     rp.set_defaults(run=_command("prove.property_command", "run_replay"))
 
-    i = sub.add_parser("info", help="summary of a model and its domain",
-                       description="Describe a model file and decide exactly whether its "
-                       "domain is empty or unbounded (z3 over the rationals, witnesses "
-                       "checked by the kernel).")
+    i = sub.add_parser(
+        "info",
+        help="summary of a model and its domain",
+        description="Describe a model file and decide exactly whether its "
+        "domain is empty or unbounded (z3 over the rationals, witnesses "
+        "checked by the kernel).",
+    )
     i.add_argument("model", metavar="MODEL.json")
     i.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
-    i.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                   help="seconds for deciding a polyhedron domain (exact LPs, slow on numbers "
-                   "of many thousands of digits); past them the domain is reported undecided, "
-                   "with the reason, and the exit status is 3 (default 10)")
+    i.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds for deciding a polyhedron domain (exact LPs, slow on numbers "
+        "of many thousands of digits); past them the domain is reported undecided, "
+        "with the reason, and the exit status is 3 (default 10)",
+    )
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(run=_command("model_command", "run_info"))
     from .cpwl import command as cpwl_command
+
     cpwl_command.add_parser(sub)
     cpwl_command.add_approx_parser(sub)
     from .regions import theorem44 as theorem44_command
+
     theorem44_command.add_parser(sub)
     from .regions import command as regions_command
+
     regions_command.add_parser(sub)
     from .softmax import command as softmax_command
+
     softmax_command.add_parser(sub)
     from . import schemas as schema_command
+
     schema_command.add_parser(sub)
     from .prove import vnnlib_interface
+
     vnnlib_interface.add_parser(sub)
     return p
 
 
-NUMBER_OPTIONS = ("--input", "--slack", "--softmax-lambda", "--box", "--lambda", "--epsilon",
-                  "--tolerance", "--h")
+NUMBER_OPTIONS = (
+    "--input",
+    "--slack",
+    "--softmax-lambda",
+    "--box",
+    "--lambda",
+    "--epsilon",
+    "--tolerance",
+    "--h",
+)
 
 
 def _join_negative_values(argv: list[str]) -> list[str]:
@@ -404,8 +650,12 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     out, i = [], 0
     while i < len(argv):
         a = argv[i]
-        if a in NUMBER_OPTIONS and i + 1 < len(argv) and argv[i + 1][:1] == "-" and \
-                argv[i + 1][1:2] in "0123456789.":
+        if (
+            a in NUMBER_OPTIONS
+            and i + 1 < len(argv)
+            and argv[i + 1][:1] == "-"
+            and argv[i + 1][1:2] in "0123456789."
+        ):
             out.append(f"{a}={argv[i + 1]}")
             i += 2
             continue
@@ -435,9 +685,7 @@ def _protect_expr(argv: list[str]) -> list[str]:
     return out
 
 
-
-
-_IO_ERRNOS = {28, 122, 5, 27, 30}   # ENOSPC, EDQUOT, EIO, EFBIG, EROFS
+_IO_ERRNOS = {28, 122, 5, 27, 30}  # ENOSPC, EDQUOT, EIO, EFBIG, EROFS
 
 
 class _Stdout:
@@ -476,6 +724,7 @@ class _Stdout:
 def _silence(stream) -> None:
     """Point the stream's file at /dev/null, so that Python's final flush cannot fail too."""
     import os
+
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
     except (OSError, ValueError, AttributeError):
@@ -487,6 +736,7 @@ def _run_within_limit(args) -> int:
     (``set_defaults(whole_timeout=True)``) within ``interruption.time_limit``: the limit holds
     within about a second even inside one long exact step."""
     from .interruption import time_limit
+
     seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
     if not isinstance(seconds, (int, float)) or not seconds > 0:
         return args.run(args)
@@ -518,16 +768,18 @@ def main(argv: list[str] | None = None) -> int:
     out = _Stdout(sys.stdout)
     sys.stdout = out
     try:
-        if from_command_line:   # inside the try: a signal landing here is an interruption too
+        if from_command_line:  # inside the try: a signal landing here is an interruption too
             from .interruption import install
+
             install()
         code = _run_within_limit(args)
         out.flush()
-        if out.error is not None:   # a full disk, not a closed reader: an I/O error
-            print(f"exactmax: error: cannot write the output: {out.error.strerror}",
-                  file=sys.stderr)
+        if out.error is not None:  # a full disk, not a closed reader: an I/O error
+            print(
+                f"exactmax: error: cannot write the output: {out.error.strerror}", file=sys.stderr
+            )
             return EXIT_INPUT
-        return code                 # a closed reader (| head) keeps the verdict's status
+        return code  # a closed reader (| head) keeps the verdict's status
     except (InputError, UsageError) as e:
         print(f"exactmax: error: {e}", file=sys.stderr)
         return EXIT_INPUT
@@ -541,15 +793,19 @@ def main(argv: list[str] | None = None) -> int:
         return 143
     except Exception:
         from . import interruption
-        if interruption.received is not None:   # raised because of the signal
+
+        if interruption.received is not None:  # raised because of the signal
             print("exactmax: interrupted", file=sys.stderr)
             return 143 if interruption.received == 15 else 130
-        if interruption.expired():               # wrapped (by ctypes) as it was raised
+        if interruption.expired():  # wrapped (by ctypes) as it was raised
             return _time_limit_answer(args, interruption.TimeLimit().reason())
         import traceback
+
         traceback.print_exc()
-        print("exactmax: internal error (a bug; please report it with the traceback above)",
-              file=sys.stderr)
+        print(
+            "exactmax: internal error (a bug; please report it with the traceback above)",
+            file=sys.stderr,
+        )
         return EXIT_BUG
     finally:
         sys.stdout = out.stream

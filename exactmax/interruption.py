@@ -57,13 +57,14 @@ class TimeLimit(BaseException):
     """The command's time limit passed (inside ``time_limit``): the answer is "unknown".
     ``step``: the step that could not finish in time, when it is known."""
 
-    def __init__(self, seconds: float | None = None, what: str = "--timeout",
-                 step: str | None = None):
+    def __init__(
+        self, seconds: float | None = None, what: str = "--timeout", step: str | None = None
+    ):
         super().__init__(seconds, what, step)
         self.seconds, self.what, self.step = seconds, what, step
 
     def reason(self) -> str:
-        lim = _limit or _last_fired      # raised as a class by the timer: its limit says
+        lim = _limit or _last_fired  # raised as a class by the timer: its limit says
         s = lim.seconds if self.seconds is None and lim is not None else self.seconds
         what = lim.what if self.seconds is None and lim is not None else self.what
         limit = "the time limit" + (f" of {s:g} s" if s is not None else "") + f" ({what})"
@@ -106,8 +107,9 @@ def affordable(seconds: float, step: str) -> None:
 
 
 def _async_raise(thread_id: int, exc) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                               ctypes.py_object(exc) if exc else None)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None
+    )
 
 
 def _fire(lim: _Limit) -> None:
@@ -118,11 +120,11 @@ def _fire(lim: _Limit) -> None:
         lim.fired = _stopped_by_limit = True
         _last_fired = lim
         _async_raise(lim.thread_id, TimeLimit)
-    z3 = sys.modules.get("z3")     # never import it here: the main thread may be doing so
+    z3 = sys.modules.get("z3")  # never import it here: the main thread may be doing so
     if z3 is not None:
         try:
             z3.main_ctx().interrupt()
-        except Exception:   # no context yet, or it is being torn down
+        except Exception:  # no context yet, or it is being torn down
             pass
 
 
@@ -132,8 +134,13 @@ class time_limit:
     limit), wherever it is (see the module's docstring); ``seconds`` and ``what`` (the option)
     go into the reason."""
 
-    def __init__(self, deadline: float | None, seconds: float | None = None,
-                 what: str = "--timeout", grace: float = 0.5):
+    def __init__(
+        self,
+        deadline: float | None,
+        seconds: float | None = None,
+        what: str = "--timeout",
+        grace: float = 0.5,
+    ):
         self.lim = None if deadline is None else _Limit(deadline, seconds, what, grace)
         self.outer: _Limit | None = None
 
@@ -144,8 +151,9 @@ class time_limit:
             return self
         self.outer, _limit = _limit, lim
         lim.active = True
-        lim.timer = threading.Timer(max(0.0, lim.deadline + lim.grace - time.monotonic()),
-                                    _fire, (lim,))
+        lim.timer = threading.Timer(
+            max(0.0, lim.deadline + lim.grace - time.monotonic()), _fire, (lim,)
+        )
         lim.timer.daemon = True
         lim.timer.start()
         return self
@@ -159,7 +167,7 @@ class time_limit:
             lim.timer.cancel()
             with lim.lock:
                 lim.active = False
-                if lim.fired:   # raised, or still pending: never let it out after the block
+                if lim.fired:  # raised, or still pending: never let it out after the block
                     _async_raise(lim.thread_id, None)
         finally:
             _limit = self.outer
@@ -191,14 +199,17 @@ def check() -> None:
 def _unraisable(hook):
     """After a signal or a time limit, exceptions Python cannot raise (in __del__ methods of
     z3 objects cut short by the interruption) are expected: say nothing of them."""
+
     def quiet(u):
         if received is None and not _stopped_by_limit:
             hook(u)
+
     return quiet
 
 
 def _watch(fd: int) -> None:
     import z3
+
     while True:
         try:
             data = os.read(fd, 64)
@@ -208,7 +219,7 @@ def _watch(fd: int) -> None:
             return
         try:
             z3.main_ctx().interrupt()
-        except Exception:   # no context yet, or it is being torn down
+        except Exception:  # no context yet, or it is being torn down
             pass
 
 
@@ -218,10 +229,12 @@ def install() -> None:
     if _installed or threading.current_thread() is not threading.main_thread():
         return
     import z3
+
     z3.set_param("ctrl_c", False)
     r, w = os.pipe()
     os.set_blocking(w, False)
     import sys
+
     sys.unraisablehook = _unraisable(sys.unraisablehook)
     # the watcher first, the handlers last: a signal that lands while the thread starts is
     # still met by the early handlers of exactmax.__main__ (or the defaults)

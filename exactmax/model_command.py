@@ -30,8 +30,10 @@ def parse_point(text: str, dim: int, option: str = "--input") -> tuple[Q, ...]:
         except NumberSyntaxError as e:
             raise UsageError(f"{option}: item {i}: {e}") from None
     if len(values) != dim:
-        raise UsageError(f"{option}: expected {dim} comma-separated numbers (the model's input "
-                         f"dimension), got {len(values)} in {quote(text)}")
+        raise UsageError(
+            f"{option}: expected {dim} comma-separated numbers (the model's input "
+            f"dimension), got {len(values)} in {quote(text)}"
+        )
     return tuple(values)
 
 
@@ -58,13 +60,19 @@ def run_eval(args) -> int:
     x = parse_point(args.input, model.input_dim)
     dom = model_domain(model, args.domain)
     if dom is not None and not dom.contains(x):
-        print(f"exactmax: note: the input is outside the domain ({describe_outside(dom, x)}); "
-              "evaluating anyway", file=sys.stderr)
+        print(
+            f"exactmax: note: the input is outside the domain ({describe_outside(dom, x)}); "
+            "evaluating anyway",
+            file=sys.stderr,
+        )
     if args.softmax_lambda is not None or _softmax_sublayers(model):
         return _eval_softmax(args, model, x)
     # one point: the kernel's definitional evaluator (the batches of --inputs go the fast way)
-    y = evaluate_maxout(model, x) if isinstance(model, MaxoutNetwork) else \
-        evaluate_transformer(model, x)
+    y = (
+        evaluate_maxout(model, x)
+        if isinstance(model, MaxoutNetwork)
+        else evaluate_transformer(model, x)
+    )
     print(jsonout.dumps({"output": [q_str(v) for v in y]}) if args.json else _output_line(y))
     return EXIT_OK
 
@@ -74,26 +82,34 @@ def _output_line(y) -> str:
 
 
 def _softmax_sublayers(model) -> list[int]:
-    return [i for i, s in enumerate(getattr(model, "sublayers", ()))
-            if isinstance(s, Attention) and s.kind != HARDMAX]
+    return [
+        i
+        for i, s in enumerate(getattr(model, "sublayers", ()))
+        if isinstance(s, Attention) and s.kind != HARDMAX
+    ]
 
 
 def _eval_many(args, model) -> int:
     """``eval --inputs FILE``: every point of the file, as one batch (vectorized when large)."""
     from .io.points import read_points
     from .vectorized import batch_evaluator
+
     if args.softmax_lambda is not None or _softmax_sublayers(model):
-        raise UsageError("--inputs: batches are evaluated exactly, with hardmax attention; "
-                         "evaluate softmax attention one --input at a time")
+        raise UsageError(
+            "--inputs: batches are evaluated exactly, with hardmax attention; "
+            "evaluate softmax attention one --input at a time"
+        )
     xs, lines = read_points(args.inputs, model.input_dim)
     dom = model_domain(model, args.domain)
     if dom is not None:
         outside = [(n, x) for n, x in zip(lines, xs) if not dom.contains(x)]
         if outside:
             n, x = outside[0]
-            print(f"exactmax: note: {len(outside)} of {len(xs)} inputs are outside the domain "
-                  f"(the first on line {n}: {describe_outside(dom, x)}); evaluating anyway",
-                  file=sys.stderr)
+            print(
+                f"exactmax: note: {len(outside)} of {len(xs)} inputs are outside the domain "
+                f"(the first on line {n}: {describe_outside(dom, x)}); evaluating anyway",
+                file=sys.stderr,
+            )
     ys = batch_evaluator(model).evaluate_batch(xs)
     if args.json:
         print(jsonout.dumps({"outputs": [[q_str(v) for v in y] for y in ys]}))
@@ -106,8 +122,9 @@ def _eval_many(args, model) -> int:
 def _eval_softmax(args, model, x) -> int:
     """Softmax attention: rigorous balls at --precision bits (not exact, so never "proved")."""
     if isinstance(model, MaxoutNetwork):
-        raise UsageError("--softmax-lambda: a Maxout network has no attention; give a "
-                         "Transformer file")
+        raise UsageError(
+            "--softmax-lambda: a Maxout network has no attention; give a Transformer file"
+        )
     lam = None
     if args.softmax_lambda is not None:
         try:
@@ -119,17 +136,28 @@ def _eval_softmax(args, model, x) -> int:
     if args.precision < 16:
         raise UsageError(f"--precision: expected at least 16 bits, got {args.precision}")
     from .softmax.evaluate import ball_strings, evaluate_softmax
+
     y = evaluate_softmax(model, x, lam, args.precision)
     mids, rads = zip(*(ball_strings(v, args.precision) for v in y)) if y else ((), ())
     scale = f"lambda = {lam} x head scale" if lam is not None else "the file's head scales"
     if args.json:
-        print(jsonout.dumps({"output": list(mids), "radius": list(rads), "attention": "softmax",
-                          "softmax_lambda": None if lam is None else q_str(lam),
-                          "precision_bits": args.precision}))
+        print(
+            jsonout.dumps(
+                {
+                    "output": list(mids),
+                    "radius": list(rads),
+                    "attention": "softmax",
+                    "softmax_lambda": None if lam is None else q_str(lam),
+                    "precision_bits": args.precision,
+                }
+            )
+        )
     else:
         print("y ~ (" + ", ".join(mids) + ")")
-        print(f"  softmax attention at {scale}; ball arithmetic at {args.precision} bits, "
-              f"radii <= {max(rads, key=float) if rads else 0}")
+        print(
+            f"  softmax attention at {scale}; ball arithmetic at {args.precision} bits, "
+            f"radii <= {max(rads, key=float) if rads else 0}"
+        )
     return EXIT_OK
 
 
@@ -143,9 +171,9 @@ def _domain_summary(dom: Domain | None) -> dict:
             out.update(lower=[q_str(v) for v in dom.lower], upper=[q_str(v) for v in dom.upper])
         return out
     from .prove.lp import analyze_domain  # z3 is imported only when a polyhedron needs it
+
     r = analyze_domain(dom)
-    out = {"kind": "polyhedron", "constraints": len(dom.b), "empty": r.empty,
-           "bounded": r.bounded}
+    out = {"kind": "polyhedron", "constraints": len(dom.b), "empty": r.empty, "bounded": r.bounded}
     if r.point is not None:
         out["point"] = [q_str(v) for v in r.point]
     if r.lower is not None and not r.empty:
@@ -161,55 +189,83 @@ def run_info(args) -> int:
     model = load_model(args.model)
     dom = model_domain(model, args.domain)
     if isinstance(model, MaxoutNetwork):
-        info = {"kind": "maxout", "input_dim": model.input_dim, "output_dim": model.out_dim,
-                "layers": [{"width": l.width, "rank": l.rank} for l in model.layers],
-                "parameters": parameter_count(model)}
+        info = {
+            "kind": "maxout",
+            "input_dim": model.input_dim,
+            "output_dim": model.out_dim,
+            "layers": [{"width": l.width, "rank": l.rank} for l in model.layers],
+            "parameters": parameter_count(model),
+        }
     else:
-        subs = [{"type": "feedforward", "hidden": s.inner.out_dim} if isinstance(s, FeedForward)
-                else {"type": "attention", "kind": s.kind, "heads": len(s.heads)}
-                for s in model.sublayers]
-        info = {"kind": "transformer", "input_dim": model.input_dim,
-                "output_dim": model.out_dim, "d_model": model.d_model,
-                "tokens": model.n_tokens, "sublayers": subs,
-                "readout_token": "mean" if model.readout.token is None else model.readout.token}
+        subs = [
+            {"type": "feedforward", "hidden": s.inner.out_dim}
+            if isinstance(s, FeedForward)
+            else {"type": "attention", "kind": s.kind, "heads": len(s.heads)}
+            for s in model.sublayers
+        ]
+        info = {
+            "kind": "transformer",
+            "input_dim": model.input_dim,
+            "output_dim": model.out_dim,
+            "d_model": model.d_model,
+            "tokens": model.n_tokens,
+            "sublayers": subs,
+            "readout_token": "mean" if model.readout.token is None else model.readout.token,
+        }
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     from .interruption import TimeLimit, time_limit
+
     code = EXIT_OK
     try:
         with time_limit(time.monotonic() + args.timeout, args.timeout):
             info["domain"] = _domain_summary(dom)
-    except TimeLimit as e:   # a polyhedron of huge numbers: say what is not known, and why
-        info["domain"] = {"kind": "polyhedron", "constraints": len(dom.b), "empty": None,
-                          "bounded": None, "reason": e.reason()}
+    except TimeLimit as e:  # a polyhedron of huge numbers: say what is not known, and why
+        info["domain"] = {
+            "kind": "polyhedron",
+            "constraints": len(dom.b),
+            "empty": None,
+            "bounded": None,
+            "reason": e.reason(),
+        }
         code = EXIT_UNKNOWN
     if args.json:
         print(jsonout.dumps(info))
         return code
-    print(f"{args.model}: {'Maxout network' if info['kind'] == 'maxout' else 'Transformer'}, "
-          f"input dimension {info['input_dim']}, output dimension {info['output_dim']}")
+    print(
+        f"{args.model}: {'Maxout network' if info['kind'] == 'maxout' else 'Transformer'}, "
+        f"input dimension {info['input_dim']}, output dimension {info['output_dim']}"
+    )
     if info["kind"] == "maxout":
-        print(f"  layers: {len(info['layers'])} (widths "
-              + ", ".join(str(l["width"]) for l in info["layers"]) + "; ranks "
-              + ", ".join(str(l["rank"]) for l in info["layers"])
-              + f"), {info['parameters']} parameters")
+        print(
+            f"  layers: {len(info['layers'])} (widths "
+            + ", ".join(str(l["width"]) for l in info["layers"])
+            + "; ranks "
+            + ", ".join(str(l["rank"]) for l in info["layers"])
+            + f"), {info['parameters']} parameters"
+        )
     else:
-        kinds = ", ".join("FF" if s["type"] == "feedforward" else f"attn({s['heads']})"
-                          for s in info["sublayers"])
-        print(f"  {info['tokens']} tokens, d_model {info['d_model']}, "
-              f"{len(info['sublayers'])} sub-layers: {kinds}")
+        kinds = ", ".join(
+            "FF" if s["type"] == "feedforward" else f"attn({s['heads']})" for s in info["sublayers"]
+        )
+        print(
+            f"  {info['tokens']} tokens, d_model {info['d_model']}, "
+            f"{len(info['sublayers'])} sub-layers: {kinds}"
+        )
     d = info["domain"]
     if d["kind"] is None:
-        print("  domain: none given (use a \"domain\" entry or --domain FILE)")
+        print('  domain: none given (use a "domain" entry or --domain FILE)')
     elif d["empty"] is None:
-        print(f"  domain: {d['kind']} with {d['constraints']} constraints, not decided: "
-              f"{d['reason']}")
+        print(
+            f"  domain: {d['kind']} with {d['constraints']} constraints, not decided: {d['reason']}"
+        )
     else:
         state = "empty" if d["empty"] else ("bounded" if d["bounded"] else "unbounded")
         line = f"  domain: {d['kind']} with {d['constraints']} constraints, {state}"
         if not d["empty"] and d["bounded"]:
-            line += ", within " + " x ".join(f"[{lo}, {hi}]"
-                                              for lo, hi in zip(d["lower"], d["upper"]))
+            line += ", within " + " x ".join(
+                f"[{lo}, {hi}]" for lo, hi in zip(d["lower"], d["upper"])
+            )
         if d.get("unbounded_direction"):
             line += " along (" + ", ".join(d["unbounded_direction"]) + ")"
         print(line)
@@ -221,6 +277,7 @@ def run_import(args) -> int:
     from .io import model_to_json, write_json_atomic
     from .io.models import check_outputs
     from .io.onnxfile import import_onnx
+
     check_outputs([("-o", args.output)], [("NET.onnx", args.model)])
     net, rep = import_onnx(args.model, args.drop_final_softmax)
     write_json_atomic(args.output, model_to_json(net))
@@ -228,14 +285,20 @@ def run_import(args) -> int:
     if args.json:
         print(jsonout.dumps(out))
         return EXIT_OK
-    print(f"wrote {args.output}: Maxout network, input dimension {rep.input_dim}, output "
-          f"dimension {rep.output_dim}, {len(net.layers)} layers (widths "
-          + ", ".join(str(l.width) for l in net.layers) + "; ranks "
-          + ", ".join(str(l.rank) for l in net.layers) + f"), {parameter_count(net)} parameters")
-    print(f"  {rep.weights} weights read exactly (dyadic rationals, no rounding): "
-          f"denominators up to 2^{rep.max_weight_denominator_bits} in the file, up to "
-          f"2^{rep.max_network_denominator_bits} after composing the affine maps; opset "
-          f"{rep.opset}, IR {rep.ir_version}; operators "
-          + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
-          + ("; the final Softmax dropped" if rep.dropped_softmax else ""))
+    print(
+        f"wrote {args.output}: Maxout network, input dimension {rep.input_dim}, output "
+        f"dimension {rep.output_dim}, {len(net.layers)} layers (widths "
+        + ", ".join(str(l.width) for l in net.layers)
+        + "; ranks "
+        + ", ".join(str(l.rank) for l in net.layers)
+        + f"), {parameter_count(net)} parameters"
+    )
+    print(
+        f"  {rep.weights} weights read exactly (dyadic rationals, no rounding): "
+        f"denominators up to 2^{rep.max_weight_denominator_bits} in the file, up to "
+        f"2^{rep.max_network_denominator_bits} after composing the affine maps; opset "
+        f"{rep.opset}, IR {rep.ir_version}; operators "
+        + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
+        + ("; the final Softmax dropped" if rep.dropped_softmax else "")
+    )
     return EXIT_OK

@@ -18,7 +18,7 @@ def shown(args=None) -> bool:
         return False
     try:
         return sys.stderr.isatty()
-    except (AttributeError, ValueError):   # replaced or closed stderr
+    except (AttributeError, ValueError):  # replaced or closed stderr
         return False
 
 
@@ -30,6 +30,10 @@ def cells_certified(args=None):
     start = time.monotonic()
 
     def show(leaves):
-        print(f"exactmax: {leaves} cells certified, {time.monotonic() - start:.0f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"exactmax: {leaves} cells certified, {time.monotonic() - start:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
     return show

@@ -60,20 +60,31 @@ from .kernel.transformer import Attention, FeedForward, Head, Readout, Transform
 from .search.vertices import simplest_between, vertices
 
 __all__ = [
-    "rationals", "rationals_in", "vectors", "matrices", "domains", "boxes", "polyhedra",
-    "domain_points", "tie_points", "maxout_networks", "transformers", "compiled_transformers",
+    "rationals",
+    "rationals_in",
+    "vectors",
+    "matrices",
+    "domains",
+    "boxes",
+    "polyhedra",
+    "domain_points",
+    "tie_points",
+    "maxout_networks",
+    "transformers",
+    "compiled_transformers",
     "mutated_transformers",
 ]
 
 
 # ------------------------------------------------------------------------- numbers
 
+
 @st.composite
 def rationals(draw, max_num: int = 20, max_den: int = 12, large: bool = True):
     """p/q with |p| <= max_num, 1 <= q <= max_den; with ``large``, one draw in ten has a
     numerator up to 10^30 and a denominator up to 10^25."""
     if large and draw(st.integers(0, 9)) == 0:
-        return Q(draw(st.integers(-10**30, 10**30)), draw(st.integers(1, 10**25)))
+        return Q(draw(st.integers(-(10**30), 10**30)), draw(st.integers(1, 10**25)))
     return Q(draw(st.integers(-max_num, max_num)), draw(st.integers(1, max_den)))
 
 
@@ -103,6 +114,7 @@ def matrices(r: int, c: int, **kw):
 
 
 # ------------------------------------------------------------------------- domains
+
 
 @st.composite
 def boxes(draw, dim: int, max_num: int = 4, max_den: int = 4):
@@ -148,8 +160,9 @@ def _combination(draw, points):
     """sum_v w_v v / sum_v w_v with integer weights w_v >= 1 (shrinking towards equal)."""
     w = [draw(st.integers(1, 8)) for _ in points]
     total = sum(w)
-    return tuple(sum((Q(wi) * p[i] for wi, p in zip(w, points)), Q(0)) / total
-                 for i in range(len(points[0])))
+    return tuple(
+        sum((Q(wi) * p[i] for wi, p in zip(w, points)), Q(0)) / total for i in range(len(points[0]))
+    )
 
 
 def domain_points(dom: Domain, kind: str = "any", max_den: int = 64):
@@ -165,21 +178,30 @@ def domain_points(dom: Domain, kind: str = "any", max_den: int = 64):
     if isinstance(dom, Box):
         if dom.is_empty():
             raise ValueError("the box is empty")
-        corners = st.tuples(*(st.sampled_from((lo, hi)) if lo != hi else st.just(lo)
-                              for lo, hi in zip(dom.lower, dom.upper)))
+        corners = st.tuples(
+            *(
+                st.sampled_from((lo, hi)) if lo != hi else st.just(lo)
+                for lo, hi in zip(dom.lower, dom.upper)
+            )
+        )
         if kind == "vertex":
             return corners
-        inside = st.tuples(*(rationals_in(lo, hi, max_den) for lo, hi in zip(dom.lower,
-                                                                              dom.upper)))
+        inside = st.tuples(*(rationals_in(lo, hi, max_den) for lo, hi in zip(dom.lower, dom.upper)))
         if kind == "interior":
-            return st.tuples(*(rationals_in(lo, hi, max_den).filter(lambda v, lo=lo, hi=hi:
-                                                                    lo < v < hi)
-                               if lo < hi else st.just(lo)
-                               for lo, hi in zip(dom.lower, dom.upper)))
+            return st.tuples(
+                *(
+                    rationals_in(lo, hi, max_den).filter(lambda v, lo=lo, hi=hi: lo < v < hi)
+                    if lo < hi
+                    else st.just(lo)
+                    for lo, hi in zip(dom.lower, dom.upper)
+                )
+            )
         if kind == "face":
             return st.integers(0, dom.dim - 1).flatmap(
-                lambda i: st.tuples(inside, st.sampled_from((dom.lower[i], dom.upper[i])))
-                .map(lambda t, i=i: t[0][:i] + (t[1],) + t[0][i + 1:]))
+                lambda i: st.tuples(inside, st.sampled_from((dom.lower[i], dom.upper[i]))).map(
+                    lambda t, i=i: t[0][:i] + (t[1],) + t[0][i + 1 :]
+                )
+            )
         return st.one_of(inside, corners)
     V = vertices(dom)
     if not V:
@@ -211,6 +233,7 @@ def tie_points(model, dom: Domain, base=None):
     ``nothing()``.  Raises ``Unsupported`` for bilinear attention scores."""
     from .search.counterexample import program_of
     from .search.ties import project_to_tie, ties_of
+
     p = program_of(model)
     ties = ties_of(p)
     if not ties:
@@ -221,14 +244,23 @@ def tie_points(model, dom: Domain, base=None):
     def project(case):
         x, tie = case
         return project_to_tie(p, x, tie, dom.contains, bounds)
+
     return st.tuples(pts, st.sampled_from(ties)).map(project).filter(lambda y: y is not None)
 
 
 # -------------------------------------------------------------------------- models
 
+
 @st.composite
-def maxout_networks(draw, max_depth=3, max_width=4, max_rank=4, dims=(1, 4),
-                    domain: bool = False, large: bool = True):
+def maxout_networks(
+    draw,
+    max_depth=3,
+    max_width=4,
+    max_rank=4,
+    dims=(1, 4),
+    domain: bool = False,
+    large: bool = True,
+):
     """Maxout networks with input dimension in ``dims``, 1..max_depth layers, 1..max_width
     units of 1..max_rank pieces (sometimes a duplicate piece, which forces a tie), and
     sometimes an output map; ``domain=True`` attaches one of ``domains(d)``; ``large=False``
@@ -238,8 +270,10 @@ def maxout_networks(draw, max_depth=3, max_width=4, max_rank=4, dims=(1, 4),
     for _ in range(draw(st.integers(1, max_depth))):
         units = []
         for _ in range(draw(st.integers(1, max_width))):
-            pieces = [Piece(draw(vectors(width, large=large)), draw(rationals(large=large)))
-                      for _ in range(draw(st.integers(1, max_rank)))]
+            pieces = [
+                Piece(draw(vectors(width, large=large)), draw(rationals(large=large)))
+                for _ in range(draw(st.integers(1, max_rank)))
+            ]
             if len(pieces) > 1 and draw(st.booleans()):  # a duplicate piece forces ties
                 pieces.append(pieces[0])
             units.append(Unit(tuple(pieces)))
@@ -248,8 +282,7 @@ def maxout_networks(draw, max_depth=3, max_width=4, max_rank=4, dims=(1, 4),
     output = None
     if draw(st.booleans()):
         m = draw(st.integers(1, 3))
-        output = Affine(draw(matrices(m, width, large=large)), draw(vectors(m, large=large)),
-                        width)
+        output = Affine(draw(matrices(m, width, large=large)), draw(vectors(m, large=large)), width)
     dom = draw(domains(d)) if domain else None
     return MaxoutNetwork(d, tuple(layers), output, dom)
 
@@ -265,33 +298,50 @@ def transformers(draw, max_tokens=4, max_dm=4, max_sub=3):
     for _ in range(draw(st.integers(0, max_sub))):
         if draw(st.booleans()):
             h = draw(st.integers(1, 4))
-            subs.append(FeedForward(Affine(draw(matrices(h, dm, **small)),
-                                           draw(vectors(h, **small)), dm),
-                                    Affine(draw(matrices(dm, h, **small)),
-                                           draw(vectors(dm, **small)), h)))
+            subs.append(
+                FeedForward(
+                    Affine(draw(matrices(h, dm, **small)), draw(vectors(h, **small)), dm),
+                    Affine(draw(matrices(dm, h, **small)), draw(vectors(dm, **small)), h),
+                )
+            )
         else:
             heads = []
             for _ in range(draw(st.integers(0, 2))):
-                s = draw(st.integers(0, 2))   # key/query size (0: every score is 0, all tie)
-                v = draw(st.integers(0, 2))   # value size
-                heads.append(Head(draw(matrices(s, dm, **small)), draw(matrices(s, dm, **small)),
-                                  draw(matrices(v, dm, **small)), draw(matrices(dm, v, **small)),
-                                  Q(draw(st.integers(1, 5)), draw(st.integers(1, 3)))))
+                s = draw(st.integers(0, 2))  # key/query size (0: every score is 0, all tie)
+                v = draw(st.integers(0, 2))  # value size
+                heads.append(
+                    Head(
+                        draw(matrices(s, dm, **small)),
+                        draw(matrices(s, dm, **small)),
+                        draw(matrices(v, dm, **small)),
+                        draw(matrices(dm, v, **small)),
+                        Q(draw(st.integers(1, 5)), draw(st.integers(1, 3))),
+                    )
+                )
             subs.append(Attention(tuple(heads)))
     m = draw(st.integers(1, 2))
     token = draw(st.one_of(st.none(), st.integers(0, n - 1)))
-    readout = Readout(Affine(draw(matrices(m, dm, **small)), draw(vectors(m, **small)), dm),
-                      token)
-    return Transformer(d, dm, draw(matrices(dm, d, **small)),
-                       tuple(draw(vectors(dm, **small)) for _ in range(n)), tuple(subs), readout)
+    readout = Readout(Affine(draw(matrices(m, dm, **small)), draw(vectors(m, **small)), dm), token)
+    return Transformer(
+        d,
+        dm,
+        draw(matrices(dm, d, **small)),
+        tuple(draw(vectors(dm, **small)) for _ in range(n)),
+        tuple(subs),
+        readout,
+    )
 
 
 def compiled_transformers(nets=None):
     """(net, T): T the hardmax Transformer compiled from net on its domain (construction.md
     §2).  ``nets`` defaults to small networks with a domain attached."""
     from .construct.transformer import compile_transformer
-    nets = nets if nets is not None else maxout_networks(max_depth=2, max_width=3,
-                                                         max_rank=3, dims=(1, 3), domain=True)
+
+    nets = (
+        nets
+        if nets is not None
+        else maxout_networks(max_depth=2, max_width=3, max_rank=3, dims=(1, 3), domain=True)
+    )
     return nets.map(lambda net: (net, compile_transformer(net).transformer))
 
 
@@ -314,15 +364,13 @@ def _mutation(draw, tf: Transformer):
     kinds = ["ff weight", "ff bias", "readout weight"]
     if len(tf.sublayers) > 1:
         kinds.append("drop sublayer")
-    atts = [i for i, s in enumerate(tf.sublayers) if isinstance(s, Attention) and
-            len(s.heads) > 1]
+    atts = [i for i, s in enumerate(tf.sublayers) if isinstance(s, Attention) and len(s.heads) > 1]
     if atts:
         kinds.append("swap head outputs")
     if tf.n_tokens > 1 and tf.readout.token is not None:
         kinds.append("readout token")
     kind = draw(st.sampled_from(kinds))
-    ffs = [i for i, s in enumerate(tf.sublayers) if isinstance(s, FeedForward)
-           and s.inner.b]
+    ffs = [i for i, s in enumerate(tf.sublayers) if isinstance(s, FeedForward) and s.inner.b]
     if kind in ("ff weight", "ff bias") and ffs:
         i = draw(st.sampled_from(ffs))
         ff = tf.sublayers[i]
@@ -335,28 +383,40 @@ def _mutation(draw, tf: Transformer):
             b1 = list(ff.inner.b)
             b1[r] += delta
             inner = Affine(ff.inner.W, tuple(b1), ff.inner.in_dim)
-        return (_replace_sublayer(tf, i, FeedForward(inner, ff.outer)),
-                f"{kind}: sub-layer {i}, hidden unit {r}, + {delta}")
+        return (
+            _replace_sublayer(tf, i, FeedForward(inner, ff.outer)),
+            f"{kind}: sub-layer {i}, hidden unit {r}, + {delta}",
+        )
     if kind == "drop sublayer":
         i = draw(st.integers(0, len(tf.sublayers) - 1))
-        return (replace(tf, sublayers=tf.sublayers[:i] + tf.sublayers[i + 1:]),
-                f"sub-layer {i} dropped")
+        return (
+            replace(tf, sublayers=tf.sublayers[:i] + tf.sublayers[i + 1 :]),
+            f"sub-layer {i} dropped",
+        )
     if kind == "swap head outputs":
         i = draw(st.sampled_from(atts))
         att = tf.sublayers[i]
         h0, h1 = att.heads[0], att.heads[1]
         heads = (replace(h0, out=h1.out), replace(h1, out=h0.out)) + att.heads[2:]
-        return (_replace_sublayer(tf, i, Attention(heads, att.kind)),
-                f"sub-layer {i}: outputs of heads 0 and 1 exchanged")
+        return (
+            _replace_sublayer(tf, i, Attention(heads, att.kind)),
+            f"sub-layer {i}: outputs of heads 0 and 1 exchanged",
+        )
     if kind == "readout token":
         t = draw(st.integers(0, tf.n_tokens - 1).filter(lambda t: t != tf.readout.token))
         return replace(tf, readout=replace(tf.readout, token=t)), f"read-out from token {t}"
     R = tf.readout.map
     r = draw(st.integers(0, len(R.b) - 1))
     c = draw(st.integers(0, tf.d_model - 1))
-    return (replace(tf, readout=replace(tf.readout, map=Affine(_set(R.W, r, c, R.W[r][c] + delta),
-                                                               R.b, R.in_dim))),
-            f"read-out weight ({r}, {c}) + {delta}")
+    return (
+        replace(
+            tf,
+            readout=replace(
+                tf.readout, map=Affine(_set(R.W, r, c, R.W[r][c] + delta), R.b, R.in_dim)
+            ),
+        ),
+        f"read-out weight ({r}, {c}) + {delta}",
+    )
 
 
 def mutated_transformers(compiled=None):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
-from ..kernel.rational import Q, ZERO
+from ..kernel.rational import Q
 
 
 class DomainError(ValueError):
@@ -34,8 +34,9 @@ class LayerBounds:
     @property
     def gate(self) -> Q:
         """max |z| over all pieces: the smallest sound C_l."""
-        return max(max(max(-lo, hi) for lo, hi in zip(los, his))
-                   for los, his in zip(self.z_lo, self.z_hi))
+        return max(
+            max(max(-lo, hi) for lo, hi in zip(los, his)) for los, his in zip(self.z_lo, self.z_hi)
+        )
 
 
 def _affine_range(w, b, lo, hi) -> tuple[Q, Q]:
@@ -62,29 +63,32 @@ def certified_bounding_box(domain: Domain):
     DomainError if the domain is empty or unbounded."""
     if isinstance(domain, Box):
         if domain.is_empty():
-            raise DomainError("the domain box is empty (some lower bound exceeds its upper "
-                              "bound)")
+            raise DomainError("the domain box is empty (some lower bound exceeds its upper bound)")
         return domain.lower, domain.upper, None
     from ..prove.lp import analyze_domain
+
     r = analyze_domain(domain)
     if r.empty:
-        raise DomainError("the domain polyhedron is empty (z3 found Farkas multipliers, "
-                          "checked by the kernel)")
+        raise DomainError(
+            "the domain polyhedron is empty (z3 found Farkas multipliers, checked by the kernel)"
+        )
     if not r.bounded:
         ray = ", ".join(str(v) for v in r.unbounded_direction)
         raise DomainError(f"the domain polyhedron is unbounded along ({ray})")
     return r.lower, r.upper, r.multipliers
 
 
-GRID = 2 ** 16
+GRID = 2**16
 """Boxes are rounded outward to multiples of 1/GRID: still sound (larger), and the numbers
 stay small however deep the network (exact interval images grow a denominator per layer)."""
 
 
 def round_outward(lo, hi) -> tuple[tuple[Q, ...], tuple[Q, ...]]:
     """The smallest box with corners on the 1/GRID grid that contains [lo, hi]."""
-    return (tuple(Q((v * GRID).floor(), GRID) for v in lo),
-            tuple(Q((v * GRID).ceil(), GRID) for v in hi))
+    return (
+        tuple(Q((v * GRID).floor(), GRID) for v in lo),
+        tuple(Q((v * GRID).ceil(), GRID) for v in hi),
+    )
 
 
 def layer_bounds(net: MaxoutNetwork, domain: Domain, method: str = "auto") -> list[LayerBounds]:
@@ -98,8 +102,13 @@ def layer_bounds(net: MaxoutNetwork, domain: Domain, method: str = "auto") -> li
         z_lo, z_hi = [], []
         if index == 0 and method == "lp":
             from ..prove.lp import affine_ranges_over
-            first = iter(affine_ranges_over(domain.as_polyhedron(), [
-                (p.w, p.b) for unit in layer.units for p in unit.pieces]))
+
+            first = iter(
+                affine_ranges_over(
+                    domain.as_polyhedron(),
+                    [(p.w, p.b) for unit in layer.units for p in unit.pieces],
+                )
+            )
         for unit in layer.units:
             if index == 0 and method == "lp":
                 ranges = [next(first) for _ in unit.pieces]

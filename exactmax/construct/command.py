@@ -19,57 +19,83 @@ def run(args) -> int:
     from .bounds import DomainError
     from .size import size_report
     from .transformer import CompileOptions, compile_transformer
+
     check_outputs([("-o", args.output)], [("NET.json", args.model), ("--domain", args.domain)])
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
-        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network to '
-                         "compile, got a Transformer")
+        raise InputError(
+            args.model,
+            "format",
+            'expected an "exactmax/maxout" network to compile, got a Transformer',
+        )
     dom = model_domain(net, args.domain)
     if dom is None:
-        raise InputError(args.model, "", "the construction needs a bounded, non-empty domain "
-                         'and the network has none; add a "domain" entry (a box or a '
-                         "polyhedron) or pass --domain FILE")
+        raise InputError(
+            args.model,
+            "",
+            "the construction needs a bounded, non-empty domain "
+            'and the network has none; add a "domain" entry (a box or a '
+            "polyhedron) or pass --domain FILE",
+        )
     try:
         slack = parse_rational(args.slack)
     except NumberSyntaxError as e:
         raise UsageError(f"--slack: {e}") from None
     if slack < 0:
         raise UsageError(f"--slack: expected a number >= 0, got {slack}")
-    opts = CompileOptions(merged=args.merged, positional=args.positional, bounds=args.bounds,
-                          slack=slack)
+    opts = CompileOptions(
+        merged=args.merged, positional=args.positional, bounds=args.bounds, slack=slack
+    )
     try:
         c = compile_transformer(net, dom, opts)
     except DomainError as e:
         where, path = (args.domain, "") if args.domain else (args.model, "domain")
-        raise InputError(where, path, f"the construction needs a bounded, non-empty "
-                         f"domain, but {e}; give a bounded one (a box, or a polyhedron "
-                         "A x <= b with bounded feasible set) in the \"domain\" entry or with "
-                         "--domain FILE") from None
+        raise InputError(
+            where,
+            path,
+            f"the construction needs a bounded, non-empty "
+            f"domain, but {e}; give a bounded one (a box, or a polyhedron "
+            'A x <= b with bounded feasible set) in the "domain" entry or with '
+            "--domain FILE",
+        ) from None
     write_json_atomic(args.output, model_to_json(c.transformer))
     rep = size_report(net, c.transformer, args.merged)
-    rep.update(output=args.output, bounds=c.bounds_method,
-               gate_constants=[q_str(g) for g in c.gates],
-               variant={"merged": args.merged, "positional": args.positional})
+    rep.update(
+        output=args.output,
+        bounds=c.bounds_method,
+        gate_constants=[q_str(g) for g in c.gates],
+        variant={"merged": args.merged, "positional": args.positional},
+    )
     if args.json:
         rep["ratio_params"] = round(rep["ratio_params"], 4)
         rep["ratio_nonzero"] = round(rep["ratio_nonzero"], 4)
         print(jsonout.dumps(rep))
         return EXIT_OK
-    print(f"wrote {args.output}: {rep['sublayers']} sub-layers, {rep['tokens']} tokens, "
-          f"{rep['heads']} heads, d_model {rep['d_model']}; gate constants from "
-          f"{rep['bounds']} bounds: " + ", ".join(rep["gate_constants"]))
+    print(
+        f"wrote {args.output}: {rep['sublayers']} sub-layers, {rep['tokens']} tokens, "
+        f"{rep['heads']} heads, d_model {rep['d_model']}; gate constants from "
+        f"{rep['bounds']} bounds: " + ", ".join(rep["gate_constants"])
+    )
     if args.report:
         print()
-        print("| layer | width | rank | Maxout params | Transformer params | non-zero | "
-              "sub-layers |")
+        print(
+            "| layer | width | rank | Maxout params | Transformer params | non-zero | sub-layers |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---|")
         for l in rep["layers"]:
-            print(f"| {l['layer']} | {l['width']} | {l['rank']} | {l['maxout_params']} | "
-                  f"{l['transformer_params']} | {l['transformer_nonzero']} | "
-                  + ", ".join(str(i) for i in l["sublayers"]) + " |")
-        print(f"| total | | | {rep['maxout_params']} | {rep['transformer_params']} | "
-              f"{rep['transformer_nonzero']} | {rep['sublayers']} |")
-        print(f"\nTransformer / Maxout parameters: {rep['ratio_params']:.2f}x in total, "
-              f"{rep['ratio_nonzero']:.2f}x non-zero (totals include the embedding, the "
-              "positions and the read-out).")
+            print(
+                f"| {l['layer']} | {l['width']} | {l['rank']} | {l['maxout_params']} | "
+                f"{l['transformer_params']} | {l['transformer_nonzero']} | "
+                + ", ".join(str(i) for i in l["sublayers"])
+                + " |"
+            )
+        print(
+            f"| total | | | {rep['maxout_params']} | {rep['transformer_params']} | "
+            f"{rep['transformer_nonzero']} | {rep['sublayers']} |"
+        )
+        print(
+            f"\nTransformer / Maxout parameters: {rep['ratio_params']:.2f}x in total, "
+            f"{rep['ratio_nonzero']:.2f}x non-zero (totals include the embedding, the "
+            "positions and the read-out)."
+        )
     return EXIT_OK

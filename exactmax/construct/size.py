@@ -49,15 +49,20 @@ def sublayer_counts(tf: Transformer) -> list[tuple[int, int]]:
 
 def transformer_counts(tf: Transformer) -> dict:
     """Totals: embedding, positions, sub-layers and read-out together."""
-    parts = [_count(tf.embedding), _count(tf.positions),
-             _count(tf.readout.map.W, tf.readout.map.b)] + sublayer_counts(tf)
+    parts = [
+        _count(tf.embedding),
+        _count(tf.positions),
+        _count(tf.readout.map.W, tf.readout.map.b),
+    ] + sublayer_counts(tf)
     return {"params": sum(p[0] for p in parts), "nonzero": sum(p[1] for p in parts)}
 
 
 def maxout_layer_counts(net: MaxoutNetwork) -> list[int]:
     """sum_i k_{l,i} (N_{l-1} + 1) for each layer l."""
-    return [sum(len(u.pieces) * (prev + 1) for u in layer.units)
-            for prev, layer in zip(net.widths, net.layers)]
+    return [
+        sum(len(u.pieces) * (prev + 1) for u in layer.units)
+        for prev, layer in zip(net.widths, net.layers)
+    ]
 
 
 def size_report(net: MaxoutNetwork, tf: Transformer, merged: bool) -> dict:
@@ -70,16 +75,28 @@ def size_report(net: MaxoutNetwork, tf: Transformer, merged: bool) -> dict:
         owners = [[3 * l, 3 * l + 1, 3 * l + 2] for l in range(D)]
     layers = []
     for l, (mp, idx) in enumerate(zip(maxout_layer_counts(net), owners)):
-        layers.append({"layer": l + 1, "width": net.layers[l].width, "rank": net.layers[l].rank,
-                       "maxout_params": mp, "sublayers": idx,
-                       "heads": net.layers[l].width,
-                       "transformer_params": sum(subs[i][0] for i in idx),
-                       "transformer_nonzero": sum(subs[i][1] for i in idx)})
+        layers.append(
+            {
+                "layer": l + 1,
+                "width": net.layers[l].width,
+                "rank": net.layers[l].rank,
+                "maxout_params": mp,
+                "sublayers": idx,
+                "heads": net.layers[l].width,
+                "transformer_params": sum(subs[i][0] for i in idx),
+                "transformer_nonzero": sum(subs[i][1] for i in idx),
+            }
+        )
     tot = transformer_counts(tf)
-    return {"layers": layers,
-            "maxout_params": parameter_count(net),
-            "transformer_params": tot["params"], "transformer_nonzero": tot["nonzero"],
-            "ratio_params": tot["params"] / parameter_count(net),
-            "ratio_nonzero": tot["nonzero"] / parameter_count(net),
-            "tokens": tf.n_tokens, "heads": sum(l.width for l in net.layers),
-            "d_model": tf.d_model, "sublayers": len(tf.sublayers)}
+    return {
+        "layers": layers,
+        "maxout_params": parameter_count(net),
+        "transformer_params": tot["params"],
+        "transformer_nonzero": tot["nonzero"],
+        "ratio_params": tot["params"] / parameter_count(net),
+        "ratio_nonzero": tot["nonzero"] / parameter_count(net),
+        "tokens": tf.n_tokens,
+        "heads": sum(l.width for l in net.layers),
+        "d_model": tf.d_model,
+        "sublayers": len(tf.sublayers),
+    }

@@ -15,8 +15,9 @@ M (attention output), P (one-hot position).  Invariant after layer l: every toke
 
 Variants (``CompileOptions``): ``merged`` fuses step 3 of layer l with step 1 of layer l+1
 (2D + 1 sub-layers); ``positional="scalar"`` replaces the one-hot P block by one coordinate
-pi_t = t + 1 and selects piece t by telescoping: z_t = z_0 + sum_{s>=1} [pi - 1 >= s](z_s - z_{s-1}),
-each step gated by ReLU(d + 2K(pi - 1 - s) + K) - ReLU(2K(pi - 1 - s) + K) with K = 2 C_l.
+pi_t = t + 1 and selects piece t by telescoping:
+z_t = z_0 + sum_{s>=1} [pi - 1 >= s](z_s - z_{s-1}), each step
+gated by ReLU(d + 2K(pi - 1 - s) + K) - ReLU(2K(pi - 1 - s) + K) with K = 2 C_l.
 """
 
 from __future__ import annotations
@@ -26,18 +27,18 @@ from dataclasses import dataclass
 from ..kernel.affine import Affine
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Domain
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 from ..kernel.transformer import Attention, FeedForward, Head, Readout, Transformer
 from .bounds import DomainError, LayerBounds, layer_bounds
 
 
 @dataclass(frozen=True, slots=True)
 class CompileOptions:
-    merged: bool = False             # 2D + 1 sub-layers instead of 3D
-    positional: str = "onehot"       # "onehot" (k rows) or "scalar" (one coordinate t + 1)
-    bounds: str = "auto"             # "auto", "interval" or "lp"
-    slack: Q = ZERO                  # C_l = (1 + slack) * bound, for softmax perturbations
-    gates: tuple[Q, ...] | None = None   # explicit C_l (re-building a given file's construction)
+    merged: bool = False  # 2D + 1 sub-layers instead of 3D
+    positional: str = "onehot"  # "onehot" (k rows) or "scalar" (one coordinate t + 1)
+    bounds: str = "auto"  # "auto", "interval" or "lp"
+    slack: Q = ZERO  # C_l = (1 + slack) * bound, for softmax perturbations
+    gates: tuple[Q, ...] | None = None  # explicit C_l (re-building a given file's construction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +49,17 @@ class Layout:
     k: int
     positional: str
 
-    def H(self, j): return j
-    def Z(self, i): return self.W + i
-    def M(self, i): return 2 * self.W + i
-    def P(self, s): return 3 * self.W + (s if self.positional == "onehot" else 0)
+    def H(self, j):
+        return j
+
+    def Z(self, i):
+        return self.W + i
+
+    def M(self, i):
+        return 2 * self.W + i
+
+    def P(self, s):
+        return 3 * self.W + (s if self.positional == "onehot" else 0)
 
     @property
     def d_model(self) -> int:
@@ -61,9 +69,9 @@ class Layout:
 @dataclass(frozen=True, slots=True)
 class Compiled:
     transformer: Transformer
-    gates: tuple[Q, ...]             # C_l per layer
+    gates: tuple[Q, ...]  # C_l per layer
     bounds: tuple[LayerBounds, ...]
-    bounds_method: str               # "interval" or "lp"
+    bounds_method: str  # "interval" or "lp"
     options: CompileOptions
 
 
@@ -89,12 +97,13 @@ def _piece(unit, s):
     return unit.pieces[min(s, len(unit.pieces) - 1)]
 
 
-def _gate_units(layer, C: Q, L: Layout, reads, W1: _Sparse, b1: list, W2: _Sparse,
-                b2: list, offset: int) -> int:
+def _gate_units(
+    layer, C: Q, L: Layout, reads, W1: _Sparse, b1: list, W2: _Sparse, b2: list, offset: int
+) -> int:
     """Append the hidden units of step 1 (Z_i <- z_{t,i} on token t) reading h^{l-1} from the
     rows ``reads(j)``; returns the number of units added.  Adds -C_l to b2 on Z_i."""
     k, h = L.k, offset
-    for i, unit in enumerate(layer.units):
+    for i in range(len(layer.units)):
         b2[L.Z(i)] -= C
     if L.positional == "onehot":
         for s in range(k):
@@ -133,8 +142,17 @@ def _gate_units(layer, C: Q, L: Layout, reads, W1: _Sparse, b1: list, W2: _Spars
     return h - offset
 
 
-def _cleanup_units(prev_width: int, width: int, target, L: Layout, W1: _Sparse, b1: list,
-                   W2: _Sparse, offset: int, zero_z: int) -> int:
+def _cleanup_units(
+    prev_width: int,
+    width: int,
+    target,
+    L: Layout,
+    W1: _Sparse,
+    b1: list,
+    W2: _Sparse,
+    offset: int,
+    zero_z: int,
+) -> int:
     """Hidden units of step 3: H_j <- target_j (an affine map of M, given as (row, const)),
     Z_i <- 0 for i < zero_z, M_i <- 0 for i < width.  u = ReLU(u) - ReLU(-u) each time."""
     h = offset
@@ -179,8 +197,9 @@ def _targets(net: MaxoutNetwork, l: int, L: Layout):
     return [({L.M(i): ONE}, ZERO) for i in range(layer.width)]
 
 
-def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
-                        options: CompileOptions = CompileOptions()) -> Compiled:
+def compile_transformer(
+    net: MaxoutNetwork, domain: Domain | None = None, options: CompileOptions = CompileOptions()
+) -> Compiled:
     """The hardmax Transformer of construction.md §2 for ``net`` on ``domain`` (default: the
     network's own).  It equals ``net`` on the domain exactly (Theorems T1, T2), as long as the
     gate constants bound the pre-activations there, which ``layer_bounds`` guarantees.
@@ -190,11 +209,15 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
     if domain is None:
         raise DomainError("the network has no domain")
     if domain.dim != net.input_dim:
-        raise DomainError(f"the domain has dimension {domain.dim}, the network's input "
-                          f"{net.input_dim}")
+        raise DomainError(
+            f"the domain has dimension {domain.dim}, the network's input {net.input_dim}"
+        )
     bounds = layer_bounds(net, domain, options.bounds)
-    method = options.bounds if options.bounds != "auto" else (
-        "interval" if hasattr(domain, "lower") else "lp")
+    method = (
+        options.bounds
+        if options.bounds != "auto"
+        else ("interval" if hasattr(domain, "lower") else "lp")
+    )
     # C_l: the least integer strictly above the bound (with slack), so >= 1.  Any C_l >= the
     # bound is sound; an integer keeps the bound's large denominators out of every later
     # number, and a strict margin leaves no gate tied anywhere on the domain (every gate's
@@ -230,18 +253,28 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
         return Attention(tuple(heads))
 
     def gate_ff(l: int, reads) -> FeedForward:
-        return _feedforward(d_m, lambda W1, b1, W2, b2: _gate_units(
-            net.layers[l], gates[l], L, reads, W1, b1, W2, b2, 0))
+        return _feedforward(
+            d_m,
+            lambda W1, b1, W2, b2: _gate_units(
+                net.layers[l], gates[l], L, reads, W1, b1, W2, b2, 0
+            ),
+        )
 
     def cleanup_ff(l: int) -> FeedForward:
-        return _feedforward(d_m, lambda W1, b1, W2, b2: _cleanup_units(
-            widths[l], widths[l + 1], _targets(net, l, L), L, W1, b1, W2, 0, widths[l + 1]))
+        return _feedforward(
+            d_m,
+            lambda W1, b1, W2, b2: _cleanup_units(
+                widths[l], widths[l + 1], _targets(net, l, L), L, W1, b1, W2, 0, widths[l + 1]
+            ),
+        )
 
     def merged_ff(l: int) -> FeedForward:  # clean-up of layer l and step 1 of layer l + 1
         def build(W1, b1, W2, b2):
-            n = _cleanup_units(widths[l], widths[l + 1], _targets(net, l, L), L, W1, b1, W2,
-                               0, widths[l + 1])
+            n = _cleanup_units(
+                widths[l], widths[l + 1], _targets(net, l, L), L, W1, b1, W2, 0, widths[l + 1]
+            )
             return n + _gate_units(net.layers[l + 1], gates[l + 1], L, L.M, W1, b1, W2, b2, n)
+
         return _feedforward(d_m, build)
 
     subs = []
@@ -255,9 +288,21 @@ def compile_transformer(net: MaxoutNetwork, domain: Domain | None = None,
             subs.append(merged_ff(l) if l < D - 1 else cleanup_ff(l))
     R = tuple(tuple(ONE if c == L.H(j) else ZERO for c in range(d_m)) for j in range(m))
     readout = Readout(Affine(R, (ZERO,) * m, d_m), 0)
-    meta = {"compiled_by": "exactmax compile", "construction": "construction.md §2",
-            "variant": {"merged": options.merged, "positional": options.positional},
-            "gate_constants": [str(c) for c in gates], "bounds": method}
-    tf = Transformer(net.input_dim, d_m, tuple(tuple(r) for r in embedding), tuple(positions),
-                     tuple(subs), readout, domain, meta)
+    meta = {
+        "compiled_by": "exactmax compile",
+        "construction": "construction.md §2",
+        "variant": {"merged": options.merged, "positional": options.positional},
+        "gate_constants": [str(c) for c in gates],
+        "bounds": method,
+    }
+    tf = Transformer(
+        net.input_dim,
+        d_m,
+        tuple(tuple(r) for r in embedding),
+        tuple(positions),
+        tuple(subs),
+        readout,
+        domain,
+        meta,
+    )
     return Compiled(tf, tuple(gates), tuple(bounds), method, options)

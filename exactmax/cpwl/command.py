@@ -9,6 +9,7 @@ from ..construct.size import parameter_count
 from ..exits import UsageError
 from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
+from ..kernel.polyhedron import Box
 
 DESCRIPTION = """\
 Convert a continuous piecewise linear function (an exactmax/cpwl file) into an exact Maxout
@@ -24,35 +25,63 @@ the conversion, and `exactmax verify NET` its Transformer. --check runs both pro
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("cpwl", help="convert a CPWL specification into a Maxout network",
-                       description=DESCRIPTION)
+    p = sub.add_parser(
+        "cpwl", help="convert a CPWL specification into a Maxout network", description=DESCRIPTION
+    )
     p.add_argument("spec", metavar="SPEC.json", help="an exactmax/cpwl file")
-    p.add_argument("-o", "--output", required=True, metavar="NET.json",
-                   help="where to write the exactmax/maxout network")
-    p.add_argument("--reference", metavar="REF.json",
-                   help="also write the specification's literal encoding (an exactmax/maxout "
-                   "file built differently from NET) for exactmax equiv")
-    p.add_argument("--route", choices=("relu", "dc", "lattice"),
-                   help="conversion route (default: relu for kind relu, dc for breakpoints "
-                   "and dc, lattice for lattice)")
-    p.add_argument("--max-pieces", type=int, default=20000, metavar="N",
-                   help="refuse a DC expansion of a lattice spec with more than N pieces in a "
-                   "unit (default 20000)")
-    p.add_argument("--check", action="store_true",
-                   help="prove NET = reference and NET = its compiled Transformer on the "
-                   "domain (kernel-checked certificates; needs a domain in the spec)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="time limit of each --check proof (default 60)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="NET.json",
+        help="where to write the exactmax/maxout network",
+    )
+    p.add_argument(
+        "--reference",
+        metavar="REF.json",
+        help="also write the specification's literal encoding (an exactmax/maxout "
+        "file built differently from NET) for exactmax equiv",
+    )
+    p.add_argument(
+        "--route",
+        choices=("relu", "dc", "lattice"),
+        help="conversion route (default: relu for kind relu, dc for breakpoints "
+        "and dc, lattice for lattice)",
+    )
+    p.add_argument(
+        "--max-pieces",
+        type=int,
+        default=20000,
+        metavar="N",
+        help="refuse a DC expansion of a lattice spec with more than N pieces in a "
+        "unit (default 20000)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="prove NET = reference and NET = its compiled Transformer on the "
+        "domain (kernel-checked certificates; needs a domain in the spec)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="time limit of each --check proof (default 60)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
 
 def network_summary(net: MaxoutNetwork) -> dict:
     """Widths, ranks and piece counts of a Maxout network."""
-    return {"layers": len(net.layers), "widths": [l.width for l in net.layers],
-            "ranks": [l.rank for l in net.layers],
-            "pieces": [[len(u.pieces) for u in l.units] for l in net.layers],
-            "parameters": parameter_count(net)}
+    return {
+        "layers": len(net.layers),
+        "widths": [l.width for l in net.layers],
+        "ranks": [l.rank for l in net.layers],
+        "pieces": [[len(u.pieces) for u in l.units] for l in net.layers],
+        "parameters": parameter_count(net),
+    }
 
 
 def run(args) -> int:
@@ -60,28 +89,35 @@ def run(args) -> int:
     from ..io.models import check_outputs
     from .convert import ROUTES, TooLarge, compile_cpwl, kind_of, reference_json
     from .spec import load_spec
-    check_outputs([("-o", args.output), ("--reference", args.reference)],
-                  [("SPEC.json", args.spec)])
+
+    check_outputs(
+        [("-o", args.output), ("--reference", args.reference)], [("SPEC.json", args.spec)]
+    )
     spec = load_spec(args.spec)
     kind = kind_of(spec)
     route = args.route or ROUTES[kind][0]
     if route not in ROUTES[kind]:
-        raise UsageError(f"--route {route}: kind {kind!r} has route(s) " +
-                         ", ".join(ROUTES[kind]))
+        raise UsageError(f"--route {route}: kind {kind!r} has route(s) " + ", ".join(ROUTES[kind]))
     if args.max_pieces < 1:
         raise UsageError(f"--max-pieces: expected a positive integer, got {args.max_pieces}")
     try:
         net = compile_cpwl(spec, route, args.max_pieces)
     except TooLarge as e:
-        raise UsageError(f"{args.spec}: {e}; use --route lattice or raise --max-pieces") \
-            from None
-    if args.check:   # before anything is written
+        raise UsageError(f"{args.spec}: {e}; use --route lattice or raise --max-pieces") from None
+    if args.check:  # before anything is written
         _check_preconditions(args, net)
     obj = model_to_json(net)
     obj["meta"] = {"cpwl": {"spec": args.spec, "kind": kind, "route": route}}
     write_json_atomic(args.output, obj)
-    out = {"spec": args.spec, "kind": kind, "route": route, "output": args.output,
-           "network": network_summary(net), "reference": None, "check": None}
+    out = {
+        "spec": args.spec,
+        "kind": kind,
+        "route": route,
+        "output": args.output,
+        "network": network_summary(net),
+        "reference": None,
+        "check": None,
+    }
     if args.reference:
         ref = reference_json(spec)
         ref["meta"] = {"cpwl": {"spec": args.spec, "kind": kind, "reference": True}}
@@ -93,19 +129,23 @@ def run(args) -> int:
     code = 0
     if out["check"] is not None:
         verdicts = [c["verdict"] for c in out["check"].values()]
-        code = 1 if "refuted" in verdicts else (0 if all(v == "proved" for v in verdicts)
-                                                else 3)
+        code = 1 if "refuted" in verdicts else (0 if all(v == "proved" for v in verdicts) else 3)
     if args.json:
         print(jsonout.dumps(out))
         return code
     s = out["network"]
-    print(f"wrote {args.output}: {kind} by the {route} route, {s['layers']} Maxout layer(s), "
-          f"widths {s['widths']}, ranks {s['ranks']}, {s['parameters']} parameters")
+    print(
+        f"wrote {args.output}: {kind} by the {route} route, {s['layers']} Maxout layer(s), "
+        f"widths {s['widths']}, ranks {s['ranks']}, {s['parameters']} parameters"
+    )
     if args.reference:
         print(f"wrote {args.reference}: the specification's literal encoding")
     for name, c in (out["check"] or {}).items():
-        what = "the specification (its literal encoding)" if name == "spec" else \
-            "its compiled Transformer"
+        what = (
+            "the specification (its literal encoding)"
+            if name == "spec"
+            else "its compiled Transformer"
+        )
         line = f"{c['verdict']}"
         if c["verdict"] == "proved":
             line += f" ({c['trust']})"
@@ -120,31 +160,33 @@ def run(args) -> int:
     return code
 
 
-
-
 def _check_preconditions(args, net: MaxoutNetwork) -> None:
     """What --check needs, refused as input errors before NET is written: a positive
     --timeout and a bounded, non-empty domain."""
     from ..construct.bounds import DomainError, bounding_box
     from ..io import InputError
+
     if args.timeout <= 0:
-        raise UsageError(f"--timeout: expected a positive number of seconds, got "
-                         f"{args.timeout}")
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     if net.domain is None:
-        raise UsageError(f"--check: {args.spec} has no domain; add a \"domain\" entry "
-                         "(kinds relu, lattice, dc) or check later with exactmax equiv "
-                         "--domain")
+        raise UsageError(
+            f'--check: {args.spec} has no domain; add a "domain" entry '
+            "(kinds relu, lattice, dc) or check later with exactmax equiv "
+            "--domain"
+        )
     try:
         bounding_box(net.domain, "auto")
     except DomainError as e:
-        raise InputError(args.spec, "domain", "--check needs a bounded, non-empty domain: "
-                         f"{e}") from None
+        raise InputError(
+            args.spec, "domain", f"--check needs a bounded, non-empty domain: {e}"
+        ) from None
 
 
 def _reference_model(spec) -> MaxoutNetwork:
     from ..io.jsonfile import Cursor
     from ..io.models import read_maxout
     from .convert import reference_json
+
     return read_maxout(Cursor("<reference>", "", json.loads(json.dumps(reference_json(spec)))))
 
 
@@ -154,19 +196,23 @@ def check_chain(net: MaxoutNetwork, ref: MaxoutNetwork, timeout_s: float) -> dic
     checks make "proved" or "refuted" (prove.verify)."""
     from ..construct.transformer import compile_transformer
     from ..prove.verify import VerifyOptions, verify_equal
+
     opts = VerifyOptions(timeout_s=timeout_s)
     tf = compile_transformer(net, net.domain).transformer
     result = {}
     for name, other in (("spec", ref), ("transformer", tf)):
         v = verify_equal(net, other, net.domain, opts)
-        result[name] = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
-                        "cells": v.stats.get("leaves_checked"),
-                        "time_s": round(v.stats.get("time_s", 0.0), 3),
-                        "x": [q_str(t) for t in v.x] if v.x is not None else None}
+        result[name] = {
+            "verdict": v.verdict,
+            "trust": v.trust,
+            "reason": v.reason,
+            "cells": v.stats.get("leaves_checked"),
+            "time_s": round(v.stats.get("time_s", 0.0), 3),
+            "x": [q_str(t) for t in v.x] if v.x is not None else None,
+        }
     result["transformer"]["tokens"] = tf.n_tokens
     result["transformer"]["sublayers"] = len(tf.sublayers)
     return result
-
 
 
 # ------------------------------------------------------------------------- approx-convex
@@ -187,34 +233,59 @@ in every case it can go last, after '--': approx-convex --box 0,1 --h 1/4 -o g.j
 
 
 def add_approx_parser(sub) -> None:
-    p = sub.add_parser("approx-convex", help="max-affine network of a convex polynomial "
-                       "(tangent planes on a grid), with its error bound",
-                       description=APPROX_DESCRIPTION)
-    p.add_argument("expr", metavar="EXPR", help='a polynomial: numbers, the variables, + - * / '
-                   '^ ** ( ) and sqrt of a constant, e.g. "x^2 + x*y/2 + y^2" (total degree '
-                   '<= 64, at most 10000 characters)')
-    p.add_argument("--box", required=True, metavar="LO,HI;LO,HI",
-                   help="one interval per variable, separated by ';' (exact numbers)")
+    p = sub.add_parser(
+        "approx-convex",
+        help="max-affine network of a convex polynomial "
+        "(tangent planes on a grid), with its error bound",
+        description=APPROX_DESCRIPTION,
+    )
+    p.add_argument(
+        "expr",
+        metavar="EXPR",
+        help="a polynomial: numbers, the variables, + - * / "
+        '^ ** ( ) and sqrt of a constant, e.g. "x^2 + x*y/2 + y^2" (total degree '
+        "<= 64, at most 10000 characters)",
+    )
+    p.add_argument(
+        "--box",
+        required=True,
+        metavar="LO,HI;LO,HI",
+        help="one interval per variable, separated by ';' (exact numbers)",
+    )
     p.add_argument("--h", required=True, metavar="H", help="grid spacing (an exact number > 0)")
-    p.add_argument("--vars", metavar="X,Y",
-                   help="the variables in order (default: the expression's, sorted by name)")
-    p.add_argument("-o", "--output", required=True, metavar="NET.json",
-                   help="where to write the exactmax/maxout network (domain: the box)")
-    p.add_argument("--max-points", type=int, default=10000, metavar="N",
-                   help="refuse grids of more than N points (default 10000)")
+    p.add_argument(
+        "--vars",
+        metavar="X,Y",
+        help="the variables in order (default: the expression's, sorted by name)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="NET.json",
+        help="where to write the exactmax/maxout network (domain: the box)",
+    )
+    p.add_argument(
+        "--max-points",
+        type=int,
+        default=10000,
+        metavar="N",
+        help="refuse grids of more than N points (default 10000)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run_approx)
 
 
-def parse_box(text: str) -> "Box":
-    """"lo,hi;lo,hi" -> Box; UsageError naming the side and the problem."""
+def parse_box(text: str) -> Box:
+    """ "lo,hi;lo,hi" -> Box; UsageError naming the side and the problem."""
     from ..io.numbers import NumberSyntaxError, parse_rational
     from ..kernel.polyhedron import Box
+
     lower, upper = [], []
     for i, side in enumerate(text.split(";")):
         parts = [t.strip() for t in side.split(",")]
         if len(parts) != 2:
-            raise UsageError(f"--box: side {i}: expected \"lo,hi\", got {side.strip()!r}")
+            raise UsageError(f'--box: side {i}: expected "lo,hi", got {side.strip()!r}')
         try:
             lo, hi = (parse_rational(t) for t in parts)
         except NumberSyntaxError as e:
@@ -230,6 +301,7 @@ def run_approx(args) -> int:
     from ..io import model_to_json, write_json_atomic
     from ..io.numbers import NumberSyntaxError, parse_rational
     from .convex import NotExact, approximate_convex, parse_polynomial
+
     box = parse_box(args.box)
     try:
         h = parse_rational(args.h)
@@ -241,8 +313,9 @@ def run_approx(args) -> int:
     if args.vars:
         names = tuple(v.strip() for v in args.vars.split(","))
         if not all(n.isidentifier() for n in names) or len(set(names)) != len(names):
-            raise UsageError(f"--vars: expected distinct names separated by commas, got "
-                             f"{args.vars!r}")
+            raise UsageError(
+                f"--vars: expected distinct names separated by commas, got {args.vars!r}"
+            )
     expr = args.expr.strip()
     try:
         f = parse_polynomial(expr, names)
@@ -250,8 +323,10 @@ def run_approx(args) -> int:
         raise UsageError(f"EXPR: {e}") from None
     if box.dim != len(f.names):
         src = "--vars" if names else "EXPR"
-        raise UsageError(f"--box: expected {len(f.names)} side(s) \"lo,hi\" separated by ';', "
-                         f"one per variable ({', '.join(f.names)}, from {src}), got {box.dim}")
+        raise UsageError(
+            f"--box: expected {len(f.names)} side(s) \"lo,hi\" separated by ';', "
+            f"one per variable ({', '.join(f.names)}, from {src}), got {box.dim}"
+        )
     try:
         a = approximate_convex(f, box, h, args.max_points)
     except NotExact as e:
@@ -262,28 +337,42 @@ def run_approx(args) -> int:
     obj["meta"] = {"approx_convex": {"expr": expr, "vars": list(f.names), "h": q_str(h)}}
     write_json_atomic(args.output, obj)
     err = a.max_error
-    out = {"expr": expr, "vars": list(f.names), "dim": len(f.names),
-           "box": [[q_str(lo), q_str(hi)] for lo, hi in zip(box.lower, box.upper)],
-           "h": q_str(h), "grid_points": a.grid_points, "rank": a.pieces,
-           "output": args.output, "convexity": a.convexity,
-           "lipschitz_squared": q_str(a.lipschitz_squared),
-           "bound": q_str(a.bound), "bound_is": "exact" if a.bound_exact else "upper bound",
-           "max_error": q_str(err[0]) if err else None,
-           "max_error_at": [q_str(v) for v in err[1]] if err else None}
+    out = {
+        "expr": expr,
+        "vars": list(f.names),
+        "dim": len(f.names),
+        "box": [[q_str(lo), q_str(hi)] for lo, hi in zip(box.lower, box.upper)],
+        "h": q_str(h),
+        "grid_points": a.grid_points,
+        "rank": a.pieces,
+        "output": args.output,
+        "convexity": a.convexity,
+        "lipschitz_squared": q_str(a.lipschitz_squared),
+        "bound": q_str(a.bound),
+        "bound_is": "exact" if a.bound_exact else "upper bound",
+        "max_error": q_str(err[0]) if err else None,
+        "max_error_at": [q_str(v) for v in err[1]] if err else None,
+    }
     if args.json:
         print(jsonout.dumps(out))
         return 0
-    print(f"wrote {args.output}: one Maxout unit of rank {a.pieces} ({a.grid_points} grid "
-          f"points, spacing {q_str(h)}) on " +
-          " x ".join(f"[{lo}, {hi}]" for lo, hi in out["box"]))
+    print(
+        f"wrote {args.output}: one Maxout unit of rank {a.pieces} ({a.grid_points} grid "
+        f"points, spacing {q_str(h)}) on " + " x ".join(f"[{lo}, {hi}]" for lo, hi in out["box"])
+    )
     print(f"convexity: {a.convexity}")
     rel = "=" if a.bound_exact else "<="
-    print(f"bound: 0 <= f - g <= L sqrt(d) h {rel} {out['bound']} (L^2 = "
-          f"{out['lipschitz_squared']}, exact; " +
-          ("the bound is exact)" if a.bound_exact else "sqrt rounded up to a rational)"))
+    print(
+        f"bound: 0 <= f - g <= L sqrt(d) h {rel} {out['bound']} (L^2 = "
+        f"{out['lipschitz_squared']}, exact; "
+        + ("the bound is exact)" if a.bound_exact else "sqrt rounded up to a rational)")
+    )
     if err:
-        print(f"true maximum error: max (f - g) = {out['max_error']} (exact), at x = (" +
-              ", ".join(out["max_error_at"]) + ")")
+        print(
+            f"true maximum error: max (f - g) = {out['max_error']} (exact), at x = ("
+            + ", ".join(out["max_error_at"])
+            + ")"
+        )
     else:
         print("true maximum error: not computed (d > 2)")
     return 0

@@ -8,7 +8,8 @@ differently from the conversion, so that ``exactmax equiv NET REF`` proves somet
 Max-affine form of a convex 1-D hinge sum (used for the DC split and the fold network):
 for hinges h_1 < ... < h_r with jumps J_t > 0,
 
-    a s + c + sum_t J_t (s - h_t)_+  =  max_{t=0..r} [ (a + J_1 + ... + J_t) s + c - J_1 h_1 - ... - J_t h_t ]
+    a s + c + sum_t J_t (s - h_t)_+
+        =  max_{t=0..r} [ (a + J_1 + ... + J_t) s + c - J_1 h_1 - ... - J_t h_t ]
 
 because consecutive pieces differ by J_t (s - h_t), which is >= 0 exactly when s >= h_t, so
 the pieces that win on s in [h_t, h_{t+1}] are the t-th; the right side is their max.
@@ -20,7 +21,7 @@ from itertools import product
 
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 from .spec import BreakpointSpec, DCSpec, LatticeSpec, ReluSpec, Spec
 
 DEFAULT_MAX_PIECES = 20000
@@ -64,20 +65,30 @@ def hinge_pieces(a: Q, c: Q, hinges) -> tuple[Piece, ...]:
 
 # ------------------------------------------------------------------------------ (a) ReLU
 
+
 def compile_relu(spec: ReluSpec) -> MaxoutNetwork:
     """Each ReLU unit max(w . h + b, 0) becomes the rank-2 Maxout unit with pieces (w, b) and
     (0, 0); the read-out is kept.  Same function on all of R^d."""
     layers, width = [], spec.input_dim
     for A in spec.layers:
-        layers.append(Layer(tuple(Unit((Piece(tuple(w), b), Piece(_zero(width), ZERO)))
-                                  for w, b in zip(A.W, A.b))))
+        layers.append(
+            Layer(
+                tuple(
+                    Unit((Piece(tuple(w), b), Piece(_zero(width), ZERO))) for w, b in zip(A.W, A.b)
+                )
+            )
+        )
         width = A.out_dim
-    if not layers:   # an affine spec: one rank-1 unit per output of the read-out
-        out = spec.output or Affine(tuple(_unit_vector(i, width) for i in range(width)),
-                                    _zero(width), width)
-        return MaxoutNetwork(spec.input_dim, (Layer(tuple(Unit((Piece(tuple(w), b),))
-                                                         for w, b in zip(out.W, out.b))),),
-                             None, spec.domain)
+    if not layers:  # an affine spec: one rank-1 unit per output of the read-out
+        out = spec.output or Affine(
+            tuple(_unit_vector(i, width) for i in range(width)), _zero(width), width
+        )
+        return MaxoutNetwork(
+            spec.input_dim,
+            (Layer(tuple(Unit((Piece(tuple(w), b),)) for w, b in zip(out.W, out.b))),),
+            None,
+            spec.domain,
+        )
     return MaxoutNetwork(spec.input_dim, tuple(layers), spec.output, spec.domain)
 
 
@@ -85,9 +96,13 @@ def reference_relu(spec: ReluSpec) -> dict:
     """The specification itself as an exactmax/maxout file with ``relu`` layers (the format's
     own ReLU layers, read by ``load_model``)."""
     from ..io.models import _vec, domain_to_json
-    obj = {"format": "exactmax/maxout", "version": 1, "input_dim": spec.input_dim,
-           "layers": [{"relu": {"W": [_vec(r) for r in A.W], "b": _vec(A.b)}}
-                      for A in spec.layers]}
+
+    obj = {
+        "format": "exactmax/maxout",
+        "version": 1,
+        "input_dim": spec.input_dim,
+        "layers": [{"relu": {"W": [_vec(r) for r in A.W], "b": _vec(A.b)}} for A in spec.layers],
+    }
     if not spec.layers:
         return _model_json(compile_relu(spec))
     if spec.output is not None:
@@ -98,6 +113,7 @@ def reference_relu(spec: ReluSpec) -> dict:
 
 
 # ------------------------------------------------------------------------- (b) breakpoints
+
 
 def dc_split(spec: BreakpointSpec) -> tuple[tuple[Piece, ...], tuple[Piece, ...]]:
     """(pieces of g, pieces of h) with f = g - h, both convex max-affine (Theorem 4.2, 1-D).
@@ -123,25 +139,35 @@ def reference_breakpoints(spec: BreakpointSpec) -> dict:
     """f(x) = y_0 + s_1 (x - x_0) + sum_{i=1}^{n-1} D_i (x - x_i)_+ written as one ReLU layer
     (relu(x) - relu(-x) = x exactly), read off the breakpoints without any DC split."""
     from ..io.models import _vec, domain_to_json
+
     s = spec.slopes
     interior = spec.x[1:-1]
     W = [[ONE], [-ONE]] + [[ONE] for _ in interior]
     b = [ZERO, ZERO] + [-t for t in interior]
     out_w = [s[0], -s[0]] + [s[i] - s[i - 1] for i in range(1, len(s))]
-    return {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
-            "layers": [{"relu": {"W": [_vec(r) for r in W], "b": _vec(b)}}],
-            "output": {"W": [_vec(out_w)], "b": _vec([spec.y[0] - s[0] * spec.x[0]])},
-            "domain": domain_to_json(spec.domain)}
+    return {
+        "format": "exactmax/maxout",
+        "version": 1,
+        "input_dim": 1,
+        "layers": [{"relu": {"W": [_vec(r) for r in W], "b": _vec(b)}}],
+        "output": {"W": [_vec(out_w)], "b": _vec([spec.y[0] - s[0] * spec.x[0]])},
+        "domain": domain_to_json(spec.domain),
+    }
 
 
 # ----------------------------------------------------------------------------- (c) lattice
+
 
 def compile_lattice(spec: LatticeSpec) -> MaxoutNetwork:
     """Two Maxout layers: u_i = max_{j in S_i} (-l_j) = -min_{j in S_i} l_j, then
     f = max_i (-u_i)."""
     d, n = spec.input_dim, len(spec.sets)
-    first = Layer(tuple(Unit(_dedupe(Piece(tuple(-v for v in spec.maps[j].w), -spec.maps[j].b)
-                                     for j in S)) for S in spec.sets))
+    first = Layer(
+        tuple(
+            Unit(_dedupe(Piece(tuple(-v for v in spec.maps[j].w), -spec.maps[j].b) for j in S))
+            for S in spec.sets
+        )
+    )
     second = Layer((Unit(tuple(Piece(_unit_vector(i, n, -ONE), ZERO) for i in range(n))),))
     return MaxoutNetwork(d, (first, second), None, spec.domain)
 
@@ -168,8 +194,10 @@ def compile_lattice_dc(spec: LatticeSpec, max_pieces: int = DEFAULT_MAX_PIECES) 
     Raises TooLarge if either unit would have more than ``max_pieces`` pieces."""
     plus_n, minus_n = count_lattice_dc_pieces(spec)
     if max(plus_n, minus_n) > max_pieces:
-        raise TooLarge(f"the DC route needs {plus_n} + {minus_n} pieces (a product over the "
-                       f"sets), more than the limit {max_pieces}")
+        raise TooLarge(
+            f"the DC route needs {plus_n} + {minus_n} pieces (a product over the "
+            f"sets), more than the limit {max_pieces}"
+        )
     d = spec.input_dim
 
     def add(*maps):
@@ -183,8 +211,13 @@ def compile_lattice_dc(spec: LatticeSpec, max_pieces: int = DEFAULT_MAX_PIECES) 
 
     A = [add(*(spec.maps[j] for j in S)) for S in spec.sets]
     # B_S's pieces: A_S - l_j for j in S
-    Bp = [[(tuple(a - v for a, v in zip(A[i][0], spec.maps[j].w)), A[i][1] - spec.maps[j].b)
-           for j in S] for i, S in enumerate(spec.sets)]
+    Bp = [
+        [
+            (tuple(a - v for a, v in zip(A[i][0], spec.maps[j].w)), A[i][1] - spec.maps[j].b)
+            for j in S
+        ]
+        for i, S in enumerate(spec.sets)
+    ]
 
     def sum_choice(choice):
         w = [ZERO] * d
@@ -195,8 +228,7 @@ def compile_lattice_dc(spec: LatticeSpec, max_pieces: int = DEFAULT_MAX_PIECES) 
             c += pc
         return w, c
 
-    minus = _dedupe(Piece(tuple(w), c) for w, c in
-                    (sum_choice(ch) for ch in product(*Bp)))
+    minus = _dedupe(Piece(tuple(w), c) for w, c in (sum_choice(ch) for ch in product(*Bp)))
     plus = []
     for i in range(len(spec.sets)):
         others = [Bp[k] for k in range(len(spec.sets)) if k != i]
@@ -211,19 +243,24 @@ def reference_lattice(spec: LatticeSpec) -> MaxoutNetwork:
     w_i = max_{j in S_i} (-z_j) = -min_{j in S_i} l_j, then max_i (-w_i)."""
     d, M, n = spec.input_dim, len(spec.maps), len(spec.sets)
     affine = Layer(tuple(Unit((Piece(tuple(m.w), m.b),)) for m in spec.maps))
-    mins = Layer(tuple(Unit(tuple(Piece(_unit_vector(j, M, -ONE), ZERO) for j in S))
-                       for S in spec.sets))
+    mins = Layer(
+        tuple(Unit(tuple(Piece(_unit_vector(j, M, -ONE), ZERO) for j in S)) for S in spec.sets)
+    )
     top = Layer((Unit(tuple(Piece(_unit_vector(i, n, -ONE), ZERO) for i in range(n))),))
     return MaxoutNetwork(d, (affine, mins, top), None, spec.domain)
 
 
 # --------------------------------------------------------------------------------- (d) DC
 
+
 def compile_dc(spec: DCSpec) -> MaxoutNetwork:
     """One Maxout layer, units max_i plus_i and max_j minus_j, output [1, -1]."""
-    return _two_unit_dc(spec.input_dim,
-                        _dedupe(Piece(tuple(m.w), m.b) for m in spec.plus),
-                        _dedupe(Piece(tuple(m.w), m.b) for m in spec.minus), spec.domain)
+    return _two_unit_dc(
+        spec.input_dim,
+        _dedupe(Piece(tuple(m.w), m.b) for m in spec.plus),
+        _dedupe(Piece(tuple(m.w), m.b) for m in spec.minus),
+        spec.domain,
+    )
 
 
 def reference_dc(spec: DCSpec) -> MaxoutNetwork:
@@ -232,35 +269,43 @@ def reference_dc(spec: DCSpec) -> MaxoutNetwork:
     d, P, M = spec.input_dim, len(spec.plus), len(spec.minus)
     affine = Layer(tuple(Unit((Piece(tuple(m.w), m.b),)) for m in spec.plus + spec.minus))
     n = P + M
-    top = Layer((Unit(tuple(Piece(_unit_vector(i, n), ZERO) for i in range(P))),
-                 Unit(tuple(Piece(_unit_vector(P + j, n), ZERO) for j in range(M)))))
+    top = Layer(
+        (
+            Unit(tuple(Piece(_unit_vector(i, n), ZERO) for i in range(P))),
+            Unit(tuple(Piece(_unit_vector(P + j, n), ZERO) for j in range(M))),
+        )
+    )
     return MaxoutNetwork(d, (affine, top), Affine(((ONE, -ONE),), (ZERO,), 2), spec.domain)
 
 
 # ---------------------------------------------------------------------------------- shared
 
+
 def _two_unit_dc(d: int, g, h, domain) -> MaxoutNetwork:
-    return MaxoutNetwork(d, (Layer((Unit(tuple(g)), Unit(tuple(h)))),),
-                         Affine(((ONE, -ONE),), (ZERO,), 2), domain)
+    return MaxoutNetwork(
+        d, (Layer((Unit(tuple(g)), Unit(tuple(h)))),), Affine(((ONE, -ONE),), (ZERO,), 2), domain
+    )
 
 
 def _model_json(net: MaxoutNetwork) -> dict:
     from ..io.models import model_to_json
+
     return model_to_json(net)
 
 
-ROUTES = {"relu": ("relu",), "breakpoints": ("dc",), "lattice": ("lattice", "dc"),
-          "dc": ("dc",)}
+ROUTES = {"relu": ("relu",), "breakpoints": ("dc",), "lattice": ("lattice", "dc"), "dc": ("dc",)}
 """The routes of each kind; the first is the default."""
 
 
 def kind_of(spec: Spec) -> str:
-    return {ReluSpec: "relu", BreakpointSpec: "breakpoints", LatticeSpec: "lattice",
-            DCSpec: "dc"}[type(spec)]
+    return {ReluSpec: "relu", BreakpointSpec: "breakpoints", LatticeSpec: "lattice", DCSpec: "dc"}[
+        type(spec)
+    ]
 
 
-def compile_cpwl(spec: Spec, route: str | None = None,
-                 max_pieces: int = DEFAULT_MAX_PIECES) -> MaxoutNetwork:
+def compile_cpwl(
+    spec: Spec, route: str | None = None, max_pieces: int = DEFAULT_MAX_PIECES
+) -> MaxoutNetwork:
     """The Maxout network of ``spec`` by ``route`` (default: the kind's first route)."""
     kind = kind_of(spec)
     route = route or ROUTES[kind][0]
@@ -271,8 +316,7 @@ def compile_cpwl(spec: Spec, route: str | None = None,
     if kind == "breakpoints":
         return compile_breakpoints(spec)
     if kind == "lattice":
-        return compile_lattice(spec) if route == "lattice" else \
-            compile_lattice_dc(spec, max_pieces)
+        return compile_lattice(spec) if route == "lattice" else compile_lattice_dc(spec, max_pieces)
     return compile_dc(spec)
 
 

@@ -32,7 +32,7 @@ from math import isqrt
 from ..kernel.affine import Vector
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 
 
 class NotExact(ValueError):
@@ -59,11 +59,11 @@ class Polynomial:
             v = c
             for xi, k in zip(x, e):
                 if k:
-                    v *= xi ** k
+                    v *= xi**k
             s += v
         return s
 
-    def derivative(self, i: int) -> "Polynomial":
+    def derivative(self, i: int) -> Polynomial:
         out = {}
         for e, c in self.terms:
             if e[i]:
@@ -72,7 +72,7 @@ class Polynomial:
                 out[tuple(f)] = out.get(tuple(f), ZERO) + c * e[i]
         return Polynomial(self.names, tuple((e, c) for e, c in out.items() if c))
 
-    def gradient(self) -> tuple["Polynomial", ...]:
+    def gradient(self) -> tuple[Polynomial, ...]:
         return tuple(self.derivative(i) for i in range(len(self.names)))
 
 
@@ -97,15 +97,22 @@ MAX_NESTING = 100
 FUNCTIONS = ("sqrt",)
 """The only function EXPR may call, and only on a constant (sqrt(9/4) = 3/2)."""
 
-CONSTANTS = {"pi": "pi is irrational", "E": "E (Euler's number) is irrational",
-             "I": "I (the imaginary unit) is not real", "oo": "oo (infinity) is not a number",
-             "zoo": "zoo (complex infinity) is not a number", "nan": "nan is not a number"}
+CONSTANTS = {
+    "pi": "pi is irrational",
+    "E": "E (Euler's number) is irrational",
+    "I": "I (the imaginary unit) is not real",
+    "oo": "oo (infinity) is not a number",
+    "zoo": "zoo (complex infinity) is not a number",
+    "nan": "nan is not a number",
+}
 """Names sympy gives a special value: refused (unless declared with --vars)."""
 
-_TOKEN = re.compile(r"(?P<space>[ \t\r\n]+)"
-                    r"|(?P<number>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-                    r"|(?P<name>[^\W\d]\w*)"
-                    r"|(?P<op>\*\*|[-+*/^()])")
+_TOKEN = re.compile(
+    r"(?P<space>[ \t\r\n]+)"
+    r"|(?P<number>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<name>[^\W\d]\w*)"
+    r"|(?P<op>\*\*|[-+*/^()])"
+)
 
 ALLOWED = "numbers, the variables, + - * / ^ ** ( ) and sqrt of a constant"
 
@@ -119,8 +126,10 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     while i < len(text):
         m = _TOKEN.match(text, i)
         if m is None:
-            raise NotExact(f"column {i + 1}: {text[i]!r} is not allowed (EXPR is a polynomial "
-                           f"written with {ALLOWED})")
+            raise NotExact(
+                f"column {i + 1}: {text[i]!r} is not allowed (EXPR is a polynomial "
+                f"written with {ALLOWED})"
+            )
         if m.lastgroup != "space":
             out.append((m.lastgroup, m.group(), i + 1))
         i = m.end()
@@ -149,10 +158,14 @@ class _Parser:
 
     def fail(self, tok, expected: str):
         got = "the end" if tok[0] == "end" else repr(tok[1])
-        hint = f" (write *, e.g. 2*x, for a product)" if tok[0] in ("name", "number") or \
-            tok[1] == "(" else ""
-        return NotExact(f"cannot read the expression at column {tok[2]}: expected {expected}, "
-                        f"got {got}{hint}")
+        hint = (
+            " (write *, e.g. 2*x, for a product)"
+            if tok[0] in ("name", "number") or tok[1] == "("
+            else ""
+        )
+        return NotExact(
+            f"cannot read the expression at column {tok[2]}: expected {expected}, got {got}{hint}"
+        )
 
     # --- polynomials ----------------------------------------------------------------------
     def const(self, c: Q) -> Poly:
@@ -180,11 +193,15 @@ class _Parser:
     def mul(self, a: Poly, b: Poly, col: int) -> Poly:
         d = self.degree(a) + self.degree(b) if a and b else 0
         if d > MAX_DEGREE:
-            raise NotExact(f"column {col}: degree {d}, above the limit {MAX_DEGREE} (the total "
-                           "degree of EXPR and of every part of it)")
+            raise NotExact(
+                f"column {col}: degree {d}, above the limit {MAX_DEGREE} (the total "
+                "degree of EXPR and of every part of it)"
+            )
         if len(a) * len(b) > MAX_WORK:
-            raise NotExact(f"column {col}: the expansion needs {len(a) * len(b)} products of "
-                           f"monomials, more than the limit {MAX_WORK}")
+            raise NotExact(
+                f"column {col}: the expansion needs {len(a) * len(b)} products of "
+                f"monomials, more than the limit {MAX_WORK}"
+            )
         out = {}
         for ea, ca in a.items():
             for eb, cb in b.items():
@@ -192,29 +209,38 @@ class _Parser:
                 out[e] = out.get(e, ZERO) + ca * cb
         out = {e: c for e, c in out.items() if c}
         if len(out) > MAX_TERMS:
-            raise NotExact(f"column {col}: the expansion has {len(out)} terms, more than the "
-                           f"limit {MAX_TERMS}")
+            raise NotExact(
+                f"column {col}: the expansion has {len(out)} terms, more than the limit {MAX_TERMS}"
+            )
         return out
 
     def power(self, a: Poly, r: Q, col: int, what: str) -> Poly:
         c = self.constant_value(a)
-        if c is None:   # a has variables: r must be a small non-negative integer
+        if c is None:  # a has variables: r must be a small non-negative integer
             if r.q != 1 or r < 0:
-                what = "sqrt of an expression with variables" if what == "sqrt" else \
-                    f"a power with the exponent {r}"
-                raise NotExact(f"column {col}: {what} is not a polynomial in "
-                               f"{', '.join(self.names)} (a part with variables can only be "
-                               "raised to a non-negative integer)")
+                what = (
+                    "sqrt of an expression with variables"
+                    if what == "sqrt"
+                    else f"a power with the exponent {r}"
+                )
+                raise NotExact(
+                    f"column {col}: {what} is not a polynomial in "
+                    f"{', '.join(self.names)} (a part with variables can only be "
+                    "raised to a non-negative integer)"
+                )
             n = int(r.p)
             if self.degree(a) * n > MAX_DEGREE:
-                raise NotExact(f"column {col}: degree {self.degree(a) * n}, above the limit "
-                               f"{MAX_DEGREE} (the total degree of EXPR and of every part of it)")
+                raise NotExact(
+                    f"column {col}: degree {self.degree(a) * n}, above the limit "
+                    f"{MAX_DEGREE} (the total degree of EXPR and of every part of it)"
+                )
             out = self.const(ONE)
             for _ in range(n):
                 out = self.mul(out, a, col)
             return out
-        return self.const(_rational_power(c, r, col,
-                                          f"sqrt({c})" if what == "sqrt" else f"({c})^({r})"))
+        return self.const(
+            _rational_power(c, r, col, f"sqrt({c})" if what == "sqrt" else f"({c})^({r})")
+        )
 
     # --- grammar --------------------------------------------------------------------------
     def expr(self) -> Poly:
@@ -236,9 +262,11 @@ class _Parser:
                 continue
             c = self.constant_value(rhs)
             if c is None:
-                raise NotExact(f"column {op[2]}: a division by an expression with variables: "
-                               f"EXPR is not a polynomial in {', '.join(self.names)} "
-                               "(rational functions such as 1/x are refused)")
+                raise NotExact(
+                    f"column {op[2]}: a division by an expression with variables: "
+                    f"EXPR is not a polynomial in {', '.join(self.names)} "
+                    "(rational functions such as 1/x are refused)"
+                )
             if c == 0:
                 raise NotExact(f"column {op[2]}: division by zero")
             acc = {e: v / c for e, v in acc.items()}
@@ -247,8 +275,10 @@ class _Parser:
     def unary(self) -> Poly:
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise NotExact(f"column {self.peek()[2]}: nested deeper than {MAX_NESTING} "
-                           "(parentheses, signs and powers)")
+            raise NotExact(
+                f"column {self.peek()[2]}: nested deeper than {MAX_NESTING} "
+                "(parentheses, signs and powers)"
+            )
         if self.peek()[1] in ("+", "-"):
             sign = self.take()[1]
             v = self.unary()
@@ -260,14 +290,17 @@ class _Parser:
                 ex = self.unary()
                 r = self.constant_value(ex)
                 if r is None:
-                    raise NotExact(f"column {op[2]}: an exponent with variables: EXPR is not "
-                                   f"a polynomial in {', '.join(self.names)}")
+                    raise NotExact(
+                        f"column {op[2]}: an exponent with variables: EXPR is not "
+                        f"a polynomial in {', '.join(self.names)}"
+                    )
                 v = self.power(v, r, op[2], "a power")
         self.depth -= 1
         return v
 
     def atom(self) -> Poly:
         from ..io.numbers import NumberSyntaxError, parse_rational
+
         tok = self.take()
         kind, text, col = tok
         if kind == "number":
@@ -278,8 +311,7 @@ class _Parser:
         if text == "(":
             v = self.expr()
             if self.peek()[1] != ")":
-                raise self.fail(self.peek(), "')' (closing the '(' at column "
-                                f"{col})")
+                raise self.fail(self.peek(), f"')' (closing the '(' at column {col})")
             self.take()
             return v
         if kind == "name":
@@ -293,18 +325,24 @@ class _Parser:
                     return self.power(v, Q(1, 2), col, "sqrt")
                 if text in self.index:
                     raise self.fail(self.peek(), f"an operator after the variable {text!r}")
-                raise NotExact(f"column {col}: the function {text!r} is not allowed: EXPR must "
-                               "be a polynomial with rational coefficients (exp, log, sin and "
-                               f"the like have no exact rational values; allowed: {ALLOWED})")
+                raise NotExact(
+                    f"column {col}: the function {text!r} is not allowed: EXPR must "
+                    "be a polynomial with rational coefficients (exp, log, sin and "
+                    f"the like have no exact rational values; allowed: {ALLOWED})"
+                )
             if text in self.index:
                 e = [0] * len(self.names)
                 e[self.index[text]] = 1
                 return {tuple(e): ONE}
             if text in CONSTANTS:
-                raise NotExact(f"column {col}: {CONSTANTS[text]}: the coefficients of EXPR must "
-                               "be rationals (there is no exact value to compute with)")
-            raise NotExact(f"column {col}: {text!r} is not among the variables "
-                           f"{', '.join(self.names)} (--vars)")
+                raise NotExact(
+                    f"column {col}: {CONSTANTS[text]}: the coefficients of EXPR must "
+                    "be rationals (there is no exact value to compute with)"
+                )
+            raise NotExact(
+                f"column {col}: {text!r} is not among the variables "
+                f"{', '.join(self.names)} (--vars)"
+            )
         raise self.fail(tok, "a number, a variable or '('")
 
 
@@ -315,24 +353,29 @@ def _rational_power(c: Q, r: Q, col: int, what: str) -> Q:
             raise NotExact(f"column {col}: division by zero (0 to a negative power)")
         return ZERO if r > 0 else ONE
     p, q = int(r.p), int(r.q)
-    if q != 1:   # c^(p/q) = (c^(1/q))^p: rational iff c > 0 and both ends are q-th powers
+    if q != 1:  # c^(p/q) = (c^(1/q))^p: rational iff c > 0 and both ends are q-th powers
         from sympy import integer_nthroot
+
         num, den = int(c.p), int(c.q)
         roots = None
         if c > 0 and q <= MAX_BITS:
             (a, ea), (b, eb) = integer_nthroot(num, q), integer_nthroot(den, q)
             roots = Q(a, b) if ea and eb else None
         if roots is None:
-            raise NotExact(f"column {col}: {what} is not rational: "
-                           "the coefficients of EXPR must be rationals (an irrational such as "
-                           "sqrt(2) has no exact value here)")
+            raise NotExact(
+                f"column {col}: {what} is not rational: "
+                "the coefficients of EXPR must be rationals (an irrational such as "
+                "sqrt(2) has no exact value here)"
+            )
         c = roots
     if c not in (ONE, -ONE):
         bits = max(int(c.p).bit_length(), int(c.q).bit_length()) * abs(p)
         if bits > MAX_BITS:
-            raise NotExact(f"column {col}: {what} gives a number of about {bits} bits, more "
-                           f"than the limit {MAX_BITS}")
-    return c ** p
+            raise NotExact(
+                f"column {col}: {what} gives a number of about {bits} bits, more "
+                f"than the limit {MAX_BITS}"
+            )
+    return c**p
 
 
 def parse_polynomial(text: str, names: tuple[str, ...] | None = None) -> Polynomial:
@@ -346,8 +389,11 @@ def parse_polynomial(text: str, names: tuple[str, ...] | None = None) -> Polynom
         raise NotExact(f"{len(text)} characters, more than the limit {MAX_TEXT}")
     toks = _tokens(text)
     if names is None:
-        found = {t for i, (k, t, _) in enumerate(toks) if k == "name" and t not in CONSTANTS
-                 and toks[i + 1][1] != "("}   # a name before '(' is a function
+        found = {
+            t
+            for i, (k, t, _) in enumerate(toks)
+            if k == "name" and t not in CONSTANTS and toks[i + 1][1] != "("
+        }  # a name before '(' is a function
         names = tuple(sorted(found))
     parser = _Parser(toks, tuple(names))
     try:
@@ -366,8 +412,7 @@ def hessian(f: Polynomial) -> tuple[tuple[Q, ...], ...]:
     """The constant Hessian of a polynomial of degree <= 2."""
     g = f.gradient()
     zero = (ZERO,) * len(f.names)
-    return tuple(tuple(gi.derivative(j).evaluate(zero) for j in range(len(f.names)))
-                 for gi in g)
+    return tuple(tuple(gi.derivative(j).evaluate(zero) for j in range(len(f.names))) for gi in g)
 
 
 def is_psd(H) -> bool:
@@ -398,8 +443,10 @@ def check_convex(f: Polynomial, box: Box) -> str:
         return "quadratic: constant Hessian positive semidefinite (exact)"
     if d == 1:
         return _check_convex_1d(f, box.lower[0], box.upper[0])
-    raise NotExact(f"convexity of a degree-{f.degree} polynomial in {d} variables cannot be "
-                   "checked exactly here (quadratics in any dimension, or 1-D polynomials)")
+    raise NotExact(
+        f"convexity of a degree-{f.degree} polynomial in {d} variables cannot be "
+        "checked exactly here (quadratics in any dimension, or 1-D polynomials)"
+    )
 
 
 def _check_convex_1d(f: Polynomial, lo: Q, hi: Q) -> str:
@@ -409,10 +456,16 @@ def _check_convex_1d(f: Polynomial, lo: Q, hi: Q) -> str:
     (lo, hi) iff it has no root strictly inside (Sturm count, sympy's count_roots), and then
     its sign is that of h((lo + hi) / 2) != 0."""
     import sympy
+
     x = sympy.Symbol("x")
     f2 = f.derivative(0).derivative(0)
-    g = sympy.Poly(sum((sympy.Rational(int(c.p), int(c.q)) * x ** e[0] for e, c in f2.terms),
-                       sympy.Integer(0)), x, domain="QQ")
+    g = sympy.Poly(
+        sum(
+            (sympy.Rational(int(c.p), int(c.q)) * x ** e[0] for e, c in f2.terms), sympy.Integer(0)
+        ),
+        x,
+        domain="QQ",
+    )
     coeff, factors = g.sqf_list()
     h = sympy.Poly(coeff, x, domain="QQ")
     for fac, mult in factors:
@@ -427,6 +480,7 @@ def _check_convex_1d(f: Polynomial, lo: Q, hi: Q) -> str:
 
 
 # ------------------------------------------------------------------------ the approximation
+
 
 def grid_axis(lo: Q, hi: Q, h: Q) -> list[Q]:
     """lo, lo + h, lo + 2h, ... below hi, then hi: spacing at most h, both ends included."""
@@ -480,7 +534,7 @@ def sqrt_upper(r: Q, digits: int = 6) -> tuple[Q, bool]:
     sp, sq = isqrt(p), isqrt(q)
     if sp * sp == p and sq * sq == q:
         return Q(sp, sq), True
-    scale = 10 ** digits
+    scale = 10**digits
     # sqrt(p/q) = sqrt(p q) / q; round sqrt(p q scale^2) up
     n = p * q * scale * scale
     s = isqrt(n)
@@ -499,14 +553,14 @@ def max_error(f: Polynomial, pieces, box: Box) -> tuple[Q, Vector] | None:
         lo, hi = box.lower[0], box.upper[0]
         for p in pieces:
             a, b = lo, hi
-            for o in pieces:   # t_p >= t_o:  (w_p - w_o) x >= b_o - b_p
+            for o in pieces:  # t_p >= t_o:  (w_p - w_o) x >= b_o - b_p
                 dw, db = p.w[0] - o.w[0], o.b - p.b
                 if dw > 0:
                     a = max(a, db / dw)
                 elif dw < 0:
                     b = min(b, db / dw)
                 elif db > 0:
-                    a, b = hi, lo   # o lies above p everywhere: empty cell
+                    a, b = hi, lo  # o lies above p everywhere: empty cell
             if a > b:
                 continue
             for v in (a, b):
@@ -517,9 +571,11 @@ def max_error(f: Polynomial, pieces, box: Box) -> tuple[Q, Vector] | None:
     if d == 2:
         from ..kernel.certificate import Row
         from ..regions.geometry import polygon
+
         for p in pieces:
-            rows = [Row(tuple(a - c for a, c in zip(p.w, o.w)), p.b - o.b)
-                    for o in pieces if o is not p]
+            rows = [
+                Row(tuple(a - c for a, c in zip(p.w, o.w)), p.b - o.b) for o in pieces if o is not p
+            ]
             for v in polygon(rows, box):
                 e = f.evaluate(v) - (p.w[0] * v[0] + p.w[1] * v[1] + p.b)
                 if best is None or e > best[0]:
@@ -535,20 +591,22 @@ class ConvexApproximation:
     pieces: int
     convexity: str
     lipschitz_squared: Q
-    bound: Q                      # >= L sqrt(d) h
-    bound_exact: bool             # bound == L sqrt(d) h
+    bound: Q  # >= L sqrt(d) h
+    bound_exact: bool  # bound == L sqrt(d) h
     max_error: tuple[Q, Vector] | None
 
 
-def approximate_convex(f: Polynomial, box: Box, h: Q, max_points: int = 10000) \
-        -> ConvexApproximation:
+def approximate_convex(
+    f: Polynomial, box: Box, h: Q, max_points: int = 10000
+) -> ConvexApproximation:
     """The tangent-plane network of f on the box with spacing h, its bound and (d <= 2) its
     exact maximum error.  Raises NotExact (not convex, or not checkable) or ValueError (too
     many grid points)."""
     d = len(f.names)
     if box.dim != d:
-        raise ValueError(f"the box has {box.dim} sides, the expression {d} variables "
-                         f"({', '.join(f.names)})")
+        raise ValueError(
+            f"the box has {box.dim} sides, the expression {d} variables ({', '.join(f.names)})"
+        )
     if not h > 0:
         raise ValueError(f"the spacing h must be positive, got {h}")
     n = grid_size(box, h)
@@ -557,10 +615,18 @@ def approximate_convex(f: Polynomial, box: Box, h: Q, max_points: int = 10000) \
     convexity = check_convex(f, box)
     points = list(product(*(grid_axis(lo, hi, h) for lo, hi in zip(box.lower, box.upper))))
     pieces = tangent_pieces(f, points)
-    net = MaxoutNetwork(d, (Layer((Unit(pieces),)),), None, box,
-                        {"description": f"tangent planes of a convex polynomial at "
-                                        f"{len(points)} grid points, spacing {h}"})
+    net = MaxoutNetwork(
+        d,
+        (Layer((Unit(pieces),)),),
+        None,
+        box,
+        {
+            "description": f"tangent planes of a convex polynomial at "
+            f"{len(points)} grid points, spacing {h}"
+        },
+    )
     L2 = lipschitz_squared(f, box)
     root, exact = sqrt_upper(L2 * d)
-    return ConvexApproximation(net, len(points), len(pieces), convexity, L2, root * h, exact,
-                               max_error(f, pieces, box))
+    return ConvexApproximation(
+        net, len(points), len(pieces), convexity, L2, root * h, exact, max_error(f, pieces, box)
+    )

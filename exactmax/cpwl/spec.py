@@ -31,11 +31,13 @@ from ..kernel.rational import Q
 CPWL = "exactmax/cpwl"
 VERSION = 1
 KINDS = ("relu", "breakpoints", "lattice", "dc")
-OTHER_FORMATS = {"exactmax/maxout": "a Maxout network file (what cpwl writes)",
-                 "exactmax/transformer": "a Transformer file",
-                 "exactmax/domain": "a domain file",
-                 "exactmax/certificate": "a certificate file",
-                 "exactmax/region-certificate": "a region certificate file"}
+OTHER_FORMATS = {
+    "exactmax/maxout": "a Maxout network file (what cpwl writes)",
+    "exactmax/transformer": "a Transformer file",
+    "exactmax/domain": "a domain file",
+    "exactmax/certificate": "a certificate file",
+    "exactmax/region-certificate": "a region certificate file",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +65,9 @@ class BreakpointSpec:
     @property
     def slopes(self) -> Vector:
         """s_i = (y_i - y_{i-1}) / (x_i - x_{i-1}), i = 1..n."""
-        return tuple((self.y[i] - self.y[i - 1]) / (self.x[i] - self.x[i - 1])
-                     for i in range(1, len(self.x)))
+        return tuple(
+            (self.y[i] - self.y[i - 1]) / (self.x[i] - self.x[i - 1]) for i in range(1, len(self.x))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,27 +118,29 @@ def _shape(root: Cursor):
     if isinstance(fmt, str) and fmt != CPWL and fmt in OTHER_FORMATS:
         raise root.child("format").error(
             f'"{fmt}" is {OTHER_FORMATS[fmt]}, not a CPWL spec; a spec has "format": "{CPWL}", '
-            f'"version": {VERSION} and a "kind" ({", ".join(KINDS)})')
+            f'"version": {VERSION} and a "kind" ({", ".join(KINDS)})'
+        )
     for key in ("format", "version", "kind"):
         if key not in root.value:
-            raise root.error(f'missing key "{key}"' +
-                             (f' (expected "{CPWL}")' if key == "format" else ""))
+            raise root.error(
+                f'missing key "{key}"' + (f' (expected "{CPWL}")' if key == "format" else "")
+            )
     root.child("format").string((CPWL,))
     v = root.child("version").integer()
     if v != VERSION:
         raise root.child("version").error(
-            f"{CPWL} version {v} is not supported (this exactmax reads version {VERSION})")
+            f"{CPWL} version {v} is not supported (this exactmax reads version {VERSION})"
+        )
     kind = root.child("kind").string(KINDS)
     return kind, root.fields(*_KEYS[kind])
 
 
-_KEYS = {"relu": (("format", "version", "kind", "input_dim", "layers"),
-                  ("output", "domain", "meta")),
-         "breakpoints": (("format", "version", "kind", "x", "y"), ("interval", "meta")),
-         "lattice": (("format", "version", "kind", "input_dim", "affine", "sets"),
-                     ("domain", "meta")),
-         "dc": (("format", "version", "kind", "input_dim", "plus", "minus"),
-                ("domain", "meta"))}
+_KEYS = {
+    "relu": (("format", "version", "kind", "input_dim", "layers"), ("output", "domain", "meta")),
+    "breakpoints": (("format", "version", "kind", "x", "y"), ("interval", "meta")),
+    "lattice": (("format", "version", "kind", "input_dim", "affine", "sets"), ("domain", "meta")),
+    "dc": (("format", "version", "kind", "input_dim", "plus", "minus"), ("domain", "meta")),
+}
 
 
 def _body(root: Cursor, kind: str, f: dict) -> Spec:
@@ -143,12 +148,12 @@ def _body(root: Cursor, kind: str, f: dict) -> Spec:
         d = f["input_dim"].integer(1)
         width, layers = d, []
         for i, lc in enumerate(f["layers"].items(what="layer")):
-            why = f"input_dim is {d}" if i == 0 else \
-                f"layers[{i - 1}] has {plural(width, 'unit')}"
+            why = f"input_dim is {d}" if i == 0 else f"layers[{i - 1}] has {plural(width, 'unit')}"
             layers.append(_affine(lc, width, why))
             width = layers[-1].out_dim
-        out = _affine(f["output"], width, "the last hidden layer's width") \
-            if "output" in f else None
+        out = (
+            _affine(f["output"], width, "the last hidden layer's width") if "output" in f else None
+        )
         return ReluSpec(d, tuple(layers), out, _domain(f, d), _meta(f))
     if kind == "breakpoints":
         xs = f["x"].vector(None, "breakpoint")
@@ -156,9 +161,14 @@ def _body(root: Cursor, kind: str, f: dict) -> Spec:
             raise f["x"].error(f"expected at least 2 breakpoints, got {len(xs)}")
         for i in range(1, len(xs)):
             if not xs[i] > xs[i - 1]:
-                raise f["x"].child(i).error(
-                    f"breakpoints must increase strictly: x[{i}] = {xs[i]} after "
-                    f"x[{i - 1}] = {xs[i - 1]}")
+                raise (
+                    f["x"]
+                    .child(i)
+                    .error(
+                        f"breakpoints must increase strictly: x[{i}] = {xs[i]} after "
+                        f"x[{i - 1}] = {xs[i - 1]}"
+                    )
+                )
         ys = f["y"].vector(len(xs), "value", "one per breakpoint")
         if "interval" in f:
             lo, hi = f["interval"].vector(2, "bound", "[lo, hi]")
@@ -176,8 +186,9 @@ def _body(root: Cursor, kind: str, f: dict) -> Spec:
             for jc in sc.items(min_length=1, what="index"):
                 j = jc.integer(0, "an index into affine")
                 if j >= len(maps):
-                    raise jc.error(f"expected an index below {len(maps)} (the number of "
-                                   f"affine maps), got {j}")
+                    raise jc.error(
+                        f"expected an index below {len(maps)} (the number of affine maps), got {j}"
+                    )
                 if j in idx:
                     raise jc.error(f"index {j} given twice in this set")
                 idx.append(j)
@@ -210,4 +221,3 @@ def _domain(f: dict, d: int) -> Domain | None:
 
 def _meta(f: dict):
     return plain(f["meta"]) if "meta" in f else None
-

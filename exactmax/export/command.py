@@ -15,19 +15,33 @@ from ..prove.command import about_line, claim_about
 def _export_construction(args) -> int:
     """export-coq --construction: the library located and checked current as for a
     certificate, then ``export.coq_construction`` writes and (with --check) compiles."""
+    from ..io.models import check_outputs
     from . import coqlib
     from .coq_construction import main as construction_main
-    from ..io.models import check_outputs
-    if not args.existing:      # --existing: the file at -o is read and checked, not written
-        check_outputs([("-o", args.output)], [("NET.json", args.construction),
-                                              ("--transformer", args.transformer),
-                                              ("--domain", args.domain)])
+
+    if not args.existing:  # --existing: the file at -o is read and checked, not written
+        check_outputs(
+            [("-o", args.output)],
+            [
+                ("NET.json", args.construction),
+                ("--transformer", args.transformer),
+                ("--domain", args.domain),
+            ],
+        )
     argv = [args.construction, "-o", args.output, "--timeout", str(args.timeout)]
     for flag, value in (("--transformer", args.transformer), ("--domain", args.domain)):
         if value:
             argv += [flag, value]
-    argv += [f for f, on in (("--check", args.check), ("--existing", args.existing),
-                             ("--json", args.json), ("--packed", args.packed)) if on]
+    argv += [
+        f
+        for f, on in (
+            ("--check", args.check),
+            ("--existing", args.existing),
+            ("--json", args.json),
+            ("--packed", args.packed),
+        )
+        if on
+    ]
     if args.check or args.existing:
         try:
             lib = coqlib.locate(args.coq_lib)
@@ -39,22 +53,27 @@ def _export_construction(args) -> int:
 
 
 def run_export_coq(args) -> int:
-    """``export-coq CERT -o NetEquiv.v``: write the certificate as a Coq file (or, with --existing, take the file already there)
-    and, with --check: confirm that the file states exactly the certificate's models, domain
+    """``export-coq CERT -o NetEquiv.v``: write the certificate as a Coq file (or, with
+    --existing, take the file already there) and, with --check: confirm that the
+    file states exactly the certificate's models, domain
     and tree (coqcheck.check_binding), that the library is current (built on first use when
     it is the per-user cache), that coqc accepts the file, and that Print Assumptions of
     net_equiv lists only allowed axioms.  An empty domain (decided by the kernel) is the
     vacuous answer, exit 5, whatever Coq says."""
     import os
     import re
-    from . import coqcheck
-    from .coq import ExportUnsupported, export_coq
+
     from ..io.certificates import load_certificate
     from ..kernel.errors import CheckFailed
+    from . import coqcheck
+    from .coq import ExportUnsupported, export_coq
+
     module = os.path.splitext(os.path.basename(args.output))[0]
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
-        raise UsageError(f"-o: expected a Coq file name such as NetEquiv.v (a letter, then "
-                         f"letters, digits or _, then .v), got {args.output!r}")
+        raise UsageError(
+            f"-o: expected a Coq file name such as NetEquiv.v (a letter, then "
+            f"letters, digits or _, then .v), got {args.output!r}"
+        )
     if (args.cert is None) == (args.construction is None):
         raise UsageError("give CERT.json, or --construction NET.json (one of them)")
     if args.construction is None and (args.transformer or args.domain or args.packed):
@@ -63,30 +82,44 @@ def run_export_coq(args) -> int:
         return _export_construction(args)
     check = args.check or args.existing
     from ..io.models import check_outputs
+
     if args.existing:
         if not os.path.isfile(args.output):
-            raise InputError(args.output, "", "does not exist; --existing checks a file "
-                             "export-coq wrote earlier")
+            raise InputError(
+                args.output, "", "does not exist; --existing checks a file export-coq wrote earlier"
+            )
     else:
         check_outputs([("-o", args.output)], [("CERT.json", args.cert)])
     from ..io.property_certificate import peek_property_certificate
-    if peek_property_certificate(args.cert):     # (#20) export.coq_property
+
+    if peek_property_certificate(args.cert):  # (#20) export.coq_property
         from .coq_property import export_command
+
         return export_command(args)
     from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
+
     if certificate_format(args.cert) == PAIR_CERTIFICATE:
-        raise InputError(args.cert, "format", "an exactmax/pair-property-certificate (what "
-                         "equiv writes by default for models whose layers are not aligned, "
-                         "and with --epsilon or --top1) has no Coq export; for A = B, write "
-                         "an equivalence certificate with equiv --certificate-kind "
-                         "equivalence --cert")
+        raise InputError(
+            args.cert,
+            "format",
+            "an exactmax/pair-property-certificate (what "
+            "equiv writes by default for models whose layers are not aligned, "
+            "and with --epsilon or --top1) has no Coq export; for A = B, write "
+            "an equivalence certificate with equiv --certificate-kind "
+            "equivalence --cert",
+        )
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     from ..kernel.correspondence import Correspondence
+
     if isinstance(tree, Correspondence):
-        raise InputError(args.cert, "correspondence", "a layer correspondence (what equiv "
-                         "writes by default for two Maxout networks related layer by layer) "
-                         "has no Coq export; write an equivalence certificate with equiv "
-                         "--certificate-kind equivalence --cert")
+        raise InputError(
+            args.cert,
+            "correspondence",
+            "a layer correspondence (what equiv "
+            "writes by default for two Maxout networks related layer by layer) "
+            "has no Coq export; write an equivalence certificate with equiv "
+            "--certificate-kind equivalence --cert",
+        )
     try:
         text = export_coq(a, b, dom, tree, module)
     except ExportUnsupported as e:
@@ -96,8 +129,13 @@ def run_export_coq(args) -> int:
     except CheckFailed:
         about, facts = claim_about(a, b, dom)
     lib, written = coqcheck.library_and_file(args, text, check)
-    out = {"output": args.output, "bytes": len(written), "checked": None, "sha256": hashes,
-           "about": about}
+    out = {
+        "output": args.output,
+        "bytes": len(written),
+        "checked": None,
+        "sha256": hashes,
+        "about": about,
+    }
     r = None
     if check:
         try:
@@ -107,14 +145,31 @@ def run_export_coq(args) -> int:
             print(jsonout.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
         from ..progress import shown
+
         if shown(args):
-            print(f"exactmax: coqc is checking {args.output} against {lib.path} ...",
-                  file=sys.stderr, flush=True)
+            print(
+                f"exactmax: coqc is checking {args.output} against {lib.path} ...",
+                file=sys.stderr,
+                flush=True,
+            )
         r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
-        out.update(checked=r.ok, sentences_compared=n, library=lib.path,
-                   coqc_s=round(r.seconds, 2), coqc_message=r.message, axioms=list(r.axioms))
-    verdict = ("rejected" if r is not None and not r.ok else "vacuous" if facts.empty else
-               "proved" if r is not None else "written")
+        out.update(
+            checked=r.ok,
+            sentences_compared=n,
+            library=lib.path,
+            coqc_s=round(r.seconds, 2),
+            coqc_message=r.message,
+            axioms=list(r.axioms),
+        )
+    verdict = (
+        "rejected"
+        if r is not None and not r.ok
+        else "vacuous"
+        if facts.empty
+        else "proved"
+        if r is not None
+        else "written"
+    )
     out["verdict"] = verdict
     if args.json:
         print(jsonout.dumps(out))
@@ -124,16 +179,23 @@ def run_export_coq(args) -> int:
         if r is not None and not r.ok:
             print(f"coqc rejected {args.output}:\n{r.message}")
         elif r is not None:
-            what = ("vacuous: the domain is empty (checked by the kernel), so theorem "
-                    "net_equiv holds and says nothing" if facts.empty else
-                    "theorem net_equiv proved in Coq")
+            what = (
+                "vacuous: the domain is empty (checked by the kernel), so theorem "
+                "net_equiv holds and says nothing"
+                if facts.empty
+                else "theorem net_equiv proved in Coq"
+            )
             print(f"coqc accepted {args.output} in {r.seconds:.1f} s: {what}")
-            print(f"  the file states exactly {args.cert} ({n} sentences compared); "
-                  f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
-                  "axioms and Coq's primitive integers and arrays)")
+            print(
+                f"  the file states exactly {args.cert} ({n} sentences compared); "
+                f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
+                "axioms and Coq's primitive integers and arrays)"
+            )
         elif facts.empty:
-            print("vacuous: the domain is empty (checked by the kernel); the file's theorem "
-                  "says nothing")
+            print(
+                "vacuous: the domain is empty (checked by the kernel); the file's theorem "
+                "says nothing"
+            )
         if r is None or r.ok:
             print("  " + about_line(about))
     if r is not None and not r.ok:
@@ -145,6 +207,7 @@ def run_coq_lib(args) -> int:
     """``coq-lib``: where the Coq library export-coq --check uses is, whether it is current; --build
     builds it (the per-user cache from the installed sources, or a library folder in place)."""
     from . import coqlib
+
     try:
         lib = coqlib.locate(args.coq_lib)
         built, seconds = coqlib.build(lib) if args.build else (False, 0.0)
@@ -155,8 +218,14 @@ def run_coq_lib(args) -> int:
         current, reason = True, None
     except coqlib.LibraryError as e:
         current, reason = False, str(e)
-    out = {"path": lib.path, "from": lib.how, "sources": lib.sources, "current": current,
-           "built_now": built, "build_s": round(seconds, 1)}
+    out = {
+        "path": lib.path,
+        "from": lib.how,
+        "sources": lib.sources,
+        "current": current,
+        "built_now": built,
+        "build_s": round(seconds, 1),
+    }
     if reason:
         out["reason"] = reason
     if args.json:
@@ -164,8 +233,9 @@ def run_coq_lib(args) -> int:
     elif args.path:
         print(lib.path)
     elif current:
-        print(f"{lib.path} ({lib.how}): {'built now in %.1f s, ' % seconds if built else ''}"
-              "current")
+        print(
+            f"{lib.path} ({lib.how}): {f'built now in {seconds:.1f} s, ' if built else ''}current"
+        )
     else:
         raise UsageError(reason)
     return EXIT_OK if current or (args.path and not args.build) else EXIT_INPUT

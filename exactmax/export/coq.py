@@ -105,8 +105,8 @@ def _pack(nums, per_line: int = 6) -> str:
             bs.append((n & 127) | 128)
             n >>= 7
         bs.append(n)
-    words = [str(int.from_bytes(bs[i:i + 7], "little")) for i in range(0, len(bs), 7)]
-    lines = ["; ".join(words[i:i + per_line]) for i in range(0, len(words), per_line)]
+    words = [str(int.from_bytes(bs[i : i + 7], "little")) for i in range(0, len(bs), 7)]
+    lines = ["; ".join(words[i : i + per_line]) for i in range(0, len(words), per_line)]
     return "[|\n  " + ";\n  ".join(lines) + "\n  | 0 |]%uint63"
 
 
@@ -119,15 +119,26 @@ def _maxout_term(net: MaxoutNetwork) -> str:
     for layer in net.layers:
         units = []
         for unit in layer.units:
-            units.append("[" + "; ".join(f"{{| pw := {_qlist(p.w)}; pb := {_q(p.b)} |}}"
-                                         for p in unit.pieces) + "]")
+            units.append(
+                "["
+                + "; ".join(f"{{| pw := {_qlist(p.w)}; pb := {_q(p.b)} |}}" for p in unit.pieces)
+                + "]"
+            )
         layers.append("[\n    " + ";\n    ".join(units) + "]")
     out = "None"
     if net.output is not None:
-        out = ("Some ([" + "; ".join(_qlist(r) for r in net.output.W) + "], "
-               + _qlist(net.output.b) + ")")
-    return (f"{{| mo_dim := {net.input_dim};\n  mo_layers := [\n  "
-            + ";\n  ".join(layers) + f"];\n  mo_out := {out} |}}")
+        out = (
+            "Some (["
+            + "; ".join(_qlist(r) for r in net.output.W)
+            + "], "
+            + _qlist(net.output.b)
+            + ")"
+        )
+    return (
+        f"{{| mo_dim := {net.input_dim};\n  mo_layers := [\n  "
+        + ";\n  ".join(layers)
+        + f"];\n  mo_out := {out} |}}"
+    )
 
 
 def _mat(M) -> str:
@@ -156,30 +167,43 @@ def _transformer_defs(tf: Transformer, name: str) -> tuple[str, str]:
             subs.append(_ff_term(s, f"ff{i}", define))
             continue
         if s.kind != HARDMAX:
-            raise ExportUnsupported("the Transformer has softmax attention, which has no exact "
-                                    "value; only hardmax Transformers are stated in Coq")
-        heads = [define(f"att{i}_head{j}", "head",
-                        f"{{| h_query := {_mat(h.query)};\n     h_key := {_mat(h.key)};\n"
-                        f"     h_value := {_mat(h.value)};\n     h_out := {_mat(h.out)};\n"
-                        f"     h_scale := {_q(h.scale)} |}}") for j, h in enumerate(s.heads)]
+            raise ExportUnsupported(
+                "the Transformer has softmax attention, which has no exact "
+                "value; only hardmax Transformers are stated in Coq"
+            )
+        heads = [
+            define(
+                f"att{i}_head{j}",
+                "head",
+                f"{{| h_query := {_mat(h.query)};\n     h_key := {_mat(h.key)};\n"
+                f"     h_value := {_mat(h.value)};\n     h_out := {_mat(h.out)};\n"
+                f"     h_scale := {_q(h.scale)} |}}",
+            )
+            for j, h in enumerate(s.heads)
+        ]
         subs.append("Attention [" + "; ".join(heads) + "]")
     r = tf.readout
     token = "None" if r.token is None else f"(Some {r.token}%nat)"
     emb = define("embedding", "mat", _mat(tf.embedding))
     pos = define("positions", "list (list Q)", _mat(tf.positions))
-    term = (f"{{| tf_dim := {tf.input_dim}; tf_dm := {tf.d_model};\n  tf_emb := {emb}; "
-            f"tf_pos := {pos};\n  tf_subs := [\n    " + ";\n    ".join(subs)
-            + f"];\n  tf_token := {token};\n  tf_rW := {_mat(r.map.W)};\n  "
-            f"tf_rb := {_qlist(r.map.b)} |}}")
+    term = (
+        f"{{| tf_dim := {tf.input_dim}; tf_dm := {tf.d_model};\n  tf_emb := {emb}; "
+        f"tf_pos := {pos};\n  tf_subs := [\n    "
+        + ";\n    ".join(subs)
+        + f"];\n  tf_token := {token};\n  tf_rW := {_mat(r.map.W)};\n  "
+        f"tf_rb := {_qlist(r.map.b)} |}}"
+    )
     return "\n\n".join(defs) + "\n\n", term
 
 
 def _ff_term(s: FeedForward, part: str, define) -> str:
     """A feed-forward sub-layer as a Coq term, its matrices as named definitions."""
-    return (f"FeedForward {define(f'{part}_W1', 'mat', _mat(s.inner.W))} "
-            f"{define(f'{part}_b1', 'list Q', _qlist(s.inner.b))} "
-            f"{define(f'{part}_W2', 'mat', _mat(s.outer.W))} "
-            f"{define(f'{part}_b2', 'list Q', _qlist(s.outer.b))}")
+    return (
+        f"FeedForward {define(f'{part}_W1', 'mat', _mat(s.inner.W))} "
+        f"{define(f'{part}_b1', 'list Q', _qlist(s.inner.b))} "
+        f"{define(f'{part}_W2', 'mat', _mat(s.outer.W))} "
+        f"{define(f'{part}_b2', 'list Q', _qlist(s.outer.b))}"
+    )
 
 
 def _splits_defs(tf: Transformer, u: Transformer) -> str:
@@ -190,18 +214,25 @@ def _splits_defs(tf: Transformer, u: Transformer) -> str:
     def define(part: str, typ: str, text: str) -> str:
         defs.append(f"Definition split_{part} : {typ} :=\n  {text}.")
         return f"split_{part}"
+
     D = (len(tf.sublayers) - 1) // 2
-    merged = {2 + 2 * l: (u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l]) for l in range(D - 1)
-              if 3 + 3 * l < len(u.sublayers)}   # a missing pair: kept, and Coq rejects
+    merged = {
+        2 + 2 * l: (u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l])
+        for l in range(D - 1)
+        if 3 + 3 * l < len(u.sublayers)
+    }  # a missing pair: kept, and Coq rejects
     for i in range(len(tf.sublayers)):
         if i in merged and all(isinstance(x, FeedForward) for x in merged[i]):
             a, b = merged[i]
-            items.append(f"Some ({_ff_term(a, f'{i}a', define)},\n      "
-                         f"{_ff_term(b, f'{i}b', define)})")
+            items.append(
+                f"Some ({_ff_term(a, f'{i}a', define)},\n      {_ff_term(b, f'{i}b', define)})"
+            )
         else:
             items.append("None")
-    return ("\n\n".join(defs) + "\n\nDefinition splits : list (option (sublayer * sublayer)) "
-            ":=\n  [" + ";\n   ".join(items) + "].\n\n")
+    return (
+        "\n\n".join(defs) + "\n\nDefinition splits : list (option (sublayer * sublayer)) "
+        ":=\n  [" + ";\n   ".join(items) + "].\n\n"
+    )
 
 
 def _model(m, name: str) -> tuple[str, str, str, str, str]:
@@ -257,19 +288,24 @@ class _TreeWriter:
         if pr is None:
             return (0,)
         if isinstance(pr, TieProof):
-            return (2, self.farkas(pr.dominance, lam), self.farkas(pr.upper, lam),
-                    self.farkas(pr.lower, lam))
+            return (
+                2,
+                self.farkas(pr.dominance, lam),
+                self.farkas(pr.upper, lam),
+                self.farkas(pr.lower, lam),
+            )
         return (1, self.farkas(pr, lam))
 
     def entry(self, side, index, ch, lam) -> tuple[int, int]:
         """(the entry's index, the largest row its proofs read)."""
-        nums = (side, index, ch.k, len(ch.proofs)) + sum((self.proof(p, lam) for p in ch.proofs),
-                                                         ())
+        nums = (side, index, ch.k, len(ch.proofs)) + sum(
+            (self.proof(p, lam) for p in ch.proofs), ()
+        )
         return (self.t.add("entry", nums), max((_max_row(p) for p in ch.proofs), default=-1))
 
     def own(self, chs, lam) -> dict:
         out = {}
-        for side, index, ch in chs:       # within one list the kernel keeps the last choice
+        for side, index, ch in chs:  # within one list the kernel keeps the last choice
             out[side, index] = self.entry(side, index, ch, lam)
         return out
 
@@ -300,26 +336,32 @@ class _TreeWriter:
                 eff[id(node)] = {**inh, **self.own(node.choices, lam)}
         # 2. common[n]: the choices every leaf below n has, stateable at n (None: no leaf)
         common: dict[int, dict | None] = {}
-        for node in reversed(order):                       # children before parents
+        for node in reversed(order):  # children before parents
             if isinstance(node, Leaf):
                 common[id(node)] = eff[id(node)]
             elif isinstance(node, Empty):
                 common[id(node)] = None
             else:
                 a, b = common[id(node.ge)], common[id(node.lt)]
-                both = a if b is None else b if a is None else \
-                    {k: v for k, v in a.items() if b.get(k) == v}
+                both = (
+                    a
+                    if b is None
+                    else b
+                    if a is None
+                    else {k: v for k, v in a.items() if b.get(k) == v}
+                )
                 rows = self.domain_rows + depth[id(node)]
-                common[id(node)] = None if both is None else \
-                    {k: v for k, v in both.items() if v[1] < rows}
+                common[id(node)] = (
+                    None if both is None else {k: v for k, v in both.items() if v[1] < rows}
+                )
         # 3. write: each node states what it holds and its parent does not
         names: dict[int, int] = {}
         above: dict[int, dict] = {id(tree): {}}
-        for node in order:                                 # parents before children
+        for node in order:  # parents before children
             if isinstance(node, Split):
                 for child in (node.ge, node.lt):
                     above[id(child)] = common[id(node)] or {}
-        for node in reversed(order):                       # children before parents
+        for node in reversed(order):  # children before parents
             if isinstance(node, Empty):
                 nums = (1, self.farkas(node.proof, lams[id(node)]))
             else:
@@ -329,8 +371,13 @@ class _TreeWriter:
                     nums = (0, self.choices(mine))
                 else:
                     k = _integral_scale(node.a, node.c)
-                    nums = (2, self.aff([k * v for v in node.a], k * node.c), self.choices(mine),
-                            names[id(node.ge)], names[id(node.lt)])
+                    nums = (
+                        2,
+                        self.aff([k * v for v in node.a], k * node.c),
+                        self.choices(mine),
+                        names[id(node.ge)],
+                        names[id(node.lt)],
+                    )
             names[id(node)] = self.t.add("tree", nums)
         return names[id(tree)]
 
@@ -343,26 +390,34 @@ def content_hashes(a, b, domain) -> dict[str, str]:
     check-cert name them (``io.certificates.content_hash``)."""
     from ..io.certificates import content_hash
     from ..io.models import domain_to_json, model_to_json
-    return {"net_a": content_hash(model_to_json(a)), "net_b": content_hash(model_to_json(b)),
-            "domain": content_hash(domain_to_json(domain))}
+
+    return {
+        "net_a": content_hash(model_to_json(a)),
+        "net_b": content_hash(model_to_json(b)),
+        "domain": content_hash(domain_to_json(domain)),
+    }
 
 
 def _binding_comment(a, b, domain) -> str:
     h = content_hashes(a, b, domain)
-    return ("   Exported from the certificate about (sha256 of the canonical JSON, as check-cert\n"
-            "   prints them; also defined below, in Module Sha256):\n"
-            + "".join(f"     {k:<7} {v}\n" for k, v in h.items())
-            + "   exactmax export-coq CERT.json -o THIS.v --existing confirms that this file\n"
-              "   states exactly that certificate's models, domain and tree.")
+    return (
+        "   Exported from the certificate about (sha256 of the canonical JSON, as check-cert\n"
+        "   prints them; also defined below, in Module Sha256):\n"
+        + "".join(f"     {k:<7} {v}\n" for k, v in h.items())
+        + "   exactmax export-coq CERT.json -o THIS.v --existing confirms that this file\n"
+        "   states exactly that certificate's models, domain and tree."
+    )
 
 
 def _sha256_module(a, b, domain) -> str:
     """The hashes of ``_binding_comment`` as Coq strings (String is imported inside the
     module only: it would hide List.length)."""
     h = content_hashes(a, b, domain)
-    return ("Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
-            + "".join(f'Definition {k} : string := "{v}".\n' for k, v in h.items())
-            + "End Sha256.\n")
+    return (
+        "Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
+        + "".join(f'Definition {k} : string := "{v}".\n' for k, v in h.items())
+        + "End Sha256.\n"
+    )
 
 
 def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
@@ -374,14 +429,15 @@ def export_coq(a, b, domain, tree, module: str = "NetEquiv") -> str:
     t = _Tables()
     da, ta, term_a, ca, fa = _model(a, "net_a")
     db, tb, term_b, cb, fb = _model(b, "net_b")
-    w = _TreeWriter(t, 2 * domain.dim if isinstance(domain, Box)
-                    else len(domain.as_polyhedron().b))
+    w = _TreeWriter(t, 2 * domain.dim if isinstance(domain, Box) else len(domain.as_polyhedron().b))
     root = w.tree(tree)
     d = a.input_dim
     dom_defs, in_dom, _ = _domain_text(domain)
-    rows, sound, shaped = (("rows_of_box lower upper", "equiv_box_sound", "box_shaped")
-                           if isinstance(domain, Box) else
-                           ("rows_of_poly A b", "equiv_poly_sound", "poly_shaped"))
+    rows, sound, shaped = (
+        ("rows_of_box lower upper", "equiv_box_sound", "box_shaped")
+        if isinstance(domain, Box)
+        else ("rows_of_poly A b", "equiv_poly_sound", "poly_shaped")
+    )
     dom_args = "lower upper" if isinstance(domain, Box) else "A b"
     return f"""(* {module}.v -- written by exactmax export-coq.  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
@@ -452,12 +508,21 @@ Print Assumptions net_equiv.
 def _domain_text(domain) -> tuple[str, str, str]:
     """(definitions, the statement x in D, the Layerwise.domain term) of a domain."""
     if isinstance(domain, Box):
-        return (f"Definition lower : list Q := {_qlist(domain.lower)}.\n"
-                f"Definition upper : list Q := {_qlist(domain.upper)}.\n",
-                "in_box lower upper x", "(DBox lower upper)")
+        return (
+            f"Definition lower : list Q := {_qlist(domain.lower)}.\n"
+            f"Definition upper : list Q := {_qlist(domain.upper)}.\n",
+            "in_box lower upper x",
+            "(DBox lower upper)",
+        )
     P = domain.as_polyhedron()
-    return ("Definition A : list (list Q) := [" + "; ".join(_qlist(r) for r in P.A) + "].\n"
-            + f"Definition b : list Q := {_qlist(P.b)}.\n", "in_poly A b x", "(DPoly A b)")
+    return (
+        "Definition A : list (list Q) := ["
+        + "; ".join(_qlist(r) for r in P.A)
+        + "].\n"
+        + f"Definition b : list Q := {_qlist(P.b)}.\n",
+        "in_poly A b x",
+        "(DPoly A b)",
+    )
 
 
 def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) -> str:
@@ -470,8 +535,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     follows from ``layerwise_sound`` (or ``mm_layerwise_sound`` for two Maxout networks) of
     ``proofs/Layerwise.v``, the composition theorems proved once."""
     if not isinstance(net, MaxoutNetwork):
-        raise ExportUnsupported("a layerwise certificate's first model must be the Maxout "
-                                "network")
+        raise ExportUnsupported("a layerwise certificate's first model must be the Maxout network")
     t = _Tables()
     if isinstance(tf, Transformer):
         dt, term_tf = _transformer_defs(tf, "net_b")
@@ -479,7 +543,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
         check, sound = "layerwise_ok net_a net_b {dom}", "layerwise_sound net_a net_b {dom}"
         shaped = "lw_shaped net_a net_b {dom}"
         what = "the Transformer below equals the Maxout network"
-        if cert.unmerged is not None:   # rule (M): checked through its unmerged form
+        if cert.unmerged is not None:  # rule (M): checked through its unmerged form
             dt += _splits_defs(tf, cert.unmerged)
             check = "merged_layerwise_ok net_a net_b {dom} splits"
             sound = "merged_layerwise_sound net_a net_b {dom} splits"
@@ -495,7 +559,7 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     claims = []
     for l, layer in enumerate(cert.layers):
         rows = 2 * cert.boxes[l].dim
-        if l == 0 and cert.image is not None:   # (B'): over the domain's own rows
+        if l == 0 and cert.image is not None:  # (B'): over the domain's own rows
             rows = len(domain.as_polyhedron().b)
         claims.append(len(layer))
         for claim in layer:
@@ -506,11 +570,26 @@ def _export_layerwise(net, tf, domain, cert: LayerwiseCertificate, module: str) 
     for B in cert.boxes:
         for v in (B.lower, B.upper):
             boxes += [len(v), *(n for q in v for n in _qnums(q))]
-    proofs = [0] if cert.box_proofs is None else [len(cert.box_proofs)] + [
-        fw.farkas(F) for pair in cert.box_proofs for F in pair]
-    image = [0] if cert.image is None else [1, len(cert.image)] + [
-        n for im in cert.image for n in (im.lower_piece, fw.farkas(im.lower), len(im.upper),
-                                         *(fw.farkas(u) for u in im.upper))]
+    proofs = (
+        [0]
+        if cert.box_proofs is None
+        else [len(cert.box_proofs)] + [fw.farkas(F) for pair in cert.box_proofs for F in pair]
+    )
+    image = (
+        [0]
+        if cert.image is None
+        else [1, len(cert.image)]
+        + [
+            n
+            for im in cert.image
+            for n in (
+                im.lower_piece,
+                fw.farkas(im.lower),
+                len(im.upper),
+                *(fw.farkas(u) for u in im.upper),
+            )
+        ]
+    )
     if cert.image is None:
         image.append(0)
     packed = _pack(t.stream(boxes + proofs + [len(cert.layers)] + claims + image))

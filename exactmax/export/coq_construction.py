@@ -73,9 +73,14 @@ def gates_of(net: MaxoutNetwork, tf: Transformer) -> tuple[Q, ...] | None:
 
 
 def _same(a: Transformer, b: Transformer) -> bool:
-    return (a.input_dim == b.input_dim and a.d_model == b.d_model and a.embedding == b.embedding
-            and a.positions == b.positions and a.sublayers == b.sublayers
-            and a.readout == b.readout)
+    return (
+        a.input_dim == b.input_dim
+        and a.d_model == b.d_model
+        and a.embedding == b.embedding
+        and a.positions == b.positions
+        and a.sublayers == b.sublayers
+        and a.readout == b.readout
+    )
 
 
 def construction_of(net: MaxoutNetwork, tf: Transformer, domain) -> tuple[Q, ...] | None:
@@ -102,35 +107,51 @@ def _mat_t(M) -> str:
     cols = len(M[0]) if len(M) else 0
     if not M or any(len(r) != cols for r in M):
         return _mat(M)
-    return (f"spmat_t {len(M)} [" + "; ".join(
-        "[" + "; ".join(f"{i} ~> {_q(r[c])}" for i, r in enumerate(M) if r[c]) + "]"
-        for c in range(cols)) + "]")
+    return (
+        f"spmat_t {len(M)} ["
+        + "; ".join(
+            "[" + "; ".join(f"{i} ~> {_q(r[c])}" for i, r in enumerate(M) if r[c]) + "]"
+            for c in range(cols)
+        )
+        + "]"
+    )
 
 
 def _tf_defs(tf: Transformer) -> tuple[str, str]:
     """The Transformer as data: one definition per sub-layer (a feed-forward's four matrices,
     an attention's heads), sparse matrices and vectors as spmat, spvec, spmat_t."""
     from ..kernel.transformer import HARDMAX
+
     defs, subs = [], []
     for i, s in enumerate(tf.sublayers):
         if isinstance(s, FeedForward):
-            text = (f"FeedForward\n  ({_mat(s.inner.W)})\n  ({_vec(s.inner.b)})\n"
-                    f"  ({_mat(s.outer.W)})\n  ({_vec(s.outer.b)})")
+            text = (
+                f"FeedForward\n  ({_mat(s.inner.W)})\n  ({_vec(s.inner.b)})\n"
+                f"  ({_mat(s.outer.W)})\n  ({_vec(s.outer.b)})"
+            )
         else:
             if s.kind != HARDMAX:
                 raise ExportUnsupported("the Transformer has softmax attention")
-            text = "Attention [\n  " + ";\n  ".join(
-                f"{{| h_query := {_mat(h.query)}; h_key := {_mat(h.key)}; "
-                f"h_value := {_mat(h.value)};\n     h_out := {_mat_t(h.out)}; "
-                f"h_scale := {_q(h.scale)} |}}" for h in s.heads) + "]"
+            text = (
+                "Attention [\n  "
+                + ";\n  ".join(
+                    f"{{| h_query := {_mat(h.query)}; h_key := {_mat(h.key)}; "
+                    f"h_value := {_mat(h.value)};\n     h_out := {_mat_t(h.out)}; "
+                    f"h_scale := {_q(h.scale)} |}}"
+                    for h in s.heads
+                )
+                + "]"
+            )
         defs.append(f"Definition net_b_s{i} : sublayer :=\n  {text}.")
         subs.append(f"net_b_s{i}")
     r = tf.readout
     token = "None" if r.token is None else f"(Some {r.token}%nat)"
-    term = (f"{{| tf_dim := {tf.input_dim}; tf_dm := {tf.d_model};\n  "
-            f"tf_emb := {_mat(tf.embedding)};\n  tf_pos := {_mat(tf.positions)};\n  "
-            f"tf_subs := [" + "; ".join(subs) + f"];\n  tf_token := {token};\n  "
-            f"tf_rW := {_mat(r.map.W)};\n  tf_rb := {_vec(r.map.b)} |}}")
+    term = (
+        f"{{| tf_dim := {tf.input_dim}; tf_dm := {tf.d_model};\n  "
+        f"tf_emb := {_mat(tf.embedding)};\n  tf_pos := {_mat(tf.positions)};\n  "
+        f"tf_subs := [" + "; ".join(subs) + f"];\n  tf_token := {token};\n  "
+        f"tf_rW := {_mat(r.map.W)};\n  tf_rb := {_vec(r.map.b)} |}}"
+    )
     return "\n\n".join(defs) + "\n\n", term
 
 
@@ -219,6 +240,7 @@ def _zbox(lo, hi) -> tuple[int, list[int], list[int]]:
     """A box as Construction.zbox: the common denominator G of its corners and the corners
     times G (integers), lo_i = L_i / G, hi_i = U_i / G."""
     from math import lcm
+
     G = lcm(1, *(int(v.q) for v in (*lo, *hi)))
     return G, [int(v * G) for v in lo], [int(v * G) for v in hi]
 
@@ -228,6 +250,7 @@ def _scales(layer) -> tuple[int, list[tuple[int, int]]]:
     and m_d = s_l / d, the denominators most frequent first (Coq looks them up in order)."""
     from collections import Counter
     from math import lcm
+
     count = Counter(int(v.q) for unit in layer.units for p in unit.pieces for v in (*p.w, p.b))
     s = lcm(1, *count)
     return s, [(d, s // d) for d, _ in count.most_common()]
@@ -267,9 +290,12 @@ def _interval_boxes(net: MaxoutNetwork, lo, hi, start: int):
 def _gates_box(net, gates, domain: Box) -> tuple[str, str, str, str]:
     """(definitions, the packed boxes, the check, the theorem applied) for a box domain."""
     boxes = _interval_boxes(net, domain.lower, domain.upper, 0)
-    return ("", _zcert_term(boxes, net.layers),
-            "zgates_ok net_a gates (DBox lower upper) boxes scales nil",
-            "construct_zsound net_a gates (DBox lower upper) boxes scales nil")
+    return (
+        "",
+        _zcert_term(boxes, net.layers),
+        "zgates_ok net_a gates (DBox lower upper) boxes scales nil",
+        "construct_zsound net_a gates (DBox lower upper) boxes scales nil",
+    )
 
 
 def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
@@ -277,6 +303,7 @@ def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
     first layer by Farkas multipliers over its rows, B_1 by rule (B'), then interval images."""
     from ..kernel.polyhedron import check_upper_bound
     from ..prove.lp import DualLP
+
     P = domain.as_polyhedron()
     lp = DualLP(P)
     gws, iws, los, his = [], [], [], []
@@ -286,8 +313,9 @@ def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
             yu = lp.multipliers(tuple(p.w))
             yl = lp.multipliers(tuple(-v for v in p.w))
             if yu is None or yl is None:
-                raise ExportUnsupported("the domain is unbounded: no gate constant bounds the "
-                                        "first layer")
+                raise ExportUnsupported(
+                    "the domain is unbounded: no gate constant bounds the first layer"
+                )
             up = p.b + check_upper_bound(P, tuple(p.w), yu)
             low = p.b - check_upper_bound(P, tuple(-v for v in p.w), yl)
             ups.append((up, yu))
@@ -296,23 +324,37 @@ def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
         j = max(range(len(lows)), key=lambda t: lows[t][0])
         los.append(lows[j][0])
         his.append(max(u for u, _ in ups))
-        iws.append(f"({j}%nat, {_farkas(lows[j][1])}, [" + "; ".join(_farkas(y) for _, y in ups)
-                   + "])")
+        iws.append(
+            f"({j}%nat, {_farkas(lows[j][1])}, [" + "; ".join(_farkas(y) for _, y in ups) + "])"
+        )
     boxes = []
     if len(net.layers) > 1:
         lo, hi = round_outward(los, his)
         boxes = _interval_boxes(net, lo, hi, 1)
-    defs = ("Definition gate_proofs : list (farkas * farkas) :=\n  [" + ";\n   ".join(gws)
-            + "].\n\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
-            + ";\n   ".join(iws if boxes else []) + "].\n")
-    return (defs, _zcert_term(boxes, net.layers[1:]),
-            "zgates_ok_poly net_a gates (DPoly A b) gate_proofs boxes scales image_proofs",
-            "construct_poly_zsound net_a gates (DPoly A b) gate_proofs boxes scales image_proofs")
+    defs = (
+        "Definition gate_proofs : list (farkas * farkas) :=\n  ["
+        + ";\n   ".join(gws)
+        + "].\n\nDefinition image_proofs : list (nat * farkas * list farkas) :=\n  ["
+        + ";\n   ".join(iws if boxes else [])
+        + "].\n"
+    )
+    return (
+        defs,
+        _zcert_term(boxes, net.layers[1:]),
+        "zgates_ok_poly net_a gates (DPoly A b) gate_proofs boxes scales image_proofs",
+        "construct_poly_zsound net_a gates (DPoly A b) gate_proofs boxes scales image_proofs",
+    )
 
 
-def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domain=None,
-                        module: str = "NetEquiv", gates=None, decide: bool = True,
-                        packed: bool = False) -> str:
+def export_construction(
+    net: MaxoutNetwork,
+    tf: Transformer | None = None,
+    domain=None,
+    module: str = "NetEquiv",
+    gates=None,
+    decide: bool = True,
+    packed: bool = False,
+) -> str:
     """The Coq file proving ``tf`` (default: the construction of ``net``) equal to ``net`` on
     ``domain`` (default: the network's) through ``construct_zsound`` (``construct_poly_zsound``
     for a polyhedron).  ``decide``: refuse (ExportUnsupported) a Transformer that is not the
@@ -330,33 +372,50 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
     if gates is None:
         gates = construction_of(net, tf, domain) if decide else gates_of(net, tf)
         if gates is None:
-            raise ExportUnsupported("the Transformer is not the default construction of the "
-                                    "network (construction.md §2, unmerged, one-hot) for any "
-                                    "gate constants")
+            raise ExportUnsupported(
+                "the Transformer is not the default construction of the "
+                "network (construction.md §2, unmerged, one-hot) for any "
+                "gate constants"
+            )
     if packed:
         from ..kernel.transformer import HARDMAX
+
         if any(not isinstance(s, FeedForward) and s.kind != HARDMAX for s in tf.sublayers):
             raise ExportUnsupported("the Transformer has softmax attention")
         sa, sb = _packed_models(net, tf)
-        models = ("Definition packed_net : PArray.array Uint63.int :=\n  " + _pack(sa) + ".\n\n"
-                  "Definition packed_tf : PArray.array Uint63.int :=\n  " + _pack(sb) + ".\n\n"
-                  "Definition net_a : maxout := unpack_maxout packed_net.\n\n"
-                  "Definition net_b : transformer := unpack_transformer packed_tf.\n")
+        models = (
+            "Definition packed_net : PArray.array Uint63.int :=\n  " + _pack(sa) + ".\n\n"
+            "Definition packed_tf : PArray.array Uint63.int :=\n  " + _pack(sb) + ".\n\n"
+            "Definition net_a : maxout := unpack_maxout packed_net.\n\n"
+            "Definition net_b : transformer := unpack_transformer packed_tf.\n"
+        )
     else:
         dt, term_tf = _tf_defs(tf)
-        models = (f"Definition net_a : maxout :=\n{_maxout_term(net)}.\n\n{dt}"
-                  f"Definition net_b : transformer :=\n{term_tf}.\n")
+        models = (
+            f"Definition net_a : maxout :=\n{_maxout_term(net)}.\n\n{dt}"
+            f"Definition net_b : transformer :=\n{term_tf}.\n"
+        )
     dom_defs, in_dom, _ = _domain_text(domain)
     if isinstance(domain, Box):
         gdefs, zboxes, check, theorem = _gates_box(net, gates, domain)
     else:
         gdefs, zboxes, check, theorem = _gates_poly(net, gates, domain)
     hashes = content_hashes(net, tf, domain)
-    farkas_block = ("(** The gate certificate: Farkas proofs of the first layer's bounds *)\n\n"
-                    + gdefs) if gdefs else ""
-    packed_block = ("(** The models, packed as machine integers (Construction.unpack_maxout and "
-                    "unpack_transformer read them) *)\n\n" + models + "\n") if packed else ""
-    return f"""(* {module}.v -- written by exactmax (construction export, #19).  Check it with
+    farkas_block = (
+        ("(** The gate certificate: Farkas proofs of the first layer's bounds *)\n\n" + gdefs)
+        if gdefs
+        else ""
+    )
+    packed_block = (
+        (
+            "(** The models, packed as machine integers (Construction.unpack_maxout and "
+            "unpack_transformer read them) *)\n\n" + models + "\n"
+        )
+        if packed
+        else ""
+    )
+    return (
+        f"""(* {module}.v -- written by exactmax (construction export, #19).  Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
    The theorem at the end says that the Transformer below equals the Maxout network at every
    real point of the domain.  It is the library's theorem {theorem.split()[0]}
@@ -367,7 +426,9 @@ def export_construction(net: MaxoutNetwork, tf: Transformer | None = None, domai
    grid 1/G, carry them through the layers; checked in integers, Construction.zgates_ok).
    Exported from (sha256 of the canonical JSON, as check-cert prints them; also defined
    below, in Module Sha256):
-""" + "".join(f"     {k:<7} {v}\n" for k, v in hashes.items()) + f"""\
+"""
+        + "".join(f"     {k:<7} {v}\n" for k, v in hashes.items())
+        + f"""\
    exactmax export-coq --construction NET.json [--transformer TF.json] [--domain D.json]
    -o THIS.v --existing --check confirms that this file states exactly those models and
    that domain. *)
@@ -426,24 +487,34 @@ Qed.
 
 Print Assumptions net_equiv.
 """
+    )
 
 
 # ------------------------------------------------------------------ the binding
 
-_WHAT = {"net_a": "the network", "packed_net": "the network", "net_b": "the Transformer",
-         "packed_tf": "the Transformer", "lower": "the domain", "upper": "the domain",
-         "A": "the domain", "b": "the domain", "gates": "the gate constants",
-         "packed_boxes": "the gate certificate", "boxes": "the gate certificate",
-         "scales": "the gate certificate", "gate_proofs": "the gate certificate",
-         "image_proofs": "the gate certificate"}
+_WHAT = {
+    "net_a": "the network",
+    "packed_net": "the network",
+    "net_b": "the Transformer",
+    "packed_tf": "the Transformer",
+    "lower": "the domain",
+    "upper": "the domain",
+    "A": "the domain",
+    "b": "the domain",
+    "gates": "the gate constants",
+    "packed_boxes": "the gate certificate",
+    "boxes": "the gate certificate",
+    "scales": "the gate certificate",
+    "gate_proofs": "the gate certificate",
+    "image_proofs": "the gate certificate",
+}
 
 
 def _what(name: str) -> str:
     word = name.split()[-1]
     if word.startswith("Sha256."):
         return "the sha256 the file is bound to"
-    return _WHAT.get(word) or ("the Transformer" if word.startswith("net_b_") else
-                               "the statement")
+    return _WHAT.get(word) or ("the Transformer" if word.startswith("net_b_") else "the statement")
 
 
 def _stream(words) -> list[int]:
@@ -464,10 +535,12 @@ def check_binding(path: str, text: str, expected: str, inputs: str) -> int:
     """``coqcheck.check_binding`` for a construction export: the sentences described by this
     file's names, a packed array compared as the stream of numbers it holds."""
     from .coqcheck import check_binding as check
+
     return check(path, text, expected, inputs, what=_what, stream=_stream, verb="gives")
 
 
 # ------------------------------------------------------------------ command line
+
 
 def _first_error(text: str) -> str:
     """coqc's message in one line: where, and the first line of the error."""
@@ -476,7 +549,7 @@ def _first_error(text: str) -> str:
     err = next((i for i, l in enumerate(lines) if l.startswith("Error")), None)
     if err is None:
         return " ".join(lines[:2])
-    msg = lines[err][len("Error:"):].strip() or " ".join(lines[err + 1:err + 3])
+    msg = lines[err][len("Error:") :].strip() or " ".join(lines[err + 1 : err + 3])
     return (where.rstrip(":") + ": " if where else "") + msg
 
 
@@ -485,18 +558,31 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> tuple[bool, f
     import os
     import subprocess
     import time
+
     t = time.perf_counter()
     try:
-        r = subprocess.run(["coqc", "-Q", os.path.abspath(library), "ExactMax", "-no-glob",
-                            os.path.basename(path)], cwd=os.path.dirname(os.path.abspath(path)),
-                           capture_output=True, text=True, timeout=timeout_s)
+        r = subprocess.run(
+            [
+                "coqc",
+                "-Q",
+                os.path.abspath(library),
+                "ExactMax",
+                "-no-glob",
+                os.path.basename(path),
+            ],
+            cwd=os.path.dirname(os.path.abspath(path)),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         return False, time.perf_counter() - t, f"coqc took more than {timeout_s:g} s"
     secs = time.perf_counter() - t
     if r.returncode != 0:
         return False, secs, _first_error(r.stdout + r.stderr)
     from .coqcheck import AssumptionsRejected, check_assumptions
-    try:   # the file's last command, Print Assumptions net_equiv: only allowed axioms
+
+    try:  # the file's last command, Print Assumptions net_equiv: only allowed axioms
         check_assumptions(r.stdout)
     except AssumptionsRejected as e:
         return False, secs, f"{path}: {e}"
@@ -519,29 +605,48 @@ def main(argv=None) -> int:
     from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED
     from ..io.models import load_domain, load_model, write_bytes_atomic
     from .coqcheck import _HASH_LINE, BindingMismatch
-    ap = argparse.ArgumentParser(prog="exactmax export-coq --construction",
-                                 description="Prove a compiled Transformer equal to its Maxout "
-                                 "network in Coq through the construction theorem (#19).")
+
+    ap = argparse.ArgumentParser(
+        prog="exactmax export-coq --construction",
+        description="Prove a compiled Transformer equal to its Maxout "
+        "network in Coq through the construction theorem (#19).",
+    )
     ap.add_argument("network", metavar="NET.json")
-    ap.add_argument("--transformer", metavar="TF.json",
-                    help="the Transformer (default: compile the network)")
+    ap.add_argument(
+        "--transformer", metavar="TF.json", help="the Transformer (default: compile the network)"
+    )
     ap.add_argument("--domain", metavar="D.json", help="the domain (default: the network's)")
     ap.add_argument("-o", "--output", required=True, metavar="X.v")
-    ap.add_argument("--check", action="store_true", help="compare the file with the inputs, "
-                    "then compile it with coqc")
-    ap.add_argument("--existing", action="store_true", help="do not write: check the file "
-                    "already at -o against the inputs (implies --check)")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="compare the file with the inputs, then compile it with coqc",
+    )
+    ap.add_argument(
+        "--existing",
+        action="store_true",
+        help="do not write: check the file already at -o against the inputs (implies --check)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object on standard output")
-    ap.add_argument("--coq-lib", metavar="DIR", help="the library (default: proofs/ beside "
-                    "the package, or $EXACTMAX_COQ_LIB)")
+    ap.add_argument(
+        "--coq-lib",
+        metavar="DIR",
+        help="the library (default: proofs/ beside the package, or $EXACTMAX_COQ_LIB)",
+    )
     ap.add_argument("--timeout", type=float, default=600.0, metavar="S")
-    ap.add_argument("--packed", action="store_true", help="write the two models as arrays of "
-                    "machine integers (Coq reads them many times faster)")
+    ap.add_argument(
+        "--packed",
+        action="store_true",
+        help="write the two models as arrays of "
+        "machine integers (Coq reads them many times faster)",
+    )
     args = ap.parse_args(argv)
     module = os.path.splitext(os.path.basename(args.output))[0]
     if not args.output.endswith(".v") or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", module):
-        print(f"exactmax: -o: expected a Coq file name such as NetEquiv.v, got "
-              f"{args.output!r}", file=sys.stderr)
+        print(
+            f"exactmax: -o: expected a Coq file name such as NetEquiv.v, got {args.output!r}",
+            file=sys.stderr,
+        )
         return EXIT_INPUT
     written = None
     if args.existing:
@@ -549,8 +654,11 @@ def main(argv=None) -> int:
             with open(args.output, encoding="utf-8") as f:
                 written = f.read()
         except (OSError, UnicodeDecodeError) as e:
-            print(f"exactmax: error: {args.output}: cannot be read ({e}); --existing checks a "
-                  "file export-coq --construction wrote earlier", file=sys.stderr)
+            print(
+                f"exactmax: error: {args.output}: cannot be read ({e}); --existing checks a "
+                "file export-coq --construction wrote earlier",
+                file=sys.stderr,
+            )
             return EXIT_INPUT
     packed = args.packed or (written is not None and "Definition packed_net " in written)
     try:
@@ -568,7 +676,7 @@ def main(argv=None) -> int:
     hashes = dict(_HASH_LINE.findall(text))
     if written is None:
         write_bytes_atomic(args.output, text.encode())
-        with open(args.output, encoding="utf-8") as f:     # what is on disk is what is checked
+        with open(args.output, encoding="utf-8") as f:  # what is on disk is what is checked
             written = f.read()
     out = {"output": args.output, "v_bytes": len(written.encode()), "sha256": hashes}
     status = EXIT_OK
@@ -581,22 +689,30 @@ def main(argv=None) -> int:
             out.update(coq="not run", verdict="rejected", reason=str(e))
             print(jsonout.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
-        lib = args.coq_lib or os.environ.get("EXACTMAX_COQ_LIB") or os.path.join(
-            os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-            "proofs")
+        lib = (
+            args.coq_lib
+            or os.environ.get("EXACTMAX_COQ_LIB")
+            or os.path.join(
+                os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                "proofs",
+            )
+        )
         ok, secs, message = run_coqc(args.output, lib, args.timeout)
         out.update(coq="accepted" if ok else "rejected", coqc_s=round(secs, 2))
         if not ok:
             out["coqc_message"] = message
             status = EXIT_REFUTED
-    out["verdict"] = ("written" if not check else "proved" if status == EXIT_OK else "rejected")
+    out["verdict"] = "written" if not check else "proved" if status == EXIT_OK else "rejected"
     if args.json:
         print(jsonout.dumps(out))
     elif check:
-        print(f"coqc accepted {args.output} in {out['coqc_s']:.1f} s: the Transformer equals "
-              f"the network on the domain (the construction theorem); the file states exactly "
-              f"{inputs} ({out['sentences_compared']} sentences compared)"
-              if status == EXIT_OK else f"coqc rejected {args.output}: {out['coqc_message']}")
+        print(
+            f"coqc accepted {args.output} in {out['coqc_s']:.1f} s: the Transformer equals "
+            f"the network on the domain (the construction theorem); the file states exactly "
+            f"{inputs} ({out['sentences_compared']} sentences compared)"
+            if status == EXIT_OK
+            else f"coqc rejected {args.output}: {out['coqc_message']}"
+        )
     else:
         print(f"wrote {args.output} ({out['v_bytes']} bytes)")
     return status
@@ -604,4 +720,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     import sys
+
     sys.exit(main())

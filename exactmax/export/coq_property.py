@@ -48,12 +48,21 @@ def _ptree(t: _Tables, tree, domain_rows: int) -> int:
         if isinstance(node, Empty):
             nums = (1, w.farkas(node.proof, lam))
         elif isinstance(node, Excluded):
-            nums = (0, w.choices(w.own(node.choices, lam)), len(node.proofs),
-                    *(w.farkas(p, lam) for p in node.proofs))
+            nums = (
+                0,
+                w.choices(w.own(node.choices, lam)),
+                len(node.proofs),
+                *(w.farkas(p, lam) for p in node.proofs),
+            )
         elif isinstance(node, Split):
             k = _integral_scale(node.a, node.c)
-            nums = (2, w.aff([k * v for v in node.a], k * node.c),
-                    w.choices(w.own(node.choices, lam)), names[id(node.ge)], names[id(node.lt)])
+            nums = (
+                2,
+                w.aff([k * v for v in node.a], k * node.c),
+                w.choices(w.own(node.choices, lam)),
+                names[id(node.ge)],
+                names[id(node.lt)],
+            )
         else:
             raise TypeError(f"not a node of a property certificate's tree: {node!r}")
         names[id(node)] = t.add("tree", nums)
@@ -62,29 +71,34 @@ def _ptree(t: _Tables, tree, domain_rows: int) -> int:
 
 def _row(r) -> str:
     c = _q(r.c)
-    c = f"({c})" if c.startswith("-") else c     # an argument: -2 would be a subtraction
+    c = f"({c})" if c.startswith("-") else c  # an argument: -2 would be a subtraction
     return f"row {_qlist(r.a)} {c} {'true' if r.strict else 'false'}"
 
 
 def _case_term(case) -> str:
     P = case.inputs
-    outs = ";\n      ".join("[" + ";\n       ".join(_row(r) for r in conj) + "]"
-                            for conj in case.outputs)
-    return ("{| pc_A := [" + ";\n            ".join(_qlist(a) for a in P.A) + "];\n"
-            f"     pc_b := {_qlist(P.b)};\n"
-            f"     pc_outs := [\n      {outs}] |}}")
+    outs = ";\n      ".join(
+        "[" + ";\n       ".join(_row(r) for r in conj) + "]" for conj in case.outputs
+    )
+    return (
+        "{| pc_A := [" + ";\n            ".join(_qlist(a) for a in P.A) + "];\n"
+        f"     pc_b := {_qlist(P.b)};\n"
+        f"     pc_outs := [\n      {outs}] |}}"
+    )
 
 
 HASHES = ("model", "model_file", "property")
 
 
 def _binding_comment(hashes: dict) -> str:
-    return ("   Exported from the property certificate about (sha256 of the model's canonical\n"
-            "   JSON, of the file it was read from, and of the VNN-LIB text, as check-cert\n"
-            "   prints them; also defined below, in Module Sha256):\n"
-            + "".join(f"     {k:<10} {hashes[k]}\n" for k in HASHES)
-            + "   exactmax export-coq CERT.json -o THIS.v --existing confirms that this file\n"
-              "   states exactly that certificate's network, property and trees.")
+    return (
+        "   Exported from the property certificate about (sha256 of the model's canonical\n"
+        "   JSON, of the file it was read from, and of the VNN-LIB text, as check-cert\n"
+        "   prints them; also defined below, in Module Sha256):\n"
+        + "".join(f"     {k:<10} {hashes[k]}\n" for k in HASHES)
+        + "   exactmax export-coq CERT.json -o THIS.v --existing confirms that this file\n"
+        "   states exactly that certificate's network, property and trees."
+    )
 
 
 def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProperty") -> str:
@@ -93,12 +107,15 @@ def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProper
     t = _Tables()
     roots = [_ptree(t, tree, len(case.inputs.b)) for case, tree in zip(prop.cases, trees)]
     d = net.input_dim
-    cases = "".join(f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n"
-                    for i, c in enumerate(prop.cases))
+    cases = "".join(
+        f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n" for i, c in enumerate(prop.cases)
+    )
     names = "; ".join(f"case{i}" for i in range(len(prop.cases)))
-    sha = ("Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
-           + "".join(f'Definition {k} : string := "{hashes[k]}".\n' for k in HASHES)
-           + "End Sha256.\n")
+    sha = (
+        "Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
+        + "".join(f'Definition {k} : string := "{hashes[k]}".\n' for k in HASHES)
+        + "End Sha256.\n"
+    )
     return f"""(* {module}.v -- written by exactmax export-coq from a property certificate.
    Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
@@ -181,19 +198,33 @@ def export_command(args) -> int:
 
     module = os.path.splitext(os.path.basename(args.output))[0]
     net, prop, trees, hashes = read_property_certificate(
-        Cursor(args.cert, "", read_json_file(args.cert)))
+        Cursor(args.cert, "", read_json_file(args.cert))
+    )
     if any(_has_relaxed(tree) for tree in trees):
-        raise InputError(args.cert, "cases", "relaxed leaves, which proofs/Property.v does "
-                         "not know: make a certificate without them with exactmax check "
-                         "--no-relax (exactmax check-cert checks this one)")
+        raise InputError(
+            args.cert,
+            "cases",
+            "relaxed leaves, which proofs/Property.v does "
+            "not know: make a certificate without them with exactmax check "
+            "--no-relax (exactmax check-cert checks this one)",
+        )
     text = export_coq_property(net, prop, trees, hashes, module)
     check = args.check or args.existing
     lib, written = coqcheck.library_and_file(args, text, check)
-    about = {"kind": "property", "cases": len(prop.cases),
-             "conjunctions": sum(len(c.outputs) for c in prop.cases),
-             "input_dim": net.input_dim, "leaves": sum(_leaves(t) for t in trees)}
-    out = {"output": args.output, "bytes": len(written), "checked": None, "sha256": hashes,
-           "about": about}
+    about = {
+        "kind": "property",
+        "cases": len(prop.cases),
+        "conjunctions": sum(len(c.outputs) for c in prop.cases),
+        "input_dim": net.input_dim,
+        "leaves": sum(_leaves(t) for t in trees),
+    }
+    out = {
+        "output": args.output,
+        "bytes": len(written),
+        "checked": None,
+        "sha256": hashes,
+        "about": about,
+    }
     r = None
     if check:
         try:
@@ -203,13 +234,23 @@ def export_command(args) -> int:
             print(jsonout.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
         if shown(args):
-            print(f"exactmax: coqc is checking {args.output} against {lib.path} ...",
-                  file=sys.stderr, flush=True)
+            print(
+                f"exactmax: coqc is checking {args.output} against {lib.path} ...",
+                file=sys.stderr,
+                flush=True,
+            )
         r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
-        out.update(checked=r.ok, sentences_compared=n, library=lib.path,
-                   coqc_s=round(r.seconds, 2), coqc_message=r.message, axioms=list(r.axioms))
-    out["verdict"] = "rejected" if r is not None and not r.ok else \
-        "proved" if r is not None else "written"
+        out.update(
+            checked=r.ok,
+            sentences_compared=n,
+            library=lib.path,
+            coqc_s=round(r.seconds, 2),
+            coqc_message=r.message,
+            axioms=list(r.axioms),
+        )
+    out["verdict"] = (
+        "rejected" if r is not None and not r.ok else "proved" if r is not None else "written"
+    )
     if args.json:
         print(jsonout.dumps(out))
     else:
@@ -218,22 +259,28 @@ def export_command(args) -> int:
         if r is not None and not r.ok:
             print(f"coqc rejected {args.output}: {one_line(r.message)}")
         elif r is not None:
-            print(f"coqc accepted {args.output} in {r.seconds:.1f} s: theorem net_property "
-                  "proved in Coq (the property's query is unsat)")
-            print(f"  the file states exactly {args.cert} ({n} sentences compared); "
-                  f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
-                  "axioms and Coq's primitive integers and arrays)")
+            print(
+                f"coqc accepted {args.output} in {r.seconds:.1f} s: theorem net_property "
+                "proved in Coq (the property's query is unsat)"
+            )
+            print(
+                f"  the file states exactly {args.cert} ({n} sentences compared); "
+                f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
+                "axioms and Coq's primitive integers and arrays)"
+            )
         if r is None or r.ok:
-            print(f"  about: {about['cases']} case(s), {about['conjunctions']} forbidden "
-                  f"output conjunction(s), {about['leaves']} leaves; model sha256 "
-                  f"{hashes['model'][:16]}..., property sha256 {hashes['property'][:16]}...")
+            print(
+                f"  about: {about['cases']} case(s), {about['conjunctions']} forbidden "
+                f"output conjunction(s), {about['leaves']} leaves; model sha256 "
+                f"{hashes['model'][:16]}..., property sha256 {hashes['property'][:16]}..."
+            )
     return EXIT_REFUTED if r is not None and not r.ok else EXIT_OK
 
 
 def one_line(message: str, limit: int = 400) -> str:
     """coqc's message on one line (its whitespace collapsed), at most ``limit`` characters."""
     text = " ".join(message.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _has_relaxed(tree) -> bool:

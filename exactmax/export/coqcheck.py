@@ -26,20 +26,85 @@ REALS_AXIOMS = (
     "ClassicalDedekindReals.sig_forall_dec",
     "FunctionalExtensionality.functional_extensionality_dep",
 )
-PRIMITIVES = tuple(f"PrimInt63.{n}" for n in (
-    # Coq's primitive 63-bit integers (Coq.Numbers.Cyclic.Int63.PrimInt63): the packed
-    # certificate is an array of them
-    "int", "lsl", "lsr", "land", "lor", "lxor", "asr", "add", "sub", "mul", "mulc", "div", "mod",
-    "divs", "mods", "eqb", "ltb", "leb", "ltsb", "lesb", "addc", "addcarryc", "subc",
-    "subcarryc", "diveucl", "diveucl_21", "addmuldiv", "compare", "compares", "head0",
-    "tail0")) + tuple(f"PArray.{n}" for n in (
-    # primitive persistent arrays (Coq.Array.PArray)
-    "array", "make", "get", "default", "set", "length", "copy", "max_length")) + tuple(
-    f"PrimFloat.{n}" for n in (
-    # primitive floats (Coq.Floats.PrimFloat): not used today, primitives of the same kind
-    "float", "classify", "abs", "sqrt", "opp", "eqb", "ltb", "leb", "compare", "mul", "add",
-    "sub", "div", "of_uint63", "normfr_mantissa", "frshiftexp", "ldshiftexp", "next_up",
-    "next_down"))
+PRIMITIVES = (
+    tuple(
+        f"PrimInt63.{n}"
+        for n in (
+            # Coq's primitive 63-bit integers (Coq.Numbers.Cyclic.Int63.PrimInt63): the packed
+            # certificate is an array of them
+            "int",
+            "lsl",
+            "lsr",
+            "land",
+            "lor",
+            "lxor",
+            "asr",
+            "add",
+            "sub",
+            "mul",
+            "mulc",
+            "div",
+            "mod",
+            "divs",
+            "mods",
+            "eqb",
+            "ltb",
+            "leb",
+            "ltsb",
+            "lesb",
+            "addc",
+            "addcarryc",
+            "subc",
+            "subcarryc",
+            "diveucl",
+            "diveucl_21",
+            "addmuldiv",
+            "compare",
+            "compares",
+            "head0",
+            "tail0",
+        )
+    )
+    + tuple(
+        f"PArray.{n}"
+        for n in (
+            # primitive persistent arrays (Coq.Array.PArray)
+            "array",
+            "make",
+            "get",
+            "default",
+            "set",
+            "length",
+            "copy",
+            "max_length",
+        )
+    )
+    + tuple(
+        f"PrimFloat.{n}"
+        for n in (
+            # primitive floats (Coq.Floats.PrimFloat): not used today, primitives of the same kind
+            "float",
+            "classify",
+            "abs",
+            "sqrt",
+            "opp",
+            "eqb",
+            "ltb",
+            "leb",
+            "compare",
+            "mul",
+            "add",
+            "sub",
+            "div",
+            "of_uint63",
+            "normfr_mantissa",
+            "frshiftexp",
+            "ldshiftexp",
+            "next_up",
+            "next_down",
+        )
+    )
+)
 ALLOWED = frozenset(REALS_AXIOMS + PRIMITIVES)
 """The only names ``Print Assumptions net_equiv`` may list."""
 
@@ -54,14 +119,17 @@ class AssumptionsRejected(Exception):
 
 # ------------------------------------------------------------------ 1. the binding
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<q>\(\s*-?\d+\s*\#\s*\d+\s*\))      # a rational (p#q)
   | (?P<n>-?\d+)                           # an integer
   | (?P<s>"(?:[^"]|"")*")                  # a string
   | (?P<end>\.(?=\s|$))                    # the end of a sentence
   | (?P<id>[A-Za-z_](?:[A-Za-z0-9_'.]*[A-Za-z0-9_'])?)   # a (qualified) name
   | (?P<sym>:=|->|/\\|\[\||\|\]|%[A-Za-z0-9_]+|\S)  # anything else, one symbol
-""", re.X)
+""",
+    re.X,
+)
 
 
 _LEXEME = re.compile(r'\(\*|\*\)|"')
@@ -85,14 +153,14 @@ def _strip_comments(text: str) -> str:
             if s is None:
                 raise BindingMismatch("a string is not closed")
             if not depth:
-                out.append(text[i:s.end()])
+                out.append(text[i : s.end()])
             i = s.end()
             continue
         if not depth:
-            out.append(text[i:j] if lexeme == "(*" else text[i:m.end()])
+            out.append(text[i:j] if lexeme == "(*" else text[i : m.end()])
         if lexeme == "(*":
             if not depth:
-                out.append(" ")          # a comment separates tokens
+                out.append(" ")  # a comment separates tokens
             depth += 1
         elif depth:
             depth -= 1
@@ -116,8 +184,11 @@ def sentences(text: str) -> list[tuple[str, list]]:
                 module = words[1]
             elif words[:1] == ["End"]:
                 module = None
-            if words[:1] and words[0] in ("Definition", "Lemma", "Theorem", "Fixpoint") \
-                    and len(words) > 1:
+            if (
+                words[:1]
+                and words[0] in ("Definition", "Lemma", "Theorem", "Fixpoint")
+                and len(words) > 1
+            ):
                 name = f"{words[0]} {module + '.' if module else ''}{words[1]}"
             else:
                 name = "the sentence " + repr(" ".join(words[:4]))
@@ -130,11 +201,19 @@ def sentences(text: str) -> list[tuple[str, list]]:
     return out
 
 
-_WHAT = {"net_a": "model a", "net_b": "model b", "lower": "the domain", "upper": "the domain",
-         "A": "the domain", "b": "the domain", "packed": "the certificate's tree",
-         "splits": "the unmerged Transformer",
-         # property files (export.coq_property)
-         "net": "the network", "cases": "the property"}
+_WHAT = {
+    "net_a": "model a",
+    "net_b": "model b",
+    "lower": "the domain",
+    "upper": "the domain",
+    "A": "the domain",
+    "b": "the domain",
+    "packed": "the certificate's tree",
+    "splits": "the unmerged Transformer",
+    # property files (export.coq_property)
+    "net": "the network",
+    "cases": "the property",
+}
 
 
 def _what(name: str) -> str:
@@ -143,8 +222,9 @@ def _what(name: str) -> str:
         return "the sha256 the file is bound to"
     if re.fullmatch(r"case\d+", word):
         return "the property"
-    return _WHAT.get(word) or ("model b" if word.startswith(("net_b_", "split_")) else
-                               "the statement")
+    return _WHAT.get(word) or (
+        "model b" if word.startswith(("net_b_", "split_")) else "the statement"
+    )
 
 
 def _show(t) -> str:
@@ -153,8 +233,9 @@ def _show(t) -> str:
     return t if len(t) <= 40 else t[:37] + "..."
 
 
-def check_binding(path: str, text: str, expected: str, cert: str, what=None, stream=None,
-                  verb: str = "has") -> int:
+def check_binding(
+    path: str, text: str, expected: str, cert: str, what=None, stream=None, verb: str = "has"
+) -> int:
     """The number of sentences compared; BindingMismatch names the first difference between
     the file ``text`` and ``expected``, the export of ``cert`` (a certificate, or the JSON
     inputs): sentence by sentence (comments and layout aside), number by number, then the
@@ -167,8 +248,9 @@ def check_binding(path: str, text: str, expected: str, cert: str, what=None, str
         if g == w:
             continue
         if g[0] != w[0]:
-            raise BindingMismatch(f"{path}: sentence {i + 1} is {g[0]}, but the export of "
-                                  f"{cert} has {w[0]} there")
+            raise BindingMismatch(
+                f"{path}: sentence {i + 1} is {g[0]}, but the export of {cert} has {w[0]} there"
+            )
         where = f"{path}: {g[0]} ({what(g[0])})"
         gn = [t for t in g[1] if isinstance(t, Fraction)]
         wn = [t for t in w[1] if isinstance(t, Fraction)]
@@ -189,19 +271,24 @@ def check_binding(path: str, text: str, expected: str, cert: str, what=None, str
         raise BindingMismatch(f"{where}: {len(g[1])} tokens, but {cert} has {len(w[1])}")
     if len(got) != len(want):
         extra = got[len(want)][0] if len(got) > len(want) else want[len(got)][0]
-        raise BindingMismatch(f"{path}: {len(got)} sentences, but the export of {cert} has "
-                              f"{len(want)} (first unmatched: {extra})")
+        raise BindingMismatch(
+            f"{path}: {len(got)} sentences, but the export of {cert} has "
+            f"{len(want)} (first unmatched: {extra})"
+        )
     # the hashes in the opening comment, which a reader sees first
     stated, bound = dict(_HASH_LINE.findall(text)), dict(_HASH_LINE.findall(expected))
     for key, h in bound.items():
         if stated.get(key) != h:
-            raise BindingMismatch(f"{path}: the opening comment gives {key} sha256 "
-                                  f"{stated.get(key, 'none')}, but {cert} has {h}")
+            raise BindingMismatch(
+                f"{path}: the opening comment gives {key} sha256 "
+                f"{stated.get(key, 'none')}, but {cert} has {h}"
+            )
     return len(got)
 
 
-_HASH_LINE = re.compile(r"^ {5}(net_a|net_b|domain|model|model_file|property) +([0-9a-f]{64})$",
-                        re.M)
+_HASH_LINE = re.compile(
+    r"^ {5}(net_a|net_b|domain|model|model_file|property) +([0-9a-f]{64})$", re.M
+)
 
 
 # ------------------------------------------------------------------ 2. the axioms
@@ -225,7 +312,7 @@ def parse_assumptions(out: str) -> dict[str, list[str]]:
         if line[0].isspace():
             if current is None or not sections[current]:
                 raise AssumptionsRejected(f"cannot read Print Assumptions' output: {line!r}")
-            continue                          # a type that wraps onto further lines
+            continue  # a type that wraps onto further lines
         if _HEADER.fullmatch(line):
             current = line[:-1]
             sections.setdefault(current, [])
@@ -245,13 +332,14 @@ def check_assumptions(out: str) -> list[str]:
     sections = parse_assumptions(out)
     for section, names in sections.items():
         if section != "Axioms":
-            raise AssumptionsRejected(f"Print Assumptions lists {section}: "
-                                      + ", ".join(names))
+            raise AssumptionsRejected(f"Print Assumptions lists {section}: " + ", ".join(names))
         for name in names:
             if name not in ALLOWED:
-                raise AssumptionsRejected(f"the theorem depends on the axiom {name}, which is "
-                                          "not among the Reals axioms and Coq primitives "
-                                          "allowed")
+                raise AssumptionsRejected(
+                    f"the theorem depends on the axiom {name}, which is "
+                    "not among the Reals axioms and Coq primitives "
+                    "allowed"
+                )
     return sections.get("Axioms", [])
 
 
@@ -273,12 +361,22 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
     t0 = time.monotonic()
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        r = subprocess.run([shutil.which("coqc") or "coqc", "-Q", library, "ExactMax",
-                            "-no-glob", os.path.basename(path)], cwd=folder,
-                           capture_output=True, text=True, timeout=timeout_s)
+        r = subprocess.run(
+            [
+                shutil.which("coqc") or "coqc",
+                "-Q",
+                library,
+                "ExactMax",
+                "-no-glob",
+                os.path.basename(path),
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
-        return CoqResult(False, f"coqc did not finish in {timeout_s:.0f} s",
-                         time.monotonic() - t0)
+        return CoqResult(False, f"coqc did not finish in {timeout_s:.0f} s", time.monotonic() - t0)
     if r.returncode != 0:
         return CoqResult(False, (r.stdout + r.stderr).strip(), time.monotonic() - t0)
     try:

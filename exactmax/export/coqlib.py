@@ -84,17 +84,22 @@ def build_order(folder: str, roots=EXPORT_ROOTS) -> list[str]:
         if state.get(m) == "done":
             return
         if state.get(m) == "open":
-            raise LibraryError(f"{folder}: the library's modules require each other in a "
-                               "cycle: " + " -> ".join(chain + [m]))
+            raise LibraryError(
+                f"{folder}: the library's modules require each other in a "
+                "cycle: " + " -> ".join(chain + [m])
+            )
         path = os.path.join(folder, m + ".v")
         if not os.path.isfile(path):
-            raise LibraryError(f"{folder}: {m}.v is missing (required by "
-                               f"{chain[-1] if chain else 'exported files'})")
+            raise LibraryError(
+                f"{folder}: {m}.v is missing (required by "
+                f"{chain[-1] if chain else 'exported files'})"
+            )
         state[m] = "open"
         for dep in _requires(path):
             visit(dep, chain + [m])
         state[m] = "done"
         order.append(m)
+
     for r in roots:
         visit(r, [])
     return order
@@ -102,8 +107,9 @@ def build_order(folder: str, roots=EXPORT_ROOTS) -> list[str]:
 
 def checkout_sources() -> str | None:
     """``proofs/`` of the checkout this package runs from, if it does."""
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "proofs")
+    here = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "proofs"
+    )
     return here if os.path.isfile(os.path.join(here, "Checker.v")) else None
 
 
@@ -130,8 +136,8 @@ def cache_folder(sources: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Located:
     path: str
-    how: str          # "--coq-lib", "EXACTMAX_COQ_LIB", "checkout" or "cache"
-    sources: str      # the .v files a build compiles (the cache's come from here)
+    how: str  # "--coq-lib", "EXACTMAX_COQ_LIB", "checkout" or "cache"
+    sources: str  # the .v files a build compiles (the cache's come from here)
 
 
 def locate(option: str | None = None) -> Located:
@@ -146,8 +152,10 @@ def locate(option: str | None = None) -> Located:
         return Located(checkout, "checkout", checkout)
     sources = shipped_sources()
     if sources is None:
-        raise LibraryError("the Coq library's sources are not installed with exactmax; give "
-                           "--coq-lib DIR or set EXACTMAX_COQ_LIB")
+        raise LibraryError(
+            "the Coq library's sources are not installed with exactmax; give "
+            "--coq-lib DIR or set EXACTMAX_COQ_LIB"
+        )
     return Located(cache_folder(sources), "cache", sources)
 
 
@@ -166,7 +174,7 @@ def read_manifest(folder: str) -> tuple[str | None, dict[str, str]]:
         for line in f:
             line = line.strip()
             if line.startswith("# coqc "):
-                coq = line[len("# coqc "):]
+                coq = line[len("# coqc ") :]
             elif line and not line.startswith("#"):
                 digest, _, name = line.partition(" ")
                 files[os.path.basename(name.strip().lstrip("*"))] = digest
@@ -181,28 +189,35 @@ def check_current(lib: Located) -> list[str]:
         raise LibraryError(f"the Coq library {folder} does not exist; build it with {fix}")
     modules = build_order(folder)
     if not os.path.isfile(os.path.join(folder, MANIFEST)):
-        raise LibraryError(f"the Coq library in {folder} is not built (no {MANIFEST}); build "
-                           f"it with {fix}")
+        raise LibraryError(
+            f"the Coq library in {folder} is not built (no {MANIFEST}); build it with {fix}"
+        )
     coq, files = read_manifest(folder)
     running = coqc_version()
     if coq != running:
-        raise LibraryError(f"the Coq library in {folder} was built by coqc {coq}, not by the "
-                           f"installed {running}; rebuild it with {fix}")
+        raise LibraryError(
+            f"the Coq library in {folder} was built by coqc {coq}, not by the "
+            f"installed {running}; rebuild it with {fix}"
+        )
     for m in modules:
         v = m + ".v"
         if v not in files:
-            raise LibraryError(f"the Coq library in {folder} was built without {v}; rebuild "
-                               f"it with {fix}")
+            raise LibraryError(
+                f"the Coq library in {folder} was built without {v}; rebuild it with {fix}"
+            )
         if _sha256(os.path.join(folder, v)) != files[v]:
-            raise LibraryError(f"the Coq library in {folder} is stale: {v} changed after it "
-                               f"was built; rebuild it with {fix}")
+            raise LibraryError(
+                f"the Coq library in {folder} is stale: {v} changed after it "
+                f"was built; rebuild it with {fix}"
+            )
         if _AXIOM.search(_code(os.path.join(folder, v))):
-            raise LibraryError(f"the Coq library in {folder} is not the exactmax library: {v} "
-                               "declares an axiom or leaves a proof unfinished (Axiom, "
-                               "Parameter, Admitted, ...)")
+            raise LibraryError(
+                f"the Coq library in {folder} is not the exactmax library: {v} "
+                "declares an axiom or leaves a proof unfinished (Axiom, "
+                "Parameter, Admitted, ...)"
+            )
         if not os.path.isfile(os.path.join(folder, m + ".vo")):
-            raise LibraryError(f"the Coq library in {folder} has no {m}.vo; rebuild it with "
-                               f"{fix}")
+            raise LibraryError(f"the Coq library in {folder} has no {m}.vo; rebuild it with {fix}")
     return modules
 
 
@@ -212,9 +227,14 @@ def build_in_place(folder: str, timeout_s: float = 600.0) -> list[str]:
     coqc, modules = _coqc(), build_order(folder)
     digests = {}
     for m in modules:
-        digests[m] = _sha256(os.path.join(folder, m + ".v"))   # as compiled, not as later
-        r = subprocess.run([coqc, "-Q", ".", "ExactMax", "-no-glob", m + ".v"], cwd=folder,
-                           capture_output=True, text=True, timeout=timeout_s)
+        digests[m] = _sha256(os.path.join(folder, m + ".v"))  # as compiled, not as later
+        r = subprocess.run(
+            [coqc, "-Q", ".", "ExactMax", "-no-glob", m + ".v"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if r.returncode != 0:
             msg = " ".join((r.stdout + r.stderr).split())
             raise LibraryError(f"coqc rejected {os.path.join(folder, m + '.v')}: {msg}")
@@ -247,11 +267,11 @@ def build(lib: Located) -> tuple[bool, float]:
             if name.endswith(".v") or name in ("Makefile", "README.md"):
                 shutil.copyfile(os.path.join(lib.sources, name), os.path.join(tmp, name))
         build_in_place(tmp)
-        if os.path.isdir(lib.path):          # a stale or half-removed earlier build
+        if os.path.isdir(lib.path):  # a stale or half-removed earlier build
             shutil.rmtree(lib.path)
         try:
             os.rename(tmp, lib.path)
-        except OSError:                      # another process finished first
+        except OSError:  # another process finished first
             if not os.path.isfile(os.path.join(lib.path, MANIFEST)):
                 raise
     finally:

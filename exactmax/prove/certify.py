@@ -20,11 +20,24 @@ from dataclasses import dataclass
 import z3
 
 from .. import interruption
-from ..kernel.certificate import (Choice, Empty, Farkas, Leaf, Row, Split, TieProof, Tree,
-                                  _max_args, cone, domain_rows, lin_map, outputs_agree)
+from ..kernel.certificate import (
+    Choice,
+    Empty,
+    Farkas,
+    Leaf,
+    Row,
+    Split,
+    TieProof,
+    Tree,
+    _max_args,
+    cone,
+    domain_rows,
+    lin_map,
+    outputs_agree,
+)
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.program import Lin, Max, Program
-from ..kernel.rational import Q, ZERO
+from ..kernel.rational import ZERO, Q
 from . import floatlp
 from .smt import from_z3, rat
 
@@ -51,7 +64,7 @@ class _SplitOn(Exception):
 class Limits:
     deadline: float
     max_leaves: int = 20000
-    progress: object = None   # callable(leaves) or None
+    progress: object = None  # callable(leaves) or None
 
 
 class _Oracle:
@@ -61,8 +74,13 @@ class _Oracle:
     ``deadline`` (time.monotonic()); an interrupted call answers "none found", which costs
     an answer, never soundness (the kernel checks what is built)."""
 
-    def __init__(self, dim: int, box: Box | None, poly: Polyhedron | None = None,
-                 deadline: float | None = None):
+    def __init__(
+        self,
+        dim: int,
+        box: Box | None,
+        poly: Polyhedron | None = None,
+        deadline: float | None = None,
+    ):
         self.d, self.box, self.poly, self.deadline = dim, box, poly, deadline
         self.xs = [z3.Real(f"x{i}") for i in range(dim)]
         self.calls = 0
@@ -87,11 +105,15 @@ class _Oracle:
         if key not in self._optimum:
             if self._dual is None:
                 from .lp import DualLP
+
                 self._dual = DualLP(self.poly)
             self.calls += 1
             y = self._dual.multipliers(tuple(-v for v in a), self.deadline)
-            self._optimum[key] = None if y is None else (
-                y, -sum((v * bi for v, bi in zip(y, self.poly.b) if v), ZERO))
+            self._optimum[key] = (
+                None
+                if y is None
+                else (y, -sum((v * bi for v, bi in zip(y, self.poly.b) if v), ZERO))
+            )
         return self._optimum[key]
 
     def _domain_farkas(self, rows, e, strict):
@@ -149,7 +171,7 @@ class _Oracle:
             return fast if fast is not False else None
         if point is not None and _descends_below(rows, point, e, strict, self.box):
             return None
-        if self.float_lp:   # a float LP proposes, the exact support solve decides
+        if self.float_lp:  # a float LP proposes, the exact support solve decides
             interruption.check()
             self.float_calls += 1
             proof, decided = floatlp.farkas(rows, e, strict, _solve)
@@ -165,13 +187,21 @@ class _Oracle:
         s = self._limit(z3.SolverFor("QF_LRA"))
         s.add([y >= 0 for y in ys])
         for t in range(self.d):
-            s.add(z3.Sum([rat(r.a[t]) * y for r, y in zip(rows, ys) if r.a[t]] +
-                         [z3.RealVal(0)]) == rat(e[0][t]))
-        rest = rat(e[1]) - z3.Sum([rat(r.c) * y for r, y in zip(rows, ys) if r.c] +
-                                  [z3.RealVal(0)])
+            s.add(
+                z3.Sum([rat(r.a[t]) * y for r, y in zip(rows, ys) if r.a[t]] + [z3.RealVal(0)])
+                == rat(e[0][t])
+            )
+        rest = rat(e[1]) - z3.Sum([rat(r.c) * y for r, y in zip(rows, ys) if r.c] + [z3.RealVal(0)])
         if strict:
-            s.add(z3.Or(rest > 0, z3.And(rest >= 0, z3.Sum(
-                [y for r, y in zip(rows, ys) if r.strict] + [z3.RealVal(0)]) > 0)))
+            s.add(
+                z3.Or(
+                    rest > 0,
+                    z3.And(
+                        rest >= 0,
+                        z3.Sum([y for r, y in zip(rows, ys) if r.strict] + [z3.RealVal(0)]) > 0,
+                    ),
+                )
+            )
         else:
             s.add(rest >= 0)
         if s.check() != z3.sat:
@@ -283,7 +313,7 @@ def _descends_below(rows, p, e, strict, box=None) -> bool:
         return e[1] < 0 or (strict and e[1] == 0)
     limit, binding_strict = _ray_limit(rows, p, tuple(-v for v in a), box)
     if limit is None:
-        return True                               # e decreases without bound in the cell
+        return True  # e decreases without bound in the cell
     if limit <= 0:
         return False
     t = limit * Q(999, 1000) if binding_strict else limit
@@ -298,7 +328,7 @@ def _nudge(rows, p, new: Row, box=None):
     norm = sum((v * v for v in a if v), ZERO)
     if not norm:
         return None
-    need = -_at((a, new.c), p) / norm          # beyond this step, new(p + t a) > 0
+    need = -_at((a, new.c), p) / norm  # beyond this step, new(p + t a) > 0
     limit, _ = _ray_limit(rows, p, a, box)
     if limit is None:
         t = max(need, ZERO) + 1
@@ -312,6 +342,7 @@ def _nudge(rows, p, new: Row, box=None):
 
 def _subsets(items, size):
     from itertools import combinations
+
     return combinations(items, size)
 
 
@@ -390,8 +421,9 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
             continue
         ch = known.get((side, index))
         if ch is not None:
-            vals.append(vals[node.args[ch.k]] if isinstance(node, Max)
-                        else vals[node.pairs[ch.k][1]])
+            vals.append(
+                vals[node.args[ch.k]] if isinstance(node, Max) else vals[node.pairs[ch.k][1]]
+            )
             continue
         if isinstance(node, Lin):
             vals.append(lin_map(node, vals, d))
@@ -425,18 +457,26 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
             up = oracle.farkas(tie, _sub(values[j], values[k]), False)
             low = oracle.farkas(tie, _sub(values[k], values[j]), False)
             if up is None or low is None:
-                raise NoCertificate(f"node {index}: tied attention keys carry different values "
-                                    "(the head jumps on that tie set); the certificate format "
-                                    "cannot express the average there")
+                raise NoCertificate(
+                    f"node {index}: tied attention keys carry different values "
+                    "(the head jumps on that tie set); the certificate format "
+                    "cannot express the average there"
+                )
             proofs.append(TieProof(dom, up, low))
         choices.append((side, index, Choice(k, tuple(proofs))))
         vals.append(values[k])
     return vals
 
 
-def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
-                      limits: Limits, outputs: tuple[int, ...] | None = None,
-                      oracle: "_Oracle | None" = None) -> tuple[Tree, dict]:
+def build_certificate(
+    f: Program,
+    g: Program,
+    P: Polyhedron,
+    box: Box | None,
+    limits: Limits,
+    outputs: tuple[int, ...] | None = None,
+    oracle: _Oracle | None = None,
+) -> tuple[Tree, dict]:
     """A tree for f_o = g_o on P for the outputs o in ``outputs`` (default: all), or
     NoCertificate / CounterexampleFound.  Only the nodes these outputs depend on are used."""
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
@@ -452,8 +492,7 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             raise NoCertificate("time limit reached while building the certificate")
         if stats["leaves"] >= limits.max_leaves:
             raise NoCertificate(f"more than {limits.max_leaves} leaves")
-        p = hint if hint is not None and _inside(rows, hint, box) \
-            else oracle.interior_point(rows)
+        p = hint if hint is not None and _inside(rows, hint, box) else oracle.interior_point(rows)
         if p is None:
             pr = oracle.farkas(rows, ((ZERO,) * P.dim, ZERO), True)
             if pr is None:  # pragma: no cover - z3 contradicting itself
@@ -468,8 +507,11 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
             # choices proved on this cell hold on both halves: state them once, here; but
             # not those with a tie proof, whose extra row is numbered after this cell's
             # rows (the leaves below have more rows): they are proved again below
-            proved = tuple(c for c in (cf if s.proved is not cf else []) + s.proved
-                           if not any(isinstance(pr, TieProof) for pr in c[2].proofs))
+            proved = tuple(
+                c
+                for c in (cf if s.proved is not cf else []) + s.proved
+                if not any(isinstance(pr, TieProof) for pr in c[2].proofs)
+            )
             below = dict(known)
             below.update({(side, i): ch for side, i, ch in proved})
             stats["splits"] += 1
@@ -496,8 +538,14 @@ def build_certificate(f: Program, g: Program, P: Polyhedron, box: Box | None,
     return tree, stats
 
 
-def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
-                  outputs: tuple[int, ...], oracle: "_Oracle") -> Leaf | None:
+def same_max_leaf(
+    f: Program,
+    g: Program,
+    P: Polyhedron,
+    box: Box | None,
+    outputs: tuple[int, ...],
+    oracle: _Oracle,
+) -> Leaf | None:
     """One leaf over the whole domain by the kernel's same-max rule (a hardmax head whose
     values are a reordering of a Max node's arguments), when the other choices are settled
     on the whole domain; None otherwise.  For the construction every unit is such a case:
@@ -506,8 +554,11 @@ def same_max_leaf(f: Program, g: Program, P: Polyhedron, box: Box | None,
     rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
     if not rf and not rg:
         return None
-    point = tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper)) if box is not None \
+    point = (
+        tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper))
+        if box is not None
         else oracle.interior_point(rows)
+    )
     if point is None:
         return None
     try:
@@ -540,9 +591,14 @@ def same_max_roots(f: Program, g: Program, outputs):
         if _max_args(fi) or _max_args(gj):
             root(f, i, rf, start_f)
             root(g, j, rg, start_g)
-        elif isinstance(fi, Lin) and isinstance(gj, Lin) and (
-                any(_max_args(f.nodes[a]) for a, _ in fi.terms) or
-                any(_max_args(g.nodes[b]) for b, _ in gj.terms)):
+        elif (
+            isinstance(fi, Lin)
+            and isinstance(gj, Lin)
+            and (
+                any(_max_args(f.nodes[a]) for a, _ in fi.terms)
+                or any(_max_args(g.nodes[b]) for b, _ in gj.terms)
+            )
+        ):
             cf.add(i)
             cg.add(j)
             for a, _ in fi.terms:

@@ -30,13 +30,15 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     """verify / equiv of two loaded models; ``--timeout`` counts from ``started`` (the
     command's start: compiling and the pre-search are part of the limit)."""
     from .verify import Verdict, VerifyOptions, verify_equal
+
     started = time.monotonic() if started is None else started
     dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
     if dom is None:
         raise UsageError("no domain: give one with --domain FILE or in the first model")
     if a.input_dim != b.input_dim:
-        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
-                         f"{b.input_dim}")
+        raise UsageError(
+            f"{names[0]} has input dimension {a.input_dim} but {names[1]} has {b.input_dim}"
+        )
     if dom.dim != a.input_dim:
         raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
     if args.timeout <= 0:
@@ -46,8 +48,9 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if facts.empty:
         return answer_vacuous(args, about)
     from .verify import correspondence_first, verify_by_correspondence
+
     v, found, tried, pre = None, None, False, {}
-    if correspondence_first(a, b, kind, args.strategy):   # milliseconds, before the search
+    if correspondence_first(a, b, kind, args.strategy):  # milliseconds, before the search
         tried = True
         v = verify_by_correspondence(a, b, pre)
         if v is not None:
@@ -57,13 +60,25 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if v is None:
         left = args.timeout - (time.monotonic() - started)
         if left > 0:
-            v = verify_equal(a, b, dom, VerifyOptions(
-                timeout_s=left, max_leaves=args.max_leaves, strategy=args.strategy,
-                certificate_kind=kind, correspondence=not tried,
-                progress=None if args.json else cells_certified(args)))
+            v = verify_equal(
+                a,
+                b,
+                dom,
+                VerifyOptions(
+                    timeout_s=left,
+                    max_leaves=args.max_leaves,
+                    strategy=args.strategy,
+                    certificate_kind=kind,
+                    correspondence=not tried,
+                    progress=None if args.json else cells_certified(args),
+                ),
+            )
         else:
-            v = Verdict("unknown", reason=f"timeout after {args.timeout:g} s (spent before "
-                        "the proof began)", stats={"time_s": 0.0})
+            v = Verdict(
+                "unknown",
+                reason=f"timeout after {args.timeout:g} s (spent before the proof began)",
+                stats={"time_s": 0.0},
+            )
     if found is not None:
         v.stats["search"] = found
     if "correspondence_failed" in pre:
@@ -72,63 +87,122 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
         from ..io import write_json_atomic
         from ..io.certificates import certificate_to_json
+
         try:
-            if v.stats.get("certificate_kind") == "pair-property":   # A = B as |A - B| <= 0
+            if v.stats.get("certificate_kind") == "pair-property":  # A = B as |A - B| <= 0
                 from ..io.pair_certificate import pair_certificate_to_json
                 from ..kernel.rational import Q
-                write_json_atomic(args.cert, pair_certificate_to_json(
-                    a, b, dom, Q(0), v.certificate,
-                    {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats}), compact=True)
+
+                write_json_atomic(
+                    args.cert,
+                    pair_certificate_to_json(
+                        a,
+                        b,
+                        dom,
+                        Q(0),
+                        v.certificate,
+                        {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats},
+                    ),
+                    compact=True,
+                )
             else:
-                write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate, {
-                    k: val for k, val in v.stats.items() if k in ("leaves", "splits",
-                                                                 "strategy")},
-                    facts.witness), compact=True)
-        except InputError as e:   # the verdict stands; say it, then the error, exit 2
+                write_json_atomic(
+                    args.cert,
+                    certificate_to_json(
+                        a,
+                        b,
+                        dom,
+                        v.certificate,
+                        {
+                            k: val
+                            for k, val in v.stats.items()
+                            if k in ("leaves", "splits", "strategy")
+                        },
+                        facts.witness,
+                    ),
+                    compact=True,
+                )
+        except InputError as e:  # the verdict stands; say it, then the error, exit 2
             cert_error = str(e)
-    out = {"verdict": v.verdict, "trust": v.trust, "reason": v.reason,
-           "time_s": round(v.stats.get("time_s", 0.0), 3),
-           "counterexample": None, "stats": {k: val for k, val in v.stats.items()
-                                             if k in ("leaves", "splits", "lp_calls",
-                                                      "float_lp_calls",
-                                                      "program_nodes", "strategy",
-                                                      "layerwise_failed", "layers",
-                                                      "correspondence_failed", "same_max", "differs_in_layer",
-                                                      "search")},
-           "certificate": args.cert if args.cert and v.trust == "kernel-checked" and
-           cert_error is None else None,
-           "certificate_kind": (v.stats.get("certificate_kind", "equivalence")
-                                if v.trust == "kernel-checked" else None), "about": about}
+    out = {
+        "verdict": v.verdict,
+        "trust": v.trust,
+        "reason": v.reason,
+        "time_s": round(v.stats.get("time_s", 0.0), 3),
+        "counterexample": None,
+        "stats": {
+            k: val
+            for k, val in v.stats.items()
+            if k
+            in (
+                "leaves",
+                "splits",
+                "lp_calls",
+                "float_lp_calls",
+                "program_nodes",
+                "strategy",
+                "layerwise_failed",
+                "layers",
+                "correspondence_failed",
+                "same_max",
+                "differs_in_layer",
+                "search",
+            )
+        },
+        "certificate": args.cert
+        if args.cert and v.trust == "kernel-checked" and cert_error is None
+        else None,
+        "certificate_kind": (
+            v.stats.get("certificate_kind", "equivalence") if v.trust == "kernel-checked" else None
+        ),
+        "about": about,
+    }
     if cert_error is not None:
         out["certificate_error"] = cert_error
     if v.verdict == "refuted":
-        out["counterexample"] = {"x": [q_str(t) for t in v.x], "outputs": {
-            names[0]: [q_str(t) for t in v.outputs[0]],
-            names[1]: [q_str(t) for t in v.outputs[1]]}}
+        out["counterexample"] = {
+            "x": [q_str(t) for t in v.x],
+            "outputs": {
+                names[0]: [q_str(t) for t in v.outputs[0]],
+                names[1]: [q_str(t) for t in v.outputs[1]],
+            },
+        }
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":
         if v.stats.get("certificate_kind") == "correspondence":
-            print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
-                  f"of Q^{a.input_dim}, hence on the domain; a layer correspondence of "
-                  f"{v.stats.get('leaves_checked')} units, {out['time_s']:.2f} s" +
-                  (f"; certificate written to {args.cert}" if out["certificate"] else ""))
+            print(
+                f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
+                f"of Q^{a.input_dim}, hence on the domain; a layer correspondence of "
+                f"{v.stats.get('leaves_checked')} units, {out['time_s']:.2f} s"
+                + (f"; certificate written to {args.cert}" if out["certificate"] else "")
+            )
         elif v.trust == "kernel-checked":
-            print(f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
-                  f"domain; {v.stats.get('leaves_checked')} cells, "
-                  f"{out['time_s']:.2f} s" + (f"; certificate written to {args.cert}"
-                                            if out["certificate"] else ""))
+            print(
+                f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
+                f"domain; {v.stats.get('leaves_checked')} cells, "
+                f"{out['time_s']:.2f} s"
+                + (f"; certificate written to {args.cert}" if out["certificate"] else "")
+            )
         else:
-            print(f"proved by z3, no certificate (trust: solver-only; exit status "
-                  f"{EXIT_SOLVER_ONLY}): {v.reason}")
+            print(
+                f"proved by z3, no certificate (trust: solver-only; exit status "
+                f"{EXIT_SOLVER_ONLY}): {v.reason}"
+            )
             if args.cert:
                 print(f"exactmax: note: no certificate written to {args.cert}", file=sys.stderr)
     elif v.verdict == "refuted":
-        by = "; found by the search" if v.stats.get("strategy") == "search" else \
-            f"; found where layer {v.stats['differs_in_layer']} differs" \
-            if v.stats.get("differs_in_layer") else ""
-        print(f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
-              f"(evaluated by the kernel{by})")
+        by = (
+            "; found by the search"
+            if v.stats.get("strategy") == "search"
+            else f"; found where layer {v.stats['differs_in_layer']} differs"
+            if v.stats.get("differs_in_layer")
+            else ""
+        )
+        print(
+            f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
+            f"(evaluated by the kernel{by})"
+        )
         print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
         for name in names:
             print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
@@ -157,8 +231,10 @@ def certificate_kind_of(args) -> str:
     """--certificate-kind, checked against --strategy."""
     kind = getattr(args, "certificate_kind", None) or "auto"
     if kind == "pair-property" and args.strategy != "auto":
-        raise UsageError(f"--certificate-kind pair-property goes with --strategy auto (a "
-                         f"{args.strategy} certificate is an equivalence certificate)")
+        raise UsageError(
+            f"--certificate-kind pair-property goes with --strategy auto (a "
+            f"{args.strategy} certificate is an equivalence certificate)"
+        )
     return kind
 
 
@@ -169,22 +245,36 @@ def claim_about(a, b, dom, witness=None):
     from ..io.certificates import content_hash
     from ..io.models import domain_to_json, model_to_json
     from .domain import domain_facts
+
     facts = domain_facts(dom, witness)
-    about = {"a_sha256": content_hash(model_to_json(a)),
-             "b_sha256": content_hash(model_to_json(b)),
-             "domain": {"kind": "box" if isinstance(dom, Box) else "polyhedron",
-                        "dimension": dom.dim, "sha256": content_hash(domain_to_json(dom)),
-                        "empty": facts.empty, "full_dimensional": facts.full_dimensional}}
+    about = {
+        "a_sha256": content_hash(model_to_json(a)),
+        "b_sha256": content_hash(model_to_json(b)),
+        "domain": {
+            "kind": "box" if isinstance(dom, Box) else "polyhedron",
+            "dimension": dom.dim,
+            "sha256": content_hash(domain_to_json(dom)),
+            "empty": facts.empty,
+            "full_dimensional": facts.full_dimensional,
+        },
+    }
     return about, facts
 
 
 def about_line(about) -> str:
     d = about["domain"]
-    shape = "empty" if d["empty"] else "full-dimensional" if d["full_dimensional"] else \
-        "lower-dimensional: no interior point, the claim holds on a thin set only"
-    return (f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
-            f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
-            f"({shape}), sha256 {d['sha256'][:16]}...")
+    shape = (
+        "empty"
+        if d["empty"]
+        else "full-dimensional"
+        if d["full_dimensional"]
+        else "lower-dimensional: no interior point, the claim holds on a thin set only"
+    )
+    return (
+        f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
+        f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
+        f"({shape}), sha256 {d['sha256'][:16]}..."
+    )
 
 
 def certificate_not_written(error: str) -> int:
@@ -198,11 +288,21 @@ def answer_vacuous(args, about) -> int:
     """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
     nothing, so it is its own answer, never "proved" or "valid"."""
     if args.json:
-        print(jsonout.dumps({"verdict": "vacuous", "trust": "kernel-checked", "reason":
-                          "the domain is empty", "about": about}))
+        print(
+            jsonout.dumps(
+                {
+                    "verdict": "vacuous",
+                    "trust": "kernel-checked",
+                    "reason": "the domain is empty",
+                    "about": about,
+                }
+            )
+        )
     else:
-        print("vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
-              "every claim about it holds and says nothing")
+        print(
+            "vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
+            "every claim about it holds and says nothing"
+        )
         print("  " + about_line(about))
     return EXIT_VACUOUS
 
@@ -222,24 +322,29 @@ def _short_search(args, a, b, dom):
     from ..search import SearchOptions, refute_by_search
     from ..search.counterexample import model_size
     from .verify import Verdict
+
     size = model_size(a) + model_size(b)
     if size > SHORT_SEARCH_MAX_WEIGHTS:
-        return None, {"skipped": f"{size} non-zero weights (more than "
-                                 f"{SHORT_SEARCH_MAX_WEIGHTS}); exactmax search runs a longer "
-                                 "search"}
+        return None, {
+            "skipped": f"{size} non-zero weights (more than "
+            f"{SHORT_SEARCH_MAX_WEIGHTS}); exactmax search runs a longer "
+            "search"
+        }
     try:
         v, r = refute_by_search(a, b, dom, SearchOptions(**SHORT_SEARCH))
-    except ValueError:   # e.g. softmax attention: no exact value to compare; verify decides
+    except ValueError:  # e.g. softmax attention: no exact value to compare; verify decides
         return None, None
     record = {"found": r.found, "tried": r.tried, "time_s": round(r.time_s, 3)}
     if v is None:
         return None, record
-    return Verdict("refuted", x=v.x, outputs=v.outputs,
-                   stats={"strategy": "search", "time_s": r.time_s}), record
+    return Verdict(
+        "refuted", x=v.x, outputs=v.outputs, stats={"strategy": "search", "time_s": r.time_s}
+    ), record
 
 
 def _check_cert_path(args, inputs) -> None:
     from ..io.models import check_outputs
+
     check_outputs([("--cert", args.cert)], inputs + [("--domain", args.domain)])
 
 
@@ -250,24 +355,34 @@ def run_verify(args) -> int:
     _check_cert_path(args, [("NET.json", args.model), ("--transformer", args.transformer)])
     from ..construct.bounds import DomainError
     from ..construct.transformer import compile_transformer
+
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
-        raise InputError(args.model, "format", 'expected an "exactmax/maxout" network (use '
-                         "exactmax equiv to compare two arbitrary models)")
+        raise InputError(
+            args.model,
+            "format",
+            'expected an "exactmax/maxout" network (use '
+            "exactmax equiv to compare two arbitrary models)",
+        )
     if args.transformer:
         tf = load_model(args.transformer)
         names = (args.model, args.transformer)
     else:
         dom = model_domain(net, args.domain)
         if dom is None:
-            raise InputError(args.model, "", "no domain to compile and verify on; add a "
-                             '"domain" entry or pass --domain FILE')
+            raise InputError(
+                args.model,
+                "",
+                'no domain to compile and verify on; add a "domain" entry or pass --domain FILE',
+            )
         try:
             tf = compile_transformer(net, dom).transformer
         except DomainError as e:
-            raise InputError(args.domain or args.model, "" if args.domain else "domain",
-                             f"the construction needs a "
-                             f"bounded, non-empty domain, but {e}") from None
+            raise InputError(
+                args.domain or args.model,
+                "" if args.domain else "domain",
+                f"the construction needs a bounded, non-empty domain, but {e}",
+            ) from None
         names = (args.model, "its compiled Transformer")
     return _verify_models(args, net, tf, names, started)
 
@@ -279,13 +394,20 @@ def run_equiv(args) -> int:
     a, b = load_model(args.a), load_model(args.b)
     if getattr(args, "epsilon", None) is not None or getattr(args, "top1", False):
         from .tolerance_command import run_tolerance  # equal up to a tolerance (#21)
+
         return run_tolerance(args, a, b, (args.a, args.b), started)
     if getattr(args, "norm", None) is not None:
         raise UsageError("--norm goes with --epsilon")
-    if (getattr(args, "workers", None) is not None or getattr(args, "scheduler", None)
-            or getattr(args, "split_depth", 0) or getattr(args, "unit_cells", None) is not None):
-        raise UsageError("--workers, --scheduler, --split-depth and --unit-cells go with "
-                         "--epsilon or --top1 (equality is decided in this process)")
+    if (
+        getattr(args, "workers", None) is not None
+        or getattr(args, "scheduler", None)
+        or getattr(args, "split_depth", 0)
+        or getattr(args, "unit_cells", None) is not None
+    ):
+        raise UsageError(
+            "--workers, --scheduler, --split-depth and --unit-cells go with "
+            "--epsilon or --top1 (equality is decided in this process)"
+        )
     return _verify_models(args, a, b, (args.a, args.b), started)
 
 
@@ -298,27 +420,36 @@ def run_check_cert(args) -> int:
     from ..io.property_certificate import peek_property_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.program import Unsupported
+
     if peek_property_certificate(args.cert):
         from .property_command import check_property_cert
+
         return check_property_cert(args, Cursor(args.cert, "", read_json_file(args.cert)))
     from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
+
     if certificate_format(args.cert) == PAIR_CERTIFICATE:
         from .tolerance_command import check_pair_cert  # epsilon / top-1 (#21)
+
         return check_pair_cert(args)
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):
         if content_hash(model_to_json(load_model(path))) != hashes[key]:
-            print(f"rejected: {path} is not the model the certificate speaks about (its "
-                  "content hash differs)")
+            print(
+                f"rejected: {path} is not the model the certificate speaks about (its "
+                "content hash differs)"
+            )
             return EXIT_REFUTED
     if args.domain:
         from ..io.models import domain_to_json
-        if content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != \
-                hashes["domain"]:
-            print(f"rejected: {args.domain} is not the domain the certificate speaks about "
-                  "(its content hash differs)")
+
+        if content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != hashes["domain"]:
+            print(
+                f"rejected: {args.domain} is not the domain the certificate speaks about "
+                "(its content hash differs)"
+            )
             return EXIT_REFUTED
     from ..kernel.equivalence import check_equivalence
+
     t0 = time.monotonic()
     try:
         leaves = check_equivalence(a, b, dom, tree)
@@ -338,14 +469,26 @@ def run_check_cert(args) -> int:
     if facts.empty:
         return answer_vacuous(args, about)
     from ..kernel.correspondence import Correspondence
+
     if args.json:
-        print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes, "about": about,
-                          "time_s": round(time.monotonic() - t0, 3)} |
-                         ({"everywhere": True} if isinstance(tree, Correspondence) else {})))
+        print(
+            jsonout.dumps(
+                {
+                    "valid": True,
+                    "leaves": leaves,
+                    "sha256": hashes,
+                    "about": about,
+                    "time_s": round(time.monotonic() - t0, 3),
+                }
+                | ({"everywhere": True} if isinstance(tree, Correspondence) else {})
+            )
+        )
     else:
         if isinstance(tree, Correspondence):
-            print(f"valid: the kernel checked a layer correspondence of {leaves} units; A = B "
-                  f"on all of Q^{a.input_dim}, hence on the domain")
+            print(
+                f"valid: the kernel checked a layer correspondence of {leaves} units; A = B "
+                f"on all of Q^{a.input_dim}, hence on the domain"
+            )
         else:
             print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
         print("  " + about_line(about))

@@ -42,7 +42,7 @@ EXTRA = 6
 """Points beyond the n + 1 that a map of n units and a constant needs."""
 RESIDUAL = 1e-6
 """A float least-squares residual above this (relative) means: no map."""
-DENOMINATOR = 10 ** 6
+DENOMINATOR = 10**6
 """The float solution is rounded to fractions with denominators up to this."""
 EXACT_UP_TO = 120
 """Systems of at most this many unknowns are also solved exactly when rounding fails."""
@@ -144,28 +144,38 @@ def find_correspondence(a, b, seed: int = 0) -> Correspondence:
         n_prev, n = M.ncols(), lb.width
         wa, ca, sa = _stack(la.units)
         WA = _matrix(wa, M.nrows())
-        pulled = WA * M                       # the pieces of A as maps of h = h^B_{l-1}
+        pulled = WA * M  # the pieces of A as maps of h = h^B_{l-1}
         shift = WA * m
         ca = [c + shift[r, 0] for r, c in enumerate(ca)]
         wb, cb, sb = _stack(lb.units)
         WB = _matrix(wb, n_prev)
         Z = None
         for _ in range(TRIES):
-            H = fmpq_mat(n_prev, n + EXTRA, [rng.randint(-POINT_RANGE, POINT_RANGE)
-                                             for _ in range(n_prev * (n + EXTRA))])
-            B = _values(WB, cb, sb, H)          # B[u][k] = B_u(h_k)
+            H = fmpq_mat(
+                n_prev,
+                n + EXTRA,
+                [rng.randint(-POINT_RANGE, POINT_RANGE) for _ in range(n_prev * (n + EXTRA))],
+            )
+            B = _values(WB, cb, sb, H)  # B[u][k] = B_u(h_k)
             Y = _matrix([list(r) for r in zip(*_values(pulled, ca, sa, H))], la.width)
-            Z = _least_squares(_matrix([[1] + [B[u][k] for u in range(n)]
-                                        for k in range(n + EXTRA)], n + 1), Y)
+            Z = _least_squares(
+                _matrix([[1] + [B[u][k] for u in range(n)] for k in range(n + EXTRA)], n + 1), Y
+            )
             if Z is not None:
                 break
         if Z is None:
-            raise NoCorrespondence(f"layer {l + 1}: no map of B's units gives A's at the "
-                                   "points tried")
+            raise NoCorrespondence(
+                f"layer {l + 1}: no map of B's units gives A's at the points tried"
+            )
         M = fmpq_mat(la.width, n, [Z[u + 1, i] for i in range(la.width) for u in range(n)])
         m = fmpq_mat(la.width, 1, [Z[0, i] for i in range(la.width)])
-        maps.append(Affine(tuple(tuple(Q(M[i, u]) for u in range(n)) for i in range(la.width)),
-                           tuple(Q(m[i, 0]) for i in range(la.width)), n))
+        maps.append(
+            Affine(
+                tuple(tuple(Q(M[i, u]) for u in range(n)) for i in range(la.width)),
+                tuple(Q(m[i, 0]) for i in range(la.width)),
+                n,
+            )
+        )
     cert = Correspondence(tuple(maps))
     try:
         check_correspondence(a, b, cert)

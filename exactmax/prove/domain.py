@@ -10,16 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernel.errors import CheckFailed
-from ..kernel.polyhedron import (Box, Domain, check_empty, check_flat, check_interior,
-                                 check_member)
-from ..kernel.rational import Q
+from ..kernel.polyhedron import Box, Domain, check_empty, check_flat, check_interior, check_member
 
 
 @dataclass(frozen=True, slots=True)
 class DomainFacts:
     empty: bool
     full_dimensional: bool
-    witness: dict | None = None   # {"interior": x} | {"member": x, "flat": y} | {"empty": y}
+    witness: dict | None = None  # {"interior": x} | {"member": x, "flat": y} | {"empty": y}
 
 
 def domain_facts(dom: Domain, witness: dict | None = None) -> DomainFacts:
@@ -32,15 +30,19 @@ def domain_facts(dom: Domain, witness: dict | None = None) -> DomainFacts:
     P = dom.as_polyhedron()
     if witness is None:
         from .lp import find_emptiness, find_point, flat_multipliers, interior_point
+
         x = interior_point(P)
         if x is not None:
             witness = {"interior": x}
         else:
             x = find_point(P)
-            witness = {"member": x, "flat": flat_multipliers(P)} if x is not None else \
-                {"empty": find_emptiness(P)}
+            witness = (
+                {"member": x, "flat": flat_multipliers(P)}
+                if x is not None
+                else {"empty": find_emptiness(P)}
+            )
             if None in witness.values():  # pragma: no cover - would contradict Motzkin's
-                raise RuntimeError("z3 found no witness for the domain")   # theorem
+                raise RuntimeError("z3 found no witness for the domain")  # theorem
     keys = set(witness)
     if keys == {"interior"}:
         check_interior(P, witness["interior"])
@@ -52,7 +54,7 @@ def domain_facts(dom: Domain, witness: dict | None = None) -> DomainFacts:
     if keys == {"empty"}:
         check_empty(P, witness["empty"])
         return DomainFacts(True, False, witness)
-    raise CheckFailed("domain witness: expected an interior point, a member point with flat "
-                      "multipliers, or emptiness multipliers")
-
-
+    raise CheckFailed(
+        "domain witness: expected an interior point, a member point with flat "
+        "multipliers, or emptiness multipliers"
+    )

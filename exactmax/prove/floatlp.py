@@ -89,6 +89,7 @@ def _solver():
     global _HIGHS
     if _HIGHS is None:
         import highspy
+
         sys.stdout.flush()
         saved = os.dup(1)
         try:
@@ -108,6 +109,7 @@ def _solve_lp(cost, A_cols, row_lo, row_hi, col_lo, col_hi):
     columns as (indices, values).  Returns (status, v, objective) with status "optimal",
     "infeasible", "unbounded" or "other"."""
     import highspy
+
     h = _solver()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = len(cost), len(row_lo)
@@ -134,8 +136,7 @@ def _solve_lp(cost, A_cols, row_lo, row_hi, col_lo, col_hi):
         return "optimal", list(h.getSolution().col_value), h.getInfo().objective_function_value
     if st == highspy.HighsModelStatus.kInfeasible:
         return "infeasible", None, None
-    if st in (highspy.HighsModelStatus.kUnbounded,
-              highspy.HighsModelStatus.kUnboundedOrInfeasible):
+    if st in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         return "unbounded", None, None
     return "other", None, None
 
@@ -195,8 +196,8 @@ def dyadic(v: float, bits: int):
     (exact: m 2^k with m <= 2^bits an integer); zero for v <= 0 or not finite."""
     if not (v > 0 and math.isfinite(v)):
         return ZERO
-    m, k = math.frexp(v)                       # v = m 2^k, 1/2 <= m < 1
-    n = round(math.ldexp(m, bits))             # an integer of at most bits + 1 bits
+    m, k = math.frexp(v)  # v = m 2^k, 1/2 <= m < 1
+    n = round(math.ldexp(m, bits))  # an integer of at most bits + 1 bits
     k -= bits
     return Q(n * (1 << k)) if k >= 0 else Q(n, 1 << -k)
 
@@ -241,11 +242,11 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, rounding=SAFE_ROUNDINGS[0]
     d = len(e[0])
     lam: dict[int, object] = {}
     y = np.asarray(y, dtype=float)
-    if len(y):   # below 1e-12 of the largest: the LP's noise, left to the residual
+    if len(y):  # below 1e-12 of the largest: the LP's noise, left to the residual
         for i in np.flatnonzero(y > 1e-12 * max(float(y.max()), 0.0)).tolist():
             q = rounded(float(y[i]), rounding)
             if q is None:
-                return None    # not an exact dual of short fractions: the dyadics follow
+                return None  # not an exact dual of short fractions: the dyadics follow
             if q:
                 lam[i] = q
     res = list(e[0])
@@ -265,7 +266,7 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, rounding=SAFE_ROUNDINGS[0]
             if i is None:
                 return None
             row = rows[i]
-            mu = v / row.a[t]                  # > 0: v and the row's coefficient agree in sign
+            mu = v / row.a[t]  # > 0: v and the row's coefficient agree in sign
             lam[i] = lam.get(i, ZERO) + mu
             r -= mu * row.c
     if r > 0 or (r == 0 and (not strict or any(rows[i].strict for i in lam))):
@@ -315,7 +316,7 @@ def farkas(rows, e, strict: bool, solve_exact):
     status, y, obj = _solve_lp(cost, cols, target, target, [0.0] * n, [inf] * n)
     t1 = time.perf_counter()
     SECONDS["lp"] += t1 - t0
-    if status != "optimal":     # infeasibility is a tolerance: let the exact solver confirm
+    if status != "optimal":  # infeasibility is a tolerance: let the exact solver confirm
         ROUTES["declined"] += 1
         return None, False
     r_float = float(e[1]) - obj
@@ -339,12 +340,13 @@ def farkas(rows, e, strict: bool, solve_exact):
 
     # measured (benchmarks/safe_bound.py): the support solve is cheaper up to dimension
     # SAFE_BOUND_FIRST_ABOVE, the safe bound far cheaper beyond; each is the other's fallback
-    steps = (safe_bound, support_solve) if d > SAFE_BOUND_FIRST_ABOVE else \
-        (support_solve, safe_bound)
+    steps = (
+        (safe_bound, support_solve) if d > SAFE_BOUND_FIRST_ABOVE else (support_solve, safe_bound)
+    )
     for step in steps:
         t = time.perf_counter()
         proof = step()
-        if step is support_solve:    # from_dual counts its own time
+        if step is support_solve:  # from_dual counts its own time
             SECONDS["support_solve"] += time.perf_counter() - t
         if proof is not None:
             return proof, True
@@ -367,8 +369,9 @@ def interior_point(rows, d: int):
         cols.append((idx, [float(rows[k].a[t]) for k in idx]))
     cols.append((list(range(n)), [-1.0] * n))
     cost = [0.0] * d + [-1.0]
-    status, v, _ = _solve_lp(cost, cols, [-float(r.c) for r in rows], [inf] * n,
-                             [-inf] * d + [-inf], [inf] * d + [1.0])
+    status, v, _ = _solve_lp(
+        cost, cols, [-float(r.c) for r in rows], [inf] * n, [-inf] * d + [-inf], [inf] * d + [1.0]
+    )
     if status != "optimal" or v[d] <= MARGIN:
         return None
     x = tuple(Q(*float(c).as_integer_ratio()) for c in v[:d])
@@ -378,8 +381,10 @@ def interior_point(rows, d: int):
     return x
 
 
-BEYOND_FLOATS = ("a number of the problem is beyond the range of floats, which guide the "
-                 "search and the cells (no exact route was tried in its place)")
+BEYOND_FLOATS = (
+    "a number of the problem is beyond the range of floats, which guide the "
+    "search and the cells (no exact route was tried in its place)"
+)
 
 
 def unknown_beyond_floats(answer):
@@ -395,5 +400,7 @@ def unknown_beyond_floats(answer):
                 return decide(*args, **kw)
             except OverflowError:
                 return answer("unknown", reason=BEYOND_FLOATS)
+
         return run
+
     return wrap

@@ -18,20 +18,32 @@ import random
 import time
 
 from .. import interruption
+from ..construct.bounds import round_outward
+from ..kernel.affine import Affine
+from ..kernel.certificate import _max_args, domain_rows
 from ..kernel.errors import CheckFailed
-from ..kernel.layerwise import (Claim, LayerwiseCertificate, UnitImage,
-                                check_structure, check_unmerged, interval_image,
-                                layer_programs)
+from ..kernel.layerwise import (
+    Claim,
+    LayerwiseCertificate,
+    UnitImage,
+    check_structure,
+    check_unmerged,
+    interval_image,
+    layer_programs,
+)
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain, Polyhedron
-from ..kernel.affine import Affine
 from ..kernel.program import Lin, _opposite_pairs
-from ..kernel.certificate import _max_args, domain_rows
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 from ..kernel.transformer import FeedForward, Transformer
-from ..construct.bounds import round_outward
-from .certify import (CounterexampleFound, Limits, NoCertificate, _Oracle, build_certificate,
-                      same_max_leaf)
+from .certify import (
+    CounterexampleFound,
+    Limits,
+    NoCertificate,
+    _Oracle,
+    build_certificate,
+    same_max_leaf,
+)
 
 
 class LayerDiffers(NoCertificate):
@@ -53,25 +65,29 @@ def _sample_points(box: Box | None, inside, count: int = 24):
         yield inside
         return
     from ..search.vertices import box_corners
+
     yield tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper))
     yield from box_corners(box, count // 2)
     rng = random.Random(len(box.lower))
     for _ in range(count // 2):
-        yield tuple(lo + (hi - lo) * Q(rng.randrange(1, 64), 64)
-                    for lo, hi in zip(box.lower, box.upper))
+        yield tuple(
+            lo + (hi - lo) * Q(rng.randrange(1, 64), 64) for lo, hi in zip(box.lower, box.upper)
+        )
 
 
 def _has_max(p, i: int) -> bool:
     """Node i is max-like, or a linear combination with a max-like term."""
     node = p.nodes[i]
-    return bool(_max_args(node)) or (isinstance(node, Lin) and
-                                     any(_max_args(p.nodes[j]) for j, _ in node.terms))
+    return bool(_max_args(node)) or (
+        isinstance(node, Lin) and any(_max_args(p.nodes[j]) for j, _ in node.terms)
+    )
 
 
 def _differs_at(f, g, outs, points):
     """A point where an output in ``outs`` differs between the programs f and g (exact
     evaluation), or None."""
     from ..vectorized.program import evaluate_program
+
     for h in points:
         if h is None:
             continue
@@ -84,6 +100,7 @@ def _differs_at(f, g, outs, points):
 def _bounding_box(P: Polyhedron, deadline: float):
     """The tightest box around P, with (upper, lower) Farkas multipliers per coordinate."""
     from .lp import bound_multipliers
+
     lo, hi, proofs = [], [], []
     for i in range(P.dim):
         e = tuple(ONE if j == i else ZERO for j in range(P.dim))
@@ -93,8 +110,12 @@ def _bounding_box(P: Polyhedron, deadline: float):
             raise NoCertificate("the domain is unbounded (or its box took too long)")
         hi.append(sum((y * c for y, c in zip(up, P.b)), ZERO))
         lo.append(-sum((y * c for y, c in zip(low, P.b)), ZERO))
-        proofs.append((tuple((j, y) for j, y in enumerate(up) if y),
-                       tuple((j, y) for j, y in enumerate(low) if y)))
+        proofs.append(
+            (
+                tuple((j, y) for j, y in enumerate(up) if y),
+                tuple((j, y) for j, y in enumerate(low) if y),
+            )
+        )
     return Box(tuple(lo), tuple(hi)), tuple(proofs)
 
 
@@ -123,16 +144,20 @@ def _sparse(y) -> tuple:
     return tuple((i, v) for i, v in enumerate(y) if v)
 
 
-def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
-                    stats: dict | None = None) -> tuple[LayerwiseCertificate, dict]:
+def build_layerwise(
+    net: MaxoutNetwork, tf, domain: Domain, limits: Limits, stats: dict | None = None
+) -> tuple[LayerwiseCertificate, dict]:
     """A layerwise certificate for net = tf, tf a Transformer or a Maxout network of the same
     layer widths; or NoCertificate (structure, limits), or LayerDiffers (a layer differs on
     its cell, which need not be reachable from the domain).  ``stats`` (filled in place, so
     a caller sees how far a failed run got) gets the counts, one record per layer."""
     unmerged = None
     try:
-        if isinstance(tf, Transformer) and len(net.layers) > 1 and \
-                len(tf.sublayers) == 2 * len(net.layers) + 1:
+        if (
+            isinstance(tf, Transformer)
+            and len(net.layers) > 1
+            and len(tf.sublayers) == 2 * len(net.layers) + 1
+        ):
             unmerged = _unmerged(tf)
             tf = unmerged
         if isinstance(tf, Transformer):
@@ -149,8 +174,9 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
         B, proofs = _bounding_box(P, limits.deadline)
     boxes, image = [], None
     stats = {} if stats is None else stats
-    stats.update({"leaves": 0, "splits": 0, "claims": 0, "lp_calls": 0, "same_max": 0,
-                  "layers": []})
+    stats.update(
+        {"leaves": 0, "splits": 0, "claims": 0, "lp_calls": 0, "same_max": 0, "layers": []}
+    )
     layers = []
     shown = time.monotonic()
     for l in range(len(net.layers)):
@@ -158,12 +184,19 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
         first = l == 0 and over_domain
         cell, cell_box = (P, None) if first else (B.as_polyhedron(), B)
         oracle = _Oracle(cell.dim, cell_box, P if first else None, limits.deadline)
-        layer_stats = {"layer": l + 1, "claims": 0, "same_max": 0, "trees": 0,
-                       "over": "the domain" if first else f"B_{l}", "result": "proved"}
+        layer_stats = {
+            "layer": l + 1,
+            "claims": 0,
+            "same_max": 0,
+            "trees": 0,
+            "over": "the domain" if first else f"B_{l}",
+            "result": "proved",
+        }
         stats["layers"].append(layer_stats)
         try:
-            claims = _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats,
-                                   layer_stats, first)
+            claims = _layer_claims(
+                net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats, first
+            )
         except NoCertificate as e:
             layer_stats["result"] = str(e)
             raise
@@ -174,7 +207,7 @@ def build_layerwise(net: MaxoutNetwork, tf, domain: Domain, limits: Limits,
         if first:
             B, image = _first_image(net, oracle) if len(net.layers) > 1 else (B, ())
         else:
-            new = interval_image(net, l, B)   # rounded outward as the construction does
+            new = interval_image(net, l, B)  # rounded outward as the construction does
             B = Box(*round_outward(new.lower, new.upper))
         stats["lp_calls"] += oracle.calls
     return LayerwiseCertificate(tuple(boxes), proofs, tuple(layers), image, unmerged), stats
@@ -193,7 +226,7 @@ def _unmerged(tf: Transformer) -> Transformer:
         for l in range(D - 1):
             subs.append(tf.sublayers[1 + 2 * l])
             subs += _split(tf.sublayers[2 + 2 * l], W)
-        subs += tf.sublayers[n - 2:]
+        subs += tf.sublayers[n - 2 :]
         u = dataclasses.replace(tf, sublayers=tuple(subs), meta=None)
         try:
             return check_unmerged(tf, u)
@@ -221,9 +254,11 @@ def _split(ff, W: int):
                     row[j], row[2 * W + j] = row[2 * W + j], ZERO
             W1.append(tuple(row))
         W2 = tuple(tuple(r[h] for h in units) for r in ff.outer.W)
-        return FeedForward(Affine(tuple(W1), tuple(ff.inner.b[h] for h in units),
-                                  ff.inner.in_dim),
-                           Affine(W2, b2, len(units)))
+        return FeedForward(
+            Affine(tuple(W1), tuple(ff.inner.b[h] for h in units), ff.inner.in_dim),
+            Affine(W2, b2, len(units)),
+        )
+
     zero = (ZERO,) * len(ff.outer.b)
     return [part(clean, False, zero), part(gate, True, ff.outer.b)]
 
@@ -250,8 +285,14 @@ def _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats
             continue
         if any(_has_max(f, f.outputs[o]) or _has_max(g, g.outputs[o]) for o in outs):
             # a unit the same-max rule did not take: try points before any tree
-            h = _differs_at(f, g, outs, _sample_points(
-                cell_box, None if cell_box else oracle.interior_point(domain_rows(cell))))
+            h = _differs_at(
+                f,
+                g,
+                outs,
+                _sample_points(
+                    cell_box, None if cell_box else oracle.interior_point(domain_rows(cell))
+                ),
+            )
             if h is not None:
                 raise LayerDiffers(l, h, first)
         try:

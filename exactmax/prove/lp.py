@@ -14,9 +14,16 @@ import z3
 from .. import interruption
 from ..kernel.affine import dot
 from ..kernel.errors import CheckFailed
-from ..kernel.polyhedron import (Domain, Polyhedron, check_empty, check_flat,
-                                 check_interior, check_member, check_upper_bound)
-from ..kernel.rational import Q, ZERO
+from ..kernel.polyhedron import (
+    Domain,
+    Polyhedron,
+    check_empty,
+    check_flat,
+    check_interior,
+    check_member,
+    check_upper_bound,
+)
+from ..kernel.rational import ZERO, Q
 from .smt import affordable_check, from_z3, max_bits, rat
 
 
@@ -48,8 +55,9 @@ def find_point(P: Polyhedron) -> tuple[Q, ...] | None:
     return x
 
 
-def bound_multipliers(P: Polyhedron, c: tuple[Q, ...],
-                      deadline: float | None = None) -> tuple[Q, ...] | None:
+def bound_multipliers(
+    P: Polyhedron, c: tuple[Q, ...], deadline: float | None = None
+) -> tuple[Q, ...] | None:
     """Farkas multipliers y >= 0 with y^T A = c minimising y^T b, so that c.x <= y^T b is the
     tightest bound on P (LP duality); None if c.x is unbounded above on P (or z3 did not
     finish before ``deadline``, a time.monotonic() value)."""
@@ -62,8 +70,9 @@ class DualLP:
     def __init__(self, P: Polyhedron):
         self.P = P
         self.ys = [z3.Real(f"y{i}") for i in range(len(P.b))]
-        self.columns = [_lin([P.A[i][j] for i in range(len(self.ys))], self.ys)
-                        for j in range(P.dim)]
+        self.columns = [
+            _lin([P.A[i][j] for i in range(len(self.ys))], self.ys) for j in range(P.dim)
+        ]
         self.objective = _lin(P.b, self.ys)
         self.signs = [y >= 0 for y in self.ys]
         self.bits = max_bits(P.A, P.b)
@@ -108,11 +117,11 @@ class DomainReport:
 
     empty: bool
     bounded: bool
-    point: tuple[Q, ...] | None          # a point of the domain (when non-empty)
-    lower: tuple[Q, ...] | None          # the tightest box around it (when bounded)
+    point: tuple[Q, ...] | None  # a point of the domain (when non-empty)
+    lower: tuple[Q, ...] | None  # the tightest box around it (when bounded)
     upper: tuple[Q, ...] | None
     unbounded_direction: tuple[Q, ...] | None = None
-    multipliers: tuple | None = None     # per coordinate (y_upper, y_lower) of the box bounds
+    multipliers: tuple | None = None  # per coordinate (y_upper, y_lower) of the box bounds
 
 
 def analyze_domain(dom: Domain) -> DomainReport:

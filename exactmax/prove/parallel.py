@@ -84,6 +84,7 @@ optimised relaxation each): about a second of work on ACAS Xu."""
 
 # ----------------------------------------------------------------------- the input splits
 
+
 class Cell:
     """A cell of the input bisection: case ``case``'s input set and the split rows on the
     path ``path`` ("" the root, then "g" / "l" per level); for a box, its sub-box.  Once
@@ -106,11 +107,14 @@ def _float_bounds(rows: list[Row], d: int):
     """Float (lower, upper) bounds of each coordinate over {x : rows (closed)}, None where
     the float LP (HiGHS) finds none; a guide only."""
     from . import floatlp
+
     if not floatlp.available():
         return None
     try:
-        cols = [([i for i, r in enumerate(rows) if r.a[t]],
-                 [float(r.a[t]) for r in rows if r.a[t]]) for t in range(d)]
+        cols = [
+            ([i for i, r in enumerate(rows) if r.a[t]], [float(r.a[t]) for r in rows if r.a[t]])
+            for t in range(d)
+        ]
         lo = [-float(r.c) for r in rows]
     except OverflowError:
         return None
@@ -121,8 +125,9 @@ def _float_bounds(rows: list[Row], d: int):
         for s in (1.0, -1.0):
             cost = [0.0] * d
             cost[t] = s
-            st, _, value = floatlp._solve_lp(cost, cols, lo, [inf] * len(rows),
-                                             [-inf] * d, [inf] * d)
+            st, _, value = floatlp._solve_lp(
+                cost, cols, lo, [inf] * len(rows), [-inf] * d, [inf] * d
+            )
             side.append(s * value if st == "optimal" else None)
         out.append(tuple(side))
     return out
@@ -156,10 +161,12 @@ def split(cell: Cell, P: Polyhedron) -> bool:
     ge_row, lt_row = Row(a, -m), Row(tuple(-v for v in a), m, True)
     if cell.lower is not None:
         lo, up = cell.lower, cell.upper
-        cell.ge = Cell(cell.case, cell.rows + (ge_row,), lo[:t] + (m,) + lo[t + 1:], up,
-                       cell.path + "g")
-        cell.lt = Cell(cell.case, cell.rows + (lt_row,), lo, up[:t] + (m,) + up[t + 1:],
-                       cell.path + "l")
+        cell.ge = Cell(
+            cell.case, cell.rows + (ge_row,), lo[:t] + (m,) + lo[t + 1 :], up, cell.path + "g"
+        )
+        cell.lt = Cell(
+            cell.case, cell.rows + (lt_row,), lo, up[:t] + (m,) + up[t + 1 :], cell.path + "l"
+        )
     else:
         cell.ge = Cell(cell.case, cell.rows + (ge_row,), path=cell.path + "g")
         cell.lt = Cell(cell.case, cell.rows + (lt_row,), path=cell.path + "l")
@@ -177,6 +184,7 @@ def assemble(cell: Cell):
 
 # ----------------------------------------------------------------------- units as JSON
 
+
 def _rows_json(rows) -> list:
     return [{"a": [q_str(v) for v in r.a], "c": q_str(r.c), "strict": r.strict} for r in rows]
 
@@ -187,8 +195,7 @@ def _q(text: str) -> Q:
 
 
 def _rows_of(items) -> tuple[Row, ...]:
-    return tuple(Row(tuple(_q(v) for v in r["a"]), _q(r["c"]), bool(r["strict"]))
-                 for r in items)
+    return tuple(Row(tuple(_q(v) for v in r["a"]), _q(r["c"]), bool(r["strict"])) for r in items)
 
 
 def _map_json(v):
@@ -204,35 +211,61 @@ def open_json(cell) -> dict:
     writes and reads a float's shortest repr, the same float; nan and inf as NaN and
     Infinity)."""
     from .property import OpenCell
+
     if isinstance(cell, OpenCell):
-        return {"builder": "cell", "rows": _rows_json(cell.rows),
-                "vals": [_map_json(v) for v in cell.vals],
-                "floats": [None if f is None else [list(map(float, f[0])), float(f[1]),
-                                                   float(f[2]), float(f[3])]
-                           for f in cell.floats],
-                "hint": None if cell.hint is None else list(cell.hint)}
-    return {"builder": "box", "rows": _rows_json(cell.rows), "depth": cell.depth,
-            "box": [[[i, q_str(k), q_str(v)] for i, k, v in side] for side in cell.box]}
+        return {
+            "builder": "cell",
+            "rows": _rows_json(cell.rows),
+            "vals": [_map_json(v) for v in cell.vals],
+            "floats": [
+                None
+                if f is None
+                else [list(map(float, f[0])), float(f[1]), float(f[2]), float(f[3])]
+                for f in cell.floats
+            ],
+            "hint": None if cell.hint is None else list(cell.hint),
+        }
+    return {
+        "builder": "box",
+        "rows": _rows_json(cell.rows),
+        "depth": cell.depth,
+        "box": [[[i, q_str(k), q_str(v)] for i, k, v in side] for side in cell.box],
+    }
 
 
 def open_of(item: dict):
     """The open cell of ``open_json``."""
     from .property import OpenCell
     from .relaxation import OpenBox
+
     rows = _rows_of(item["rows"])
     if item["builder"] == "cell":
-        return OpenCell(rows, tuple(_map_of(v) for v in item["vals"]),
-                        tuple(None if f is None else (f[0], f[1], f[2], f[3])
-                              for f in item["floats"]),
-                        None if item["hint"] is None else tuple(item["hint"]))
-    return OpenBox(rows, tuple(tuple((i, _q(k), _q(v)) for i, k, v in side)
-                               for side in item["box"]), item["depth"])
+        return OpenCell(
+            rows,
+            tuple(_map_of(v) for v in item["vals"]),
+            tuple(None if f is None else (f[0], f[1], f[2], f[3]) for f in item["floats"]),
+            None if item["hint"] is None else tuple(item["hint"]),
+        )
+    return OpenBox(
+        rows,
+        tuple(tuple((i, _q(k), _q(v)) for i, k, v in side) for side in item["box"]),
+        item["depth"],
+    )
 
 
-def unit_text(kind: str, models_json: list, case: Case, cell: Cell, box: Box | None,
-              deadline_wall: float, max_leaves: int, relaxed: bool = True,
-              budget: tuple[int, int] | None = None, start: dict | None = None,
-              name: str | None = None) -> str:
+def unit_text(
+    kind: str,
+    models_json: list,
+    case: Case,
+    cell: Cell,
+    box: Box | None,
+    deadline_wall: float,
+    max_leaves: int,
+    relaxed: bool = True,
+    budget: tuple[int, int] | None = None,
+    start: dict | None = None,
+    name: str | None = None,
+) -> str:
     """The work unit as JSON text.  ``inputs``: the domain's rows, then the bisection's split
     rows of the cell (closed), as A x <= b; ``start``: the open cell to resume at (as
     ``open_json``), None for the whole cell; ``budget``: (cells of the Max-choice builder,
@@ -242,19 +275,28 @@ def unit_text(kind: str, models_json: list, case: Case, cell: Cell, box: Box | N
     for r in cell.rows:
         A.append([q_str(-v) for v in r.a])
         b.append(q_str(r.c))
-    return json.dumps({
-        "kind": kind, "models": models_json, "cell": name or cell.where(),
-        "inputs": {"A": A, "b": b, "dim": case.inputs.dim},
-        "outputs": [_rows_json(conj) for conj in case.outputs],
-        "box": None if box is None else {"lower": [q_str(v) for v in box.lower],
-                                          "upper": [q_str(v) for v in box.upper]},
-        "deadline": deadline_wall, "max_leaves": max_leaves, "relaxed": relaxed,
-        "budget": None if budget is None else list(budget), "start": start},
-        separators=(",", ":"))
+    return json.dumps(
+        {
+            "kind": kind,
+            "models": models_json,
+            "cell": name or cell.where(),
+            "inputs": {"A": A, "b": b, "dim": case.inputs.dim},
+            "outputs": [_rows_json(conj) for conj in case.outputs],
+            "box": None
+            if box is None
+            else {"lower": [q_str(v) for v in box.lower], "upper": [q_str(v) for v in box.upper]},
+            "deadline": deadline_wall,
+            "max_leaves": max_leaves,
+            "relaxed": relaxed,
+            "budget": None if budget is None else list(budget),
+            "start": start,
+        },
+        separators=(",", ":"),
+    )
 
 
 _programs: dict = {}
-_unit_lock = threading.Lock()   # one unit at a time per process: z3's context, HiGHS state
+_unit_lock = threading.Lock()  # one unit at a time per process: z3's context, HiGHS state
 
 
 def _program(kind: str, models_json: list):
@@ -264,12 +306,15 @@ def _program(kind: str, models_json: list):
         from ..io.jsonfile import Cursor
         from ..io.models import read_model
         from ..kernel.program import program_of_maxout
-        models = [read_model(Cursor("work unit", f"models[{i}]", m))
-                  for i, m in enumerate(models_json)]
+
+        models = [
+            read_model(Cursor("work unit", f"models[{i}]", m)) for i, m in enumerate(models_json)
+        ]
         if kind == "maxout":
             _programs[key] = program_of_maxout(models[0]), models
         else:
             from .tolerance import programs
+
             _programs[key] = programs(*models)[1], models
     return _programs[key]
 
@@ -287,6 +332,7 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
     import numpy as np
 
     from .property import Violated, _FloatNet, _margins, violation
+
     net = models[0]
     fnet = _FloatNet(net)
 
@@ -296,6 +342,7 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
         if any(_margins(conj, X, Y)[0] > -1e-9 for conj in case.outputs):
             if violation(net, (case,), x)[0] is not None:
                 raise Violated(x)
+
     return build_relaxed_tree(p, case, limits, centre, budget, start)
 
 
@@ -305,18 +352,26 @@ def _build(u: dict, p, models, case: Case, box, limits):
     one.  An open box the relaxed builder cannot finish (deeper than its MAX_DEPTH) is solved
     by the Max-choice builder from that box, with no maps known (no choices above it)."""
     from .property import OpenCell, build_case_tree
+
     cells, boxes = u["budget"] or (None, None)
     start = None if u.get("start") is None else open_of(u["start"])
     if start is None:
-        built = _relaxed(u["kind"], models, p, case, limits, boxes) \
-            if u.get("relaxed", True) else None
+        built = (
+            _relaxed(u["kind"], models, p, case, limits, boxes) if u.get("relaxed", True) else None
+        )
         return built or build_case_tree(p, case, box, limits, budget=cells)
     if isinstance(start, OpenCell):
         return build_case_tree(p, case, box, limits, budget=cells, start=start)
     built = _relaxed(u["kind"], models, p, case, limits, boxes, start)
     n = len(p.nodes)
-    return built or build_case_tree(p, case, box, limits, budget=cells,
-                                    start=OpenCell(start.rows, (None,) * n, (None,) * n, None))
+    return built or build_case_tree(
+        p,
+        case,
+        box,
+        limits,
+        budget=cells,
+        start=OpenCell(start.rows, (None,) * n, (None,) * n, None),
+    )
 
 
 def tree_json(tree, opens: list) -> dict:
@@ -326,14 +381,18 @@ def tree_json(tree, opens: list) -> dict:
     from ..io.property_certificate import _tree
     from .property import OpenCell
     from .relaxation import OpenBox
+
     if isinstance(tree, OpenCell | OpenBox):
         opens.append(open_json(tree))
         return {"open": len(opens) - 1}
     if isinstance(tree, Empty | Excluded | Relaxed):
         return _tree(tree)
-    return {"split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
-            "choices": [_choice(*c) for c in tree.choices],
-            "ge": tree_json(tree.ge, opens), "lt": tree_json(tree.lt, opens)}
+    return {
+        "split": {"a": [q_str(v) for v in tree.a], "c": q_str(tree.c)},
+        "choices": [_choice(*c) for c in tree.choices],
+        "ge": tree_json(tree.ge, opens),
+        "lt": tree_json(tree.lt, opens),
+    }
 
 
 def solve_unit(text: str, progress=None) -> str:
@@ -344,22 +403,30 @@ def solve_unit(text: str, progress=None) -> str:
     builders' progress callback (cells so far), for a unit solved in this process."""
     from .certify import Limits, NoCertificate
     from .property import Violated
+
     u = json.loads(text)
     with _unit_lock:
         started, cpu = time.monotonic(), time.process_time()
         deadline = started + (u["deadline"] - time.time())
         try:
             p, models = _program(u["kind"], u["models"])
-            P = Polyhedron(tuple(tuple(_q(v) for v in a) for a in u["inputs"]["A"]),
-                           tuple(_q(v) for v in u["inputs"]["b"]), u["inputs"]["dim"])
+            P = Polyhedron(
+                tuple(tuple(_q(v) for v in a) for a in u["inputs"]["A"]),
+                tuple(_q(v) for v in u["inputs"]["b"]),
+                u["inputs"]["dim"],
+            )
             case = Case(P, tuple(_rows_of(conj) for conj in u["outputs"]))
-            box = None if u["box"] is None else Box(tuple(map(_q, u["box"]["lower"])),
-                                                   tuple(map(_q, u["box"]["upper"])))
+            box = (
+                None
+                if u["box"] is None
+                else Box(tuple(map(_q, u["box"]["lower"])), tuple(map(_q, u["box"]["upper"])))
+            )
             if time.monotonic() > deadline:
                 return json.dumps({"unknown": "time limit reached before the unit started"})
             with interruption.time_limit(deadline):
-                tree, stats = _build(u, p, models, case, box,
-                                     Limits(deadline, u["max_leaves"], progress))
+                tree, stats = _build(
+                    u, p, models, case, box, Limits(deadline, u["max_leaves"], progress)
+                )
         except Violated as e:
             return json.dumps({"violated": [q_str(v) for v in e.x]})
         except NoCertificate as e:
@@ -387,10 +454,18 @@ def _farkas_of(items) -> tuple:
 
 
 def _choice_of(c: dict) -> tuple:
-    proofs = tuple(None if p is None else
-                   TieProof(_farkas_of(p["tie"]["dominance"]), _farkas_of(p["tie"]["upper"]),
-                            _farkas_of(p["tie"]["lower"])) if isinstance(p, dict) else
-                   _farkas_of(p) for p in c["proofs"])
+    proofs = tuple(
+        None
+        if p is None
+        else TieProof(
+            _farkas_of(p["tie"]["dominance"]),
+            _farkas_of(p["tie"]["upper"]),
+            _farkas_of(p["tie"]["lower"]),
+        )
+        if isinstance(p, dict)
+        else _farkas_of(p)
+        for p in c["proofs"]
+    )
     return c["program"], c["node"], Choice(c["k"], proofs)
 
 
@@ -399,23 +474,35 @@ def tree_of(t: dict):
     producer, so its answer needs no reader's error messages, and whatever it says is checked
     by the kernel once assembled.  The nodes are those the certificate readers give."""
     if "split" in t:
-        return Split(tuple(_q(v) for v in t["split"]["a"]), _q(t["split"]["c"]),
-                     tree_of(t["ge"]), tree_of(t["lt"]),
-                     tuple(_choice_of(c) for c in t["choices"]))
+        return Split(
+            tuple(_q(v) for v in t["split"]["a"]),
+            _q(t["split"]["c"]),
+            tree_of(t["ge"]),
+            tree_of(t["lt"]),
+            tuple(_choice_of(c) for c in t["choices"]),
+        )
     if "open" in t:
         return Hole(t["open"])
     if "empty" in t:
         return Empty(_farkas_of(t["empty"]))
     if "excluded" in t:
         e = t["excluded"]
-        return Excluded(tuple(_choice_of(c) for c in e["choices"]),
-                        tuple(_farkas_of(p) for p in e["proofs"]))
+        return Excluded(
+            tuple(_choice_of(c) for c in e["choices"]), tuple(_farkas_of(p) for p in e["proofs"])
+        )
     r = t["relaxed"]
-    return Relaxed(tuple(_choice_of(c) for c in r["choices"]),
-                   tuple(Upper(tuple(_q(v) for v in u["lambda"]), _q(u["beta"]),
-                               tuple(_farkas_of(p) for p in u["proofs"]))
-                         for u in r["uppers"]),
-                   tuple(_farkas_of(p) for p in r["proofs"]))
+    return Relaxed(
+        tuple(_choice_of(c) for c in r["choices"]),
+        tuple(
+            Upper(
+                tuple(_q(v) for v in u["lambda"]),
+                _q(u["beta"]),
+                tuple(_farkas_of(p) for p in u["proofs"]),
+            )
+            for u in r["uppers"]
+        ),
+        tuple(_farkas_of(p) for p in r["proofs"]),
+    )
 
 
 def read_answer(text: str):
@@ -435,12 +522,12 @@ def fill(tree, subtrees: list):
     if isinstance(tree, Hole):
         return subtrees[tree.index]
     if isinstance(tree, Split):
-        return Split(tree.a, tree.c, fill(tree.ge, subtrees), fill(tree.lt, subtrees),
-                     tree.choices)
+        return Split(tree.a, tree.c, fill(tree.ge, subtrees), fill(tree.lt, subtrees), tree.choices)
     return tree
 
 
 # ----------------------------------------------------------------------- executors
+
 
 class InlineExecutor(cf.Executor):
     """Runs each submitted call at once, in this process (``--workers 1``)."""
@@ -449,7 +536,7 @@ class InlineExecutor(cf.Executor):
         f: cf.Future = cf.Future()
         try:
             f.set_result(fn(*args, **kwargs))
-        except Exception as e:   # noqa: BLE001 - handed to the caller through the future
+        except Exception as e:  # noqa: BLE001 - handed to the caller through the future
             f.set_exception(e)
         return f
 
@@ -461,10 +548,12 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except Exception:   # not Linux: the pool's own shutdown ends the workers
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the pool's own shutdown ends the workers
         pass
     import z3
+
     z3.set_param("ctrl_c", False)
 
 
@@ -487,26 +576,29 @@ class Workers:
             try:
                 from dask.distributed import Client
             except ImportError:
-                raise SchedulerError("--scheduler needs Dask: pip install 'exactmax[dask]' (or "
-                                     "'.[dask]' in a checkout)") from None
+                raise SchedulerError(
+                    "--scheduler needs Dask: pip install 'exactmax[dask]' (or "
+                    "'.[dask]' in a checkout)"
+                ) from None
             try:
                 self.client = Client(self.scheduler, timeout="5s")
             except (OSError, TimeoutError, ValueError, TypeError) as e:
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-                raise SchedulerError(f"--scheduler: cannot reach a Dask scheduler at "
-                                     f"{self.scheduler} ({msg})") from None
+                raise SchedulerError(
+                    f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({msg})"
+                ) from None
             self.executor = self.client.get_executor(pure=False)
         elif self.n <= 1:
             self.executor = InlineExecutor()
         else:
             import multiprocessing as mp
+
             try:
                 ctx = mp.get_context("forkserver")
                 ctx.set_forkserver_preload(["exactmax.prove.parallel", "exactmax.prove.property"])
             except ValueError:
                 ctx = mp.get_context("spawn")
-            self.executor = cf.ProcessPoolExecutor(self.n, mp_context=ctx,
-                                                   initializer=_worker_init)
+            self.executor = cf.ProcessPoolExecutor(self.n, mp_context=ctx, initializer=_worker_init)
         return self.executor
 
     def __exit__(self, *exc) -> bool:
@@ -529,6 +621,7 @@ class Workers:
 
 # ----------------------------------------------------------------------- running units
 
+
 class Unit:
     """A work unit: a node of its case's tree, the root of the bisection cell ``cell``
     (``start`` None) or an open cell handed back below it (``start``, as ``open_json``);
@@ -546,8 +639,7 @@ class Unit:
         return self.cell.case, self.cell.path, self.at
 
     def where(self) -> str:
-        return self.cell.where() + (f", open cell {'.'.join(map(str, self.at))}"
-                                    if self.at else "")
+        return self.cell.where() + (f", open cell {'.'.join(map(str, self.at))}" if self.at else "")
 
     def assembled(self):
         """The unit's tree with every placeholder replaced by its unit's assembled tree."""
@@ -565,15 +657,27 @@ def _add_stats(total: dict, s: dict) -> None:
 def unit_budget(unit_cells: int | None, max_leaves: int) -> tuple[int, int]:
     """(cells of the Max-choice builder, leaves of the relaxed builder) per unit:
     --unit-cells N for both, else the defaults; never above --max-leaves."""
-    budget = (DEFAULT_UNIT_CELLS, DEFAULT_UNIT_BOXES) if unit_cells is None else \
-        (unit_cells, unit_cells)
+    budget = (
+        (DEFAULT_UNIT_CELLS, DEFAULT_UNIT_BOXES) if unit_cells is None else (unit_cells, unit_cells)
+    )
     return max(1, min(budget[0], max_leaves)), max(1, min(budget[1], max_leaves))
 
 
-def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim: int,
-                     deadline: float, max_leaves: int, executor: cf.Executor, depth: int,
-                     unit_cells: int | None, confirm, progress_shown: bool = False,
-                     relaxed: bool = True):
+def split_case_trees(
+    kind: str,
+    models_json: list,
+    cases: list,
+    boxes: list,
+    dim: int,
+    deadline: float,
+    max_leaves: int,
+    executor: cf.Executor,
+    depth: int,
+    unit_cells: int | None,
+    confirm,
+    progress_shown: bool = False,
+    relaxed: bool = True,
+):
     """One tree per case, built by work units on ``executor`` (parallel branch and bound).
 
     Every case's input set is first bisected ``depth`` levels deep; each cell is a unit.  A
@@ -586,34 +690,59 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
     wall = time.time() + (deadline - time.monotonic())
     roots, first = [], []
     for n, (case, box) in enumerate(zip(cases, boxes)):
-        root = Cell(n, (), None if box is None else tuple(box.lower),
-                    None if box is None else tuple(box.upper))
+        root = Cell(
+            n,
+            (),
+            None if box is None else tuple(box.lower),
+            None if box is None else tuple(box.upper),
+        )
         roots.append(root)
         level = [root]
         for _ in range(depth):
-            level = [h for c in level if split(c, case.inputs) for h in (c.ge, c.lt)] + \
-                    [c for c in level if c.cut is None]
+            level = [h for c in level if split(c, case.inputs) for h in (c.ge, c.lt)] + [
+                c for c in level if c.cut is None
+            ]
         first += level
     budget = unit_budget(unit_cells, max_leaves)
-    stats: dict = {"units": 0, "split_depth": depth, "unit_cells": budget[0],
-                   "unit_boxes": budget[1], "units_handed_back": 0, "open_cells": 0}
+    stats: dict = {
+        "units": 0,
+        "split_depth": depth,
+        "unit_cells": budget[0],
+        "unit_boxes": budget[1],
+        "units_handed_back": 0,
+        "open_cells": 0,
+    }
     reasons: dict = {}
     futures: dict = {}
     cells, done, unit_time, unit_cpu = 0, 0, 0.0, 0.0
     start = last = time.monotonic()
 
     def inline_progress(leaves):
-        print(f"exactmax: {cells + leaves} cells certified, {time.monotonic() - start:.0f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"exactmax: {cells + leaves} cells certified, {time.monotonic() - start:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     if not progress_shown:
-        inline_progress = None   # noqa: F811
+        inline_progress = None  # noqa: F811
 
     def submit(unit, ex=executor):
         n = unit.cell.case
-        text = unit_text(kind, models_json, cases[n], unit.cell, boxes[n], wall, max_leaves,
-                         relaxed, budget, unit.start, unit.where())
-        if isinstance(ex, InlineExecutor):   # here: the builder's own progress lines
+        text = unit_text(
+            kind,
+            models_json,
+            cases[n],
+            unit.cell,
+            boxes[n],
+            wall,
+            max_leaves,
+            relaxed,
+            budget,
+            unit.start,
+            unit.where(),
+        )
+        if isinstance(ex, InlineExecutor):  # here: the builder's own progress lines
             futures[ex.submit(solve_unit, text, inline_progress)] = unit
         else:
             futures[ex.submit(solve_unit, text)] = unit
@@ -630,12 +759,13 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
         left = deadline - time.monotonic()
         if left <= 0:
             for unit in futures.values():
-                reasons[unit.key()] = (f"{unit.where()}: time limit reached ({done} of "
-                                       f"{stats['units']} units answered)")
+                reasons[unit.key()] = (
+                    f"{unit.where()}: time limit reached ({done} of "
+                    f"{stats['units']} units answered)"
+                )
             break
-        finished, _ = cf.wait(list(futures), timeout=min(0.2, left),
-                              return_when=cf.FIRST_COMPLETED)
-        trees = []   # read once the open cells are submitted: the workers go on meanwhile
+        finished, _ = cf.wait(list(futures), timeout=min(0.2, left), return_when=cf.FIRST_COMPLETED)
+        trees = []  # read once the open cells are submitted: the workers go on meanwhile
         for f in sorted(finished, key=lambda f: futures[f].key()):
             unit = futures.pop(f)
             what, value, extra = read_answer(f.result())
@@ -651,8 +781,9 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
                 if opens:
                     stats["units_handed_back"] += 1
                     stats["open_cells"] += len(opens)
-                if cells > max_leaves or (opens and cells + len(futures) + len(opens) >
-                                          max_leaves):   # a unit certifies a cell at least
+                if cells > max_leaves or (
+                    opens and cells + len(futures) + len(opens) > max_leaves
+                ):  # a unit certifies a cell at least
                     reasons[(-1,)] = f"more than {max_leaves} cells in all"
                     break
                 for v in unit.units:
@@ -663,7 +794,8 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
                     return "point", ans, stats
                 reasons[unit.key()] = (
                     f"{unit.where()}: a cell reaches a forbidden output, but the point z3 gave "
-                    "was not confirmed by the kernel")
+                    "was not confirmed by the kernel"
+                )
             else:
                 reasons[unit.key()] = f"{unit.where()}: {value}"
         for unit, t in trees:
@@ -673,11 +805,15 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
         now = time.monotonic()
         if progress_shown and now - start >= 1 and (now - last >= 1 or not futures):
             last = now
-            print(f"exactmax: {done}/{stats['units']} units done, {cells} cells certified, "
-                  f"{now - start:.0f} s", file=sys.stderr, flush=True)
+            print(
+                f"exactmax: {done}/{stats['units']} units done, {cells} cells certified, "
+                f"{now - start:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     stats["units_wall_s"] = round(unit_time, 3)
     stats["units_cpu_s"] = round(unit_cpu, 3)
-    stats["units_span_s"] = round(time.monotonic() - start, 3)   # first unit to last answer
+    stats["units_span_s"] = round(time.monotonic() - start, 3)  # first unit to last answer
     if reasons:
         return "unknown", reasons[min(reasons)], stats
     for c in first:
@@ -687,11 +823,20 @@ def split_case_trees(kind: str, models_json: list, cases: list, boxes: list, dim
 
 # ----------------------------------------------------------------------- deciding
 
+
 @unknown_beyond_floats(_PropertyAnswer)
-def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: bool,
-                          executor: cf.Executor, depth: int = DEFAULT_SPLIT_DEPTH,
-                          unit_cells: int | None = None, progress_shown: bool = False,
-                          relaxed: bool = True):
+def decide_property_split(
+    net,
+    prop,
+    timeout_s: float,
+    max_leaves: int,
+    search: bool,
+    executor: cf.Executor,
+    depth: int = DEFAULT_SPLIT_DEPTH,
+    unit_cells: int | None = None,
+    progress_shown: bool = False,
+    relaxed: bool = True,
+):
     """``property.decide_property`` with the trees built from work units
     (``split_case_trees`` for all cases at once): the same search, answers and kernel check.
     ``relaxed`` False: no relaxed leaves (a certificate export-coq takes)."""
@@ -699,28 +844,59 @@ def decide_property_split(net, prop, timeout_s: float, max_leaves: int, search: 
     from .property import decide_property
 
     def build(net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed):
-        return split_case_trees("maxout", [model_to_json(net)], list(prop.cases), list(boxes),
-                                net.input_dim, deadline, max_leaves, executor, depth,
-                                unit_cells, confirm, progress_shown, relaxed)
+        return split_case_trees(
+            "maxout",
+            [model_to_json(net)],
+            list(prop.cases),
+            list(boxes),
+            net.input_dim,
+            deadline,
+            max_leaves,
+            executor,
+            depth,
+            unit_cells,
+            confirm,
+            progress_shown,
+            relaxed,
+        )
 
-    return decide_property(net, prop, timeout_s, max_leaves, search, relaxed=relaxed,
-                           build=build)
+    return decide_property(net, prop, timeout_s, max_leaves, search, relaxed=relaxed, build=build)
 
 
 @unknown_beyond_floats(_ToleranceAnswer)
-def decide_tolerance_split(a, b, dom, epsilon, timeout_s: float, max_leaves: int,
-                           run_search: bool, executor: cf.Executor,
-                           depth: int = DEFAULT_SPLIT_DEPTH,
-                           unit_cells: int | None = None, progress_shown: bool = False):
+def decide_tolerance_split(
+    a,
+    b,
+    dom,
+    epsilon,
+    timeout_s: float,
+    max_leaves: int,
+    run_search: bool,
+    executor: cf.Executor,
+    depth: int = DEFAULT_SPLIT_DEPTH,
+    unit_cells: int | None = None,
+    progress_shown: bool = False,
+):
     """``tolerance.decide_tolerance`` with the pair program's tree built from work units
     (``split_case_trees``): the same search, answers and kernel check."""
     from ..io.models import model_to_json
     from .tolerance import decide_tolerance
 
     def build(q, case, box, deadline, confirm, max_leaves, progress):
-        what, value, s = split_case_trees("pair", [model_to_json(a), model_to_json(b)], [case],
-                                          [box], case.inputs.dim, deadline, max_leaves,
-                                          executor, depth, unit_cells, confirm, progress_shown)
+        what, value, s = split_case_trees(
+            "pair",
+            [model_to_json(a), model_to_json(b)],
+            [case],
+            [box],
+            case.inputs.dim,
+            deadline,
+            max_leaves,
+            executor,
+            depth,
+            unit_cells,
+            confirm,
+            progress_shown,
+        )
         return what, (value[0] if what not in ("point", "unknown") else value), s
 
     return decide_tolerance(a, b, dom, epsilon, timeout_s, max_leaves, run_search, build=build)
@@ -731,7 +907,7 @@ def default_workers() -> int:
     machine's count)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:   # not Linux
+    except AttributeError:  # not Linux
         return os.cpu_count() or 1
 
 
@@ -742,21 +918,25 @@ class workers_of:
 
     def __init__(self, args):
         from ..exits import UsageError
+
         n = args.workers if args.workers is not None else default_workers()
         if n < 1:
             raise UsageError(f"--workers: expected a positive number of workers, got {n}")
         if not 0 <= args.split_depth <= 12:
-            raise UsageError(f"--split-depth: expected 0 to 12 levels (2^K units), got "
-                             f"{args.split_depth}")
+            raise UsageError(
+                f"--split-depth: expected 0 to 12 levels (2^K units), got {args.split_depth}"
+            )
         if args.unit_cells is not None and args.unit_cells < 1:
             raise UsageError(f"--unit-cells: expected a positive number, got {args.unit_cells}")
         if args.scheduler is not None and args.workers is not None:
-            raise UsageError("--workers and --scheduler: give one (the cluster has its own "
-                             "workers)")
+            raise UsageError(
+                "--workers and --scheduler: give one (the cluster has its own workers)"
+            )
         self.workers = Workers(n, args.scheduler)
 
     def __enter__(self) -> cf.Executor:
         from ..exits import UsageError
+
         try:
             return self.workers.__enter__()
         except SchedulerError as e:

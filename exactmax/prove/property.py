@@ -40,8 +40,8 @@ from ..kernel.polyhedron import Box
 from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
-from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from . import floatlp
+from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from .floatlp import unknown_beyond_floats
 from .relaxation import build_relaxed_tree, layers_violate
 from .smt import from_z3
@@ -49,17 +49,18 @@ from .smt import from_z3
 
 @dataclass
 class Answer:
-    result: str                           # "sat", "unsat" or "unknown"
-    x: tuple | None = None                # sat: the exact counterexample
-    y: tuple | None = None                # sat: f(x), evaluated by the kernel
-    where: tuple | None = None            # sat: (case, conjunction)
-    margin: Q | None = None               # sat: min over the conjunction's rows
-    trees: tuple | None = None            # unsat: one tree per case, checked by the kernel
+    result: str  # "sat", "unsat" or "unknown"
+    x: tuple | None = None  # sat: the exact counterexample
+    y: tuple | None = None  # sat: f(x), evaluated by the kernel
+    where: tuple | None = None  # sat: (case, conjunction)
+    margin: Q | None = None  # sat: min over the conjunction's rows
+    trees: tuple | None = None  # unsat: one tree per case, checked by the kernel
     reason: str | None = None
     stats: dict = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------- exact facts
+
 
 def row_value(row: Row, x, y) -> Q:
     v = row.c
@@ -91,6 +92,7 @@ def violation(net: MaxoutNetwork, cases, x):
 
 # ----------------------------------------------------------------------- the search
 
+
 class _FloatNet:
     """The network in float64 (for the search only: every answer is re-checked exactly)."""
 
@@ -98,14 +100,25 @@ class _FloatNet:
         self.layers = []
         for layer in net.layers:
             k = layer.rank
-            W = np.array([[[float(v) for v in u.pieces[min(j, len(u.pieces) - 1)].w]
-                           for j in range(k)] for u in layer.units])
-            b = np.array([[float(u.pieces[min(j, len(u.pieces) - 1)].b) for j in range(k)]
-                          for u in layer.units])
+            W = np.array(
+                [
+                    [[float(v) for v in u.pieces[min(j, len(u.pieces) - 1)].w] for j in range(k)]
+                    for u in layer.units
+                ]
+            )
+            b = np.array(
+                [
+                    [float(u.pieces[min(j, len(u.pieces) - 1)].b) for j in range(k)]
+                    for u in layer.units
+                ]
+            )
             self.layers.append((W, b))
         o = net.output
-        self.out = None if o is None else (np.array([[float(v) for v in r] for r in o.W]),
-                                           np.array([float(v) for v in o.b]))
+        self.out = (
+            None
+            if o is None
+            else (np.array([[float(v) for v in r] for r in o.W]), np.array([float(v) for v in o.b]))
+        )
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         h = X
@@ -124,12 +137,21 @@ def _margins(conj, X, Y) -> np.ndarray:
 
 
 def _exact_point(x, box: Box):
-    return tuple(min(max(Q(*float(v).as_integer_ratio()), lo), hi)
-                 for v, lo, hi in zip(x, box.lower, box.upper))
+    return tuple(
+        min(max(Q(*float(v).as_integer_ratio()), lo), hi)
+        for v, lo, hi in zip(x, box.lower, box.upper)
+    )
 
 
-def search_counterexample(net: MaxoutNetwork, cases, boxes, deadline: float, seed: int = 0,
-                          samples: int = 2000, rounds: int = 60):
+def search_counterexample(
+    net: MaxoutNetwork,
+    cases,
+    boxes,
+    deadline: float,
+    seed: int = 0,
+    samples: int = 2000,
+    rounds: int = 60,
+):
     """An exact counterexample (x, case, conj, y, margin) or None; tries counted in stats."""
     f = _FloatNet(net)
     rng = np.random.default_rng(seed)
@@ -142,7 +164,7 @@ def search_counterexample(net: MaxoutNetwork, cases, boxes, deadline: float, see
         d = len(lo)
         pts = [(lo + hi) / 2]
         if d <= 12:
-            corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1).astype(float)
+            corners = ((np.arange(2**d)[:, None] >> np.arange(d)) & 1).astype(float)
             pts += list(lo + corners * (hi - lo))
         X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
         for conj in case.outputs:
@@ -170,6 +192,7 @@ def search_counterexample(net: MaxoutNetwork, cases, boxes, deadline: float, see
 
 # ----------------------------------------------------------------------- the certificate
 
+
 class Violated(Exception):
     def __init__(self, x):
         super().__init__("a forbidden output is reached on a cell")
@@ -196,19 +219,20 @@ class _CellLP:
     ``floatlp.SAFE_BOUND_FIRST_ABOVE`` dimensions, else as the fallback."""
 
     _highs = None
-    _owner = None   # the _CellLP whose model the solver holds
+    _owner = None  # the _CellLP whose model the solver holds
 
     def __init__(self, rows: list[Row], G, h, d: int):
         self.rows, self.G, self.h, self.d, self.calls = rows, G, h, d, 0
-        self.bounds = None     # floatlp.bound_rows of the cell, once the safe bound asks
+        self.bounds = None  # floatlp.bound_rows of the cell, once the safe bound asks
 
     @classmethod
     def _solver(cls):
-        if cls._highs is None:   # HiGHS prints a banner on its first construction: to /dev/null
+        if cls._highs is None:  # HiGHS prints a banner on its first construction: to /dev/null
             import os
             import sys
 
             import highspy
+
             sys.stdout.flush()
             saved = os.dup(1)
             try:
@@ -228,6 +252,7 @@ class _CellLP:
 
     def _build(self) -> bool:
         import highspy
+
         rows, d, G = self.rows, self.d, self.G
         if G is None:
             return False
@@ -255,6 +280,7 @@ class _CellLP:
         None with decided True when the float optimum is below 0 by a margin (then there is
         none), False when the float LP could not tell (ask the exact oracle)."""
         import highspy
+
         if _CellLP._owner is not self and not self._build():
             return None, False
         h, a, c = self._solver(), e[0], e[1]
@@ -267,7 +293,7 @@ class _CellLP:
         if value < -1e-7 * (1 + abs(float(c))):
             return None, True
         y = h.getSolution().row_dual
-        safe_first = self.d > floatlp.SAFE_BOUND_FIRST_ABOVE   # the order floatlp.farkas uses
+        safe_first = self.d > floatlp.SAFE_BOUND_FIRST_ABOVE  # the order floatlp.farkas uses
         if safe_first and (proof := self._safe_bound(e, y)) is not None:
             return proof, True
         support = [i for i, v in enumerate(y) if v > 1e-12]
@@ -323,7 +349,7 @@ def lin_values(p, nodes: tuple[int, ...], vals: list, weights: dict) -> list:
     P = (Wm * RatMatrix(len(read), d + 1, V)).entries() if read else [ZERO] * (len(lin) * (d + 1))
     out = []
     for m, n in enumerate(lin):
-        a = list(P[m * (d + 1): m * (d + 1) + d])
+        a = list(P[m * (d + 1) : m * (d + 1) + d])
         for t, v in n.x:
             a[t] += v
         out.append((tuple(a), P[m * (d + 1) + d] + n.c))
@@ -371,7 +397,7 @@ class _Cell:
         with np.errstate(invalid="ignore"):
             low = F[:, d] + pos @ self.lo + neg @ self.hi
             up = F[:, d] + pos @ self.hi + neg @ self.lo
-            mag = np.abs(F) @ self.mag   # nan without a box: no comparison holds
+            mag = np.abs(F) @ self.mag  # nan without a box: no comparison holds
         return list(zip(F.tolist(), low.tolist(), up.tolist(), mag.tolist()))
 
     def walk(self, rows, G, h, point, vals: list, floats: list):
@@ -384,8 +410,9 @@ class _Cell:
         lp = _CellLP(rows, G, h, p.dim)
         choices, gap = [], None
         for lins, others in self.levels:
-            ready = tuple(i for i, r in lins if vals[i] is None
-                          and None not in [vals[j] for j in r])
+            ready = tuple(
+                i for i, r in lins if vals[i] is None and None not in [vals[j] for j in r]
+            )
             if ready:
                 maps = lin_values(p, ready, vals, self.weights)
                 for i, v, f in zip(ready, maps, self._floats(maps)):
@@ -399,7 +426,7 @@ class _Cell:
             start = 0
             for i in todo:
                 args = p.nodes[i].args
-                at = at_all[start:start + len(args)]
+                at = at_all[start : start + len(args)]
                 start += len(args)
                 k = at.index(max(at))
                 proofs = []
@@ -428,7 +455,7 @@ class _Cell:
         if self.box is not None and fu[1] - fv[2] > 1e-9 * (fu[3] + fv[3]):
             self.stats["box"] += 1
             d, (a, _), (b, c) = self.p.dim, vals[u], vals[v]
-            if c or any(b):   # not the constant 0 (a ReLU's other argument)
+            if c or any(b):  # not the constant 0 (a ReLU's other argument)
                 a = [x - y for x, y in zip(a, b)]
             proof = []
             for t, x in enumerate(a):
@@ -491,8 +518,15 @@ class OpenCell:
     hint: tuple | None
 
 
-def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: bool = False,
-                    budget: int | None = None, start: OpenCell | None = None):
+def build_case_tree(
+    p,
+    case: Case,
+    box: Box | None,
+    limits: Limits,
+    relaxed: bool = False,
+    budget: int | None = None,
+    start: OpenCell | None = None,
+):
     """A tree for the case (``kernel.property.check_case``), or NoCertificate / Violated.
 
     ``budget``: once that many cells (leaves) are certified, every cell not yet begun is
@@ -512,9 +546,11 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: boo
     from the maps known here.  Once the outputs are affine, every forbidden conjunction
     gets Farkas multipliers showing it empty on the cell, or gives a candidate point (z3)."""
     if relaxed:
+
         def centre(x):
             if layers_violate(p, case, x):
                 raise Violated(x)
+
         built = build_relaxed_tree(p, case, limits, centre)
         if built is not None:
             return built
@@ -529,8 +565,12 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: boo
         interruption.check()
         if budget is not None and stats["leaves"] >= budget:
             stats["open"] += 1
-            return OpenCell(tuple(rows), tuple(vals), tuple(floats),
-                            None if hint is None else tuple(float(v) for v in hint))
+            return OpenCell(
+                tuple(rows),
+                tuple(vals),
+                tuple(floats),
+                None if hint is None else tuple(float(v) for v in hint),
+            )
         if time.monotonic() > limits.deadline:
             raise NoCertificate(_late(limits))
         if stats["leaves"] >= limits.max_leaves:
@@ -558,8 +598,9 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: boo
                     halves.append(cell(rows + [row], None, None, vals, floats))
                     continue
                 G2, h2 = np.vstack([G, f[0]]), np.append(h, f[1])
-                halves.append(cell(rows + [row], G2, h2, vals, floats,
-                                   _float_nudge(G, h, pf, f[0], f[1])))
+                halves.append(
+                    cell(rows + [row], G2, h2, vals, floats, _float_nudge(G, h, pf, f[0], f[1]))
+                )
             return Split(a, c, halves[0], halves[1], tuple(ch))
         ys = [vals[o] for o in p.outputs]
         proofs = []
@@ -581,16 +622,21 @@ def build_case_tree(p, case: Case, box: Box | None, limits: Limits, relaxed: boo
     try:
         n = len(p.nodes)
         rows = domain_rows(P) if start is None else list(start.rows)
-        vals, floats = ([None] * n, [None] * n) if start is None else \
-            (list(start.vals), list(start.floats))
+        vals, floats = (
+            ([None] * n, [None] * n) if start is None else (list(start.vals), list(start.floats))
+        )
         hint = None if start is None or start.hint is None else np.array(start.hint)
         fs = [_floats_of(r) for r in rows]
-        G, h = (None, None) if None in fs or not rows else \
-            (np.array([f[0] for f in fs]), np.array([f[1] for f in fs]))
+        G, h = (
+            (None, None)
+            if None in fs or not rows
+            else (np.array([f[0] for f in fs]), np.array([f[1] for f in fs]))
+        )
         tree = cell(rows, G, h, vals, floats, hint)
     except NoCertificate as e:
-        raise NoCertificate(f"{e} ({stats['leaves']} cells certified, {stats['splits']} "
-                            "splits)") from None
+        raise NoCertificate(
+            f"{e} ({stats['leaves']} cells certified, {stats['splits']} splits)"
+        ) from None
     stats["lp_calls"] = oracle.calls
     stats["float_lp_calls"] = oracle.float_calls
     stats["proofs"] = walker.stats
@@ -606,7 +652,7 @@ def _empty_proof(oracle: _Oracle, rows: list, first: int):
     that proof is one of 0 > 0.  z3 decides only when no row gives one."""
     for j in range(first, len(rows)):
         r = rows[j]
-        others = rows[:j] + rows[j + 1:]
+        others = rows[:j] + rows[j + 1 :]
         pr = oracle.farkas(others, (tuple(-v for v in r.a), -r.c), not r.strict)
         if pr is None:
             continue
@@ -626,9 +672,16 @@ def _late(limits: Limits) -> str | None:
 
 
 @unknown_beyond_floats(Answer)
-def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
-                    max_leaves: int = 20000, search: bool = True,
-                    progress=None, relaxed: bool = True, build=None) -> Answer:
+def decide_property(
+    net: MaxoutNetwork,
+    prop,
+    timeout_s: float = 60.0,
+    max_leaves: int = 20000,
+    search: bool = True,
+    progress=None,
+    relaxed: bool = True,
+    build=None,
+) -> Answer:
     """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``): the search,
     then the trees of every case, then the kernel's check.  ``build`` makes the trees
     (default ``build_trees``, in this process; ``parallel`` passes one that uses work units)
@@ -638,8 +691,9 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
     stats: dict = {}
     boxes = prop.boxes or (None,) * len(prop.cases)
     if search:
-        found, s = search_counterexample(net, prop.cases, boxes,
-                                         min(deadline, start + max(1.0, timeout_s / 4)))
+        found, s = search_counterexample(
+            net, prop.cases, boxes, min(deadline, start + max(1.0, timeout_s / 4))
+        )
         stats["search"] = s
         if found is not None:
             x, n, j, y, margin = found
@@ -650,8 +704,9 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
         cn, cj, y, margin = violation(net, prop.cases, x)
         return None if cn is None else Answer("sat", x, y, (cn, cj), margin)
 
-    what, value, s = (build or build_trees)(net, prop, boxes, deadline, confirm, max_leaves,
-                                            progress, relaxed)
+    what, value, s = (build or build_trees)(
+        net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed
+    )
     stats.update(s)
     if what == "point":
         value.stats = stats | {"found_by": "certificate"}
@@ -662,9 +717,8 @@ def decide_property(net: MaxoutNetwork, prop, timeout_s: float = 60.0,
         t0 = time.monotonic()
         stats["leaves_checked"] = check_property(net, prop.cases, tuple(value))
         stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
-    except CheckFailed as e:   # a producer bug: never trusted, reported
-        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
-                      stats=stats)
+    except CheckFailed as e:  # a producer bug: never trusted, reported
+        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)
     return Answer("unsat", trees=tuple(value), stats=stats)
 
 
@@ -684,6 +738,7 @@ def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relax
             if any(_margins(conj, X, Y)[0] > -1e-9 for conj in case.outputs):
                 if violation(net, (case,), x)[0] is not None:
                     raise Violated(x)
+
         return check
 
     for n, (case, box) in enumerate(zip(prop.cases, boxes)):
@@ -695,13 +750,19 @@ def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relax
             found = confirm(e.x)
             if found is not None:
                 return "point", found, stats
-            return "unknown", ("a cell reaches a forbidden output, but the point z3 gave was "
-                               "not confirmed by the kernel"), stats
+            return (
+                "unknown",
+                (
+                    "a cell reaches a forbidden output, but the point z3 gave was "
+                    "not confirmed by the kernel"
+                ),
+                stats,
+            )
         except NoCertificate as e:
             return "unknown", f"case {n}: {e}", stats
         trees.append(tree)
         stats["leaves"] += s["leaves"]
         stats["splits"] += s["splits"]
-        for k, v in s["proofs"].items():   # how the Max choices were proved
+        for k, v in s["proofs"].items():  # how the Max choices were proved
             stats["proofs"][k] = stats["proofs"].get(k, 0) + v
     return "trees", trees, stats

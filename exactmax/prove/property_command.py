@@ -21,40 +21,61 @@ def check_property_cert(args, root) -> int:
     from ..io.property_certificate import read_property_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.property import check_property
+
     if args.models or args.domain:
-        raise UsageError("--models and --domain are for equivalence certificates; a property "
-                         "certificate embeds its network and property (their sha256 are "
-                         "printed)")
+        raise UsageError(
+            "--models and --domain are for equivalence certificates; a property "
+            "certificate embeds its network and property (their sha256 are "
+            "printed)"
+        )
     net, prop, trees, hashes = read_property_certificate(root)
     t0 = time.monotonic()
     try:
         leaves = check_property(net, prop.cases, trees)
     except CheckFailed as e:
-        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else
-              f"rejected: {e}")
+        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else f"rejected: {e}")
         return EXIT_REFUTED
     if args.json:
-        print(jsonout.dumps({"valid": True, "leaves": leaves, "sha256": hashes,
-                          "time_s": round(time.monotonic() - t0, 3)}))
+        print(
+            jsonout.dumps(
+                {
+                    "valid": True,
+                    "leaves": leaves,
+                    "sha256": hashes,
+                    "time_s": round(time.monotonic() - t0, 3),
+                }
+            )
+        )
     else:
         print(f"valid: the kernel checked {leaves} cells; the property's query is unsat")
-        print(f"  about: model sha256 {hashes['model'][:16]}... (file "
-              f"{hashes['model_file'][:16]}...), property sha256 {hashes['property'][:16]}...")
+        print(
+            f"  about: model sha256 {hashes['model'][:16]}... (file "
+            f"{hashes['model_file'][:16]}...), property sha256 {hashes['property'][:16]}..."
+        )
     return EXIT_OK
 
 
 def _network_and_property(args):
     """The Maxout network and the VNN-LIB property of check / replay, dimensions matched."""
     from ..io.vnnlib2 import read_property as read_vnnlib  # VNN-LIB 1.0 or 2.0
+
     net = load_model(args.model)
     if not isinstance(net, MaxoutNetwork):
-        raise InputError(args.model, "format", 'expected a Maxout network (an .onnx file or '
-                         'an "exactmax/maxout" one), got a Transformer')
+        raise InputError(
+            args.model,
+            "format",
+            "expected a Maxout network (an .onnx file or "
+            'an "exactmax/maxout" one), got a Transformer',
+        )
     prop = read_vnnlib(args.property)
     if (prop.n_x, prop.n_y) != (net.input_dim, net.out_dim):
-        raise InputError(args.property, "", f"declares {prop.n_x} inputs X_i and {prop.n_y} "
-                         f"outputs Y_j, but the network has {net.input_dim} inputs and "
-                         f"{net.out_dim} outputs")
+        raise InputError(
+            args.property,
+            "",
+            f"declares {prop.n_x} inputs X_i and {prop.n_y} "
+            f"outputs Y_j, but the network has {net.input_dim} inputs and "
+            f"{net.out_dim} outputs",
+        )
     return net, prop
 
 
@@ -62,8 +83,12 @@ def _hashes(args, net, prop) -> dict:
     from ..io.certificates import content_hash
     from ..io.models import model_to_json
     from ..io.property_certificate import file_sha256
-    return {"model_sha256": content_hash(model_to_json(net)),
-            "model_file_sha256": file_sha256(args.model), "property_sha256": prop.sha256}
+
+    return {
+        "model_sha256": content_hash(model_to_json(net)),
+        "model_file_sha256": file_sha256(args.model),
+        "property_sha256": prop.sha256,
+    }
 
 
 def run_check(args) -> int:
@@ -73,57 +98,94 @@ def run_check(args) -> int:
     from ..io.models import check_outputs, write_bytes_atomic
     from ..io.property_certificate import counterexample_text, property_certificate_to_json
     from .parallel import decide_property_split, workers_of
+
     started = time.monotonic()
-    check_outputs([("--cert", args.cert), ("--counterexample", args.counterexample)],
-                  [("NET", args.model), ("PROP.vnnlib", args.property)])
+    check_outputs(
+        [("--cert", args.cert), ("--counterexample", args.counterexample)],
+        [("NET", args.model), ("PROP.vnnlib", args.property)],
+    )
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
-    with workers_of(args) as executor:   # --no-relax: Coq-exportable, no Relaxed leaves
+    with workers_of(args) as executor:  # --no-relax: Coq-exportable, no Relaxed leaves
         left = args.timeout - (time.monotonic() - started)
-        a = decide_property_split(net, prop, max(left, 0.1), args.max_leaves,
-                                  not args.no_search, executor, args.split_depth,
-                                  args.unit_cells, shown(args),
-                                  relaxed=not getattr(args, "no_relax", False))
-    out = {"result": a.result, "reason": a.reason,
-           "time_s": round(time.monotonic() - started, 3), "about": _hashes(args, net, prop),
-           "stats": a.stats, "certificate": None, "counterexample_file": None}
+        a = decide_property_split(
+            net,
+            prop,
+            max(left, 0.1),
+            args.max_leaves,
+            not args.no_search,
+            executor,
+            args.split_depth,
+            args.unit_cells,
+            shown(args),
+            relaxed=not getattr(args, "no_relax", False),
+        )
+    out = {
+        "result": a.result,
+        "reason": a.reason,
+        "time_s": round(time.monotonic() - started, 3),
+        "about": _hashes(args, net, prop),
+        "stats": a.stats,
+        "certificate": None,
+        "counterexample_file": None,
+    }
     if a.result == "sat":
-        out.update(x=[q_str(v) for v in a.x], y=[q_str(v) for v in a.y], case=a.where[0],
-                   conjunction=a.where[1], margin=q_str(a.margin))
+        out.update(
+            x=[q_str(v) for v in a.x],
+            y=[q_str(v) for v in a.y],
+            case=a.where[0],
+            conjunction=a.where[1],
+            margin=q_str(a.margin),
+        )
         if args.counterexample:
             write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
             out["counterexample_file"] = args.counterexample
     if a.result == "unsat" and args.cert:
         from ..io.property_certificate import write_property_certificate
+
         text = read_text_file(args.property, "a VNN-LIB text file")
-        write_property_certificate(args.cert, property_certificate_to_json(
-            net, args.model, args.property, text, a.trees,
-            {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats}))
+        write_property_certificate(
+            args.cert,
+            property_certificate_to_json(
+                net,
+                args.model,
+                args.property,
+                text,
+                a.trees,
+                {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats},
+            ),
+        )
         out["certificate"] = args.cert
     if args.json:
         print(jsonout.dumps(out))
     elif a.result == "sat":
-        print(f"sat: a counterexample, exact and evaluated by the kernel (found by the "
-              f"{a.stats.get('found_by')}): x is in the input set and f(x) satisfies "
-              f"output constraint {a.where[1]} of case {a.where[0]} (least row value "
-              f"{q_str(a.margin)}, about {float(a.margin):.6g})")
+        print(
+            f"sat: a counterexample, exact and evaluated by the kernel (found by the "
+            f"{a.stats.get('found_by')}): x is in the input set and f(x) satisfies "
+            f"output constraint {a.where[1]} of case {a.where[0]} (least row value "
+            f"{q_str(a.margin)}, about {float(a.margin):.6g})"
+        )
         print("  x = (" + ", ".join(out["x"]) + ")")
         print("  y = (" + ", ".join(out["y"]) + ")")
         if args.counterexample:
             print(f"  written in VNN-COMP's format to {args.counterexample}")
     elif a.result == "unsat":
-        print(f"unsat (certificate checked by the kernel): no input in the set reaches the "
-              f"output constraints; {a.stats.get('leaves_checked')} cells, "
-              f"{out['time_s']:.2f} s (the kernel's check {a.stats.get('kernel_check_s')} s)"
-              + (f"; certificate written to {args.cert}" if args.cert else ""))
+        print(
+            f"unsat (certificate checked by the kernel): no input in the set reaches the "
+            f"output constraints; {a.stats.get('leaves_checked')} cells, "
+            f"{out['time_s']:.2f} s (the kernel's check {a.stats.get('kernel_check_s')} s)"
+            + (f"; certificate written to {args.cert}" if args.cert else "")
+        )
     else:
         print(f"unknown: {a.reason}")
     if not args.json:
         h = out["about"]
-        print(f"  about: model sha256 {h['model_sha256'][:16]}... (file "
-              f"{h['model_file_sha256'][:16]}...), property sha256 "
-              f"{h['property_sha256'][:16]}...")
+        print(
+            f"  about: model sha256 {h['model_sha256'][:16]}... (file "
+            f"{h['model_file_sha256'][:16]}...), property sha256 "
+            f"{h['property_sha256'][:16]}..."
+        )
     return {"sat": EXIT_REFUTED, "unsat": EXIT_OK}.get(a.result, EXIT_UNKNOWN)
 
 
@@ -131,34 +193,53 @@ def run_replay(args) -> int:
     """``replay NET PROP CEX``: is another tool's counterexample one, exactly?"""
     from ..io.property_certificate import read_counterexample
     from .property import row_value, violation
+
     net, prop = _network_and_property(args)
     x, y_file = read_counterexample(args.counterexample, net.input_dim, net.out_dim)
     n, j, y, margin = violation(net, prop.cases, x)
-    out = {"valid": n is not None, "x": [q_str(v) for v in x], "y": [q_str(v) for v in y],
-           "about": _hashes(args, net, prop)}
+    out = {
+        "valid": n is not None,
+        "x": [q_str(v) for v in x],
+        "y": [q_str(v) for v in y],
+        "about": _hashes(args, net, prop),
+    }
     if y_file is not None:
         out["y_file_max_error"] = q_str(max(abs(a - b) for a, b in zip(y, y_file)))
     if n is not None:
         out.update(case=n, conjunction=j, margin=q_str(margin))
-        verdict = (f"valid: x is in the input set and f(x), evaluated exactly by the kernel, "
-                   f"satisfies output constraint {j} of case {n}; least row value "
-                   f"{q_str(margin)} (about {float(margin):.6g})")
+        verdict = (
+            f"valid: x is in the input set and f(x), evaluated exactly by the kernel, "
+            f"satisfies output constraint {j} of case {n}; least row value "
+            f"{q_str(margin)} (about {float(margin):.6g})"
+        )
     else:
         inside = [c for c in prop.cases if c.inputs.contains(x)]
         if not inside:
             # how far outside: the least, over the cases, of the largest row excess
-            excess = min(max(sum((a * t for a, t in zip(row, x)), Q(0)) - b
-                             for row, b in zip(c.inputs.A, c.inputs.b)) for c in prop.cases)
+            excess = min(
+                max(
+                    sum((a * t for a, t in zip(row, x)), Q(0)) - b
+                    for row, b in zip(c.inputs.A, c.inputs.b)
+                )
+                for c in prop.cases
+            )
             out.update(reason="outside the input set", outside_by=q_str(excess))
-            verdict = (f"rejected: x is outside the input set (by {q_str(excess)}, about "
-                       f"{float(excess):.6g}, in the least violated case's worst constraint)")
+            verdict = (
+                f"rejected: x is outside the input set (by {q_str(excess)}, about "
+                f"{float(excess):.6g}, in the least violated case's worst constraint)"
+            )
         else:
-            best = max(min((row_value(r, x, y) for r in conj), default=Q(0))
-                       for c in inside for conj in c.outputs)
+            best = max(
+                min((row_value(r, x, y) for r in conj), default=Q(0))
+                for c in inside
+                for conj in c.outputs
+            )
             out.update(reason="the output constraints do not hold", missed_by=q_str(-best))
-            verdict = ("rejected: x is in the input set, but f(x), evaluated exactly, "
-                       f"satisfies no output constraint (the closest misses by {q_str(-best)}, "
-                       f"about {float(-best):.6g})")
+            verdict = (
+                "rejected: x is in the input set, but f(x), evaluated exactly, "
+                f"satisfies no output constraint (the closest misses by {q_str(-best)}, "
+                f"about {float(-best):.6g})"
+            )
     if args.json:
         print(jsonout.dumps(out))
     else:

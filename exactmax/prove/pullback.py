@@ -47,8 +47,7 @@ def compose(prefix: Program, seg: Program) -> Program:
     return Program(prefix.dim, tuple(nodes), tuple(o + off for o in seg.outputs))
 
 
-def layer_difference_points(net: MaxoutNetwork, other, domain: Domain, differs,
-                            deadline: float):
+def layer_difference_points(net: MaxoutNetwork, other, domain: Domain, differs, deadline: float):
     """Candidate points x of the domain from ``differs`` (a LayerDiffers: layer l differs
     wherever diff != 0 on the polyhedron ``rows`` of its input space): the cell's own point
     for the first layer; then a short search of the whole models; then z3's x in the domain
@@ -60,13 +59,18 @@ def layer_difference_points(net: MaxoutNetwork, other, domain: Domain, differs,
     left = deadline - time.monotonic()
     if left > 0:
         from ..search import SearchOptions, find_counterexample
-        r = find_counterexample(net, other, domain, SearchOptions(
-            max_examples=200, max_explicit=200, time_budget_s=min(1.0, left / 4)))
+
+        r = find_counterexample(
+            net,
+            other,
+            domain,
+            SearchOptions(max_examples=200, max_explicit=200, time_budget_s=min(1.0, left / 4)),
+        )
         if r.found:
             yield r.x
     if l > 0 and differs.rows is not None and deadline > time.monotonic():
         prefix = program_of_maxout(MaxoutNetwork(net.input_dim, net.layers[:l]))
-        until = time.monotonic() + (deadline - time.monotonic()) / 3   # leave monolithic time
+        until = time.monotonic() + (deadline - time.monotonic()) / 3  # leave monolithic time
         x = _point_reaching(prefix, domain, differs.rows, differs.diff, until)
         if x is not None:
             yield x
@@ -84,6 +88,7 @@ def _point_reaching(prefix: Program, domain: Domain, rows, diff, deadline: float
 
     def value(a, c):
         return z3.Sum([rat(v) * h for v, h in zip(a, hs) if v] + [rat(c)])
+
     for r in rows:
         s.add(value(r.a, r.c) > 0 if r.strict else value(r.a, r.c) >= 0)
     s.add(value(*diff) != 0)

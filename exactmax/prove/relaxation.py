@@ -51,14 +51,14 @@ from .certify import Limits, NoCertificate
 
 GRID = 2**16
 MARGIN = 1e-7
-MAX_DEPTH = 40    # deeper: a bound that no relaxation with a margin closes; give up
-OPT_STEPS = 30    # projected Adam steps on the lower slopes of a cell the fixed slopes leave open
+MAX_DEPTH = 40  # deeper: a bound that no relaxation with a margin closes; give up
+OPT_STEPS = 30  # projected Adam steps on the lower slopes of a cell the fixed slopes leave open
 OPT_PATIENCE = 5  # ... stopped early when the last steps' gain, extrapolated, cannot close it
 OPT_LR, OPT_LR_W = 0.1, 0.05
 LOOKAHEAD = True  # split the input whose halves' fixed-slope bounds are best (else: the smear)
 INTER_STEPS = 20  # ... and, where that does not close it, on the slopes of each layer's bounds
 ALPHA_GRID = 256  # optimised slopes are rounded to multiples of 1/ALPHA_GRID, and
-W_GRID = 1024     # row weights to 1/W_GRID: dyadic, so the exact arithmetic stays short
+W_GRID = 1024  # row weights to 1/W_GRID: dyadic, so the exact arithmetic stays short
 _QA = [Q(i, ALPHA_GRID) for i in range(ALPHA_GRID + 1)]
 
 
@@ -76,8 +76,12 @@ class Layers:
             args = p.nodes[i].args
             zero = [j for j in args if _is_zero(p.nodes[j])]
             a = [j for j in args if not _is_zero(p.nodes[j])]
-            if len(args) != 2 or len(zero) != 1 or len(a) != 1 or \
-                    not isinstance(p.nodes[a[0]], Lin):
+            if (
+                len(args) != 2
+                or len(zero) != 1
+                or len(a) != 1
+                or not isinstance(p.nodes[a[0]], Lin)
+            ):
                 raise _Unsupported
             node = p.nodes[a[0]]
             reads = {layer_of.get(j, -2) for j, _ in node.terms}
@@ -97,14 +101,15 @@ class Layers:
             rows = []
             for node in nodes:
                 r = [ZERO] * (len(self.ids[k - 1]) if k else p.dim)
-                for j, w in (node.terms if k else node.x):
+                for j, w in node.terms if k else node.x:
                     r[cols[j] if k else j] += w
                 rows.append(r)
             self._add(rows, [n.c for n in nodes])
         outs = [p.nodes[o] for o in p.outputs]
         last = {i: u for u, i in enumerate(self.ids[-1])} if self.ids else {}
-        if not self.ids or any(not isinstance(n, Lin) or n.x
-                               or any(j not in last for j, _ in n.terms) for n in outs):
+        if not self.ids or any(
+            not isinstance(n, Lin) or n.x or any(j not in last for j, _ in n.terms) for n in outs
+        ):
             raise _Unsupported
         rows = []
         for n in outs:
@@ -132,6 +137,7 @@ def _is_zero(node) -> bool:
 
 
 # ------------------------------------------------------------------ floats (to choose)
+
 
 def _float_backsub(net: Layers, C, c, k, relax, lo, hi):
     """Lower bounds of C v_{k-1} + c (C over x when k == 0) on the box, and the coefficients
@@ -182,7 +188,7 @@ def _bound_grad(net: Layers, C, c, xc, relax, als, lo, hi):
     gx, gal = g, [None] * K
     for j in range(K):
         lam, (_, s, t) = lams[K - 1 - j], relax[j]
-        h = g @ net.Wf[j].T + net.bf[j]               # dB / d(coefficient of layer j's a)
+        h = g @ net.Wf[j].T + net.bf[j]  # dB / d(coefficient of layer j's a)
         gal[j] = np.maximum(lam, 0) * h
         g = np.where(lam > 0, als[j] * h, np.where(lam < 0, s * h + t, 0.0))
     return B, gal, g, gx, C
@@ -215,7 +221,7 @@ class _Adam:
             m += 0.1 * g
             v *= 0.999
             v += 0.001 * g * g
-            mh, vh = m / (1 - 0.9 ** self.n), v / (1 - 0.999 ** self.n)
+            mh, vh = m / (1 - 0.9**self.n), v / (1 - 0.999**self.n)
             out.append(lr * mh / (np.sqrt(vh) + 1e-12))
         return out
 
@@ -230,7 +236,7 @@ def _optimise(net: Layers, conj, w0, relax, bounds, lo, hi):
     Cs = np.array([r[0] for r in conj])
     cs = np.array([r[1] for r in conj])
     xs = np.array([r[2] for r in conj])
-    free = [(L < 0) & (U > 0) for L, U in bounds]     # the unstable nodes' slopes move
+    free = [(L < 0) & (U > 0) for L, U in bounds]  # the unstable nodes' slopes move
     als = [al.astype(float)[None, :] for al, _, _ in relax]
     w = w0 / w0.sum()
     opt_w = len(conj) > 1
@@ -238,8 +244,9 @@ def _optimise(net: Layers, conj, w0, relax, bounds, lo, hi):
     hist, best = [], None
 
     def evaluate(w, als):
-        B, gal, gC, gx, X = _bound_grad(net, -(w @ Cs)[None, :], -(w @ cs)[None],
-                                        -(w @ xs)[None, :], relax, als, lo, hi)
+        B, gal, gC, gx, X = _bound_grad(
+            net, -(w @ Cs)[None, :], -(w @ cs)[None], -(w @ xs)[None, :], relax, als, lo, hi
+        )
         return B[0], gal, gC[0], gx[0], X[0]
 
     for it in range(OPT_STEPS):
@@ -254,7 +261,7 @@ def _optimise(net: Layers, conj, w0, relax, bounds, lo, hi):
         if it >= 2 * OPT_PATIENCE and B < 0:
             gain = hist[-1] - hist[-1 - OPT_PATIENCE]
             if gain * (OPT_STEPS - it) / OPT_PATIENCE < -B:
-                break           # at this pace the bound will not reach zero: split instead
+                break  # at this pace the bound will not reach zero: split instead
         grads = [g * f for g, f in zip(gal, free)]
         grads.append(-(Cs @ gC + cs + xs @ gx) if opt_w else np.zeros_like(w))
         steps = adam.steps(grads, [OPT_LR] * len(als) + [OPT_LR_W])
@@ -326,6 +333,7 @@ def _out_rows(net: Layers, case: Case, d: int):
 
 # ------------------------------------------------------------------ exact (the proofs)
 
+
 class _Exact:
     """Exact back-substitution on one cell: rows are the kernel's (cell rows, then 3 per
     unstable node: v - a >= 0, v - 0 >= 0, u - v >= 0, in node order); a stable node is
@@ -334,8 +342,8 @@ class _Exact:
     def __init__(self, net: Layers, base: int, box_rows):
         """box_rows[t]: (row index, coefficient of x_t, bound) of x_t's lower and upper row."""
         self.net, self.base, self.box_rows = net, base, box_rows
-        self.relax: list = []   # per layer: (alpha, s, t, variable number or None) lists
-        self.n_vars = 0         # the unstable nodes so far: the kernel's variables
+        self.relax: list = []  # per layer: (alpha, s, t, variable number or None) lists
+        self.n_vars = 0  # the unstable nodes so far: the kernel's variables
 
     def lower(self, C: RatMatrix, c: list, k: int, xc=None, alphas=None):
         """For each row i of C v_{k-1} + c (+ xc[i] . x): (K_i, multipliers) with
@@ -353,12 +361,12 @@ class _Exact:
             grid = None if alphas is None else np.rint(alphas[j] * ALPHA_GRID).astype(int).tolist()
             new = []
             for i in range(m):
-                mi, row = mults[i], E[i * n:(i + 1) * n]
+                mi, row = mults[i], E[i * n : (i + 1) * n]
                 ga: list = al if grid is None else grid[i % len(grid)]
                 for u, v in enumerate(row):
                     if not v:
                         new.append(ZERO)
-                    elif pos[u] is None:            # v = a or v = 0 exactly: substituted
+                    elif pos[u] is None:  # v = a or v = 0 exactly: substituted
                         new.append(v if al[u] else ZERO)
                     elif v > 0:
                         r = self.base + 3 * pos[u]
@@ -407,17 +415,17 @@ class _Exact:
         for u in range(n):
             (Lx, ml), (nU, mu) = res[u], res[n + u]
             Ux = -nU
-            if Lx >= 0:       # v = a: u = A_0, no variable (kernel.property._argument)
+            if Lx >= 0:  # v = a: u = A_0, no variable (kernel.property._argument)
                 al.append(1), s.append(ONE), t.append(ZERO), pos.append(None)
                 ups.append(Upper((ONE, ZERO), ZERO, ((), _proof(ml, ONE))))
-            elif Ux <= 0:     # v = 0: u = A_1
+            elif Ux <= 0:  # v = 0: u = A_1
                 al.append(0), s.append(ZERO), t.append(ZERO), pos.append(None)
                 ups.append(Upper((ZERO, ONE), ZERO, (_proof(mu, ONE), ())))
             else:
                 pos.append(self.n_vars)
                 self.n_vars += 1
                 L, U = _down(Lx), _up(Ux)
-                su = _down(U / (U - L))     # any s in [0, 1] with t below is sound
+                su = _down(U / (U - L))  # any s in [0, 1] with t below is sound
                 tu = max(-su * L, U - su * U)
                 al.append(1 if U > -L else 0), s.append(su), t.append(tu)
                 ups.append(Upper((su, ZERO), tu, (_proof(mu, ONE - su), _proof(ml, su))))
@@ -461,6 +469,7 @@ def _arg_order(p, i) -> tuple[int, int]:
 
 # ------------------------------------------------------------------ the tree
 
+
 @dataclass(frozen=True, slots=True)
 class OpenBox:
     """A cell ``build_relaxed_tree`` handed back unsolved, its budget spent: a placeholder in
@@ -475,8 +484,9 @@ class OpenBox:
     depth: int
 
 
-def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | None = None,
-                       start: OpenBox | None = None):
+def build_relaxed_tree(
+    p, case: Case, limits: Limits, violated, budget: int | None = None, start: OpenBox | None = None
+):
     """A tree of ``Relaxed`` leaves and input splits for the case, or None when the program is
     not a layered ReLU network, the input set is not a box, or a path needs more than
     MAX_DEPTH splits (the caller falls back to ``build_case_tree``).  ``violated(x)`` is
@@ -488,7 +498,7 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
     except _Unsupported:
         return None
     d, rows0 = p.dim, domain_rows(case.inputs)
-    box = [[None, None] for _ in range(d)]    # (row index, coefficient, bound) lower, upper
+    box = [[None, None] for _ in range(d)]  # (row index, coefficient, bound) lower, upper
     for idx, r in enumerate(rows0):
         nz = [t for t, v in enumerate(r.a) if v]
         if len(nz) == 1:
@@ -505,10 +515,15 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
         rows0, box, depth0 = list(start.rows), [list(b) for b in start.box], start.depth
     swap = [_arg_order(p, i) for ids in net.ids for i in ids]
     if any(o != (0, 1) for o in swap):
-        return None     # the rows' order assumes max(a, 0); other orders: not produced here
+        return None  # the rows' order assumes max(a, 0); other orders: not produced here
     outs = _out_rows(net, case, d)
-    outs_f = [[(np.array([float(v) for v in C]), float(c), np.array([float(v) for v in xc]), st)
-               for C, c, xc, st in conj] for conj in outs]
+    outs_f = [
+        [
+            (np.array([float(v) for v in C]), float(c), np.array([float(v) for v in xc]), st)
+            for C, c, xc, st in conj
+        ]
+        for conj in outs
+    ]
     stats = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
 
@@ -522,7 +537,7 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
             best: Any = None
             for combo in _combos(len(conj)):
                 if best is not None and best[0] > MARGIN * (1 + abs(best[0])) and len(combo) > 1:
-                    break          # a single row closes it: no combination needed
+                    break  # a single row closes it: no combination needed
                 C = sum(float(w) * conj[q][0] for q, w in combo)
                 c = sum(float(w) * conj[q][1] for q, w in combo)
                 xc = sum(float(w) * conj[q][2] for q, w in combo)
@@ -533,15 +548,23 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
             if best[0] > MARGIN * (1 + abs(best[0])):
                 pick.append((best[1], None))
                 continue
-            if optimise:       # the fixed slopes leave it open: optimise them (and the weights)
+            if optimise:  # the fixed slopes leave it open: optimise them (and the weights)
                 w0 = np.zeros(len(conj))
                 for q, w in best[1]:
                     w0[q] = float(w)
                 best = _optimise(net, conj, w0, relax, bounds, lo, hi)
                 val, wr, ar, _ = best
                 if wr is not None:
-                    pick.append((tuple((q, Q(int(round(wq * W_GRID)), W_GRID))
-                                       for q, wq in enumerate(wr) if wq > 0), ar))
+                    pick.append(
+                        (
+                            tuple(
+                                (q, Q(int(round(wq * W_GRID)), W_GRID))
+                                for q, wq in enumerate(wr)
+                                if wq > 0
+                            ),
+                            ar,
+                        )
+                    )
                     continue
             if worst is None or best[0] < worst[0]:
                 worst = best
@@ -570,10 +593,10 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
         K = len(net.ids)
         relax, bounds = _float_bounds(net, lo, hi)
         inter = [None] * K
-        pick, worst = choose(relax, bounds, lo, hi, False)     # the fast path: fixed slopes
-        if worst is not None:                                  # the output's slopes
+        pick, worst = choose(relax, bounds, lo, hi, False)  # the fast path: fixed slopes
+        if worst is not None:  # the output's slopes
             pick, worst = choose(relax, bounds, lo, hi, True)
-            if worst is not None:                              # and every layer's
+            if worst is not None:  # and every layer's
                 relax, bounds, inter = _optimised_bounds(net, lo, hi)
                 pick, worst = choose(relax, bounds, lo, hi, True)
             if worst is not None:
@@ -589,10 +612,11 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
             C = [sum((w * conj[q][0][u] for q, w in combo), ZERO) for u in range(n)]
             c = sum((w * conj[q][1] for q, w in combo), ZERO)
             xc = [sum((w * conj[q][2][t] for q, w in combo), ZERO) for t in range(d)]
-            (val, m), = ex.lower(RatMatrix(1, n, [-v for v in C]), [-c], K, [[-v for v in xc]],
-                                 alphas)
+            ((val, m),) = ex.lower(
+                RatMatrix(1, n, [-v for v in C]), [-c], K, [[-v for v in xc]], alphas
+            )
             if val < 0 or (val == 0 and not any(conj[q][3] for q, _ in combo)):
-                return None, None, lo, hi    # floats were too optimistic: split
+                return None, None, lo, hi  # floats were too optimistic: split
             for q, w in combo:
                 m[n_rows + q] = w
             proofs.append(_proof(m, ONE))
@@ -618,7 +642,7 @@ def build_relaxed_tree(p, case: Case, limits: Limits, violated, budget: int | No
                 limits.progress(stats["leaves"])
             return leaf
         centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
-        violated(tuple(centre))       # raises when the centre is a counterexample
+        violated(tuple(centre))  # raises when the centre is a counterexample
         if smear is None or not smear.any():
             smear = hi - lo
         t = int(np.argmax(smear))
@@ -654,8 +678,10 @@ def layers_violate(p, case: Case, x) -> bool:
         h = np.maximum(W @ h + b, 0)
     y = net.Wf[-1] @ h + net.bf[-1]
     z = np.concatenate([X, y])
-    return any(all(float(r.c) + sum(float(a) * v for a, v in zip(r.a, z)) > -1e-9 for r in conj)
-               for conj in case.outputs)
+    return any(
+        all(float(r.c) + sum(float(a) * v for a, v in zip(r.a, z)) > -1e-9 for r in conj)
+        for conj in case.outputs
+    )
 
 
 _cache: dict = {}

@@ -19,7 +19,6 @@ from ..kernel.polyhedron import Polyhedron
 from ..kernel.program import Lin, Max, Program
 from ..kernel.rational import Q, Z
 
-
 Z3_NUMERAL_S_PER_DIGIT2 = 2e-9
 """z3 reads a numeral's decimal text in quadratic time: about 1 s for 5 x 10^4 digits, 5.5 s
 for 10^5 (measured on an idle core), in one C call that cannot be interrupted; times 3 for a
@@ -36,7 +35,7 @@ def max_bits(*groups) -> int:
     top = 0
     for g in groups:
         for v in g:
-            for q in (v if isinstance(v, (tuple, list)) else (v,)):
+            for q in v if isinstance(v, (tuple, list)) else (v,):
                 top = max(top, q.p.bit_length(), q.q.bit_length())
     return top
 
@@ -47,8 +46,9 @@ def affordable_check(bits: int) -> None:
     a check is not started when it would end past the limit."""
     if bits > 10000:
         digits = 0.30103 * bits
-        interruption.affordable(Z3_CHECK_S_PER_DIGIT2 * digits ** 2,
-                                f"a z3 check on numbers of {digits:,.0f} digits")
+        interruption.affordable(
+            Z3_CHECK_S_PER_DIGIT2 * digits**2, f"a z3 check on numbers of {digits:,.0f} digits"
+        )
 
 
 def rat(v: Q) -> z3.ArithRef:
@@ -58,8 +58,9 @@ def rat(v: Q) -> z3.ArithRef:
     bits = max(v.p.bit_length(), v.q.bit_length())
     if bits > 10000:
         digits = 0.30103 * bits
-        interruption.affordable(Z3_NUMERAL_S_PER_DIGIT2 * digits ** 2,
-                                f"z3 reading a number of {digits:,.0f} digits")
+        interruption.affordable(
+            Z3_NUMERAL_S_PER_DIGIT2 * digits**2, f"z3 reading a number of {digits:,.0f} digits"
+        )
     return z3.RealVal(f"{v.p}/{v.q}")
 
 
@@ -96,8 +97,10 @@ def encode_program(p: Program, xs: list, tag: str) -> tuple[list, list]:
 
 
 def domain_constraints(P: Polyhedron, xs: list) -> list:
-    return [z3.Sum([rat(a) * x for a, x in zip(row, xs)] + [z3.RealVal(0)]) <= rat(c)
-            for row, c in zip(P.A, P.b)]
+    return [
+        z3.Sum([rat(a) * x for a, x in zip(row, xs)] + [z3.RealVal(0)]) <= rat(c)
+        for row, c in zip(P.A, P.b)
+    ]
 
 
 def find_difference(f: Program, g: Program, P: Polyhedron, timeout_s: float):

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import interruption
-from .floatlp import unknown_beyond_floats
 from ..kernel.certificate import Choice, Empty, Split, TieProof, domain_rows
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
@@ -44,23 +43,25 @@ from ..kernel.program import (
 from ..kernel.rational import ONE, Q
 from ..kernel.transformer import evaluate_transformer
 from .certify import Limits, NoCertificate
+from .floatlp import unknown_beyond_floats
 from .property import Violated, build_case_tree
 
 
 @dataclass
 class Answer:
-    verdict: str                          # "proved", "refuted" or "unknown"
-    x: tuple | None = None                # refuted: the exact point
-    outputs: tuple | None = None          # refuted: (A(x), B(x)), evaluated by the kernel
-    gap: Q | None = None                  # epsilon: max_o |A_o(x) - B_o(x)| at x
-    output: int | None = None             # epsilon: an o where that gap is reached
-    argmax: tuple | None = None           # top-1: (argmax A(x), argmax B(x)) at x
-    tree: object = None                   # proved: the tree the kernel accepted
+    verdict: str  # "proved", "refuted" or "unknown"
+    x: tuple | None = None  # refuted: the exact point
+    outputs: tuple | None = None  # refuted: (A(x), B(x)), evaluated by the kernel
+    gap: Q | None = None  # epsilon: max_o |A_o(x) - B_o(x)| at x
+    output: int | None = None  # epsilon: an o where that gap is reached
+    argmax: tuple | None = None  # top-1: (argmax A(x), argmax B(x)) at x
+    tree: object = None  # proved: the tree the kernel accepted
     reason: str | None = None
     stats: dict = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------- exact facts
+
 
 def evaluate(model, x) -> tuple:
     """The model's output at x, by the kernel's evaluator of its kind."""
@@ -94,20 +95,25 @@ def refutes(a, b, x, epsilon: Q | None) -> Answer | None:
 
 # ----------------------------------------------------------------------- the programs
 
+
 def programs(a, b) -> tuple[Program, Program]:
     """(the pair program x -> (A(x), B(x)) the kernel checks against, the same with every
     hardmax node whose scores are its values written as a Max node, for the tree builder).
     Raises NoCertificate for any other hardmax node."""
-    f, g = (program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
-            for m in (a, b))
+    f, g = (
+        program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
+        for m in (a, b)
+    )
     p = program_of_pair(f, g)
     nodes = []
     for i, n in enumerate(p.nodes):
         if isinstance(n, Hardmax):
             if not all(s == v for s, v in n.pairs):
-                raise NoCertificate(f"node {i}: an attention head whose scores are not its "
-                                    "values (only the max-like heads of compiled Transformers "
-                                    "are supported here)")
+                raise NoCertificate(
+                    f"node {i}: an attention head whose scores are not its "
+                    "values (only the max-like heads of compiled Transformers "
+                    "are supported here)"
+                )
             n = Max(tuple(v for _, v in n.pairs))
         nodes.append(n)
     return p, Program(p.dim, tuple(nodes), p.outputs)
@@ -117,11 +123,11 @@ def restate(p: Program, tree, first_rows: int):
     """The tree with every choice of a hardmax node of p restated as a Hardmax choice (see
     the module's docstring); ``first_rows``: the domain's rows (a node at depth t has
     first_rows + t rows)."""
+
     def choice(side, index, ch: Choice, rows: int):
         if not isinstance(p.nodes[index], Hardmax):
             return side, index, ch
-        proofs = tuple(None if pr is None else TieProof(pr, ((rows, ONE),), pr)
-                       for pr in ch.proofs)
+        proofs = tuple(None if pr is None else TieProof(pr, ((rows, ONE),), pr) for pr in ch.proofs)
         return side, index, Choice(ch.k, proofs)
 
     def walk(t, rows):
@@ -130,7 +136,7 @@ def restate(p: Program, tree, first_rows: int):
         chs = tuple(choice(*c, rows) for c in t.choices)
         if isinstance(t, Split):
             return Split(t.a, t.c, walk(t.ge, rows + 1), walk(t.lt, rows + 1), chs)
-        return dataclasses.replace(t, choices=chs)   # a leaf: Excluded (or any with choices)
+        return dataclasses.replace(t, choices=chs)  # a leaf: Excluded (or any with choices)
 
     if not any(isinstance(n, Hardmax) for n in p.nodes):
         return tree
@@ -138,6 +144,7 @@ def restate(p: Program, tree, first_rows: int):
 
 
 # ----------------------------------------------------------------------- the search
+
 
 class FloatProgram:
     """A program of Lin and Max nodes in float64 over a batch of points (the search only:
@@ -178,8 +185,20 @@ def _scores(conjs, X, Y) -> np.ndarray:
     return best
 
 
-def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, seed: int = 0,
-           samples: int = 2000, rounds: int = 60, starts=None, scale0: float = 0.5):
+def search(
+    a,
+    b,
+    fp: FloatProgram,
+    case,
+    box: Box,
+    epsilon,
+    deadline: float,
+    seed: int = 0,
+    samples: int = 2000,
+    rounds: int = 60,
+    starts=None,
+    scale0: float = 0.5,
+):
     """(a refuted Answer or None, stats, the largest exact gap seen and its point).  From the
     centre, the vertices and random points, or from ``starts`` and random points near them;
     the local search's steps start at ``scale0`` times the box's sides."""
@@ -193,13 +212,14 @@ def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, see
     if starts is None:
         pts = [(lo + hi) / 2]
         if d <= 12:
-            corners = ((np.arange(2 ** d)[:, None] >> np.arange(d)) & 1).astype(float)
+            corners = ((np.arange(2**d)[:, None] >> np.arange(d)) & 1).astype(float)
             pts += list(lo + corners * (hi - lo))
         X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
     else:
         S = np.array(starts, dtype=float)
-        near = S[rng.integers(0, len(S), samples)] + rng.normal(size=(samples, d)) * (hi - lo) \
-            * scale0
+        near = (
+            S[rng.integers(0, len(S), samples)] + rng.normal(size=(samples, d)) * (hi - lo) * scale0
+        )
         X = np.vstack([S, np.clip(near, lo, hi)])
     for r in range(rounds):
         if time.monotonic() > deadline:
@@ -209,8 +229,10 @@ def search(a, b, fp: FloatProgram, case, box: Box, epsilon, deadline: float, see
         stats["points"] += len(X)
         order = np.argsort(-m)[:20]
         for i in order[:3]:
-            x = tuple(min(max(Q(*float(v).as_integer_ratio()), lo_), hi_)
-                      for v, lo_, hi_ in zip(X[i], box.lower, box.upper))
+            x = tuple(
+                min(max(Q(*float(v).as_integer_ratio()), lo_), hi_)
+                for v, lo_, hi_ in zip(X[i], box.lower, box.upper)
+            )
             stats["exact_checks"] += 1
             ans = refutes(a, b, x, epsilon)
             if ans is None:
@@ -234,9 +256,19 @@ def polish(a, b, fp: FloatProgram, P, n: int, box: Box, found: Answer, deadline:
     ``found.x`` (repeated while it finds one): the largest gap is what a user bisecting on
     epsilon wants to learn.  ``found`` itself when none is found."""
     while time.monotonic() < deadline:
-        better, _, _ = search(a, b, fp, pair_case(P, n, found.gap), box, found.gap, deadline,
-                              samples=400, rounds=20, starts=[[float(v) for v in found.x]],
-                              scale0=1 / 64)
+        better, _, _ = search(
+            a,
+            b,
+            fp,
+            pair_case(P, n, found.gap),
+            box,
+            found.gap,
+            deadline,
+            samples=400,
+            rounds=20,
+            starts=[[float(v) for v in found.x]],
+            scale0=1 / 64,
+        )
         if better is None:
             break
         found = better
@@ -245,10 +277,19 @@ def polish(a, b, fp: FloatProgram, P, n: int, box: Box, found: Answer, deadline:
 
 # ----------------------------------------------------------------------- deciding
 
+
 @unknown_beyond_floats(Answer)
-def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
-                     max_leaves: int = 20000, run_search: bool = True,
-                     progress=None, build=None) -> Answer:
+def decide_tolerance(
+    a,
+    b,
+    dom,
+    epsilon: Q | None,
+    timeout_s: float = 60.0,
+    max_leaves: int = 20000,
+    run_search: bool = True,
+    progress=None,
+    build=None,
+) -> Answer:
     """proved (a tree the kernel accepted) / refuted (an exact point, re-evaluated) / unknown
     for |A - B|_inf <= epsilon on dom, or (epsilon None) the same arg max sets.  ``build``
     makes the pair program's tree (default ``build_tree``, in this process; ``parallel``
@@ -267,12 +308,19 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
     case = pair_case(P, len(p.outputs) // 2, epsilon)
     box = dom if isinstance(dom, Box) else None
     fp = FloatProgram(q) if box is not None else None
-    better = (lambda ans: ans) if epsilon is None or box is None else \
-        (lambda ans: polish(a, b, fp, P, len(p.outputs) // 2, box, ans,
-                            min(deadline, time.monotonic() + 2.0)))
+    better = (
+        (lambda ans: ans)
+        if epsilon is None or box is None
+        else (
+            lambda ans: polish(
+                a, b, fp, P, len(p.outputs) // 2, box, ans, min(deadline, time.monotonic() + 2.0)
+            )
+        )
+    )
     if run_search and box is not None:
-        found, s, best = search(a, b, fp, case, box, epsilon,
-                                min(deadline, start + max(1.0, timeout_s / 4)))
+        found, s, best = search(
+            a, b, fp, case, box, epsilon, min(deadline, start + max(1.0, timeout_s / 4))
+        )
         stats["search"] = s
         if best[0] is not None:
             stats["largest_gap_seen"] = best[0]
@@ -280,6 +328,7 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
             found = better(found)
             found.stats = stats | {"found_by": "search"}
             return found
+
     def confirm(x):
         return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
 
@@ -296,9 +345,8 @@ def decide_tolerance(a, b, dom, epsilon: Q | None, timeout_s: float = 60.0,
         t0 = time.monotonic()
         stats["leaves_checked"] = check_pair_property(a, b, dom, epsilon, tree)
         stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
-    except CheckFailed as e:   # a producer bug: never trusted, reported
-        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})",
-                      stats=stats)
+    except CheckFailed as e:  # a producer bug: never trusted, reported
+        return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)
     return Answer("proved", tree=tree, stats=stats)
 
 
@@ -312,8 +360,14 @@ def build_tree(q, case, box, deadline, confirm, max_leaves, progress):
         found = confirm(e.x)
         if found is not None:
             return "point", found, {}
-        return "unknown", ("a cell reaches a forbidden output, but the point z3 gave was not "
-                           "confirmed by the kernel"), {}
+        return (
+            "unknown",
+            (
+                "a cell reaches a forbidden output, but the point z3 gave was not "
+                "confirmed by the kernel"
+            ),
+            {},
+        )
     except NoCertificate as e:
         return "unknown", str(e), {}
     return "tree", tree, {"leaves": s["leaves"], "splits": s["splits"]}

@@ -19,6 +19,7 @@ from .command import about_line, answer_vacuous, certificate_not_written, claim_
 def tolerance_of(args):
     """epsilon (exact, >= 0) or None for --top1, from the command line."""
     from ..io.numbers import NumberSyntaxError, parse_rational
+
     if args.top1 and args.epsilon is not None:
         raise UsageError("--epsilon and --top1 ask different questions; give one")
     if args.norm is not None and args.epsilon is None:
@@ -30,8 +31,9 @@ def tolerance_of(args):
     try:
         e = parse_rational(args.epsilon)
     except NumberSyntaxError as err:
-        raise UsageError(f"--epsilon: expected an exact number (\"1/100\", \"0.01\"), got "
-                         f"{args.epsilon!r}: {err}") from None
+        raise UsageError(
+            f'--epsilon: expected an exact number ("1/100", "0.01"), got {args.epsilon!r}: {err}'
+        ) from None
     if e < 0:
         raise UsageError(f"--epsilon: expected a number >= 0, got {args.epsilon}")
     return e
@@ -46,13 +48,15 @@ def _statement(epsilon, names) -> str:
 def run_tolerance(args, a, b, names, started: float) -> int:
     """``equiv A B --epsilon E`` / ``--top1`` of two loaded models."""
     from .parallel import decide_tolerance_split, workers_of
+
     epsilon = tolerance_of(args)
     dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
     if dom is None:
         raise UsageError("no domain: give one with --domain FILE or in the first model")
     if a.input_dim != b.input_dim:
-        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
-                         f"{b.input_dim}")
+        raise UsageError(
+            f"{names[0]} has input dimension {a.input_dim} but {names[1]} has {b.input_dim}"
+        )
     if a.out_dim != b.out_dim:
         raise UsageError(f"{names[0]} has {a.out_dim} outputs but {names[1]} has {b.out_dim}")
     if dom.dim != a.input_dim:
@@ -67,34 +71,58 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         return proved
     with workers_of(args) as executor:
         left = max(args.timeout - (time.monotonic() - started), 0.1)
-        v = decide_tolerance_split(a, b, dom, epsilon, left, args.max_leaves,
-                                   not args.no_search, executor, args.split_depth,
-                                  args.unit_cells, shown(args))
+        v = decide_tolerance_split(
+            a,
+            b,
+            dom,
+            epsilon,
+            left,
+            args.max_leaves,
+            not args.no_search,
+            executor,
+            args.split_depth,
+            args.unit_cells,
+            shown(args),
+        )
     cert_error = None
     if args.cert and v.verdict == "proved":
         from ..io import write_json_atomic
         from ..io.pair_certificate import pair_certificate_to_json
+
         try:
-            write_json_atomic(args.cert, pair_certificate_to_json(
-                a, b, dom, epsilon, v.tree, {k: v.stats[k] for k in ("leaves", "splits")}),
-                compact=True)
+            write_json_atomic(
+                args.cert,
+                pair_certificate_to_json(
+                    a, b, dom, epsilon, v.tree, {k: v.stats[k] for k in ("leaves", "splits")}
+                ),
+                compact=True,
+            )
         except InputError as e:
             cert_error = str(e)
-    stats = {k: (q_str(val) if k == "largest_gap_seen" else val)
-             for k, val in v.stats.items()}
-    out = {"verdict": v.verdict, "trust": "kernel-checked" if v.verdict == "proved" else None,
-           "reason": v.reason, "time_s": round(time.monotonic() - started, 3),
-           "property": {"kind": "top1"} if epsilon is None else
-           {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
-           "counterexample": None, "stats": stats,
-           "certificate": args.cert if args.cert and v.verdict == "proved" and
-           cert_error is None else None, "about": about}
+    stats = {k: (q_str(val) if k == "largest_gap_seen" else val) for k, val in v.stats.items()}
+    out = {
+        "verdict": v.verdict,
+        "trust": "kernel-checked" if v.verdict == "proved" else None,
+        "reason": v.reason,
+        "time_s": round(time.monotonic() - started, 3),
+        "property": {"kind": "top1"}
+        if epsilon is None
+        else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
+        "counterexample": None,
+        "stats": stats,
+        "certificate": args.cert
+        if args.cert and v.verdict == "proved" and cert_error is None
+        else None,
+        "about": about,
+    }
     if cert_error is not None:
         out["certificate_error"] = cert_error
     if v.verdict == "refuted":
-        ce = {"x": [q_str(t) for t in v.x],
-              "outputs": {n: [q_str(t) for t in y] for n, y in zip(names, v.outputs)},
-              "found_by": v.stats.get("found_by")}
+        ce = {
+            "x": [q_str(t) for t in v.x],
+            "outputs": {n: [q_str(t) for t in y] for n, y in zip(names, v.outputs)},
+            "found_by": v.stats.get("found_by"),
+        }
         if epsilon is None:
             ce["argmax"] = {n: list(s) for n, s in zip(names, v.argmax)}
             ce["ties"] = any(len(s) > 1 for s in v.argmax)
@@ -104,20 +132,27 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":
-        print(f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
-              f"the domain; {v.stats.get('leaves_checked')} cells, {out['time_s']:.2f} s"
-              + (f"; certificate written to {args.cert}" if out["certificate"] else ""))
+        print(
+            f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
+            f"the domain; {v.stats.get('leaves_checked')} cells, {out['time_s']:.2f} s"
+            + (f"; certificate written to {args.cert}" if out["certificate"] else "")
+        )
     elif v.verdict == "refuted":
         ce = out["counterexample"]
         if epsilon is None:
-            sets = ", ".join(f"argmax {n} = {{{', '.join(map(str, s))}}}"
-                             for n, s in zip(names, v.argmax))
-            print(f"refuted: the arg max sets differ at a point of the domain (evaluated by "
-                  f"the kernel{'; a tie' if ce['ties'] else ''}): {sets}")
+            sets = ", ".join(
+                f"argmax {n} = {{{', '.join(map(str, s))}}}" for n, s in zip(names, v.argmax)
+            )
+            print(
+                f"refuted: the arg max sets differ at a point of the domain (evaluated by "
+                f"the kernel{'; a tie' if ce['ties'] else ''}): {sets}"
+            )
         else:
-            print(f"refuted: |{names[0]}(x) - {names[1]}(x)|_inf = {ce['gap']} (about "
-                  f"{float(v.gap):.6g}) > {q_str(epsilon)} at a point of the domain, in "
-                  f"output {v.output} (evaluated by the kernel)")
+            print(
+                f"refuted: |{names[0]}(x) - {names[1]}(x)|_inf = {ce['gap']} (about "
+                f"{float(v.gap):.6g}) > {q_str(epsilon)} at a point of the domain, in "
+                f"output {v.output} (evaluated by the kernel)"
+            )
         print("  x = (" + ", ".join(ce["x"]) + ")")
         for n in names:
             print(f"  {n}: (" + ", ".join(ce["outputs"][n]) + ")")
@@ -137,8 +172,10 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
     for unrelated networks)."""
     from ..kernel.maxout import MaxoutNetwork
     from .verify import verify_by_correspondence
-    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)) or \
-            len(a.layers) != len(b.layers):
+
+    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)) or len(a.layers) != len(
+        b.layers
+    ):
         return None
     v = verify_by_correspondence(a, b)
     if v is None:
@@ -147,29 +184,45 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
     if args.cert:
         from ..io import write_json_atomic
         from ..io.certificates import certificate_to_json
+
         try:
-            write_json_atomic(args.cert, certificate_to_json(a, b, dom, v.certificate,
-                                                             {"strategy": "correspondence"}),
-                              compact=True)
+            write_json_atomic(
+                args.cert,
+                certificate_to_json(a, b, dom, v.certificate, {"strategy": "correspondence"}),
+                compact=True,
+            )
         except InputError as e:
             cert_error = str(e)
     t = round(time.monotonic() - started, 3)
     units = v.stats.get("leaves_checked")
     if args.json:
-        print(jsonout.dumps({
-            "verdict": "proved", "trust": "kernel-checked", "reason": None, "time_s": t,
-            "property": {"kind": "top1"} if epsilon is None else
-            {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
-            "counterexample": None, "stats": {"strategy": "correspondence", "units": units},
-            "certificate_kind": "correspondence", "everywhere": True,
-            "certificate": args.cert if args.cert and cert_error is None else None,
-            "about": about} | ({"certificate_error": cert_error} if cert_error else {})))
+        print(
+            jsonout.dumps(
+                {
+                    "verdict": "proved",
+                    "trust": "kernel-checked",
+                    "reason": None,
+                    "time_s": t,
+                    "property": {"kind": "top1"}
+                    if epsilon is None
+                    else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
+                    "counterexample": None,
+                    "stats": {"strategy": "correspondence", "units": units},
+                    "certificate_kind": "correspondence",
+                    "everywhere": True,
+                    "certificate": args.cert if args.cert and cert_error is None else None,
+                    "about": about,
+                }
+                | ({"certificate_error": cert_error} if cert_error else {})
+            )
+        )
     else:
-        print(f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
-              f"the domain, since {names[0]} = {names[1]} on all of Q^{a.input_dim} (a layer "
-              f"correspondence of {units} units), {t:.2f} s"
-              + (f"; certificate written to {args.cert}" if args.cert and cert_error is None
-                 else ""))
+        print(
+            f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
+            f"the domain, since {names[0]} = {names[1]} on all of Q^{a.input_dim} (a layer "
+            f"correspondence of {units} units), {t:.2f} s"
+            + (f"; certificate written to {args.cert}" if args.cert and cert_error is None else "")
+        )
         print("  " + about_line(about))
     if cert_error is not None:
         return certificate_not_written(cert_error)
@@ -186,31 +239,46 @@ def check_pair_cert(args) -> int:
     from ..kernel.errors import CheckFailed
     from ..kernel.pair import check_pair_property
     from ..kernel.program import Unsupported
+
     a, b, dom, epsilon, tree, hashes = load_pair_certificate(args.cert)
     for path, key in zip(args.models or (), ("a", "b")):
         if content_hash(model_to_json(load_model(path))) != hashes[key]:
-            print(f"rejected: {path} is not the model the certificate speaks about (its "
-                  "content hash differs)")
+            print(
+                f"rejected: {path} is not the model the certificate speaks about (its "
+                "content hash differs)"
+            )
             return EXIT_REFUTED
-    if args.domain and content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) \
-            != hashes["domain"]:
-        print(f"rejected: {args.domain} is not the domain the certificate speaks about (its "
-              "content hash differs)")
+    if (
+        args.domain
+        and content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != hashes["domain"]
+    ):
+        print(
+            f"rejected: {args.domain} is not the domain the certificate speaks about (its "
+            "content hash differs)"
+        )
         return EXIT_REFUTED
     t0 = time.monotonic()
     try:
         leaves = check_pair_property(a, b, dom, epsilon, tree)
     except (CheckFailed, Unsupported) as e:
-        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else
-              f"rejected: {e}")
+        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else f"rejected: {e}")
         return EXIT_REFUTED
     about, facts = claim_about(a, b, dom)
     if facts.empty:
         return answer_vacuous(args, about)
     if args.json:
-        print(jsonout.dumps({"valid": True, "claim": claim(epsilon), "leaves": leaves,
-                             "sha256": hashes, "about": about,
-                             "time_s": round(time.monotonic() - t0, 3)}))
+        print(
+            jsonout.dumps(
+                {
+                    "valid": True,
+                    "claim": claim(epsilon),
+                    "leaves": leaves,
+                    "sha256": hashes,
+                    "about": about,
+                    "time_s": round(time.monotonic() - t0, 3),
+                }
+            )
+        )
     else:
         print(f"valid: the kernel checked {leaves} cells; {claim(epsilon)}")
         print("  " + about_line(about))

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from .. import interruption
 from ..kernel.certificate import Tree, check_equal_on_domain
 from ..kernel.errors import CheckFailed
+from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
-from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
 from ..kernel.transformer import Transformer, evaluate_transformer
 from .certify import CounterexampleFound, Limits, NoCertificate, build_certificate
 from .layerwise import LayerDiffers, build_layerwise
@@ -42,32 +42,38 @@ from .smt import find_difference
 class VerifyOptions:
     timeout_s: float = 60.0
     max_leaves: int = 20000
-    strategy: str = "auto"          # "auto", "layerwise" or "monolithic"
+    strategy: str = "auto"  # "auto", "layerwise" or "monolithic"
     certificate_kind: str = "auto"  # "auto", "equivalence" or "pair-property" (see _verify)
-    correspondence: bool = True     # try a layer correspondence first (kind and strategy auto)
+    correspondence: bool = True  # try a layer correspondence first (kind and strategy auto)
     progress: object = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    verdict: str                    # "proved", "refuted" or "unknown"
-    trust: str | None = None        # "kernel-checked" or "solver-only" (proved only)
+    verdict: str  # "proved", "refuted" or "unknown"
+    trust: str | None = None  # "kernel-checked" or "solver-only" (proved only)
     x: tuple[Q, ...] | None = None  # the counterexample (refuted only)
-    outputs: tuple | None = None    # (A(x), B(x)) evaluated by the kernel
+    outputs: tuple | None = None  # (A(x), B(x)) evaluated by the kernel
     reason: str | None = None
     certificate: Tree | LayerwiseCertificate | None = None
     stats: dict = field(default_factory=dict)
 
 
 def program_of(model) -> Program:
-    return program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
-        program_of_transformer(model)
+    return (
+        program_of_maxout(model)
+        if isinstance(model, MaxoutNetwork)
+        else program_of_transformer(model)
+    )
 
 
 def evaluate(model, x):
     """The kernel's exact, definitional evaluation of either kind of model."""
-    return evaluate_maxout(model, x) if isinstance(model, MaxoutNetwork) else \
-        evaluate_transformer(model, x)
+    return (
+        evaluate_maxout(model, x)
+        if isinstance(model, MaxoutNetwork)
+        else evaluate_transformer(model, x)
+    )
 
 
 def refute(a, b, domain: Domain, x) -> Verdict | None:
@@ -96,6 +102,7 @@ def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
     """Proved, with a layer correspondence the kernel accepted (A = B on all of Q^d, so on
     every domain), or None (the reason in ``stats["correspondence_failed"]``)."""
     from .correspondence import NoCorrespondence, find_correspondence
+
     stats = {} if stats is None else stats
     t0 = time.monotonic()
     try:
@@ -105,8 +112,11 @@ def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
         return None
     finally:
         stats["correspondence_s"] = round(time.monotonic() - t0, 4)
-    stats.update(strategy="correspondence", certificate_kind="correspondence",
-                 leaves_checked=sum(l.width for l in a.layers))
+    stats.update(
+        strategy="correspondence",
+        certificate_kind="correspondence",
+        leaves_checked=sum(l.width for l in a.layers),
+    )
     return Verdict("proved", "kernel-checked", certificate=cert, stats=dict(stats))
 
 
@@ -115,9 +125,11 @@ def correspondence_first(a, b, certificate_kind: str = "auto", strategy: str = "
     equiv)?  For two Maxout networks, kind and strategy auto, where no layerwise certificate
     comes first: different widths, or one layer each (``_pair_first``).  It takes
     milliseconds, and a proof means there is no counterexample to search for."""
-    return certificate_kind == strategy == "auto" and all(
-        isinstance(m, MaxoutNetwork) for m in (a, b)) and (
-        a.widths != b.widths or len(a.layers) == len(b.layers) == 1)
+    return (
+        certificate_kind == strategy == "auto"
+        and all(isinstance(m, MaxoutNetwork) for m in (a, b))
+        and (a.widths != b.widths or len(a.layers) == len(b.layers) == 1)
+    )
 
 
 def _pair_first(a, b, options: VerifyOptions) -> bool:
@@ -126,11 +138,13 @@ def _pair_first(a, b, options: VerifyOptions) -> bool:
     with exact LPs (measured 3-5x slower on issue #21's suite), so the pair route goes
     first."""
     return options.certificate_kind == "auto" and all(
-        isinstance(m, MaxoutNetwork) and len(m.layers) == 1 for m in (a, b))
+        isinstance(m, MaxoutNetwork) and len(m.layers) == 1 for m in (a, b)
+    )
 
 
-def _verify_pair(a, b, domain: Domain, options: VerifyOptions, deadline: float,
-                 stats: dict) -> Verdict | None:
+def _verify_pair(
+    a, b, domain: Domain, options: VerifyOptions, deadline: float, stats: dict
+) -> Verdict | None:
     """A = B on the domain as the property of the pair program x -> (A(x), B(x)) with the
     forbidden outputs a_o - b_o > 0 or b_o - a_o > 0 (``tolerance.decide_tolerance`` with
     epsilon 0, checked by ``kernel/pair.check_pair_property``): proved with that tree as the
@@ -142,23 +156,40 @@ def _verify_pair(a, b, domain: Domain, options: VerifyOptions, deadline: float,
     cell's LP is solved in floats and made exact (measured 2-4x faster on issue #21's
     suite, with the same cells)."""
     from .tolerance import decide_tolerance
+
     left = deadline - time.monotonic()
     if left <= 0:
         stats["pair_failed"] = "no time left"
         return None
     try:
-        ans = decide_tolerance(a, b, domain, Q(0), timeout_s=left,
-                               max_leaves=options.max_leaves, run_search=False,
-                               progress=options.progress)
-    except interruption.TimeLimit:    # the command's limit, reached inside the pair route:
+        ans = decide_tolerance(
+            a,
+            b,
+            domain,
+            Q(0),
+            timeout_s=left,
+            max_leaves=options.max_leaves,
+            run_search=False,
+            progress=options.progress,
+        )
+    except interruption.TimeLimit:  # the command's limit, reached inside the pair route:
         stats["pair_failed"] = "the time limit was reached"  # answer with what is known
         return None
-    s = {"strategy": "pair", **{k: v for k, v in ans.stats.items()
-                                if k in ("leaves", "splits", "leaves_checked",
-                                         "kernel_check_s", "program_nodes")}}
+    s = {
+        "strategy": "pair",
+        **{
+            k: v
+            for k, v in ans.stats.items()
+            if k in ("leaves", "splits", "leaves_checked", "kernel_check_s", "program_nodes")
+        },
+    }
     if ans.verdict == "proved":
-        return Verdict("proved", "kernel-checked", certificate=ans.tree,
-                       stats=stats | s | {"certificate_kind": "pair-property"})
+        return Verdict(
+            "proved",
+            "kernel-checked",
+            certificate=ans.tree,
+            stats=stats | s | {"certificate_kind": "pair-property"},
+        )
     if ans.verdict == "refuted":
         v = refute(a, b, domain, ans.x)
         if v is not None:
@@ -174,10 +205,16 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
     stats: dict = {}
     why = None
     limits = Limits(deadline, options.max_leaves, options.progress)
-    if (options.strategy == "layerwise" or options.strategy == "auto" and not _pair_first(
-            a, b, options)) and \
-            options.certificate_kind != "pair-property" and isinstance(a, MaxoutNetwork) and \
-            isinstance(b, (Transformer, MaxoutNetwork)):
+    if (
+        (
+            options.strategy == "layerwise"
+            or options.strategy == "auto"
+            and not _pair_first(a, b, options)
+        )
+        and options.certificate_kind != "pair-property"
+        and isinstance(a, MaxoutNetwork)
+        and isinstance(b, (Transformer, MaxoutNetwork))
+    ):
         s: dict = {}
         try:
             cert, s = build_layerwise(a, b, domain, limits, s)
@@ -194,8 +231,12 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
             for x in layer_difference_points(a, b, domain, e, deadline):
                 v = refute(a, b, domain, x)
                 if v is not None:
-                    return Verdict(v.verdict, x=v.x, outputs=v.outputs, stats={
-                        "strategy": "layerwise", "differs_in_layer": e.layer + 1})
+                    return Verdict(
+                        v.verdict,
+                        x=v.x,
+                        outputs=v.outputs,
+                        stats={"strategy": "layerwise", "differs_in_layer": e.layer + 1},
+                    )
             why += " (no point of the domain where the models differ was found from it)"
         except NoCertificate as e:
             why = f"layerwise: {e}"
@@ -204,23 +245,29 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
         stats = {"layerwise_failed": why, "layers": s.get("layers", [])}
     if options.strategy == "layerwise" and why is None:
         why = "layerwise needs a Maxout network first"
-    if options.correspondence and options.strategy == "auto" and \
-            options.certificate_kind == "auto" and isinstance(a, MaxoutNetwork) and \
-            isinstance(b, MaxoutNetwork):
+    if (
+        options.correspondence
+        and options.strategy == "auto"
+        and options.certificate_kind == "auto"
+        and isinstance(a, MaxoutNetwork)
+        and isinstance(b, MaxoutNetwork)
+    ):
         v = verify_by_correspondence(a, b, stats)
         if v is not None:
             return v
     if options.strategy != "layerwise" and (
-            options.certificate_kind == "pair-property" or
-            (options.certificate_kind == "auto" and options.strategy == "auto")):
+        options.certificate_kind == "pair-property"
+        or (options.certificate_kind == "auto" and options.strategy == "auto")
+    ):
         v = _verify_pair(a, b, domain, options, deadline, stats)
         if v is not None:
             return v
         why = (why + "; " if why else "") + f"pair: {stats.pop('pair_failed')}"
         if deadline - time.monotonic() <= 0:
-            return Verdict("unknown", reason=f"timeout: the time limit was reached ({why})",
-                           stats=stats)
-        if options.certificate_kind == "pair-property":   # no other kind was asked for
+            return Verdict(
+                "unknown", reason=f"timeout: the time limit was reached ({why})", stats=stats
+            )
+        if options.certificate_kind == "pair-property":  # no other kind was asked for
             return Verdict("unknown", reason=why, stats=stats)
     try:
         pa, pb = program_of(a), program_of(b)
@@ -248,8 +295,9 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
         why = (why + "; " if why else "") + f"the kernel rejected the certificate ({e})"
     left = deadline - time.monotonic()
     if left <= 0:
-        return Verdict("unknown", reason=f"timeout: the time limit was reached ({why})",
-                       stats=stats)
+        return Verdict(
+            "unknown", reason=f"timeout: the time limit was reached ({why})", stats=stats
+        )
     status, x = find_difference(pa, pb, P, left)
     if status == "sat":
         v = refute(a, b, domain, x)
@@ -257,7 +305,9 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
             return Verdict(v.verdict, x=v.x, outputs=v.outputs, stats=stats)
         return Verdict("unknown", reason="z3's model was not confirmed by the kernel", stats=stats)
     if status == "unsat":
-        return Verdict("proved", "solver-only", reason=f"proved by z3, no certificate: {why}",
-                       stats=stats)
-    return Verdict("unknown", reason=f"z3: {x} (within the time limit); no certificate: "
-                   f"{why}", stats=stats)
+        return Verdict(
+            "proved", "solver-only", reason=f"proved by z3, no certificate: {why}", stats=stats
+        )
+    return Verdict(
+        "unknown", reason=f"z3: {x} (within the time limit); no certificate: {why}", stats=stats
+    )

@@ -28,8 +28,10 @@ from ..kernel.regions import Region
 
 FORMAT = "exactmax/region-certificate"
 COUNTS = ("activation_regions", "linear_regions", "cells", "distinct_maps", "merge_components")
-CLAIM = ("the leaves partition the domain into cells with non-empty interior, on each of "
-         "which the model is affine with the stated map")
+CLAIM = (
+    "the leaves partition the domain into cells with non-empty interior, on each of "
+    "which the model is affine with the stated map"
+)
 
 
 def _vec(v) -> list[str]:
@@ -38,13 +40,21 @@ def _vec(v) -> list[str]:
 
 def tree_to_json(tree) -> dict:
     """Iterative (deep trees do not hit the recursion limit)."""
+
     def node(t):
         if isinstance(t, Region):
-            return {"region": {"choices": [_choice(*c) for c in t.choices],
-                               "W": [_vec(r) for r in t.W], "b": _vec(t.b),
-                               "point": _vec(t.point)}}
-        return {"split": {"a": _vec(t.a), "c": q_str(t.c)},
-                "choices": [_choice(*c) for c in t.choices]}
+            return {
+                "region": {
+                    "choices": [_choice(*c) for c in t.choices],
+                    "W": [_vec(r) for r in t.W],
+                    "b": _vec(t.b),
+                    "point": _vec(t.point),
+                }
+            }
+        return {
+            "split": {"a": _vec(t.a), "c": q_str(t.c)},
+            "choices": [_choice(*c) for c in t.choices],
+        }
 
     root = node(tree)
     todo = [(tree, root)]
@@ -58,12 +68,17 @@ def tree_to_json(tree) -> dict:
 
 def certificate_to_json(model, domain, cert, counts: dict, all_units: bool = False) -> dict:
     jm, jd = model_to_json(model), domain_to_json(domain)
-    out = {"format": FORMAT, "version": VERSION, "exactmax_version": __version__,
-           "claim": CLAIM,
-           "model": {"sha256": content_hash(jm), "model": jm},
-           "domain": {"sha256": content_hash(jd), "domain": jd},
-           "tree": tree_to_json(cert.tree),
-           "merges": [[i, j, _vec(q)] for i, j, q in cert.merges], "counts": counts}
+    out = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exactmax_version": __version__,
+        "claim": CLAIM,
+        "model": {"sha256": content_hash(jm), "model": jm},
+        "domain": {"sha256": content_hash(jd), "domain": jd},
+        "tree": tree_to_json(cert.tree),
+        "merges": [[i, j, _vec(q)] for i, j, q in cert.merges],
+        "counts": counts,
+    }
     if all_units:
         out["units"] = "all"
     return out
@@ -72,18 +87,22 @@ def certificate_to_json(model, domain, cert, counts: dict, all_units: bool = Fal
 def read_tree(c: Cursor, dim: int, out_dim: int):
     def region(cur: Cursor) -> Region:
         r = cur.fields(("region",))["region"].fields(("choices", "W", "b", "point"))
-        return Region(tuple(_read_choice(x) for x in r["choices"].items(what="choice")),
-                      r["W"].matrix(out_dim, dim, "one per output", "the input dimension"),
-                      r["b"].vector(out_dim, why="the output dimension"),
-                      r["point"].vector(dim, why="the input dimension"))
+        return Region(
+            tuple(_read_choice(x) for x in r["choices"].items(what="choice")),
+            r["W"].matrix(out_dim, dim, "one per output", "the input dimension"),
+            r["b"].vector(out_dim, why="the output dimension"),
+            r["point"].vector(dim, why="the input dimension"),
+        )
 
     return read_certificate_tree(c, dim, {"region": region})
 
 
 def _shape(root: Cursor) -> dict:
     """The top level (format, version, claim, keys): its fields."""
-    f = root.fields(("format", "version", "claim", "model", "domain", "tree", "merges"),
-                    ("counts", "units", "exactmax_version", "meta"))
+    f = root.fields(
+        ("format", "version", "claim", "model", "domain", "tree", "merges"),
+        ("counts", "units", "exactmax_version", "meta"),
+    )
     f["format"].string((FORMAT,))
     if "exactmax_version" in f:
         f["exactmax_version"].string()
@@ -102,7 +121,7 @@ def load_region_certificate(path: str):
     root = Cursor(path, "", read_json_file(path, _shape))
     f = _shape(root)
     e = f["model"].fields(("sha256", "model"))
-    model = read_model(e["model"])   # checked as a model file is: format, version, body
+    model = read_model(e["model"])  # checked as a model file is: format, version, body
     hashes = {"model": e["sha256"].string()}
     if content_hash(model_to_json(model)) != hashes["model"]:
         raise e["sha256"].error("does not match the embedded model")
@@ -115,8 +134,9 @@ def load_region_certificate(path: str):
     merges = []
     for mc in f["merges"].items(what="merge"):
         i, j, q = mc.items(3, what="field", why="[leaf, leaf, point]")
-        merges.append((i.integer(0), j.integer(0), q.vector(model.input_dim,
-                                                           why="the input dimension")))
+        merges.append(
+            (i.integer(0), j.integer(0), q.vector(model.input_dim, why="the input dimension"))
+        )
     counts = None
     if "counts" in f:
         cf = f["counts"].fields(COUNTS)

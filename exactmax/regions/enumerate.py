@@ -74,19 +74,22 @@ class RegionCertificate:
 
 @dataclass(frozen=True, slots=True)
 class RegionCount:
-    activation_regions: int        # distinct activation patterns with non-empty interior
-    linear_regions: int            # components of the same-map facet-adjacency graph
-    cells: tuple[Cell, ...]        # the leaves, depth first
+    activation_regions: int  # distinct activation patterns with non-empty interior
+    linear_regions: int  # components of the same-map facet-adjacency graph
+    cells: tuple[Cell, ...]  # the leaves, depth first
     certificate: RegionCertificate
-    region_of: tuple[int, ...]     # linear region (0..linear_regions-1) of every cell
-    distinct_maps: int             # kernel-checked lower bound on linear_regions
-    merge_components: int          # kernel-checked upper bound (= linear_regions)
+    region_of: tuple[int, ...]  # linear region (0..linear_regions-1) of every cell
+    distinct_maps: int  # kernel-checked lower bound on linear_regions
+    merge_components: int  # kernel-checked upper bound (= linear_regions)
     stats: dict = field(default_factory=dict, compare=False)
 
 
 def program_of(model) -> Program:
-    return program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
-        program_of_transformer(model)
+    return (
+        program_of_maxout(model)
+        if isinstance(model, MaxoutNetwork)
+        else program_of_transformer(model)
+    )
 
 
 def check_domain(domain: Domain) -> tuple[Polyhedron, Box]:
@@ -99,19 +102,31 @@ def check_domain(domain: Domain) -> tuple[Polyhedron, Box]:
     if rep.empty:
         raise DomainProblem("the domain is empty (Farkas certificate checked)")
     if not rep.bounded:
-        raise DomainProblem("the domain is unbounded (ray " + ", ".join(
-            str(v) for v in rep.unbounded_direction) + "); regions are counted on bounded "
-            "polyhedra only: give a box or add constraints")
+        raise DomainProblem(
+            "the domain is unbounded (ray "
+            + ", ".join(str(v) for v in rep.unbounded_direction)
+            + "); regions are counted on bounded "
+            "polyhedra only: give a box or add constraints"
+        )
     p = _Oracle(P.dim, None).interior_point(domain_rows(P))
-    if p is None or not all(sum((a * x for a, x in zip(r.a, p)), r.c) > 0
-                            for r in domain_rows(P)):
-        raise DomainProblem("the domain has an empty interior (it lies in a hyperplane), so "
-                            "no region has an interior; drop a dimension or widen it")
+    if p is None or not all(sum((a * x for a, x in zip(r.a, p)), r.c) > 0 for r in domain_rows(P)):
+        raise DomainProblem(
+            "the domain has an empty interior (it lies in a hyperplane), so "
+            "no region has an interior; drop a dimension or widen it"
+        )
     return P, Box(rep.lower, rep.upper)
 
 
-def _build_tree(prog: Program, P: Polyhedron, box: Box | None, max_cells, progress, stats,
-                deadline: float | None = None, all_units: bool = False):
+def _build_tree(
+    prog: Program,
+    P: Polyhedron,
+    box: Box | None,
+    max_cells,
+    progress,
+    stats,
+    deadline: float | None = None,
+    all_units: bool = False,
+):
     need = set(range(len(prog.nodes))) if all_units else cone(prog, prog.outputs)
     oracle = _Oracle(P.dim, box)
     last = [time.monotonic()]
@@ -119,9 +134,12 @@ def _build_tree(prog: Program, P: Polyhedron, box: Box | None, max_cells, progre
     def cell(rows: list[Row], known: dict, hint):
         if deadline is not None and time.monotonic() > deadline:
             raise TooManyCells(f"time limit reached after {stats['cells']} cells")
-        p = hint if hint is not None and all(
-            sum((a * x for a, x in zip(r.a, hint)), r.c) > 0 for r in rows) \
+        p = (
+            hint
+            if hint is not None
+            and all(sum((a * x for a, x in zip(r.a, hint)), r.c) > 0 for r in rows)
             else oracle.interior_point(rows)
+        )
         if p is None or not all(sum((a * x for a, x in zip(r.a, p)), r.c) > 0 for r in rows):
             raise RuntimeError("a split produced a cell without interior (a bug)")
         try:
@@ -230,8 +248,10 @@ def find_merges(cells: list[Cell], box: Box, stats) -> tuple[list, list[int]]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        pairs = sorted(((i, j) for n, i in enumerate(members) for j in members[n + 1:]),
-                       key=lambda ij: -_separating(cells[ij[0]].rows, cells[ij[1]].rows)[0])
+        pairs = sorted(
+            ((i, j) for n, i in enumerate(members) for j in members[n + 1 :]),
+            key=lambda ij: -_separating(cells[ij[0]].rows, cells[ij[1]].rows)[0],
+        )
         for i, j in pairs:
             if find(i) == find(j):
                 continue
@@ -250,9 +270,15 @@ def find_merges(cells: list[Cell], box: Box, stats) -> tuple[list, list[int]]:
     return merges, [find(i) for i in range(len(cells))]
 
 
-def count_regions(model, domain: Domain, *, max_cells: int | None = None,
-                  progress=None, timeout_s: float | None = None,
-                  all_units: bool = False) -> RegionCount:
+def count_regions(
+    model,
+    domain: Domain,
+    *,
+    max_cells: int | None = None,
+    progress=None,
+    timeout_s: float | None = None,
+    all_units: bool = False,
+) -> RegionCount:
     """Activation regions and linear regions of ``model`` (a Maxout network or a hardmax
     Transformer) on the bounded, full-dimensional polyhedron ``domain``, exactly.  An
     activation pattern fixes the selected argument of every Max / Hardmax node the outputs
@@ -265,14 +291,23 @@ def count_regions(model, domain: Domain, *, max_cells: int | None = None,
     model jumps there, so it is not piecewise linear), CheckFailed (a producer bug)."""
     start = time.monotonic()
     if domain.dim != model.input_dim:
-        raise DomainProblem(f"the domain has dimension {domain.dim}, the model's input "
-                            f"{model.input_dim}")
+        raise DomainProblem(
+            f"the domain has dimension {domain.dim}, the model's input {model.input_dim}"
+        )
     prog = program_of(model)
     P, bbox = check_domain(domain)
     box = domain if isinstance(domain, Box) else None
     stats = {"cells": 0, "splits": 0, "program_nodes": len(prog.nodes)}
-    tree = _build_tree(prog, P, box, max_cells, progress, stats,
-                       None if timeout_s is None else start + timeout_s, all_units)
+    tree = _build_tree(
+        prog,
+        P,
+        box,
+        max_cells,
+        progress,
+        stats,
+        None if timeout_s is None else start + timeout_s,
+        all_units,
+    )
     stats["enumerate_s"] = time.monotonic() - start
     t0 = time.monotonic()
     leaves = check_regions(prog, P, tree, all_units)
@@ -286,10 +321,27 @@ def count_regions(model, domain: Domain, *, max_cells: int | None = None,
     stats["kernel_check_s"] += time.monotonic() - t0
     index = {r: n for n, r in enumerate(dict.fromkeys(roots))}
     stats["time_s"] = time.monotonic() - start
-    return RegionCount(len({c.pattern for c in cells}), len(index), tuple(cells),
-                       RegionCertificate(tree, tuple(merges)),
-                       tuple(index[r] for r in roots), distinct, components, stats)
+    return RegionCount(
+        len({c.pattern for c in cells}),
+        len(index),
+        tuple(cells),
+        RegionCertificate(tree, tuple(merges)),
+        tuple(index[r] for r in roots),
+        distinct,
+        components,
+        stats,
+    )
 
 
-__all__ = ["Cell", "RegionCertificate", "RegionCount", "count_regions", "check_domain",
-           "DomainProblem", "TooManyCells", "NoCertificate", "Unsupported", "program_of"]
+__all__ = [
+    "Cell",
+    "RegionCertificate",
+    "RegionCount",
+    "count_regions",
+    "check_domain",
+    "DomainProblem",
+    "TooManyCells",
+    "NoCertificate",
+    "Unsupported",
+    "program_of",
+]

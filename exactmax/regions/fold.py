@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 
 
 def fold_pieces(p: int, k: int) -> int:
@@ -74,10 +74,10 @@ class FoldNetwork:
 
     net: MaxoutNetwork
     domain: Box
-    split: tuple[int, ...]          # units per coordinate in the fold layers
-    pieces: tuple[int, ...]         # P(p_i, k) per coordinate
-    expected: int                   # prod_i P_i^(L-1) * S(n, q, k), what the design gives
-    construction: str               # "fold" or "zig-zag (regions.md, n = k = 3, L = 2)"
+    split: tuple[int, ...]  # units per coordinate in the fold layers
+    pieces: tuple[int, ...]  # P(p_i, k) per coordinate
+    expected: int  # prod_i P_i^(L-1) * S(n, q, k), what the design gives
+    construction: str  # "fold" or "zig-zag (regions.md, n = k = 3, L = 2)"
 
 
 def _convex_unit(direction, a: Q, hinges, J: Q, k: int, shift_pad=True) -> Unit:
@@ -100,25 +100,45 @@ def zigzag_group(P: int, p: int, k: int):
     peaks = [Q(j, P) for j in range(1, P) if j % 2 == 1]
     valleys = [Q(j, P) for j in range(1, P) if j % 2 == 0]
     chunk = k - 1
-    peak_units = [peaks[i:i + chunk] for i in range(0, len(peaks), chunk)]
-    valley_units = [valleys[i:i + chunk] for i in range(0, len(valleys), chunk)]
+    peak_units = [peaks[i : i + chunk] for i in range(0, len(peaks), chunk)]
+    valley_units = [valleys[i : i + chunk] for i in range(0, len(valleys), chunk)]
     if len(peak_units) + len(valley_units) > p:
-        raise ValueError(f"Z_{P} needs {len(peak_units) + len(valley_units)} units of rank "
-                         f"{k}, only {p} given")
+        raise ValueError(
+            f"Z_{P} needs {len(peak_units) + len(valley_units)} units of rank {k}, only {p} given"
+        )
     out = [(-1, -Q(P) if i == 0 else ZERO, hs) for i, hs in enumerate(peak_units)]
     out += [(+1, ZERO, hs) for hs in valley_units]
-    out += [(0, ZERO, []) for _ in range(p - len(out))]   # idle units (none for P(p, k))
+    out += [(0, ZERO, []) for _ in range(p - len(out))]  # idle units (none for P(p, k))
     return out
 
 
-DIRECTIONS_Q2 = (1, -1, 3, -3, Q(1, 3), Q(-1, 3), 2, -2, Q(1, 2), Q(-1, 2), Q(3, 2),
-                 Q(-3, 2), Q(2, 3), Q(-2, 3), 4, -4, Q(1, 4), Q(-1, 4))
+DIRECTIONS_Q2 = (
+    1,
+    -1,
+    3,
+    -3,
+    Q(1, 3),
+    Q(-1, 3),
+    2,
+    -2,
+    Q(1, 2),
+    Q(-1, 2),
+    Q(3, 2),
+    Q(-3, 2),
+    Q(2, 3),
+    Q(-2, 3),
+    4,
+    -4,
+    Q(1, 4),
+    Q(-1, 4),
+)
 """s_j of the last layer's directions w_j = (1, s_j) for q = 2 (regions.md gives the first
 eight; the rest continue the pattern, and general position is checked exactly)."""
 
 
-def last_layer_lines(n: int, q: int, k: int,
-                     attempt: int = 0) -> list[tuple[tuple[Q, ...], list[Q]]]:
+def last_layer_lines(
+    n: int, q: int, k: int, attempt: int = 0
+) -> list[tuple[tuple[Q, ...], list[Q]]]:
     """[(w_j, [t_{j,1}, ..., t_{j,k-1}])] for the last layer (regions.md).  For q = 2 and
     ``attempt`` > 0, unit j's offsets are all shifted by the same small amount
     attempt * (r_j - 50) / (101 * 64 (N + 1)^2 (1 + |s_j|)), r_j = 37 j mod 101 (below the
@@ -129,16 +149,21 @@ def last_layer_lines(n: int, q: int, k: int,
     for j in range(1, n + 1):
         if q == 1:
             w = (ONE,)
-            ts = [Q(1, 2) + Q(2 * ((j - 1) * (k - 1) + i) - N - 1, 16 * (N + 1))
-                  for i in range(1, k)]
+            ts = [
+                Q(1, 2) + Q(2 * ((j - 1) * (k - 1) + i) - N - 1, 16 * (N + 1)) for i in range(1, k)
+            ]
         elif q == 2:
             if j > len(DIRECTIONS_Q2):
                 raise ValueError(f"no direction for unit {j} (at most {len(DIRECTIONS_Q2)})")
             s = Q(DIRECTIONS_Q2[j - 1])
             w = (ONE, s)
             shift = Q(attempt * ((37 * j) % 101 - 50), 101 * 64 * (N + 1) ** 2) / (1 + abs(s))
-            ts = [(1 + s) / 2 + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) /
-                  (8 * (N + 1) * (1 + abs(s))) + shift for i in range(1, k)]
+            ts = [
+                (1 + s) / 2
+                + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) / (8 * (N + 1) * (1 + abs(s)))
+                + shift
+                for i in range(1, k)
+            ]
         else:
             w, ts = _generic_line(j, q, k, N, attempt)
         out.append((w, ts))
@@ -157,8 +182,9 @@ def _generic_line(j: int, q: int, k: int, N: int, attempt: int):
     w = tuple(w)
     norm = sum(abs(v) for v in w)
     centre = sum(w, ZERO) / 2
-    ts = [centre + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) / (8 * (N + 1) * norm)
-          for i in range(1, k)]
+    ts = [
+        centre + Q(2 * ((j - 1) * (k - 1) + i) - N - 1) / (8 * (N + 1) * norm) for i in range(1, k)
+    ]
     return w, ts
 
 
@@ -197,11 +223,14 @@ def _check_general_position_q(lines, q: int) -> None:
     """q >= 3: no two hyperplanes of different units parallel, every q of them from distinct
     units meeting in one point inside the open unit cube, and no point on q + 1 of them."""
     from itertools import combinations
+
     from ..kernel.rational import RatMatrix
+
     flat = [(j, w, t) for j, (w, ts) in enumerate(lines) for t in ts]
     for (ja, wa, _), (jb, wb, _) in combinations(flat, 2):
-        if ja != jb and all(wa[i] * wb[m] == wa[m] * wb[i]
-                            for i in range(q) for m in range(i + 1, q)):
+        if ja != jb and all(
+            wa[i] * wb[m] == wa[m] * wb[i] for i in range(q) for m in range(i + 1, q)
+        ):
             raise ValueError(f"units {ja} and {jb} have parallel hyperplanes")
     points: dict = {}
     for group in combinations(range(len(flat)), q):
@@ -209,8 +238,10 @@ def _check_general_position_q(lines, q: int) -> None:
             continue  # two of one unit are parallel: no point
         A = RatMatrix([list(flat[g][1]) for g in group])
         if A.det() == 0:
-            raise ValueError(f"hyperplanes of units {sorted(flat[g][0] for g in group)} "
-                             "meet in more than a point")
+            raise ValueError(
+                f"hyperplanes of units {sorted(flat[g][0] for g in group)} "
+                "meet in more than a point"
+            )
         x = tuple(A.solve(RatMatrix([[flat[g][2]] for g in group])).entries())
         if not all(0 < v < 1 for v in x):
             raise ValueError(f"hyperplanes meet at {x}, outside (0,1)^{q}")
@@ -224,17 +255,19 @@ def binomial_sum(n: int, d: int, k: int) -> int:
     """S(n, d, k) = sum_{j=0..d} C(n, j) (k-1)^j: the most regions one Maxout layer of width n
     and rank k cuts R^d into."""
     from math import comb
+
     return sum(comb(n, j) * (k - 1) ** j for j in range(d + 1))
 
 
-def build_fold_network(q: int, n: int, k: int, L: int,
-                       split: tuple[int, ...] | None = None) -> FoldNetwork:
+def build_fold_network(
+    q: int, n: int, k: int, L: int, split: tuple[int, ...] | None = None
+) -> FoldNetwork:
     """The fold network of regions.md on R^q: L layers of width n and rank k (L-1 fold
     layers with the split ``split``, default ``best_split``, then the last layer's
     arrangement), identity read-out, domain [0, 1]^q."""
     if L < 1 or k < 2 or n < 1 or q < 1:
         raise ValueError("need L >= 1, k >= 2, n >= 1, q >= 1")
-    for attempt in range(1 if q == 1 else 16):   # regions.md's offsets, then shifted ones
+    for attempt in range(1 if q == 1 else 16):  # regions.md's offsets, then shifted ones
         lines = last_layer_lines(n, q, k, attempt)
         try:
             check_general_position(lines)
@@ -278,11 +311,17 @@ def build_fold_network(q: int, n: int, k: int, L: int,
     expected = binomial_sum(n, q, k)
     for Pi in P:
         expected *= Pi ** (L - 1)
-    net = MaxoutNetwork(q, tuple(layers), None, box,
-                        {"description": f"fold network of regions.md: q = {q}, n = {n}, "
-                                        f"k = {k}, L = {L}, split {list(split)}"
-                                        + (f"; last-layer offsets shifted (attempt {attempt})"
-                                           if attempt else "")})
+    net = MaxoutNetwork(
+        q,
+        tuple(layers),
+        None,
+        box,
+        {
+            "description": f"fold network of regions.md: q = {q}, n = {n}, "
+            f"k = {k}, L = {L}, split {list(split)}"
+            + (f"; last-layer offsets shifted (attempt {attempt})" if attempt else "")
+        },
+    )
     return FoldNetwork(net, box, tuple(split), P, expected, "fold")
 
 
@@ -293,14 +332,29 @@ def build_zigzag_43() -> FoldNetwork:
     v_j = z + (z - a_j)_+ + (z - b_j)_+ with (a_j, b_j) = (-6/70, -5/70), (-4/70, -3/70),
     (-2/70, -1/70)."""
     k, two = 3, Q(2)
-    first = Layer((_convex_unit((ONE,), -ONE, [Q(1, 7), Q(3, 7)], two, k),
-                   _convex_unit((ONE,), ZERO, [Q(5, 7), Q(6, 7)], two, k),
-                   _convex_unit((ONE,), ZERO, [Q(2, 7), Q(4, 7)], two, k)))
+    first = Layer(
+        (
+            _convex_unit((ONE,), -ONE, [Q(1, 7), Q(3, 7)], two, k),
+            _convex_unit((ONE,), ZERO, [Q(5, 7), Q(6, 7)], two, k),
+            _convex_unit((ONE,), ZERO, [Q(2, 7), Q(4, 7)], two, k),
+        )
+    )
     z = (ONE, ONE, -ONE)
-    second = Layer(tuple(_convex_unit(z, ONE, [Q(a, 70), Q(b, 70)], ONE, k)
-                         for a, b in ((-6, -5), (-4, -3), (-2, -1))))
+    second = Layer(
+        tuple(
+            _convex_unit(z, ONE, [Q(a, 70), Q(b, 70)], ONE, k)
+            for a, b in ((-6, -5), (-4, -3), (-2, -1))
+        )
+    )
     box = Box((ZERO,), (ONE,))
-    net = MaxoutNetwork(1, (first, second), None, box,
-                        {"description": "zig-zag network of regions.md (q = 1, n = k = 3, "
-                                        "L = 2): 43 linear regions"})
+    net = MaxoutNetwork(
+        1,
+        (first, second),
+        None,
+        box,
+        {
+            "description": "zig-zag network of regions.md (q = 1, n = k = 3, "
+            "L = 2): 43 linear regions"
+        },
+    )
     return FoldNetwork(net, box, (3,), (), 43, "zig-zag (regions.md, n = k = 3, L = 2)")

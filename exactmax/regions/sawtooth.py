@@ -3,7 +3,8 @@
 The k-tooth sawtooth S_k on [0, 1] has slope +k on [p/k, (p+1)/k] for even p and -k for odd p
 (S_k(0) = 0, S_k maps [0, 1] onto [0, 1]).  S_k = g - h with the convex max-affine functions
 
-    g(s) = k s + sum_{p even, 1 <= p < k} 2k (s - p/k)_+,   h(s) = sum_{p odd, 1 <= p < k} 2k (s - p/k)_+,
+    g(s) = k s + sum_{p even, 1 <= p < k} 2k (s - p/k)_+,
+    h(s) = sum_{p odd, 1 <= p < k} 2k (s - p/k)_+,
 
 and a convex u(s) = a s + sum_i J (s - h_i)_+ (hinges h_1 < ... < h_r) is the Maxout unit
 max_{t=0..r} [(a + J t) s - J (h_1 + ... + h_t)].  Layer 1 applies (g, h) to s = x_q for each
@@ -20,7 +21,7 @@ from __future__ import annotations
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box
-from ..kernel.rational import ONE, Q, ZERO
+from ..kernel.rational import ONE, ZERO, Q
 
 
 def _convex_unit(a: Q, J: Q, hinges, direction, rank: int | None) -> Unit:
@@ -53,15 +54,19 @@ def sawtooth_network(k: int, d: int, D: int, pad: bool = True) -> MaxoutNetwork:
             if layer == 0:
                 direction = tuple(ONE if i == q else ZERO for i in range(width))
             else:
-                direction = tuple(ONE if i == 2 * q else -ONE if i == 2 * q + 1 else ZERO
-                                  for i in range(width))
+                direction = tuple(
+                    ONE if i == 2 * q else -ONE if i == 2 * q + 1 else ZERO for i in range(width)
+                )
             units.append(_convex_unit(kq, J, even, direction, rank))
             units.append(_convex_unit(ZERO, J, odd, direction, rank))
         layers.append(Layer(tuple(units)))
     out = Affine((tuple(ONE if i % 2 == 0 else -ONE for i in range(2 * d)),), (ZERO,), 2 * d)
     box = Box((ZERO,) * d, (ONE,) * d)
-    meta = {"example": f"sawtooth k={k}, d={d}, D={D}",
-            "function": f"sum_q S_{k}^{D}(x_q)", "linear_regions": f"{k}^({d}*{D})"}
+    meta = {
+        "example": f"sawtooth k={k}, d={d}, D={D}",
+        "function": f"sum_q S_{k}^{D}(x_q)",
+        "linear_regions": f"{k}^({d}*{D})",
+    }
     return MaxoutNetwork(d, tuple(layers), out, box, meta)
 
 

@@ -38,7 +38,7 @@ def evaluate_bound(m: int, T: int, q: int, D: int) -> Q:
     n, L = m * T, D // 3
     base = Q(n, q) * (T - 1) + 1
     e = q * (L - 1)
-    power = base ** e if e >= 0 else 1 / base ** (-e)
+    power = base**e if e >= 0 else 1 / base ** (-e)
     return power * binomial_sum(n, q, T)
 
 
@@ -70,11 +70,14 @@ UNREACHABLE_WHY = (
     "sign changes; a difference c.u(x) + const of convex units changes slope direction at "
     "most 2(k-1)min(n+, n-) + 1 times, which for odd n gives at most (k-1)(n-1)+2 monotone "
     "runs, fewer than n(k-1)+1 when k > 2 (regions.md; a pencil-and-paper argument that "
-    "exactmax does not check)")
+    "exactmax does not check)"
+)
 
-KNOWN_MAXIMA = {(3, 3, 2): "the maximum of any Maxout network of this shape is 43 < 49 "
-                           "(regions.md, a finer count)",
-                (3, 3, 3): "the maximum is at most 43 * 7 = 301 < 343 (regions.md)"}
+KNOWN_MAXIMA = {
+    (3, 3, 2): "the maximum of any Maxout network of this shape is 43 < 49 "
+    "(regions.md, a finer count)",
+    (3, 3, 3): "the maximum is at most 43 * 7 = 301 < 343 (regions.md)",
+}
 """What regions.md knows about the maximum, by (n, k, L), for q = 1."""
 
 
@@ -84,56 +87,91 @@ ENLARGED_UP_TO = 200
 
 @dataclass(frozen=True, slots=True)
 class Theorem44Options:
-    count: bool = True               # count the built networks' regions
-    transformer: bool = True         # also compile and count the Transformer
-    max_regions: int = 5000          # skip counting beyond this many expected regions
-    say: object = field(default=None, compare=False)   # progress lines, or None
+    count: bool = True  # count the built networks' regions
+    transformer: bool = True  # also compile and count the Transformer
+    max_regions: int = 5000  # skip counting beyond this many expected regions
+    say: object = field(default=None, compare=False)  # progress lines, or None
 
 
 def count_of(model, domain, say=None, what: str = "") -> dict:
     """{"activation_regions", "linear_regions", "time_s"} of part A's exact enumeration."""
     from .enumerate import count_regions
+
     t = time.monotonic()
     if say is not None:
         say(f"counting the regions of {what}")
-    r = count_regions(model, domain, progress=None if say is None else
-                      (lambda cells: say(f"{what}: {cells} cells, "
-                                         f"{time.monotonic() - t:.0f} s")))
-    return {"activation_regions": r.activation_regions, "linear_regions": r.linear_regions,
-            "time_s": round(time.monotonic() - t, 3)}
+    r = count_regions(
+        model,
+        domain,
+        progress=None
+        if say is None
+        else (lambda cells: say(f"{what}: {cells} cells, {time.monotonic() - t:.0f} s")),
+    )
+    return {
+        "activation_regions": r.activation_regions,
+        "linear_regions": r.linear_regions,
+        "time_s": round(time.monotonic() - t, 3),
+    }
 
 
-def evaluate_theorem44(m: int, T: int, q: int, D: int,
-                       options: Theorem44Options = Theorem44Options()) -> dict:
+def evaluate_theorem44(
+    m: int, T: int, q: int, D: int, options: Theorem44Options = Theorem44Options()
+) -> dict:
     """The whole report as a JSON-able dict (see the README draft for the keys)."""
     n, k, L = m * T, T, D // 3
     B = evaluate_bound(m, T, q, D)
-    out = {"m": m, "T": T, "q": q, "D": D,
-           "reading": {"input_dim": q, "maxout_layers": L, "width": n, "rank": k,
-                       "tokens": T, "sublayers_used": 3 * L},
-           "bound": _num(B),
-           "bound_parts": {"base": _num(Q(n, q) * (k - 1) + 1), "exponent": q * (L - 1),
-                           "S": binomial_sum(n, q, k)},
-           "hypotheses": {"D_at_least_3": D >= 3, "q_divides_mT": n % q == 0},
-           "corrected_bound": None, "split": None, "networks": [], "count": None,
-           "reached": None, "corrected_reached": None, "status": None, "why": None}
+    out = {
+        "m": m,
+        "T": T,
+        "q": q,
+        "D": D,
+        "reading": {
+            "input_dim": q,
+            "maxout_layers": L,
+            "width": n,
+            "rank": k,
+            "tokens": T,
+            "sublayers_used": 3 * L,
+        },
+        "bound": _num(B),
+        "bound_parts": {
+            "base": _num(Q(n, q) * (k - 1) + 1),
+            "exponent": q * (L - 1),
+            "S": binomial_sum(n, q, k),
+        },
+        "hypotheses": {"D_at_least_3": D >= 3, "q_divides_mT": n % q == 0},
+        "corrected_bound": None,
+        "split": None,
+        "networks": [],
+        "count": None,
+        "reached": None,
+        "corrected_reached": None,
+        "status": None,
+        "why": None,
+    }
     corr = evaluate_corrected(n, q, k, L)
     if corr is not None:
         out["corrected_bound"], out["split"] = corr[0], list(corr[1])
     if D < 3:
         out["status"] = "outside hypotheses"
-        out["why"] = ("D < 3: floor(D/3) = 0 Maxout layers, the exponent q(floor(D/3)-1) is "
-                      "negative and the formula is meaningless; no network built")
+        out["why"] = (
+            "D < 3: floor(D/3) = 0 Maxout layers, the exponent q(floor(D/3)-1) is "
+            "negative and the formula is meaningless; no network built"
+        )
         return out
     unreachable = q == 1 and n % 2 == 1 and k >= 3 and L >= 2
     notes = []
     if n % q:
-        notes.append(f"q = {q} does not divide mT = {n}: the base (mT/q)(T-1)+1 is "
-                     "fractional and the formula is outside its hypotheses (the classical "
-                     "statements assume n0 | n)")
+        notes.append(
+            f"q = {q} does not divide mT = {n}: the base (mT/q)(T-1)+1 is "
+            "fractional and the formula is outside its hypotheses (the classical "
+            "statements assume n0 | n)"
+        )
     if unreachable:
-        notes.append("the formula cannot be reached by any Maxout network of this shape "
-                     "(q = 1, mT odd, T >= 3, floor(D/3) >= 2): " + UNREACHABLE_WHY)
+        notes.append(
+            "the formula cannot be reached by any Maxout network of this shape "
+            "(q = 1, mT odd, T >= 3, floor(D/3) >= 2): " + UNREACHABLE_WHY
+        )
         if (n, k, L) in KNOWN_MAXIMA:
             notes.append(KNOWN_MAXIMA[(n, k, L)])
     builds: list[FoldNetwork] = []
@@ -145,33 +183,44 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
     if (q, n, k, L) == (1, 3, 3, 2):
         builds.append(build_zigzag_43())
     for f in builds:
-        rec = {"construction": f.construction, "widths": [l.width for l in f.net.layers],
-               "ranks": [l.rank for l in f.net.layers], "split": list(f.split),
-               "fold_pieces": list(f.pieces), "designed_count": f.expected,
-               "domain": "[0, 1]^%d" % q, "maxout": None, "transformer": None}
+        rec = {
+            "construction": f.construction,
+            "widths": [l.width for l in f.net.layers],
+            "ranks": [l.rank for l in f.net.layers],
+            "split": list(f.split),
+            "fold_pieces": list(f.pieces),
+            "designed_count": f.expected,
+            "domain": f"[0, 1]^{q}",
+            "maxout": None,
+            "transformer": None,
+        }
         if options.count and f.expected <= options.max_regions:
             rec["maxout"] = count_of(f.net, f.domain, options.say, "the Maxout network")
             if f.expected <= ENLARGED_UP_TO:
                 # evidence that [0, 1]^q holds every region of R^q (regions.md's argument):
                 # the same count on the box three times as wide
                 big = Box(tuple(Q(-1) for _ in range(q)), tuple(Q(2) for _ in range(q)))
-                rec["maxout_enlarged"] = dict(count_of(f.net, big, options.say,
-                                                       "the network on the larger domain"),
-                                              domain="[-1, 2]^%d" % q)
+                rec["maxout_enlarged"] = dict(
+                    count_of(f.net, big, options.say, "the network on the larger domain"),
+                    domain=f"[-1, 2]^{q}",
+                )
                 if rec["maxout_enlarged"]["linear_regions"] != rec["maxout"]["linear_regions"]:
-                    notes.append(f"{f.construction}: {rec['maxout_enlarged']['linear_regions']}"
-                                 f" linear regions on [-1, 2]^{q}, "
-                                 f"{rec['maxout']['linear_regions']} on [0, 1]^{q}: the unit "
-                                 "box does not hold every region")
+                    notes.append(
+                        f"{f.construction}: {rec['maxout_enlarged']['linear_regions']}"
+                        f" linear regions on [-1, 2]^{q}, "
+                        f"{rec['maxout']['linear_regions']} on [0, 1]^{q}: the unit "
+                        "box does not hold every region"
+                    )
             if options.transformer:
                 from ..construct.transformer import compile_transformer
+
                 tf = compile_transformer(f.net, f.domain).transformer
-                rec["transformer"] = count_of(tf, f.domain, options.say,
-                                              "the compiled Transformer")
+                rec["transformer"] = count_of(tf, f.domain, options.say, "the compiled Transformer")
                 rec["transformer"].update(tokens=tf.n_tokens, sublayers=len(tf.sublayers))
         elif options.count:
-            rec["skipped"] = (f"designed for {f.expected} regions, more than --max-regions "
-                              f"{options.max_regions}")
+            rec["skipped"] = (
+                f"designed for {f.expected} regions, more than --max-regions {options.max_regions}"
+            )
         out["networks"].append(rec)
     # a network's count is its Maxout count, and its Transformer's when that was counted too
     # (the two must agree; a disagreement is reported and the smaller one is used)
@@ -180,9 +229,11 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
         if r["maxout"]:
             c = r["maxout"]["linear_regions"]
             if r["transformer"] and r["transformer"]["linear_regions"] != c:
-                notes.append(f"{r['construction']}: the Transformer has "
-                             f"{r['transformer']['linear_regions']} linear regions, the Maxout "
-                             f"network {c} (they should agree)")
+                notes.append(
+                    f"{r['construction']}: the Transformer has "
+                    f"{r['transformer']['linear_regions']} linear regions, the Maxout "
+                    f"network {c} (they should agree)"
+                )
                 c = min(c, r["transformer"]["linear_regions"])
             counts.append(c)
     if counts:
@@ -194,14 +245,16 @@ def evaluate_theorem44(m: int, T: int, q: int, D: int,
         notes.append(f"no network built: {why_not}")
     if n % q == 0 and (n // q) % 2 and k >= 3 and L >= 2 and builds and not unreachable:
         f = builds[0]
-        notes.append(f"mT/q = {n // q} is odd and T = {k} >= 3: a fold of p units gives "
-                     f"P(p, T) = (p-1)(T-1)+2 pieces for odd p, not p(T-1)+1; the best "
-                     f"split {list(f.split)} gives {' * '.join(map(str, f.pieces))} pieces "
-                     f"per fold layer, below ((mT/q)(T-1)+1)^q = "
-                     f"{(n // q * (k - 1) + 1) ** q}, so the fold network is designed for "
-                     f"the corrected bound {out['corrected_bound']}, not B. Whether any "
-                     "network of this shape reaches B is not decided here (regions.md "
-                     "proves it impossible for q = 1 only)")
+        notes.append(
+            f"mT/q = {n // q} is odd and T = {k} >= 3: a fold of p units gives "
+            f"P(p, T) = (p-1)(T-1)+2 pieces for odd p, not p(T-1)+1; the best "
+            f"split {list(f.split)} gives {' * '.join(map(str, f.pieces))} pieces "
+            f"per fold layer, below ((mT/q)(T-1)+1)^q = "
+            f"{(n // q * (k - 1) + 1) ** q}, so the fold network is designed for "
+            f"the corrected bound {out['corrected_bound']}, not B. Whether any "
+            "network of this shape reaches B is not decided here (regions.md "
+            "proves it impossible for q = 1 only)"
+        )
     if out["reached"]:
         out["status"] = "reached"
     elif unreachable:
@@ -233,43 +286,74 @@ unreachable, outside the hypotheses, or not counted), 2 on bad input."""
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("theorem44", help="Theorem 4.4's region bound on one instance, "
-                       "with a built network counted exactly", description=DESCRIPTION)
+    p = sub.add_parser(
+        "theorem44",
+        help="Theorem 4.4's region bound on one instance, with a built network counted exactly",
+        description=DESCRIPTION,
+    )
     p.add_argument("--m", type=int, required=True, metavar="M", help="the symbol m (>= 1)")
-    p.add_argument("--T", type=int, required=True, metavar="T",
-                   help="tokens T = rank of the Maxout layers (>= 2)")
-    p.add_argument("--q", type=int, required=True, metavar="Q",
-                   help="input dimension q (>= 1)")
-    p.add_argument("--D", type=int, required=True, metavar="D",
-                   help="depth in sub-layers (floor(D/3) Maxout layers)")
+    p.add_argument(
+        "--T",
+        type=int,
+        required=True,
+        metavar="T",
+        help="tokens T = rank of the Maxout layers (>= 2)",
+    )
+    p.add_argument("--q", type=int, required=True, metavar="Q", help="input dimension q (>= 1)")
+    p.add_argument(
+        "--D",
+        type=int,
+        required=True,
+        metavar="D",
+        help="depth in sub-layers (floor(D/3) Maxout layers)",
+    )
     p.add_argument("--no-count", action="store_true", help="evaluate the bounds only")
-    p.add_argument("--no-transformer", action="store_true",
-                   help="count the Maxout network only (skip its compiled Transformer)")
-    p.add_argument("--max-regions", type=int, default=5000, metavar="N",
-                   help="do not count networks designed for more than N regions "
-                   "(default 5000)")
-    p.add_argument("--write", metavar="NET.json",
-                   help="write the built (best) Maxout network here")
+    p.add_argument(
+        "--no-transformer",
+        action="store_true",
+        help="count the Maxout network only (skip its compiled Transformer)",
+    )
+    p.add_argument(
+        "--max-regions",
+        type=int,
+        default=5000,
+        metavar="N",
+        help="do not count networks designed for more than N regions (default 5000)",
+    )
+    p.add_argument("--write", metavar="NET.json", help="write the built (best) Maxout network here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    for name, v, lo in (("--m", args.m, 1), ("--T", args.T, 2), ("--q", args.q, 1),
-                        ("--D", args.D, 0), ("--max-regions", args.max_regions, 1)):
+    for name, v, lo in (
+        ("--m", args.m, 1),
+        ("--T", args.T, 2),
+        ("--q", args.q, 1),
+        ("--D", args.D, 0),
+        ("--max-regions", args.max_regions, 1),
+    ):
         if v < lo:
             raise UsageError(f"{name}: expected an integer >= {lo}, got {v}")
     if args.m * args.T > 64 or args.q > 8 or args.D > 60:
-        raise UsageError(f"--m {args.m} --T {args.T} --q {args.q} --D {args.D}: beyond the "
-                         "sizes exactmax evaluates (mT <= 64, q <= 8, D <= 60)")
+        raise UsageError(
+            f"--m {args.m} --T {args.T} --q {args.q} --D {args.D}: beyond the "
+            "sizes exactmax evaluates (mT <= 64, q <= 8, D <= 60)"
+        )
     from ..progress import shown
-    opts = Theorem44Options(count=not args.no_count, transformer=not args.no_transformer,
-                            max_regions=args.max_regions,
-                            say=(lambda m: print(f"theorem44: {m}", file=sys.stderr,
-                                                 flush=True)) if shown(args) else None)
+
+    opts = Theorem44Options(
+        count=not args.no_count,
+        transformer=not args.no_transformer,
+        max_regions=args.max_regions,
+        say=(lambda m: print(f"theorem44: {m}", file=sys.stderr, flush=True))
+        if shown(args)
+        else None,
+    )
     rep = evaluate_theorem44(args.m, args.T, args.q, args.D, opts)
     if args.write:
         from ..io import model_to_json, write_json_atomic
+
         n, L = args.m * args.T, args.D // 3
         if args.D < 3:
             raise UsageError("--write: D < 3, no network is built")
@@ -287,46 +371,61 @@ def run(args) -> int:
         print(jsonout.dumps(rep))
         return code
     r = rep["reading"]
-    print(f"reading: q = {args.q} is the input dimension, T = {args.T} tokens = the rank, "
-          f"mT = {r['width']} the width of each Maxout layer, floor(D/3) = "
-          f"{r['maxout_layers']} Maxout layers (3 sub-layers each, {r['sublayers_used']} of "
-          f"D = {args.D} used)")
+    print(
+        f"reading: q = {args.q} is the input dimension, T = {args.T} tokens = the rank, "
+        f"mT = {r['width']} the width of each Maxout layer, floor(D/3) = "
+        f"{r['maxout_layers']} Maxout layers (3 sub-layers each, {r['sublayers_used']} of "
+        f"D = {args.D} used)"
+    )
     bp = rep["bound_parts"]
-    print(f"B = [(mT/q)(T-1)+1]^(q(floor(D/3)-1)) * sum_j C(mT,j)(T-1)^j = "
-          f"({bp['base']})^{bp['exponent']} * {bp['S']} = {rep['bound']}")
+    print(
+        f"B = [(mT/q)(T-1)+1]^(q(floor(D/3)-1)) * sum_j C(mT,j)(T-1)^j = "
+        f"({bp['base']})^{bp['exponent']} * {bp['S']} = {rep['bound']}"
+    )
     if rep["corrected_bound"] is not None:
         split = f", best split {rep['split']}" if rep["split"] else ""
         state = {True: "reached", False: "NOT reached", None: "not counted"}[
-            rep["corrected_reached"]]
+            rep["corrected_reached"]
+        ]
         print(f"corrected bound (regions.md{split}): {rep['corrected_bound']} ({state})")
     for net in rep["networks"]:
-        line = (f"built: {net['construction']}, widths {net['widths']}, ranks {net['ranks']}, "
-                f"designed for {net['designed_count']} regions")
+        line = (
+            f"built: {net['construction']}, widths {net['widths']}, ranks {net['ranks']}, "
+            f"designed for {net['designed_count']} regions"
+        )
         print(line)
         for kind in ("maxout", "transformer"):
             c = net[kind]
             if c:
-                extra = f", {c['tokens']} tokens, {c['sublayers']} sub-layers" \
-                    if kind == "transformer" else ""
-                print(f"  {kind}{extra}: {c['linear_regions']} linear regions, "
-                      f"{c['activation_regions']} activation regions on {net['domain']} "
-                      f"(kernel-checked, {c['time_s']:.2f} s)")
+                extra = (
+                    f", {c['tokens']} tokens, {c['sublayers']} sub-layers"
+                    if kind == "transformer"
+                    else ""
+                )
+                print(
+                    f"  {kind}{extra}: {c['linear_regions']} linear regions, "
+                    f"{c['activation_regions']} activation regions on {net['domain']} "
+                    f"(kernel-checked, {c['time_s']:.2f} s)"
+                )
         e = net.get("maxout_enlarged")
         if e:
             same = net["maxout"] and e["linear_regions"] == net["maxout"]["linear_regions"]
-            print(f"  maxout on {e['domain']}: {e['linear_regions']} linear regions "
-                  f"({'the same: evidence' if same else 'DIFFERENT: evidence against'} that "
-                  f"the unit box holds every region; {e['time_s']:.2f} s)")
+            print(
+                f"  maxout on {e['domain']}: {e['linear_regions']} linear regions "
+                f"({'the same: evidence' if same else 'DIFFERENT: evidence against'} that "
+                f"the unit box holds every region; {e['time_s']:.2f} s)"
+            )
         if net.get("skipped"):
             print(f"  not counted: {net['skipped']}")
-    verdict = {"reached": f"REACHED: count {rep['count']} >= B = {rep['bound']}",
-               "not reached": f"NOT REACHED: count {rep['count']} < B = {rep['bound']}",
-               "formula unreachable": f"NOT REACHED: best count {rep['count']} < B = "
-                                      f"{rep['bound']}; the formula cannot be reached here",
-               "outside hypotheses": "OUTSIDE THE HYPOTHESES" +
-                                     (f": count {rep['count']} < B = {rep['bound']}"
-                                      if rep["count"] is not None else ""),
-               "not counted": "NOT COUNTED: no count to compare with B"}[rep["status"]]
+    verdict = {
+        "reached": f"REACHED: count {rep['count']} >= B = {rep['bound']}",
+        "not reached": f"NOT REACHED: count {rep['count']} < B = {rep['bound']}",
+        "formula unreachable": f"NOT REACHED: best count {rep['count']} < B = "
+        f"{rep['bound']}; the formula cannot be reached here",
+        "outside hypotheses": "OUTSIDE THE HYPOTHESES"
+        + (f": count {rep['count']} < B = {rep['bound']}" if rep["count"] is not None else ""),
+        "not counted": "NOT COUNTED: no count to compare with B",
+    }[rep["status"]]
     print(verdict)
     if rep["why"]:
         print(f"  why: {rep['why']}")

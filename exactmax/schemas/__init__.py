@@ -18,14 +18,24 @@ exponent limits of number literals, hashes, and everything a certificate proves.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 from .. import jsonout
 from ..exits import EXIT_OK, UsageError
 
 BASE = "https://exactmax.dev/schemas/v1/"
-NAMES = ("maxout", "transformer", "model", "domain", "certificate", "region-certificate",
-         "property-certificate", "pair-property-certificate", "cpwl", "common")
+NAMES = (
+    "maxout",
+    "transformer",
+    "model",
+    "domain",
+    "certificate",
+    "region-certificate",
+    "property-certificate",
+    "pair-property-certificate",
+    "cpwl",
+    "common",
+)
 """The schemas: one per format, ``model`` (either kind of model) and the shared definitions."""
 
 
@@ -33,11 +43,12 @@ def text(name: str) -> str:
     """The schema file ``NAME.schema.json`` as shipped."""
     if name not in NAMES:
         raise KeyError(name)
-    from importlib import resources   # here: the command line starts without it
+    from importlib import resources  # here: the command line starts without it
+
     return (resources.files(__name__) / f"{name}.schema.json").read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> str:
     return json.loads(text(name))
 
@@ -51,14 +62,17 @@ def registry():
     """Every schema, by its ``$id``, as a ``referencing.Registry`` (needs ``referencing``)."""
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
+
     return Registry().with_resources(
-        (_load(n)["$id"], DRAFT202012.create_resource(load(n))) for n in NAMES)
+        (_load(n)["$id"], DRAFT202012.create_resource(load(n))) for n in NAMES
+    )
 
 
 def validator(name: str):
     """A ``jsonschema.Draft202012Validator`` of schema ``name`` whose references resolve
     locally (needs ``jsonschema``)."""
     from jsonschema import Draft202012Validator
+
     return Draft202012Validator(load(name), registry=registry())
 
 
@@ -75,27 +89,43 @@ def _resolve(given: str) -> str:
     for n in NAMES:
         if format_of(n) == given:
             return n
-    raise UsageError(f"no schema {given!r}; the schemas are " + ", ".join(NAMES) +
-                     " (or a format such as exactmax/maxout); see exactmax schema --list")
+    raise UsageError(
+        f"no schema {given!r}; the schemas are "
+        + ", ".join(NAMES)
+        + " (or a format such as exactmax/maxout); see exactmax schema --list"
+    )
 
 
 # ------------------------------------------------------------------------------ the command
 
+
 def add_parser(sub) -> None:
     s = sub.add_parser(
-        "schema", help="print or write the JSON Schema of a file format",
+        "schema",
+        help="print or write the JSON Schema of a file format",
         description="Print the JSON Schema (draft 2020-12) of one of exactmax's file formats, "
         "or write it with -o. The schemas refer to the shared definitions of 'common' by "
         f"their $id (under {BASE}), so validate with all of them loaded. A schema checks "
         "structure (keys, types, number syntax); the readers check more (lengths, limits, "
-        "hashes, proofs).")
-    s.add_argument("name", nargs="?", metavar="NAME",
-                   help="one of " + ", ".join(NAMES) + ", or a format such as "
-                   "exactmax/maxout")
-    s.add_argument("-o", "--output", metavar="FILE",
-                   help="write the schema here (atomically) instead of printing it")
-    s.add_argument("--list", action="store_true",
-                   help="list the schemas: name, $id and title (with --json, the format too)")
+        "hashes, proofs).",
+    )
+    s.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="one of " + ", ".join(NAMES) + ", or a format such as exactmax/maxout",
+    )
+    s.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the schema here (atomically) instead of printing it",
+    )
+    s.add_argument(
+        "--list",
+        action="store_true",
+        help="list the schemas: name, $id and title (with --json, the format too)",
+    )
     s.add_argument("--json", action="store_true", help="with --list: print one JSON object")
     s.set_defaults(run=run)
 
@@ -104,8 +134,10 @@ def run(args) -> int:
     if args.list:
         if args.name is not None or args.output is not None:
             raise UsageError("--list takes no NAME and no -o")
-        rows = [{"name": n, "format": format_of(n), "id": _load(n)["$id"],
-                 "title": _load(n)["title"]} for n in NAMES]
+        rows = [
+            {"name": n, "format": format_of(n), "id": _load(n)["$id"], "title": _load(n)["title"]}
+            for n in NAMES
+        ]
         if args.json:
             print(jsonout.dumps({"schemas": rows}))
         else:
@@ -114,8 +146,7 @@ def run(args) -> int:
                 print(f"{r['name']:<{width}}  {r['id']}\n{'':<{width}}  {r['title']}")
         return EXIT_OK
     if args.name is None:
-        raise UsageError("expected a schema NAME (one of " + ", ".join(NAMES) +
-                         ") or --list")
+        raise UsageError("expected a schema NAME (one of " + ", ".join(NAMES) + ") or --list")
     if args.json:
         raise UsageError("--json goes with --list (a schema is printed as JSON already)")
     name = _resolve(args.name)
@@ -124,6 +155,7 @@ def run(args) -> int:
         print(data, end="")
         return EXIT_OK
     from ..io.models import check_outputs, write_bytes_atomic
+
     check_outputs([("-o", args.output)])
     write_bytes_atomic(args.output, data.encode("utf-8"))
     return EXIT_OK

@@ -16,8 +16,7 @@ def _positive_int(text: str, option: str, minimum: int) -> int:
     try:
         n = int(text, 10)
     except ValueError:
-        raise UsageError(f"{option}: expected an integer >= {minimum}, got {quote(text)}") \
-            from None
+        raise UsageError(f"{option}: expected an integer >= {minimum}, got {quote(text)}") from None
     if n < minimum:
         raise UsageError(f"{option}: expected an integer >= {minimum}, got {n}")
     return n
@@ -27,50 +26,74 @@ def run(args) -> int:
     """``search A B``: an exact point of the domain where A and B differ (exit 1), or none
     found (exit 3: a search proves nothing)."""
     from . import SearchOptions, find_counterexample
+
     max_examples = _positive_int(args.max_examples, "--max-examples", 1)
     seed = None if args.seed is None else _positive_int(args.seed, "--seed", 0)
     a, b = load_model(args.a), load_model(args.b)
     names = (args.a, args.b)
     if a.input_dim != b.input_dim:
-        raise UsageError(f"{names[0]} has input dimension {a.input_dim} but {names[1]} has "
-                         f"{b.input_dim}")
+        raise UsageError(
+            f"{names[0]} has input dimension {a.input_dim} but {names[1]} has {b.input_dim}"
+        )
     if a.out_dim != b.out_dim:
-        raise UsageError(f"{names[0]} has output dimension {a.out_dim} but {names[1]} has "
-                         f"{b.out_dim}")
+        raise UsageError(
+            f"{names[0]} has output dimension {a.out_dim} but {names[1]} has {b.out_dim}"
+        )
     dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
     if dom is None:
         raise UsageError("no domain: give one with --domain FILE or in the first model")
     if dom.dim != a.input_dim:
         raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
     for model, name in zip((a, b), names):
-        bad = [i for i, s in enumerate(getattr(model, "sublayers", ()))
-               if isinstance(s, Attention) and s.kind != HARDMAX]
+        bad = [
+            i
+            for i, s in enumerate(getattr(model, "sublayers", ()))
+            if isinstance(s, Attention) and s.kind != HARDMAX
+        ]
         if bad:
-            raise InputError(name, f"sublayers[{bad[0]}]", "softmax attention has no exact "
-                             "value; search compares Maxout networks and hardmax Transformers")
+            raise InputError(
+                name,
+                f"sublayers[{bad[0]}]",
+                "softmax attention has no exact "
+                "value; search compares Maxout networks and hardmax Transformers",
+            )
     from ..prove.lp import analyze_domain
-    if (dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty):
-        raise UsageError("the domain is empty: there is no point to search; give a non-empty "
-                         "one")
+
+    if dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty:
+        raise UsageError("the domain is empty: there is no point to search; give a non-empty one")
     r = find_counterexample(a, b, dom, SearchOptions(max_examples=max_examples, seed=seed))
-    out = {"found": r.found, "x": None, "outputs": None, "tried": r.tried, "phase": r.phase,
-           "max_examples": max_examples, "seed": seed, "time_s": round(r.time_s, 3),
-           "stats": r.stats}
+    out = {
+        "found": r.found,
+        "x": None,
+        "outputs": None,
+        "tried": r.tried,
+        "phase": r.phase,
+        "max_examples": max_examples,
+        "seed": seed,
+        "time_s": round(r.time_s, 3),
+        "stats": r.stats,
+    }
     if r.found:
         out["x"] = [q_str(t) for t in r.x]
-        out["outputs"] = {names[0]: [q_str(t) for t in r.outputs[0]],
-                          names[1]: [q_str(t) for t in r.outputs[1]]}
+        out["outputs"] = {
+            names[0]: [q_str(t) for t in r.outputs[0]],
+            names[1]: [q_str(t) for t in r.outputs[1]],
+        }
     if args.json:
         print(jsonout.dumps(out))
     elif r.found:
-        print(f"counterexample: {names[0]} and {names[1]} differ at a point of the domain "
-              f"(evaluated by the kernel; met in the {r.phase} phase after {r.tried} "
-              f"{'try' if r.tried == 1 else 'tries'}"
-              f"{', then shrunk' if r.stats.get('shrunk') else ''})")
+        print(
+            f"counterexample: {names[0]} and {names[1]} differ at a point of the domain "
+            f"(evaluated by the kernel; met in the {r.phase} phase after {r.tried} "
+            f"{'try' if r.tried == 1 else 'tries'}"
+            f"{', then shrunk' if r.stats.get('shrunk') else ''})"
+        )
         print("  x = (" + ", ".join(out["x"]) + ")")
         for name in names:
             print(f"  {name}: (" + ", ".join(out["outputs"][name]) + ")")
     else:
-        print(f"none found in {r.tried} tries ({r.time_s:.2f} s): {names[0]} and {names[1]} "
-              "agree at every point tried; a search proves nothing (exactmax equiv decides)")
+        print(
+            f"none found in {r.tried} tries ({r.time_s:.2f} s): {names[0]} and {names[1]} "
+            "agree at every point tried; a search proves nothing (exactmax equiv decides)"
+        )
     return EXIT_REFUTED if r.found else EXIT_UNKNOWN

@@ -31,39 +31,39 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hseed, settings
-from hypothesis import strategies as st, target
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
+from hypothesis import seed as hseed
+from hypothesis import strategies as st
 
 from .. import interruption
 from ..kernel.maxout import MaxoutNetwork
-from ..vectorized.scaled import MaxoutEvaluator
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
-from ..vectorized.scaled import TransformerEvaluator
 from ..vectorized.program import evaluate_nodes
+from ..vectorized.scaled import MaxoutEvaluator, TransformerEvaluator
 from .ties import local_forms, project_to_tie, tie_gap, ties_of
 from .vertices import centroid, simplest_between, vertices
 
 
 @dataclass(frozen=True, slots=True)
 class SearchOptions:
-    max_examples: int = 1000          # random examples (hypothesis's max_examples)
-    seed: int | None = None           # None: derandomized
-    max_explicit: int = 2000          # vertices and tie points tried first
+    max_examples: int = 1000  # random examples (hypothesis's max_examples)
+    seed: int | None = None  # None: derandomized
+    max_explicit: int = 2000  # vertices and tie points tried first
     time_budget_s: float | None = None  # stop starting new work after this (None: no limit)
-    simplify: bool = True             # shrink the coordinates to simple rationals
-    targeted: bool = True             # False: random points only (no explicit examples, no
-                                      # tie snapping or targets): the ablation of the benchmark
+    simplify: bool = True  # shrink the coordinates to simple rationals
+    targeted: bool = True  # False: random points only (no explicit examples, no
+    # tie snapping or targets): the ablation of the benchmark
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     found: bool
-    x: tuple[Q, ...] | None = None    # the counterexample, in the domain
-    outputs: tuple | None = None      # (A(x), B(x)), evaluated by the kernel
-    tried: int = 0                    # points evaluated before the first difference (or all)
-    phase: str | None = None          # where the first difference was met
+    x: tuple[Q, ...] | None = None  # the counterexample, in the domain
+    outputs: tuple | None = None  # (A(x), B(x)), evaluated by the kernel
+    tried: int = 0  # points evaluated before the first difference (or all)
+    phase: str | None = None  # where the first difference was met
     time_s: float = 0.0
     stats: dict = field(default_factory=dict)
 
@@ -75,23 +75,28 @@ class _Found(Exception):
 
 
 def program_of(model) -> Program:
-    return program_of_maxout(model) if isinstance(model, MaxoutNetwork) else \
-        program_of_transformer(model)
+    return (
+        program_of_maxout(model)
+        if isinstance(model, MaxoutNetwork)
+        else program_of_transformer(model)
+    )
 
 
 def evaluator_of(model):
     """The kernel's exact evaluator of either kind of model."""
-    return MaxoutEvaluator(model) if isinstance(model, MaxoutNetwork) else \
-        TransformerEvaluator(model)
+    return (
+        MaxoutEvaluator(model) if isinstance(model, MaxoutNetwork) else TransformerEvaluator(model)
+    )
 
 
 def model_size(model) -> int:
     """The number of non-zero weights of a model (what evaluation and tie sets cost)."""
+
     def nz(M):
         return sum(1 for row in M for v in row if v)
+
     if isinstance(model, MaxoutNetwork):
-        n = sum(nz(p.w for p in u.pieces) + len(u.pieces) for l in model.layers
-                for u in l.units)
+        n = sum(nz(p.w for p in u.pieces) + len(u.pieces) for l in model.layers for u in l.units)
         return n + (nz(model.output.W) + len(model.output.b) if model.output else 0)
     n = nz(model.embedding) + nz(model.positions) + nz(model.readout.map.W)
     for sub in model.sublayers:
@@ -121,19 +126,20 @@ class _Geometry:
     centre: tuple
 
     @staticmethod
-    def of(dom: Domain) -> "_Geometry":
+    def of(dom: Domain) -> _Geometry:
         V = vertices(dom)
         if isinstance(dom, Box):
             centre = tuple((lo + hi) / 2 for lo, hi in zip(dom.lower, dom.upper))
             return _Geometry(dom, V, dom.lower, dom.upper, centre)
-        from ..prove.lp import analyze_domain   # z3 only for a polyhedron
+        from ..prove.lp import analyze_domain  # z3 only for a polyhedron
+
         r = analyze_domain(dom)
         if r.empty:
             raise ValueError("the domain is empty")
         if V and r.bounded:
             centre = centroid(V)
             lower, upper = r.lower, r.upper
-        else:   # unbounded: search a box of radius 16 around a point of the domain
+        else:  # unbounded: search a box of radius 16 around a point of the domain
             centre = tuple(r.point)
             lower = tuple(c - 16 for c in centre)
             upper = tuple(c + 16 for c in centre)
@@ -157,7 +163,7 @@ class _Search:
         self.programs, self.sides = [], []
         self.tried = 0
         self.seen = set()
-        self.first = None          # (x, phase, tried) of the first difference
+        self.first = None  # (x, phase, tried) of the first difference
         self._built = False
 
     def build_programs(self) -> None:
@@ -171,7 +177,7 @@ class _Search:
                 return
             try:
                 p = program_of(m)
-            except Unsupported:   # bilinear scores: no tie sets to aim at, random search only
+            except Unsupported:  # bilinear scores: no tie sets to aim at, random search only
                 continue
             if ties_of(p):
                 self.programs.append(p)
@@ -205,6 +211,7 @@ class _Search:
                 return False
             seen.add(x)
             return True
+
         for v in geo.vertices:
             if len(seen) >= limit or self.out_of_time():
                 return
@@ -232,16 +239,20 @@ class _Search:
         """(x, snap): a point of the domain, and an optional (program, seed) to snap x onto
         the nearest tie set of that program."""
         from ..strategies import rationals_in
+
         geo = self.geo
         boxed = st.tuples(*(rationals_in(lo, hi) for lo, hi in zip(geo.lower, geo.upper)))
         if not isinstance(geo.domain, Box):
             boxed = boxed.map(self._into_domain)
         options = [boxed]
         if anchors:
-            options.append(st.tuples(st.sampled_from(anchors),
-                                     st.lists(st.integers(-8, 8), min_size=len(geo.lower),
-                                              max_size=len(geo.lower)),
-                                     st.integers(1, 40)).map(self._near))
+            options.append(
+                st.tuples(
+                    st.sampled_from(anchors),
+                    st.lists(st.integers(-8, 8), min_size=len(geo.lower), max_size=len(geo.lower)),
+                    st.integers(1, 40),
+                ).map(self._near)
+            )
         point = st.one_of(*options)
         snap = st.none()
         if self.programs:
@@ -276,8 +287,9 @@ class _Search:
                 best, best_gap = tie, g
         if best is None or best_gap == 0:
             return None
-        return project_to_tie(p, x, best, self.geo.contains, (self.geo.lower, self.geo.upper),
-                              start=start)
+        return project_to_tie(
+            p, x, best, self.geo.contains, (self.geo.lower, self.geo.upper), start=start
+        )
 
 
 def _unwrap(err: BaseException):
@@ -303,7 +315,7 @@ def simplify_point(x, still_bad, lower, upper, rounds: int = 40):
             cand = simplest_between(max(lower[i], x[i] - r), min(upper[i], x[i] + r))
             if cand == x[i]:
                 break
-            y = x[:i] + [cand] + x[i + 1:]
+            y = x[:i] + [cand] + x[i + 1 :]
             if still_bad(tuple(y)):
                 x = y
                 break
@@ -312,8 +324,9 @@ def simplify_point(x, still_bad, lower, upper, rounds: int = 40):
     return tuple(x)
 
 
-def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOptions()
-                        ) -> SearchResult:
+def find_counterexample(
+    a, b, domain: Domain, options: SearchOptions = SearchOptions()
+) -> SearchResult:
     """An exact x in the domain with A(x) != B(x), or found=False after ``tried`` points."""
     if a.input_dim != b.input_dim or a.input_dim != domain.dim:
         raise ValueError("the two models and the domain must have the same input dimension")
@@ -321,7 +334,7 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
         raise ValueError(f"the models have {a.out_dim} and {b.out_dim} outputs")
     s = _Search(a, b, domain, options)
     anchors, found = [], None
-    if options.targeted:   # 1. explicit points, before any random one
+    if options.targeted:  # 1. explicit points, before any random one
         for x, kind in s.explicit():
             anchors.append(x)
             if s.differs(x):
@@ -329,18 +342,18 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
                 break
     n_explicit, t_explicit = len(anchors), time.monotonic() - s.start
 
-    def prop(case):   # 2. random and targeted points; hypothesis shrinks a failing draw
+    def prop(case):  # 2. random and targeted points; hypothesis shrinks a failing draw
         interruption.check()
         x, snap = case
         if s.first is None and s.out_of_time():
-            return   # budget spent: no new work (a failure seen before is always replayed)
+            return  # budget spent: no new work (a failure seen before is always replayed)
         points = [x]
         if snap is not None:
             y = s.snap(x, snap)
             if y is not None:
                 points.append(y)
         for y in points:
-            if not s.geo.contains(y):   # cannot happen for the strategy's points; a guard
+            if not s.geo.contains(y):  # cannot happen for the strategy's points; a guard
                 continue
             ya, yb = s.outputs(y)
             if ya != yb:
@@ -353,48 +366,63 @@ def find_counterexample(a, b, domain: Domain, options: SearchOptions = SearchOpt
             if gaps:
                 target(-min(_float(g) for g in gaps), label="closeness to a tie set")
         ya, yb = s.outputs(x)
-        target(max((abs(_float(u - v)) for u, v in zip(ya, yb)), default=0.0),
-               label="|A(x) - B(x)|")
+        target(
+            max((abs(_float(u - v)) for u, v in zip(ya, yb)), default=0.0), label="|A(x) - B(x)|"
+        )
 
-    interruption.check()   # hypothesis may have swallowed the interruption's exception
+    interruption.check()  # hypothesis may have swallowed the interruption's exception
     if found is None:
         if options.targeted:
             s.build_programs()
-        cfg = settings(max_examples=max(1, options.max_examples),
-                       derandomize=options.seed is None, database=None, deadline=None,
-                       verbosity=Verbosity.quiet,
-                       phases=(Phase.generate, Phase.target, Phase.shrink),
-                       suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                       print_blob=False)
+        cfg = settings(
+            max_examples=max(1, options.max_examples),
+            derandomize=options.seed is None,
+            database=None,
+            deadline=None,
+            verbosity=Verbosity.quiet,
+            phases=(Phase.generate, Phase.target, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            print_blob=False,
+        )
         test = cfg(given(case=s.strategy(anchors))(prop))
         if options.seed is not None:
             test = hseed(options.seed)(test)
         try:
             test()
-        except Exception as e:   # hypothesis re-raises the shrunk example's _Found
+        except Exception as e:  # hypothesis re-raises the shrunk example's _Found
             err = _unwrap(e)
             if err is None:
                 raise
             found = err.x
     interruption.check()
-    stats = {"explicit": n_explicit, "explicit_s": round(t_explicit, 4),
-             "ties_programs": len(s.programs)}
+    stats = {
+        "explicit": n_explicit,
+        "explicit_s": round(t_explicit, 4),
+        "ties_programs": len(s.programs),
+    }
     if found is None:
-        return SearchResult(False, tried=s.tried, time_s=time.monotonic() - s.start,
-                            stats=stats)
+        return SearchResult(False, tried=s.tried, time_s=time.monotonic() - s.start, stats=stats)
     tried_first = s.first[2] if s.first else s.tried
     x = found
-    if options.simplify:   # 3. the simplest rationals that keep the difference
-        x = simplify_point(x, lambda y: s.geo.contains(y) and s.differs(y), s.geo.lower,
-                           s.geo.upper)
+    if options.simplify:  # 3. the simplest rationals that keep the difference
+        x = simplify_point(
+            x, lambda y: s.geo.contains(y) and s.differs(y), s.geo.lower, s.geo.upper
+        )
     ya, yb = s.eva.evaluate(x), s.evb.evaluate(x)
-    if not s.geo.contains(x) or ya == yb:   # cannot happen: both were checked above
+    if not s.geo.contains(x) or ya == yb:  # cannot happen: both were checked above
         raise AssertionError("the search lost its counterexample")
     stats["shrink_points"] = s.tried - tried_first
     stats["shrunk"] = x != found
-    return SearchResult(True, x=x, outputs=(ya, yb), tried=tried_first,
-                        phase=s.first[1] if s.first else None,
-                        time_s=time.monotonic() - s.start, stats=stats)
+    return SearchResult(
+        True,
+        x=x,
+        outputs=(ya, yb),
+        tried=tried_first,
+        phase=s.first[1] if s.first else None,
+        time_s=time.monotonic() - s.start,
+        stats=stats,
+    )
 
 
 def refute_by_search(a, b, domain: Domain, options: SearchOptions):
@@ -402,6 +430,7 @@ def refute_by_search(a, b, domain: Domain, options: SearchOptions):
     (``prove.verify.refute``: domain membership, both models evaluated again) confirms it,
     else None; ``result`` is the search's own record."""
     from ..prove.verify import refute
+
     r = find_counterexample(a, b, domain, options)
     if not r.found:
         return None, r

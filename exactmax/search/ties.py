@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kernel.program import Hardmax, Lin, Max, Program
-from ..kernel.rational import Q, ZERO, rational
+from ..kernel.rational import ZERO, Q, rational
 from ..vectorized.program import evaluate_nodes
 
 Form = list  # [g_0, ..., g_{d-1}, c]: the affine form g . x + c
@@ -39,8 +39,8 @@ class Tie:
     """A pair of arguments (Max) or scores (Hardmax) of node ``node`` that can tie."""
 
     node: int
-    a: int   # program node of the first argument / score
-    b: int   # program node of the second argument / score
+    a: int  # program node of the first argument / score
+    b: int  # program node of the second argument / score
 
 
 def local_forms(p: Program, x) -> tuple[list[Q], list[Form]]:
@@ -84,7 +84,7 @@ def ties_of(p: Program) -> list[Tie]:
             args = sorted({s for s, _ in node.pairs})
         else:
             continue
-        out.extend(Tie(n, a, b) for i, a in enumerate(args) for b in args[i + 1:])
+        out.extend(Tie(n, a, b) for i, a in enumerate(args) for b in args[i + 1 :])
     return out
 
 
@@ -128,8 +128,7 @@ def _axis_step(x, g: Form, gap: Q, contains, lower=None, upper=None):
     return None
 
 
-def project_to_tie(p: Program, x, tie: Tie, contains, bounds=None, steps: int = 3,
-                   start=None):
+def project_to_tie(p: Program, x, tie: Tie, contains, bounds=None, steps: int = 3, start=None):
     """A point on the tie set of ``tie.node`` near x in the domain, or None.
 
     Newton steps on the gap f_a - f_b of the pair (first step) and then on the gap of the

@@ -51,7 +51,7 @@ def polyhedron_vertices(P: Polyhedron, limit: int = 5000) -> list[tuple[Q, ...]]
         M = RatMatrix([list(P.A[r]) for r in rows])
         try:
             sol = M.solve(RatMatrix([[P.b[r]] for r in rows]))
-        except ZeroDivisionError:   # singular: not a vertex
+        except ZeroDivisionError:  # singular: not a vertex
             continue
         x = tuple(sol[i, 0] for i in range(d))
         if x not in seen and P.contains(x):

@@ -32,12 +32,18 @@ from ..construct.bounds import certified_bounding_box, layer_bounds
 from ..construct.transformer import CompileOptions, compile_transformer
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork
-from ..vectorized.scaled import MaxoutEvaluator
 from ..kernel.polyhedron import Box, Domain
-from ..kernel.rational import ONE, Q, ZERO
-from ..kernel.softmax import (_excluded, _tokens, cell_bound, check_first_layer,
-                              check_softmax_bound, deviation_peak)
+from ..kernel.rational import ONE, ZERO, Q
+from ..kernel.softmax import (
+    _excluded,
+    _tokens,
+    cell_bound,
+    check_first_layer,
+    check_softmax_bound,
+    deviation_peak,
+)
 from ..kernel.transformer import HARDMAX, Attention, FeedForward, Transformer
+from ..vectorized.scaled import MaxoutEvaluator
 from .evaluate import evaluate_softmax, precision
 
 
@@ -108,8 +114,12 @@ class ArbArithmetic:
         psi = arb(0)
         for l, h in zip(gl, gh):
             psi += self._psi_upper(lam * l, lam * h)
-        d_hi = min((num_hi / max(arb(1), den_lo)).upper(), ((n - 1) * peak).upper(),
-                   (psi / lam).upper(), (self._a(deviation_peak(n - 1)) / lam).upper())
+        d_hi = min(
+            (num_hi / max(arb(1), den_lo)).upper(),
+            ((n - 1) * peak).upper(),
+            (psi / lam).upper(),
+            (self._a(deviation_peak(n - 1)) / lam).upper(),
+        )
         d_lo = max(arb(0), (num_lo / den_hi).lower())
         return d_lo, d_hi
 
@@ -125,6 +135,7 @@ class ArbArithmetic:
 
 # ------------------------------------------------------------------------- the construction
 
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """What the bound is about: the network, its construction's gates, tokens, domain."""
@@ -135,21 +146,30 @@ class Setting:
     n: int
     domain: Domain
     root: tuple[tuple[Q, ...], tuple[Q, ...]]
-    gate_bounds: tuple[Q, ...]      # the exact pre-activation bounds C_l was made from
-    first_multipliers: tuple | None = None   # polyhedron: Farkas multipliers for layer 1
-    first_ranges: tuple | None = None        # ... and the ranges they give (kernel-checked)
-    root_multipliers: tuple | None = None    # polyhedron: Farkas bounds of the root box
+    gate_bounds: tuple[Q, ...]  # the exact pre-activation bounds C_l was made from
+    first_multipliers: tuple | None = None  # polyhedron: Farkas multipliers for layer 1
+    first_ranges: tuple | None = None  # ... and the ranges they give (kernel-checked)
+    root_multipliers: tuple | None = None  # polyhedron: Farkas bounds of the root box
 
 
-def kernel_check(s: "Setting", lam: Q, tree):
+def kernel_check(s: Setting, lam: Q, tree):
     """The kernel's exact re-check (``check_softmax_bound``) of a search tree for ``s``."""
-    return check_softmax_bound(s.net, s.gates, s.n, lam, s.domain, s.root[0], s.root[1], tree,
-                               s.first_multipliers, s.root_multipliers)
+    return check_softmax_bound(
+        s.net,
+        s.gates,
+        s.n,
+        lam,
+        s.domain,
+        s.root[0],
+        s.root[1],
+        tree,
+        s.first_multipliers,
+        s.root_multipliers,
+    )
 
 
 def _strip(tf: Transformer) -> Transformer:
-    subs = tuple(replace(s, kind=HARDMAX) if isinstance(s, Attention) else s
-                 for s in tf.sublayers)
+    subs = tuple(replace(s, kind=HARDMAX) if isinstance(s, Attention) else s for s in tf.sublayers)
     return replace(tf, sublayers=subs, domain=None)
 
 
@@ -172,6 +192,7 @@ def first_layer_multipliers(net: MaxoutNetwork, domain: Domain):
     if isinstance(domain, Box):
         return None
     from ..prove.lp import bound_multipliers
+
     P = domain.as_polyhedron()
     out = []
     for unit in net.layers[0].units:
@@ -194,8 +215,7 @@ def _with_first(s: Setting) -> Setting:
         ranges = check_first_layer(s.net, s.gates, s.domain, ys)
     except CheckFailed:
         return s  # the gates of layer 1 fail on the polyhedron: the cells will say where
-    return replace(s, first_multipliers=ys,
-                   first_ranges=tuple(tuple(r) for r in ranges))
+    return replace(s, first_multipliers=ys, first_ranges=tuple(tuple(r) for r in ranges))
 
 
 def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None) -> Setting:
@@ -206,41 +226,62 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
     gate_bounds = tuple(b.gate for b in layer_bounds(net, domain))
     if tf is None:
         c = compile_transformer(net, domain)
-        return _with_first(Setting(net, c.transformer, c.gates, c.transformer.n_tokens,
-                                   domain, root, gate_bounds,
-                                   root_multipliers=mults))
+        return _with_first(
+            Setting(
+                net,
+                c.transformer,
+                c.gates,
+                c.transformer.n_tokens,
+                domain,
+                root,
+                gate_bounds,
+                root_multipliers=mults,
+            )
+        )
     meta = tf.meta if isinstance(tf.meta, dict) else {}
     variant = meta.get("variant") if isinstance(meta.get("variant"), dict) else {}
     merged = bool(variant.get("merged", False))
     if variant.get("positional", "onehot") != "onehot":
-        raise NotConstruction("scalar positions make the attention queries differ between "
-                              "tokens; softmax-bound supports the one-hot construction only")
+        raise NotConstruction(
+            "scalar positions make the attention queries differ between "
+            "tokens; softmax-bound supports the one-hot construction only"
+        )
     try:
-        gates = [Q(g) for g in meta["gate_constants"]] if "gate_constants" in meta else \
-            _gates_of(net, tf, merged)
+        gates = (
+            [Q(g) for g in meta["gate_constants"]]
+            if "gate_constants" in meta
+            else _gates_of(net, tf, merged)
+        )
         c = compile_transformer(net, domain, CompileOptions(merged=merged, gates=tuple(gates)))
     except (IndexError, ValueError, TypeError, KeyError):
-        raise NotConstruction("it does not have the layout of exactmax compile's "
-                              "construction of this network") from None
+        raise NotConstruction(
+            "it does not have the layout of exactmax compile's construction of this network"
+        ) from None
     if _strip(c.transformer) != _strip(tf):
-        raise NotConstruction("it is not the construction of this network (construction.md "
-                              "§2, as exactmax compile builds it) with its gate constants "
-                              + ", ".join(str(g) for g in gates))
-    return _with_first(Setting(net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds,
-                               root_multipliers=mults))
+        raise NotConstruction(
+            "it is not the construction of this network (construction.md "
+            "§2, as exactmax compile builds it) with its gate constants "
+            + ", ".join(str(g) for g in gates)
+        )
+    return _with_first(
+        Setting(
+            net, tf, tuple(gates), tf.n_tokens, domain, root, gate_bounds, root_multipliers=mults
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------- search
 
+
 @dataclass(slots=True)
 class Search:
     tree: tuple
-    bound: object                    # arb upper bound (max over leaves), None if gates fail
+    bound: object  # arb upper bound (max over leaves), None if gates fail
     leaves: int
     excluded: int
-    worst: list                      # [(bound, lo, hi)] of the worst leaves
-    gate_fail: dict | None           # {"layer", "cell", "x" (a point where it fails) or None}
-    zmax: list                       # per layer, arb upper bound of |z~| over the leaves
+    worst: list  # [(bound, lo, hi)] of the worst leaves
+    gate_fail: dict | None  # {"layer", "cell", "x" (a point where it fails) or None}
+    zmax: list  # per layer, arb upper bound of |z~| over the leaves
     time_s: float
     stop: str
 
@@ -249,8 +290,15 @@ def _key(r) -> float:
     return math.inf if r.bound is None else _fl(r.bound)
 
 
-def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
-                 progress=None, bits: int = 128, converge: bool = True) -> Search:
+def search_bound(
+    s: Setting,
+    lam: Q,
+    max_cells: int = 4000,
+    timeout_s: float = 20.0,
+    progress=None,
+    bits: int = 128,
+    converge: bool = True,
+) -> Search:
     """Refine a bisection tree of the bounding box, splitting the worst cell first."""
     A = ArbArithmetic()
     t0 = time.monotonic()
@@ -263,8 +311,10 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
     history, stop, last = [], "budget", t0
     fail_point, tries = None, 0
 
-    slopes = [max(abs(c) for u in net.layers[0].units for p in u.pieces for c in (p.w[i],))
-              for i in range(net.input_dim)]
+    slopes = [
+        max(abs(c) for u in net.layers[0].units for p in u.pieces for c in (p.w[i],))
+        for i in range(net.input_dim)
+    ]
 
     def resolved(lo, hi):
         # a plateau of the worst bound means convergence only once the cell is small on the
@@ -294,8 +344,9 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
             if now - t0 > timeout_s:
                 stop = "time"
                 break
-            if r.bound is None and (tries < 200 or all(h - l <= w / 2 ** 14 for l, h, w in
-                                                      zip(lo, hi, width0) if w)):
+            if r.bound is None and (
+                tries < 200 or all(h - l <= w / 2**14 for l, h, w in zip(lo, hi, width0) if w)
+            ):
                 tries += 1  # a failing cell: is the failure real at its centre or a corner?
                 fail_point = _gate_failure_point(s, lam, lo, hi)
                 if fail_point is not None:
@@ -304,8 +355,12 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
             if r.bound is not None:
                 history.append(_fl(r.bound))
                 k = len(history)
-                if converge and k > 64 * max(1, net.input_dim) and \
-                        history[k // 2] * (1 - 1e-3) <= history[-1] and resolved(lo, hi):
+                if (
+                    converge
+                    and k > 64 * max(1, net.input_dim)
+                    and history[k // 2] * (1 - 1e-3) <= history[-1]
+                    and resolved(lo, hi)
+                ):
                     stop = "converged"
                     break
             heapq.heappop(heap)
@@ -318,8 +373,8 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
             mid = (lo[i] + hi[i]) / 2
             left, right = ["leaf"], ["leaf"]
             node[:] = ["split", i, left, right]
-            place(left, lo, hi[:i] + (mid,) + hi[i + 1:])
-            place(right, lo[:i] + (mid,) + lo[i + 1:], hi)
+            place(left, lo, hi[:i] + (mid,) + hi[i + 1 :])
+            place(right, lo[:i] + (mid,) + lo[i + 1 :], hi)
             splits += 1
             if progress is not None and now - last > 2:
                 last = now
@@ -329,16 +384,26 @@ def search_bound(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 2
             stop = "empty"
     leaves = sorted(heap, key=lambda e: e[0])
     failing = [e for e in leaves if e[5].bound is None]
-    zmax = [max((e[5].zmax[l] for e in leaves if len(e[5].zmax) > l), default=arb(0))
-            for l in range(len(net.layers))]
+    zmax = [
+        max((e[5].zmax[l] for e in leaves if len(e[5].zmax) > l), default=arb(0))
+        for l in range(len(net.layers))
+    ]
     gate_fail = None
     if failing:
         e = failing[0]
         gate_fail = {"layer": e[5].gate_layer, "cell": (e[3], e[4]), "x": fail_point}
     bound = None if failing else max((e[5].bound for e in leaves), default=arb(0))
-    return Search(_freeze(root), bound, len(leaves), _count_out(root), [
-        (e[5].bound, e[3], e[4]) for e in leaves[:24] if e[5].bound is not None],
-        gate_fail, zmax, time.monotonic() - t0, stop)
+    return Search(
+        _freeze(root),
+        bound,
+        len(leaves),
+        _count_out(root),
+        [(e[5].bound, e[3], e[4]) for e in leaves[:24] if e[5].bound is not None],
+        gate_fail,
+        zmax,
+        time.monotonic() - t0,
+        stop,
+    )
 
 
 def _freeze(node):
@@ -360,8 +425,10 @@ def perturbed_preactivations(s: Setting, lam: Q, x) -> list[list[arb]]:
     for layer in s.net.layers:
         zs, nh = [], []
         for unit in layer.units:
-            z = [sum((arb(c) * v for c, v in zip(p.w, h)), arb(p.b))
-                 for p in _tokens(unit.pieces, s.n)]
+            z = [
+                sum((arb(c) * v for c, v in zip(p.w, h)), arb(p.b))
+                for p in _tokens(unit.pieces, s.n)
+            ]
             m = max(z, key=lambda v: v.mid()).mid()
             e = [(lam_a * (v - m)).exp() for v in z]
             total = sum(e[1:], e[0])
@@ -376,6 +443,7 @@ def _gate_failure_point(s: Setting, lam, lo, hi):
     """A corner or the centre of the cell, in the domain, where some z~ is surely beyond its
     gate (earlier layers surely within theirs), as (x, layer, value) or None."""
     import itertools
+
     pts = [tuple((a + b) / 2 for a, b in zip(lo, hi))]
     if len(lo) <= 4:
         pts += [tuple(c) for c in itertools.product(*zip(lo, hi))]
@@ -394,6 +462,7 @@ def _gate_failure_point(s: Setting, lam, lo, hi):
 
 # -------------------------------------------------------------------------- observed error
 
+
 def _fl(v) -> float:
     """v as a float for the screening only, saturated at +-1e300 (a weight of thousands of
     digits has no float; the floats only guide the search, the exact check decides)."""
@@ -407,14 +476,18 @@ def _float_net(net: MaxoutNetwork, n: int):
     """The network's pieces as float arrays (per layer: W (units, n, in), b (units, n)),
     tokens padded as the Transformer pads them, and the output matrix (or None)."""
     import numpy as np
+
     layers = []
     for layer in net.layers:
         ps = [_tokens(unit.pieces, n) for unit in layer.units]
         W = np.array([[[_fl(c) for c in p.w] for p in row] for row in ps], dtype=float)
         b = np.array([[_fl(p.b) for p in row] for row in ps], dtype=float)
         layers.append((W, b))
-    out = None if net.output is None else \
-        np.array([[_fl(c) for c in row] for row in net.output.W], dtype=float)
+    out = (
+        None
+        if net.output is None
+        else np.array([[_fl(c) for c in row] for row in net.output.W], dtype=float)
+    )
     return layers, out
 
 
@@ -423,6 +496,7 @@ def _float_errors(fnet, lam: float, X, patterns: bool = False):
     for bad points (y exact hardmax, y~ softmax at scale lam, both run in float64).  With
     ``patterns``, also the hardmax argmax of every unit (m x units), the activation pattern."""
     import numpy as np
+
     layers, out = fnet
     H = Hs = X
     pat = []
@@ -443,6 +517,7 @@ def _tie_points(fnet, A, B, rounds: int = 45):
     the segment between them within 2^-rounds of its length of a change of pattern, i.e. of
     a tie set (bisection in float64)."""
     import numpy as np
+
     pa = _float_errors(fnet, 1.0, A, patterns=True)[1]
     keep = (pa != _float_errors(fnet, 1.0, B, patterns=True)[1]).any(axis=1)
     A, B, pa = A[keep], B[keep], pa[keep]
@@ -456,8 +531,10 @@ def _tie_points(fnet, A, B, rounds: int = 45):
 def _float_error(net: MaxoutNetwork, n: int, lam: float, x) -> float:
     """|y~ - y|_inf at one point, in floating point (see ``_float_errors``)."""
     import numpy as np
-    return float(_float_errors(_float_net(net, n), lam,
-                               np.array([[_fl(v) for v in x]], dtype=float))[0])
+
+    return float(
+        _float_errors(_float_net(net, n), lam, np.array([[_fl(v) for v in x]], dtype=float))[0]
+    )
 
 
 def _to_q(v: float) -> Q:
@@ -467,14 +544,22 @@ def _to_q(v: float) -> Q:
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    error: arb                 # a lower bound of |T_lam(x) - N(x)|_inf at x
+    error: arb  # a lower bound of |T_lam(x) - N(x)|_inf at x
     x: tuple[Q, ...]
     points: int
 
 
-def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 128,
-                   climbs: int = 16, steps: int = 400, samples: int = 200_000,
-                   budget_s: float = 3.0) -> Observed:
+def observed_error(
+    s: Setting,
+    lam: Q,
+    worst_cells,
+    seed: int = 0,
+    bits: int = 128,
+    climbs: int = 16,
+    steps: int = 400,
+    samples: int = 200_000,
+    budget_s: float = 3.0,
+) -> Observed:
     """The largest error found at points of the domain: exact N(x) against T_lam(x) in balls
     (lower end of |ball - N(x)|).  Floats choose the points, never the value.
 
@@ -491,7 +576,9 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     and inside the domain, are evaluated exactly.  About ``budget_s`` seconds of float work
     (``steps`` rounds per scale at most)."""
     import itertools
+
     import numpy as np
+
     rng = np.random.default_rng(seed)
     t0 = time.monotonic()
     lo0, hi0 = s.root
@@ -503,7 +590,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     Af = np.array([[_fl(c) for c in row] for row in P.A], dtype=float).reshape(-1, d)
     bf = np.array([_fl(c) for c in P.b], dtype=float)
     fnet = _float_net(s.net, s.n)
-    lamf = max(float(min(lam, Q(10) ** 300)), 1e-300)   # floats only guide: capped scale
+    lamf = max(float(min(lam, Q(10) ** 300)), 1e-300)  # floats only guide: capped scale
 
     def inside(X):  # float screen of the domain (the exact check comes at the end)
         return (X @ Af.T <= bf + 1e-12 * (1 + np.abs(bf))).all(axis=1)
@@ -518,7 +605,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     def diverse(X, E, m, sep=0.02):
         """Indices of up to m best rows of X, pairwise at least sep apart (box-relative)."""
         chosen = []
-        for i in np.argsort(-E, kind="stable")[:50 * m]:
+        for i in np.argsort(-E, kind="stable")[: 50 * m]:
             y = X[i] / widths
             if all(np.abs(y - X[j] / widths).max() >= sep for j in chosen):
                 chosen.append(i)
@@ -526,14 +613,13 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
                     break
         return np.array(chosen, dtype=int)
 
-    pts, st = [], []   # candidates and their starting steps (relative to the box widths)
+    pts, st = [], []  # candidates and their starting steps (relative to the box widths)
     if d <= 8:
         pts += [c for c in itertools.product(*zip(lo_f, hi_f))]
         st += [0.5 / max(lamf, 1.0)] * len(pts)
     for _, lo, hi in worst_cells:
         pts.append([_fl((a + b) / 2) for a, b in zip(lo, hi)])
-        st.append(max(max((_fl(b - a) / w for a, b, w in zip(lo, hi, widths)), default=0.0),
-                      1e-9))
+        st.append(max(max((_fl(b - a) / w for a, b, w in zip(lo, hi, widths)), default=0.0), 1e-9))
     pool = [(np.array(pts, dtype=float).reshape(-1, d), np.array(st, dtype=float))]
     tried = len(pts)
     batch = max(1, min(samples, 20_000))
@@ -544,8 +630,12 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
         cl = np.array([_fl(v) for v in lo])
         ch = np.array([_fl(v) for v in hi])
         m = max(1, samples // (8 * max(1, len(worst_cells))))
-        pool.append((cl + rng.random((m, d)) * (ch - cl),
-                     np.full(m, max(float(((ch - cl) / widths).max()) / 4, 1e-9))))
+        pool.append(
+            (
+                cl + rng.random((m, d)) * (ch - cl),
+                np.full(m, max(float(((ch - cl) / widths).max()) / 4, 1e-9)),
+            )
+        )
         tried += m
     pairs = max(1, min(2000, samples // 50))
     A = _tie_points(fnet, box_points(pairs), box_points(pairs))
@@ -560,7 +650,7 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
     X = np.concatenate([p[0] for p in pool])
     S = np.concatenate([p[1] for p in pool])
     scales = [lamf / 64, lamf / 16, lamf / 4, lamf]
-    share = [1 / 6, 2 / 6, 3 / 6, 1.0]   # of the climbing time, cumulative: half at lam
+    share = [1 / 6, 2 / 6, 3 / 6, 1.0]  # of the climbing time, cumulative: half at lam
     t1 = time.monotonic()
     cur, step = X[:0], S[:0]
     tries = 32
@@ -573,8 +663,9 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
         for r in range(steps):
             if r >= 10 and time.monotonic() > end:
                 break
-            Y = cur[:, None, :] + rng.standard_normal((len(cur), tries, d)) * \
-                (step[:, None, None] * widths)
+            Y = cur[:, None, :] + rng.standard_normal((len(cur), tries, d)) * (
+                step[:, None, None] * widths
+            )
             Y = np.clip(Y, lo_f, hi_f)
             e = errors(Y.reshape(-1, d), lf).reshape(len(cur), tries)
             tried += len(cur) * tries
@@ -586,9 +677,9 @@ def observed_error(s: Setting, lam: Q, worst_cells, seed: int = 0, bits: int = 1
         keep = np.argsort(-best, kind="stable")[:climbs]
         if k < len(scales) - 1:  # carried to the next scale, with room to move there
             cur, step = cur[keep], np.clip(step[keep], 0.3 / scales[k + 1], 0.5)
+
     def exact(x):  # the float point as rationals, inside the root box, fixed coordinates kept
-        return tuple(a if a == b else min(max(_to_q(v), a), b)
-                     for v, a, b in zip(x, lo0, hi0))
+        return tuple(a if a == b else min(max(_to_q(v), a), b) for v, a, b in zip(x, lo0, hi0))
 
     finals = [exact(x) for x in cur]
     finals += [tuple((a + b) / 2 for a, b in zip(lo, hi)) for _, lo, hi in worst_cells[:8]]
@@ -613,14 +704,16 @@ def _tight_softmax(tf, x, lam: Q, bits: int, max_bits: int = 8192):
     while True:
         soft = evaluate_softmax(tf, x, lam, bits)
         with precision(bits):
-            narrow = all(v.is_finite() and v.rad() <= (1 + abs(v.mid())) * arb(2) ** -30
-                         for v in soft)
+            narrow = all(
+                v.is_finite() and v.rad() <= (1 + abs(v.mid())) * arb(2) ** -30 for v in soft
+            )
         if narrow or 2 * bits > max_bits:
             return soft, bits
         bits *= 2
 
 
 # ----------------------------------------------------------------------------- closed form
+
 
 def closed_form(net: MaxoutNetwork, n: int, lam) -> arb:
     """||A||_inf E_D with E_l = Lambda_l E_{l-1} + min(ln n, (n - 1)/e) / lam (§3)."""
@@ -629,18 +722,22 @@ def closed_form(net: MaxoutNetwork, n: int, lam) -> arb:
     for layer in net.layers:
         Lam = max(sum(abs(c) for c in p.w) for u in layer.units for p in u.pieces)
         E = arb(Lam) * E + delta
-    A = max((sum(abs(c) for c in row) for row in net.output.W), default=ZERO) \
-        if net.output is not None else ONE
+    A = (
+        max((sum(abs(c) for c in row) for row in net.output.W), default=ZERO)
+        if net.output is not None
+        else ONE
+    )
     return (arb(A) * E).upper()
 
 
 # --------------------------------------------------------------------------------- certify
 
+
 @dataclass(slots=True)
 class Certified:
     lam: Q
-    verdict: str                     # "certified", "gates-fail", "unknown"
-    bound: Q | None                  # kernel-checked
+    verdict: str  # "certified", "gates-fail", "unknown"
+    bound: Q | None  # kernel-checked
     arb_bound: object
     search: Search
     check_time_s: float = 0.0
@@ -649,17 +746,23 @@ class Certified:
     extra: dict = field(default_factory=dict)
 
 
-def certify(s: Setting, lam: Q, max_cells: int = 4000, timeout_s: float = 20.0,
-            progress=None, bits: int = 128, check: bool = True,
-            on_check=None) -> Certified:
+def certify(
+    s: Setting,
+    lam: Q,
+    max_cells: int = 4000,
+    timeout_s: float = 20.0,
+    progress=None,
+    bits: int = 128,
+    check: bool = True,
+    on_check=None,
+) -> Certified:
     """Search, then (if ``check``) re-check the tree in the kernel's exact arithmetic
     (``on_check(leaves)`` is called before the re-check)."""
     r = search_bound(s, lam, max_cells, timeout_s, progress, bits)
     return check_search(s, lam, r, check, on_check)
 
 
-def check_search(s: Setting, lam: Q, r: Search, check: bool = True,
-                 on_check=None) -> Certified:
+def check_search(s: Setting, lam: Q, r: Search, check: bool = True, on_check=None) -> Certified:
     """``certify``'s second half: the verdict of the search ``r`` and (if ``check``) the
     kernel's exact re-check of its tree."""
     if r.gate_fail is not None:
@@ -667,14 +770,21 @@ def check_search(s: Setting, lam: Q, r: Search, check: bool = True,
         if g["x"] is not None:
             x, l, z = g["x"]
             over = (abs(z) - arb(s.gates[l])).mid()
-            why = (f"a gate of layer {l + 1} is not exact: at x = ({', '.join(map(str, x))}) "
-                   f"a perturbed pre-activation is {z.mid().str(8, radius=False)}, beyond "
-                   f"C_{l + 1} = {s.gates[l]} "
-                   + (f"(by about {over.str(3, radius=False)})" if over > 0 else
-                      "(by less than the balls resolve)"))
+            why = (
+                f"a gate of layer {l + 1} is not exact: at x = ({', '.join(map(str, x))}) "
+                f"a perturbed pre-activation is {z.mid().str(8, radius=False)}, beyond "
+                f"C_{l + 1} = {s.gates[l]} "
+                + (
+                    f"(by about {over.str(3, radius=False)})"
+                    if over > 0
+                    else "(by less than the balls resolve)"
+                )
+            )
             return Certified(lam, "gates-fail", None, None, r, reason=why)
-        why = (f"the gates of layer {g['layer'] + 1} could not be shown exact within the "
-               f"budget ({r.leaves} cells, stopped by {r.stop})")
+        why = (
+            f"the gates of layer {g['layer'] + 1} could not be shown exact within the "
+            f"budget ({r.leaves} cells, stopped by {r.stop})"
+        )
         return Certified(lam, "unknown", None, None, r, reason=why)
     if not check:
         return Certified(lam, "certified-arb", None, r.bound, r)
@@ -684,10 +794,18 @@ def check_search(s: Setting, lam: Q, r: Search, check: bool = True,
     try:
         claim = kernel_check(s, lam, r.tree)
     except CheckFailed as e:  # the exact re-check is stricter than the balls: say so
-        return Certified(lam, "unknown", None, r.bound, r, time.monotonic() - t0,
-                         reason=f"the kernel's exact re-check rejected the cells: {e}")
-    return Certified(lam, "certified", claim.bound, r.bound, r, time.monotonic() - t0,
-                     zmax=claim.zmax)
+        return Certified(
+            lam,
+            "unknown",
+            None,
+            r.bound,
+            r,
+            time.monotonic() - t0,
+            reason=f"the kernel's exact re-check rejected the cells: {e}",
+        )
+    return Certified(
+        lam, "certified", claim.bound, r.bound, r, time.monotonic() - t0, zmax=claim.zmax
+    )
 
 
 def closed_form_slack(s: Setting, lam: Q) -> Q:
@@ -718,29 +836,31 @@ def dec_round(q: Q, up: bool, digits: int = 4) -> Q:
     sign = 1 if q > 0 else -1
     a = q if q > 0 else -q
     e = 0
-    while a * Q(10) ** e >= 10 ** digits:
+    while a * Q(10) ** e >= 10**digits:
         e -= 1
     while a * Q(10) ** e < 10 ** (digits - 1):
         e += 1
     v = a * Q(10) ** e
-    k = (v.ceil() if (up == (sign > 0)) else v.floor())
+    k = v.ceil() if (up == (sign > 0)) else v.floor()
     return sign * Q(int(k)) / Q(10) ** e
 
 
 def dec_str(q: Q) -> str:
     """A finite decimal rational as a decimal string."""
     from decimal import Decimal, getcontext
+
     getcontext().prec = 60
     s = format(Decimal(int(q.p)) / Decimal(int(q.q)), "f")
     return s.rstrip("0").rstrip(".") if "." in s else s
 
 
-def smallest_lambda(s: Setting, eps: Q, tol: Q, max_cells: int, timeout_s: float,
-                    progress=None, bits: int = 128):
+def smallest_lambda(
+    s: Setting, eps: Q, tol: Q, max_cells: int, timeout_s: float, progress=None, bits: int = 128
+):
     """Bisection on a geometric grid for the smallest lam with certified U <= eps: returns
     (lam_hi, result at lam_hi or None, lam_lo, probes), lam_hi passing and lam_lo failing (or
     lam_lo = None when even the first probe below fails to exist), hi / lo <= 1 + tol."""
-    K = closed_form(s.net, s.n, 1)           # closed form = K / lam
+    K = closed_form(s.net, s.n, 1)  # closed form = K / lam
     lam_cf = _arb_q(K) / eps
     probes = []
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from flint import arb, arb_mat, ctx
 
 from ..kernel.rational import Q
-from ..kernel.transformer import Attention, FeedForward, Transformer
+from ..kernel.transformer import FeedForward, Transformer
 
 
 @contextmanager
@@ -54,14 +54,19 @@ def evaluate_softmax(tf: Transformer, x, lam: Q | None = None, bits: int = 256) 
         xin = arb_mat(len(x), 1, [arb(v) for v in x])
         ones = arb_mat(1, n, [arb(1)] * n)
         X = _mat(tf.embedding, tf.input_dim) * xin * ones + arb_mat(
-            d, n, [arb(tf.positions[t][i]) for i in range(d) for t in range(n)])
+            d, n, [arb(tf.positions[t][i]) for i in range(d) for t in range(n)]
+        )
         for sub in tf.sublayers:
             if isinstance(sub, FeedForward):
                 H = _mat(sub.inner.W, d) * X + _mat([[c] * n for c in sub.inner.b], n)
-                H = arb_mat(H.nrows(), n, [_relu(H[i, t]) for i in range(H.nrows())
-                                           for t in range(n)])
-                X = X + _mat(sub.outer.W, sub.outer.in_dim) * H + _mat(
-                    [[c] * n for c in sub.outer.b], n)
+                H = arb_mat(
+                    H.nrows(), n, [_relu(H[i, t]) for i in range(H.nrows()) for t in range(n)]
+                )
+                X = (
+                    X
+                    + _mat(sub.outer.W, sub.outer.in_dim) * H
+                    + _mat([[c] * n for c in sub.outer.b], n)
+                )
             else:
                 update = arb_mat(d, n)
                 for h in sub.heads:

@@ -13,8 +13,7 @@ evaluators of ``scaled.py`` are the base the others are built on and the fallbac
 from __future__ import annotations
 
 from ..kernel.maxout import MaxoutNetwork
-from .scaled import MaxoutEvaluator
-from .scaled import TransformerEvaluator
+from .scaled import MaxoutEvaluator, TransformerEvaluator
 
 MAXOUT_FIXED_UNTIL = 200_000
 TRANSFORMER_FIXED_UNTIL = 1_200_000
@@ -49,17 +48,17 @@ class BatchEvaluator:
     __slots__ = ("scaled", "fixed", "fixed_until", "vectorized", "work", "threshold")
 
     def __init__(self, model):
-        from .fixedwidth import (AVAILABLE, FixedWidthMaxoutEvaluator,
-                                 FixedWidthTransformerEvaluator)
+        from .fixedwidth import AVAILABLE, FixedWidthMaxoutEvaluator, FixedWidthTransformerEvaluator
         from .maxout import VectorizedMaxoutEvaluator
         from .transformer import VectorizedTransformerEvaluator, supports
+
         self.fixed = None
         if isinstance(model, MaxoutNetwork):
             self.scaled = MaxoutEvaluator(model)
             if AVAILABLE:
                 try:
                     self.fixed = FixedWidthMaxoutEvaluator(model)
-                except OverflowError:   # a scaled weight beyond 64 bits
+                except OverflowError:  # a scaled weight beyond 64 bits
                     pass
             self.vectorized = VectorizedMaxoutEvaluator(model)
             self.fixed_until = MAXOUT_FIXED_UNTIL
@@ -75,9 +74,11 @@ class BatchEvaluator:
             self.fixed_until = TRANSFORMER_FIXED_UNTIL
             self.vectorized = VectorizedTransformerEvaluator(model) if supports(model) else None
             self.work = model.n_tokens * sum(
-                len(s.inner.b) + model.d_model if hasattr(s, "inner")
+                len(s.inner.b) + model.d_model
+                if hasattr(s, "inner")
                 else sum(len(h.key) + len(h.value) for h in s.heads) + model.d_model
-                for s in model.sublayers)
+                for s in model.sublayers
+            )
             self.threshold = TRANSFORMER_FROM
 
     def evaluate(self, x):
@@ -87,18 +88,19 @@ class BatchEvaluator:
     def evaluate_batch(self, xs) -> list:
         """[f(x) for x in xs], exactly."""
         xs = list(xs)
-        if self.fixed is not None and (self.vectorized is None
-                                       or len(xs) * self.fixed.macs < self.fixed_until):
+        if self.fixed is not None and (
+            self.vectorized is None or len(xs) * self.fixed.macs < self.fixed_until
+        ):
             try:
                 return self.fixed.evaluate_batch(xs)
-            except OverflowError:   # numbers beyond the word limit: FLINT/numpy have none
+            except OverflowError:  # numbers beyond the word limit: FLINT/numpy have none
                 pass
         if self.vectorized is None or len(xs) * self.work < self.threshold:
             return self.scaled.evaluate_batch(xs)
         size = max(1, CHUNK_WORK // max(1, self.work))
         out = []
         for start in range(0, len(xs), size):
-            out += self.vectorized.evaluate_batch(xs[start:start + size])
+            out += self.vectorized.evaluate_batch(xs[start : start + size])
         return out
 
 

@@ -1,8 +1,9 @@
 """Exact evaluation on fixed-width integer words (the C extension ``_fixedwidth``), the fast path
 for single inputs and small batches.
 
-The same integer scaling as the integer-scaled evaluators (``scaled.py``): the state is a matrix of integer numerators over one common
-denominator E, one column per input (or per token), with a last row of E's, so that an affine
+The same integer scaling as the integer-scaled evaluators (``scaled.py``): the state is a matrix
+of integer numerators over one common denominator E, one column per input (or per token),
+with a last row of E's, so that an affine
 map with rows D [W | b] is one integer product and max, ReLU and argmax are taken on the
 numerators (D E > 0).  Here the numerators live in ``Words``: each entry is a fixed number of
 64-bit limbs in two's complement, and every operation first bounds its result (|W X| <=
@@ -23,18 +24,19 @@ from __future__ import annotations
 
 from ..kernel.affine import Vector
 from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
-from .scaled import scaled_layers
 from ..kernel.rational import Q, RatMatrix, Z, rational
 from ..kernel.transformer import Transformer
+from .scaled import scaled_layers
 
 try:
     from ._fixedwidth import Weights, Words
+
     AVAILABLE = True
 except ImportError:  # no C compiler at install time: the integer-scaled evaluators are used
     Weights = Words = None
     AVAILABLE = False
 
-_SMALL = 1 << 62          # |v| < 2^62: FLINT's small integers, converted directly
+_SMALL = 1 << 62  # |v| < 2^62: FLINT's small integers, converted directly
 _Z62 = Z(_SMALL)
 
 
@@ -57,10 +59,10 @@ def _numerators(xs, dim: int):
     try:
         try:
             return Words.from_rationals(values, dim, len(xs), Q)
-        except TypeError:   # Fractions become Q; floats are refused here, as by the kernel
+        except TypeError:  # Fractions become Q; floats are refused here, as by the kernel
             values = [rational(v) for v in values]
             return Words.from_rationals(values, dim, len(xs), Q)
-    except OverflowError:   # E beyond 64 bits: the backend finds it
+    except OverflowError:  # E beyond 64 bits: the backend finds it
         U, E = RatMatrix(dim, len(xs), [rational(v) for v in values]).numer_denom()
         return Words(dim + 1, len(xs), U.entries() + [E] * len(xs))
 
@@ -69,7 +71,7 @@ def _fractions(X) -> list[Q]:
     """The entries of X over its last row (one positive denominator per column), as reduced
     rationals of the backend, row-major."""
     ps, qs, small = X.fractions()
-    if small:   # python-flint converts ints below 2^62 directly
+    if small:  # python-flint converts ints below 2^62 directly
         return list(map(Q, ps, qs))
     return [Q(_backend_int(p), _backend_int(q)) for p, q in zip(ps, qs)]
 
@@ -88,8 +90,10 @@ class FixedWidthMaxoutEvaluator:
     def __init__(self, net: MaxoutNetwork):
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
-        self._layers = [(_homogeneous(rows, D, width), k, N) for (D, rows, k, N), width in
-                        zip(scaled_layers(net), net.widths)]
+        self._layers = [
+            (_homogeneous(rows, D, width), k, N)
+            for (D, rows, k, N), width in zip(scaled_layers(net), net.widths)
+        ]
         self.macs = sum(W.nnz for W, _, _ in self._layers)
         """Integer multiply-adds per input: the cost that decides between this evaluator and
         the vectorized one in ``BatchEvaluator``."""
@@ -103,7 +107,7 @@ class FixedWidthMaxoutEvaluator:
         X = _numerators(xs, self.input_dim)
         for W, k, N in self._layers:
             X = W.apply(X).max_blocks(k, N)
-        y = _fractions(X)   # the last row is the homogeneous one: the denominators
+        y = _fractions(X)  # the last row is the homogeneous one: the denominators
         return [tuple(y[c::B]) for c in range(B)]
 
     def evaluate(self, x) -> Vector:
@@ -113,11 +117,10 @@ class FixedWidthMaxoutEvaluator:
 
 def _homogeneous(rows: list[list[int]], D: int, width: int):
     """The Weights [[rows]; [0 ... 0 D]] of an affine map on homogeneous columns [h; E]."""
-    return Weights(len(rows) + 1, width + 1,
-                   [v for r in rows for v in r] + [0] * width + [D])
+    return Weights(len(rows) + 1, width + 1, [v for r in rows for v in r] + [0] * width + [D])
 
 
-def _weights(M) -> "Weights":
+def _weights(M) -> Weights:
     """The backend's integer matrix M as Weights."""
     return Weights(M.nrows(), M.ncols(), [int(v) for v in M.entries()])
 
@@ -142,40 +145,63 @@ class FixedWidthTransformerEvaluator:
 
     def __init__(self, tf: Transformer):
         from .scaled import TransformerEvaluator
-        scaled = TransformerEvaluator(tf)   # checks the shapes, refuses softmax
+
+        scaled = TransformerEvaluator(tf)  # checks the shapes, refuses softmax
         d, n, din = tf.d_model, tf.n_tokens, tf.input_dim
         if n > 64:
             raise OverflowError(f"{n} tokens: the fixed-width evaluator takes at most 64")
         self.input_dim, self.n_tokens = din, n
         _, M = scaled._embed
-        rows = [[int(v) for v in M.entries()[r * (din + n):(r + 1) * (din + n)]]
-                for r in range(d + 1)]
-        self._embed = Weights(n * (d + 1), din + 1,
-                              [v for t in range(n) for r in rows for v in r[:din] + [r[din + t]]])
+        rows = [
+            [int(v) for v in M.entries()[r * (din + n) : (r + 1) * (din + n)]] for r in range(d + 1)
+        ]
+        self._embed = Weights(
+            n * (d + 1),
+            din + 1,
+            [v for t in range(n) for r in rows for v in r[:din] + [r[din + t]]],
+        )
         self._steps = []
         for step in scaled._steps:
             if step[0] == "ff":
                 _, D, L1, L2, N1, N2 = step
-                self._steps.append(("ff", int(D), None if L1 is None else _weights(L1),
-                                    _weights(L2), None if N1 is None else _weights(N1),
-                                    None if N2 is None else _weights(N2)))
+                self._steps.append(
+                    (
+                        "ff",
+                        int(D),
+                        None if L1 is None else _weights(L1),
+                        _weights(L2),
+                        None if N1 is None else _weights(N1),
+                        None if N2 is None else _weights(N2),
+                    )
+                )
             elif step[0] == "attn":
                 _, S, spans, nv, D, O = step
                 self._steps.append(("attn", _weights(S), spans, int(D), _weights(O)))
         D, R, m = scaled._read
         # the read-out on homogeneous columns, with a last row (0, ..., 0, D): the denominator
-        self._read = Weights(m + 1, d + 1, ([int(v) for v in R.entries()] if m else [])
-                             + [0] * d + [int(D)])
+        self._read = Weights(
+            m + 1, d + 1, ([int(v) for v in R.entries()] if m else []) + [0] * d + [int(D)]
+        )
         # the read-out token, or -1: the sum of the tokens (its denominator row sums to
         # n D E, so the quotient is the mean)
         self._token = -1 if tf.readout.token is None else tf.readout.token
         # integer multiply-adds per input: the maps on every token, and the n^2 scores and
         # means of every key and value row
-        maps = [w for step in self._steps for w in step[1:]
-                if isinstance(w, Weights)] + [self._read]
-        self.macs = self._embed.nnz + n * sum(w.nnz for w in maps) + n * n * sum(
-            len(keys) + len(values) for step in self._steps if step[0] == "attn"
-            for keys, _, values, _ in step[2])
+        maps = [w for step in self._steps for w in step[1:] if isinstance(w, Weights)] + [
+            self._read
+        ]
+        self.macs = (
+            self._embed.nnz
+            + n * sum(w.nnz for w in maps)
+            + n
+            * n
+            * sum(
+                len(keys) + len(values)
+                for step in self._steps
+                if step[0] == "attn"
+                for keys, _, values, _ in step[2]
+            )
+        )
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[T(x) for x in xs], exactly (hardmax ties averaged).  Raises OverflowError beyond
@@ -205,4 +231,4 @@ def _attention(step, X, n):
     the tie sizes, returned by ``hardmax_attention``)."""
     _, S, spans, D, O = step
     avg, L = S.apply(X).hardmax_attention(spans, n)
-    return X.scale(D).scale(L).add(O.apply(avg))   # D and L < 2^63, D L maybe not
+    return X.scale(D).scale(L).add(O.apply(avg))  # D and L < 2^63, D L maybe not

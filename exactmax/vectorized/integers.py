@@ -33,7 +33,7 @@ from ..kernel.rational import IntMatrix
 S = 21
 R = 1 << S
 MASK = R - 1
-CHUNK = 1 << 11          # inner dimension of one exact float64 product: CHUNK * R^2 <= 2^53
+CHUNK = 1 << 11  # inner dimension of one exact float64 product: CHUNK * R^2 <= 2^53
 _INT64_SAFE = 1 << 62
 
 
@@ -45,7 +45,7 @@ def _keep_freed_heap_pages(pad: int = 64 << 20) -> None:
     policy changes, never a value; off glibc this does nothing."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-2, pad)                       # M_TOP_PAD
+        libc.mallopt(-2, pad)  # M_TOP_PAD
     except (OSError, AttributeError):
         pass
 
@@ -99,7 +99,7 @@ class IntArray:
         return self.digits.shape[1:]
 
     @staticmethod
-    def from_ints(values, shape) -> "IntArray":
+    def from_ints(values, shape) -> IntArray:
         """The array of the Python integers ``values`` (flat, row-major) in ``shape``."""
         values = list(values)
         bound = max(map(abs, values), default=0)
@@ -141,10 +141,10 @@ class IntArray:
             acc = acc * R + self.digits[t].astype(object)
         return [int(v) for v in acc.ravel()]
 
-    def reshape(self, *shape) -> "IntArray":
+    def reshape(self, *shape) -> IntArray:
         return IntArray(self.digits.reshape((self.digits.shape[0],) + shape), self.bound)
 
-    def __getitem__(self, index) -> "IntArray":
+    def __getitem__(self, index) -> IntArray:
         """Entries ``index`` (any numpy index on the value axes, ``None`` adds an axis); the
         bound is kept."""
         if not isinstance(index, tuple):
@@ -192,7 +192,7 @@ def _settle(acc: np.ndarray) -> None:
         acc[t + 1] += c
 
 
-_DIGIT_SUMS = 1 << 62     # |digit sum| an accumulator may reach before carry (or _settle)
+_DIGIT_SUMS = 1 << 62  # |digit sum| an accumulator may reach before carry (or _settle)
 
 
 def _room(acc: np.ndarray, load: int, more: int) -> int:
@@ -211,7 +211,7 @@ def _widen(x: IntArray, m: int) -> np.ndarray:
     if k == m:
         return d
     out = np.empty((m,) + d.shape[1:], np.int64)
-    out[:k - 1] = d[:k - 1]
+    out[: k - 1] = d[: k - 1]
     top = d[k - 1]
     for t in range(k - 1, m - 1):
         out[t] = top & MASK
@@ -237,7 +237,7 @@ def scale(x: IntArray, c: int) -> IntArray:
     acc = np.zeros((m + len(cd),) + x.shape, np.int64)
     for a, v in enumerate(cd):
         if v:
-            acc[a:a + m] += v * x.digits
+            acc[a : a + m] += v * x.digits
     return carry(acc, abs(c) * x.bound, owned=True)
 
 
@@ -309,32 +309,38 @@ class IntMatrixDigits:
     rows: int
     cols: int
     row_index: np.ndarray | None
-    row_l1: int                               # max_i sum_j |W_ij|
-    bias: "IntArray | None"                   # b on the kept rows (rows x 1), None when b = 0
+    row_l1: int  # max_i sum_j |W_ij|
+    bias: IntArray | None  # b on the kept rows (rows x 1), None when b = 0
     blocks: tuple | None
     used: np.ndarray | None
     idx: np.ndarray | None
     coef: np.ndarray | None
-    in_place: tuple[bool, ...] = ()           # sparse: idx[:, q] reads row r from row r
-    terms: tuple = ()                         # sparse: (q, a, coef[a, :, q]) when not all 0
-    selection: bool = False                   # sparse, p = 1, every coefficient 1
-    scalar: int | None = None                 # sparse, W = c I with c unsplit
+    in_place: tuple[bool, ...] = ()  # sparse: idx[:, q] reads row r from row r
+    terms: tuple = ()  # sparse: (q, a, coef[a, :, q]) when not all 0
+    selection: bool = False  # sparse, p = 1, every coefficient 1
+    scalar: int | None = None  # sparse, W = c I with c unsplit
 
     @property
     def kept(self) -> int:
         return self.rows if self.row_index is None else len(self.row_index)
 
     @staticmethod
-    def from_rows(rows: list[list[int]], cols: int, bias=None, drop_zero_rows: bool = False,
-                  form: str | None = None) -> "IntMatrixDigits":
+    def from_rows(
+        rows: list[list[int]],
+        cols: int,
+        bias=None,
+        drop_zero_rows: bool = False,
+        form: str | None = None,
+    ) -> IntMatrixDigits:
         """``form``: "dense", "sparse", or None to choose by the cost model: all sparse, all
         dense, or dense on the unsplit columns and sparse on the others (the few large
         entries of a gate, say), whichever is cheapest."""
         rows = [[int(v) for v in r] for r in rows]
         bias = [int(v) for v in bias] if bias is not None else [0] * len(rows)
         n = len(rows)
-        kept = [i for i in range(n) if any(rows[i]) or bias[i]] if drop_zero_rows \
-            else list(range(n))
+        kept = (
+            [i for i in range(n) if any(rows[i]) or bias[i]] if drop_zero_rows else list(range(n))
+        )
         used = [j for j in range(cols) if any(rows[i][j] for i in kept)]
         l1 = max((sum(map(abs, r)) for r in rows), default=0)
         b = IntArray.from_ints([bias[i] for i in kept], (len(kept), 1)) if any(bias) else None
@@ -347,7 +353,7 @@ class IntMatrixDigits:
         split = [c for c in range(len(used)) if not wide[c]]
         Wd = IntArray.from_ints([abs(r[c]) for r in W for c in split], (len(kept), len(split)))
         sign = np.array([[(r[c] > 0) - (r[c] < 0) for c in split] for r in W], np.int64)
-        Wd = Wd.digits * sign.reshape((len(kept), len(split)))     # sign-magnitude digits
+        Wd = Wd.digits * sign.reshape((len(kept), len(split)))  # sign-magnitude digits
         on = [int((Wd[a] != 0).any(axis=0).sum()) for a in range(Wd.shape[0])]
         split_cost = sum(_DENSE_PER_COLUMN * w + _DENSE_FIXED for w in on if w)
         wide_cost = _DENSE_PER_COLUMN * sum(wide) + _DENSE_FIXED if any(wide) else 0
@@ -355,30 +361,50 @@ class IntMatrixDigits:
         p_some, mc_some, _ = _sparse_shape(W, split)
         all_sparse = _SPARSE_PER_TERM * p_all * mc_all
         some_sparse = _SPARSE_PER_TERM * p_some * mc_some
-        if form == "sparse" or form is None and all_sparse <= min(wide_cost + split_cost,
-                                                                   wide_cost + some_sparse):
+        if (
+            form == "sparse"
+            or form is None
+            and all_sparse <= min(wide_cost + split_cost, wide_cost + some_sparse)
+        ):
             sparse_cols, blocks = list(range(len(used))), ()
         else:
             hybrid = form is None and some_sparse < split_cost
             sparse_cols = split if hybrid else []
-            blocks = _dense_blocks(W, wide, [] if hybrid else split,
-                                   Wd[:, :, :0] if hybrid else Wd, len(used))
+            blocks = _dense_blocks(
+                W, wide, [] if hybrid else split, Wd[:, :, :0] if hybrid else Wd, len(used)
+            )
         idx, coef = _sparse_terms(W, sparse_cols, used)
         kwargs = {}
         if idx is not None:
             k, p = idx.shape
-            same = tuple(k == cols and bool((idx[:, q] == np.arange(cols)).all())
-                         for q in range(p))
-            terms = tuple((q, a, coef[a, :, q].reshape(1, k, 1)) for q in range(p)
-                          for a in range(coef.shape[0]) if coef[a, :, q].any())
+            same = tuple(k == cols and bool((idx[:, q] == np.arange(cols)).all()) for q in range(p))
+            terms = tuple(
+                (q, a, coef[a, :, q].reshape(1, k, 1))
+                for q in range(p)
+                for a in range(coef.shape[0])
+                if coef[a, :, q].any()
+            )
             only = not blocks and p == 1 and coef.shape[0] == 1
-            kwargs = dict(in_place=same, terms=terms,
-                          selection=only and bool((coef == 1).all()),
-                          scalar=int(coef[0, 0, 0]) if only and same[0] and k
-                          and bool((coef == coef[0, 0, 0]).all()) else None)
-        return IntMatrixDigits(n, cols, row_index, l1, b, tuple(blocks),
-                               None if len(used) == cols else np.array(used, dtype=np.intp),
-                               idx, coef, **kwargs)
+            kwargs = dict(
+                in_place=same,
+                terms=terms,
+                selection=only and bool((coef == 1).all()),
+                scalar=int(coef[0, 0, 0])
+                if only and same[0] and k and bool((coef == coef[0, 0, 0]).all())
+                else None,
+            )
+        return IntMatrixDigits(
+            n,
+            cols,
+            row_index,
+            l1,
+            b,
+            tuple(blocks),
+            None if len(used) == cols else np.array(used, dtype=np.intp),
+            idx,
+            coef,
+            **kwargs,
+        )
 
 
 def _sparse_shape(W: list[list[int]], columns) -> tuple[int, int, bool]:
@@ -411,16 +437,23 @@ def _dense_blocks(W, wide, split, Wd, width) -> list:
     ``split`` columns on those where it is not zero; columns index ``used`` (None: all)."""
     blocks = []
     wide_cols = [c for c in range(width) if wide[c]]
-    groups = [(0, wide_cols, np.array([[r[c] for c in wide_cols] for r in W], dtype=np.float64)
-               .reshape(len(W), len(wide_cols)))]
+    groups = [
+        (
+            0,
+            wide_cols,
+            np.array([[r[c] for c in wide_cols] for r in W], dtype=np.float64).reshape(
+                len(W), len(wide_cols)
+            ),
+        )
+    ]
     for a in range(Wd.shape[0]):
         on = np.flatnonzero((Wd[a] != 0).any(axis=0))
         groups.append((a, [split[c] for c in on], Wd[a][:, on].astype(np.float64)))
     for a, cs, M in groups:
         for c in range(0, len(cs), CHUNK):
-            part = np.array(cs[c:c + CHUNK], dtype=np.intp)
+            part = np.array(cs[c : c + CHUNK], dtype=np.intp)
             full = len(cs) == width and width <= CHUNK
-            blocks.append((a, None if full else part, np.ascontiguousarray(M[:, c:c + CHUNK])))
+            blocks.append((a, None if full else part, np.ascontiguousarray(M[:, c : c + CHUNK])))
     return blocks
 
 
@@ -433,9 +466,9 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
         raise ValueError(f"product of a {W.rows} x {W.cols} matrix with {cols} rows")
     rows = W.kept
     ed = None
-    if W.bias is not None and e:       # b e enters the digit sums as e's digits times b's
+    if W.bias is not None and e:  # b e enters the digit sums as e's digits times b's
         ed = [e] if abs(e) < 1 << (60 - S) else magnitude_digits(e, digit_count(abs(e)))
-    if W.selection and ed is None:     # rows of x, unchanged: nothing to add or carry
+    if W.selection and ed is None:  # rows of x, unchanged: nothing to add or carry
         return IntArray(x.digits[:, W.idx[:, 0], :], x.bound)
     low = 0 if ed is None else len(ed) + W.bias.digits.shape[0]
     top = max((a for a, _, _ in W.blocks), default=-1) + 1
@@ -445,7 +478,7 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     # load bounds every |digit sum| of acc; each term adds at most |coefficient| R (|x digit|
     # <= R) or 2^53 (one exact float64 product) to it.  Many terms (hundreds of digit blocks
     # of huge weights, thousands of sparse terms) settle acc on the way instead of wrapping.
-    if W.scalar is not None:                     # c x (plus b e): one product
+    if W.scalar is not None:  # c x (plus b e): one product
         acc = np.empty((size, rows, B), np.int64)
         np.multiply(x.digits, W.scalar, out=acc[:mx])
         acc[mx:] = 0
@@ -454,25 +487,25 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
         acc = np.zeros((size, rows, B), np.int64)
         load = 0
         gathered = -1
-        for q, a, c in W.terms:                  # sparse part: gathered multiply-adds
+        for q, a, c in W.terms:  # sparse part: gathered multiply-adds
             if q != gathered:
                 G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
                 gathered = q
             load = _room(acc, load, int(np.abs(c).max()) * R)
-            acc[a:a + mx] += c * G
-    if W.blocks:                                 # dense part: one float64 product per block
+            acc[a : a + mx] += c * G
+    if W.blocks:  # dense part: one float64 product per block
         X = x.digits.transpose(1, 0, 2)
         X = (X if W.used is None else X[W.used]).reshape(-1, mx * B).astype(np.float64)
         for a, part, block in W.blocks:
             P = (block @ (X if part is None else X[part])).astype(np.int64)
             load = _room(acc, load, 1 << 53)
-            acc[a:a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
+            acc[a : a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
     if ed is not None:
         mb = W.bias.digits.shape[0]
         for a, v in enumerate(ed):
             if v:
                 load = _room(acc, load, abs(v) * R)
-                acc[a:a + mb] += v * W.bias.digits
+                acc[a : a + mb] += v * W.bias.digits
     bias_bound = W.bias.bound * abs(e) if ed is not None else 0
     return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
 
@@ -498,7 +531,7 @@ def inner_products(q: IntArray, k: IntArray) -> IntArray:
     if r > CHUNK:
         raise ValueError(f"inner products over {r} > {CHUNK} coordinates")
     mq, mk = q.digits.shape[0], k.digits.shape[0]
-    acc = np.zeros((mq + mk + 1, B, n, n), np.int64)      # the top digit takes carries only
+    acc = np.zeros((mq + mk + 1, B, n, n), np.int64)  # the top digit takes carries only
     kd = [np.ascontiguousarray(k.digits[c].transpose(1, 0, 2), np.float64) for c in range(mk)]
     per = max(1, (_DIGIT_SUMS // (R * R)) // max(r, 1))
     for a in range(mq):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..kernel.affine import Vector
 from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
-from .scaled import scaled_layers
 from ..kernel.rational import RatMatrix, rational
 from .integers import IntArray, IntMatrixDigits, matmul, maximum, one_blas_thread
+from .scaled import scaled_layers
 
 
 def _affine(rows: list[list[int]], width: int) -> IntMatrixDigits:
@@ -33,11 +33,12 @@ class VectorizedMaxoutEvaluator:
         self.input_dim = net.input_dim
         layers = scaled_layers(net)
         self._output = None
-        if net.output is not None:   # the last of the scaled layers
+        if net.output is not None:  # the last of the scaled layers
             D, rows, _, m = layers.pop()
             self._output = (D, _affine(rows, net.widths[-1])) if m else (1, None)
-        self._layers = [(D, _affine(rows, width), k, N)
-                        for (D, rows, k, N), width in zip(layers, net.widths)]
+        self._layers = [
+            (D, _affine(rows, width), k, N) for (D, rows, k, N), width in zip(layers, net.widths)
+        ]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         with one_blas_thread():
@@ -69,7 +70,7 @@ class VectorizedMaxoutEvaluator:
             E *= D
         n = h.shape[0]
         y = (RatMatrix(h.to_int_matrix().transpose()) / E).entries()
-        return [tuple(y[c * n:(c + 1) * n]) for c in range(B)]
+        return [tuple(y[c * n : (c + 1) * n]) for c in range(B)]
 
     def evaluate(self, x) -> Vector:
         """N(x), exactly."""

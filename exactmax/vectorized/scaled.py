@@ -23,10 +23,15 @@ from flint import fmpz
 from ..kernel.affine import Matrix, Vector
 from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
 from ..kernel.rational import IntMatrix, Q, RatMatrix, Z, rational
-from ..kernel.transformer import (HARDMAX, FeedForward, Transformer, check_transformer_shapes,
-                                  hardmax_winners)
+from ..kernel.transformer import (
+    HARDMAX,
+    FeedForward,
+    Transformer,
+    check_transformer_shapes,
+    hardmax_winners,
+)
 
-_ZERO = Z(0)   # comparisons and ReLU with an integer zero of the backend are faster
+_ZERO = Z(0)  # comparisons and ReLU with an integer zero of the backend are faster
 
 
 def common_denominator(values) -> int:
@@ -60,8 +65,11 @@ def scaled_matrix(W: Matrix, ncols: int) -> tuple[int, list[list[int]]]:
 def piece_major(layer) -> list:
     """Piece j of unit i at j N + i, j < rank; a unit with fewer pieces repeats its first
     one (max(a, a, b) = max(a, b)), so the layer's max is one k-ary max of k blocks."""
-    return [u.pieces[j] if j < len(u.pieces) else u.pieces[0]
-            for j in range(layer.rank) for u in layer.units]
+    return [
+        u.pieces[j] if j < len(u.pieces) else u.pieces[0]
+        for j in range(layer.rank)
+        for u in layer.units
+    ]
 
 
 def scaled_layers(net: MaxoutNetwork) -> list[tuple[int, list[list[int]], int, int]]:
@@ -71,8 +79,9 @@ def scaled_layers(net: MaxoutNetwork) -> list[tuple[int, list[list[int]], int, i
     out = []
     for layer in net.layers:
         pieces = piece_major(layer)
-        out.append(scaled_rows([p.w for p in pieces], [p.b for p in pieces])
-                   + (layer.rank, layer.width))
+        out.append(
+            scaled_rows([p.w for p in pieces], [p.b for p in pieces]) + (layer.rank, layer.width)
+        )
     if net.output is not None:
         D, rows = scaled_rows(net.output.W, net.output.b)
         out.append((D, rows, 1, len(rows)))
@@ -95,8 +104,9 @@ class MaxoutEvaluator:
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
         # the output map is one more product, of rank 1 (no max)
-        self._layers = [(D, IntMatrix(rows) if rows else None, N, k)
-                        for D, rows, k, N in scaled_layers(net)]
+        self._layers = [
+            (D, IntMatrix(rows) if rows else None, N, k) for D, rows, k, N in scaled_layers(net)
+        ]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[N(x) for x in xs], exactly.  Every coordinate must be an exact rational."""
@@ -109,15 +119,15 @@ class MaxoutEvaluator:
                 raise ValueError(f"input of length {len(x)}, expected {n}")
         # H = [u; E] ((n + 1) x B, column c = input c) with x_c = u_c / E: the numerators of
         # [x; 1] over their least common denominator E, computed in C.
-        H, E = RatMatrix(n + 1, B, [rational(x[i]) for i in range(n) for x in xs]
-                         + [1] * B).numer_denom()
+        H, E = RatMatrix(
+            n + 1, B, [rational(x[i]) for i in range(n) for x in xs] + [1] * B
+        ).numer_denom()
         for l, (D, M, n, k) in enumerate(self._layers):
             if l:  # H = [u; E] for the layer before
-                H = IntMatrix(len(u) // B + 1, B, u + [E] * B)
+                H = IntMatrix(len(u) // B + 1, B, u + [E] * B)  # noqa: F821 (u: the layer before)
             Z = (M * H).entries() if n else []
             E *= D
-            u = Z if k == 1 else list(map(max, *[Z[j * n * B:(j + 1) * n * B]
-                                                 for j in range(k)]))
+            u = Z if k == 1 else list(map(max, *[Z[j * n * B : (j + 1) * n * B] for j in range(k)]))
         if not u:
             return [()] * B
         # u is n x B row-major: output c is column c, u[c::B] / E (fmpq reduces each).
@@ -148,17 +158,23 @@ class TransformerEvaluator:
         # [E x + p_t; 1] = [[E | P]; [0 | 1 ... 1]] [x; e_t], e_t the one-hot of token t
         DE, Em = scaled_matrix(tf.embedding, din)
         DP, Pm = scaled_matrix(tuple(tuple(p[i] for p in tf.positions) for i in range(d)), n)
-        self._embed = (DE * DP, IntMatrix([[DP * a for a in e] + [DE * c for c in p]
-                                           for e, p in zip(Em, Pm)]
-                                          + [[0] * din + [DE * DP] * n]))
+        self._embed = (
+            DE * DP,
+            IntMatrix(
+                [[DP * a for a in e] + [DE * c for c in p] for e, p in zip(Em, Pm)]
+                + [[0] * din + [DE * DP] * n]
+            ),
+        )
         self._steps = []
         for index, sub in enumerate(tf.sublayers):
             if isinstance(sub, FeedForward):
                 self._steps.append(_feedforward_step(sub, d))
                 continue
             if sub.kind != HARDMAX:
-                raise ValueError(f"sublayers[{index}] uses {sub.kind} attention, which has no "
-                                 "exact rational value; only hardmax is evaluated exactly")
+                raise ValueError(
+                    f"sublayers[{index}] uses {sub.kind} attention, which has no "
+                    "exact rational value; only hardmax is evaluated exactly"
+                )
             for h in sub.heads:
                 if not h.scale > 0:
                     raise ValueError(f"sublayers[{index}]: head scale must be positive")
@@ -172,22 +188,31 @@ class TransformerEvaluator:
             Qm = scaled_matrix(tuple(r for h in heads for r in h.query), d)[1]
             DV, V = scaled_matrix(tuple(r for h in heads for r in h.value), d)
             nv = len(V)
-            DO, O = scaled_matrix(tuple(tuple(v for h in heads for v in h.out[i])
-                                        for i in range(d)), nv)
+            DO, O = scaled_matrix(
+                tuple(tuple(v for h in heads for v in h.out[i]) for i in range(d)), nv
+            )
             # One product S X gives all keys, queries and values; equal rows (a key that is
             # also a value, one query shared by the heads) are rows of S once.
-            rows = {}   # row of S -> its index
+            rows = {}  # row of S -> its index
 
             def at(block):
-                return [rows.setdefault(tuple(r) + (0,), len(rows)) for r in block]
+                return [rows.setdefault(tuple(r) + (0,), len(rows)) for r in block]  # noqa: B023
 
-            spans, kq, v0 = [], 0, 0   # per head: S rows of its keys, queries, values; 1st value
+            spans, kq, v0 = [], 0, 0  # per head: S rows of its keys, queries, values; 1st value
             for h in heads:
                 k1, v1 = kq + len(h.key), v0 + len(h.value)
                 spans.append((at(K[kq:k1]), at(Qm[kq:k1]), at(V[v0:v1]), v0))
                 kq, v0 = k1, v1
-            self._steps.append(("attn", IntMatrix([list(r) for r in rows]), spans, nv,
-                                DO * DV, IntMatrix(O + [[0] * nv])))
+            self._steps.append(
+                (
+                    "attn",
+                    IntMatrix([list(r) for r in rows]),
+                    spans,
+                    nv,
+                    DO * DV,
+                    IntMatrix(O + [[0] * nv]),
+                )
+            )
         D, R = scaled_rows(tf.readout.map.W, tf.readout.map.b)
         self._read = (D, IntMatrix(R) if R else None, len(R))
 
@@ -200,9 +225,12 @@ class TransformerEvaluator:
                 raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
         # H = [x_b; e_t] in column b n + t, as numerators over their least common denominator
         onehot = [[int(s == t) for t in range(n)] * len(xs) for s in range(n)]
-        H, E = RatMatrix(tf.input_dim + n, n * len(xs),
-                         [x[i] for i in range(tf.input_dim) for x in xs for _ in range(n)]
-                         + [v for row in onehot for v in row]).numer_denom()
+        H, E = RatMatrix(
+            tf.input_dim + n,
+            n * len(xs),
+            [x[i] for i in range(tf.input_dim) for x in xs for _ in range(n)]
+            + [v for row in onehot for v in row],
+        ).numer_denom()
         D, M = self._embed
         X, E = M * H, D * E
         if trace is not None:
@@ -222,7 +250,7 @@ class TransformerEvaluator:
         trace = []
         self._run(xs, trace)
         d = self.tf.d_model
-        return [(IntMatrix(d, X.ncols(), X.entries()[:d * X.ncols()]), E) for X, E in trace]
+        return [(IntMatrix(d, X.ncols(), X.entries()[: d * X.ncols()]), E) for X, E in trace]
 
     def evaluate_batch(self, xs) -> list[Vector]:
         """[T(x) for x in xs], exactly (hardmax ties averaged)."""
@@ -234,11 +262,11 @@ class TransformerEvaluator:
         D, R, m = self._read
         if m == 0:
             return [()] * B
-        Y = (R * X).entries()             # m x nB over D E
+        Y = (R * X).entries()  # m x nB over D E
         t = self.tf.readout.token
-        if t is None:   # token mean: sum over the n columns of each input, over n D E
+        if t is None:  # token mean: sum over the n columns of each input, over n D E
             den = n * D * E
-            Y = [sum(Y[c:c + n]) for c in range(0, m * n * B, n)]
+            Y = [sum(Y[c : c + n]) for c in range(0, m * n * B, n)]
         else:
             den = D * E
             Y = Y[t::n]
@@ -262,9 +290,9 @@ def _feedforward_step(ff: FeedForward, d: int) -> tuple:
     add w ReLU(z) - w ReLU(-z) = w z: such a pair is one linear unit, in L1 and L2 with the
     bias (a linear unit equal to D1 E, output column D2 b2).  The other units are N1, N2.
     When one (d + 1)-square product is cheaper than two, L1 is None and L2 = D I + L2 L1."""
-    D1, A1 = scaled_rows(ff.inner.W, ff.inner.b)    # rows D1 [W1_r | b1_r]
-    D2, A2 = scaled_rows(ff.outer.W, ff.outer.b)    # rows D2 [W2_i | b2_i]
-    linear, free = [], {}   # free: (row, column) -> the unpaired units with them
+    D1, A1 = scaled_rows(ff.inner.W, ff.inner.b)  # rows D1 [W1_r | b1_r]
+    D2, A2 = scaled_rows(ff.outer.W, ff.outer.b)  # rows D2 [W2_i | b2_i]
+    linear, free = [], {}  # free: (row, column) -> the unpaired units with them
     for r, row in enumerate(A1):
         col = tuple(a[r] for a in A2)
         mates = free.get((tuple(-v for v in row), tuple(-c for c in col)))
@@ -277,12 +305,21 @@ def _feedforward_step(ff: FeedForward, d: int) -> tuple:
     L1 = IntMatrix([A1[r] for r in linear] + [[0] * d + [D1]])
     L2 = IntMatrix([[a[r] for r in linear] + [a[-1]] for a in A2] + [[0] * (len(linear) + 1)])
     if 2 * L1.nrows() > d + 1:
-        L1, L2 = None, L2 * L1 + IntMatrix(d + 1, d + 1, [D * (i == j) for i in range(d + 1)
-                                                           for j in range(d + 1)])
+        L1, L2 = (
+            None,
+            L2 * L1
+            + IntMatrix(d + 1, d + 1, [D * (i == j) for i in range(d + 1) for j in range(d + 1)]),
+        )
     if not relu:
         return ("ff", D, L1, L2, None, None)
-    return ("ff", D, L1, L2, IntMatrix([A1[r] for r in relu]),
-            IntMatrix([[a[r] for r in relu] for a in A2] + [[0] * len(relu)]))
+    return (
+        "ff",
+        D,
+        L1,
+        L2,
+        IntMatrix([A1[r] for r in relu]),
+        IntMatrix([[a[r] for r in relu] for a in A2] + [[0] * len(relu)]),
+    )
 
 
 def _feedforward(step, X, E):
@@ -299,23 +336,26 @@ def _attention(step, X, E, n):
     """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', with S_h(t) the hardmax argmax set."""
     _, S, spans, nv, D, O = step
     ncol = X.ncols()
-    P = (S * X).entries()   # row r of S X: P[r ncol:(r + 1) ncol]
-    winners = []   # (head, first column of the input, winner sets, the set of each query)
+    P = (S * X).entries()  # row r of S X: P[r ncol:(r + 1) ncol]
+    winners = []  # (head, first column of the input, winner sets, the set of each query)
     for head in spans:
         keys_at, queries_at = head[0], head[1]
         for c0 in range(0, ncol, n):
             if len(keys_at) == 1:  # score(t', t) = k_t' q_t: the argmax of sign(q_t) k_t'
                 a, b = keys_at[0] * ncol + c0, queries_at[0] * ncol + c0
-                keys = P[a:a + n]
-                which = [(c > _ZERO) - (c < _ZERO) for c in P[b:b + n]]
-                sets = {s: hardmax_winners(keys if s > 0 else [s * k for k in keys])
-                        for s in set(which)}
+                keys = P[a : a + n]
+                which = [(c > _ZERO) - (c < _ZERO) for c in P[b : b + n]]
+                sets = {
+                    s: hardmax_winners(keys if s > 0 else [s * k for k in keys]) for s in set(which)
+                }
             else:
                 keys = [[P[r * ncol + c0 + t] for r in keys_at] for t in range(n)]
                 queries = [[P[r * ncol + c0 + t] for r in queries_at] for t in range(n)]
                 which = range(n)
-                sets = {t: hardmax_winners([sum(map(mul, key, query)) for key in keys])
-                        for t, query in enumerate(queries)}
+                sets = {
+                    t: hardmax_winners([sum(map(mul, key, query)) for key in keys])
+                    for t, query in enumerate(queries)
+                }
             winners.append((head, c0, sets, which))
     # L = lcm of the tie-set sizes that occur (1 when there are no ties): the means
     # L * mean = (L / |S|) * sum_S v stay integral without growing every denominator
@@ -323,8 +363,8 @@ def _attention(step, X, E, n):
     avg = [0] * (nv * ncol)
     for (_, _, values_at, v0), c0, sets, which in winners:
         for i, r in enumerate(values_at):
-            vals = P[r * ncol + c0:r * ncol + c0 + n]
+            vals = P[r * ncol + c0 : r * ncol + c0 + n]
             means = {s: (L // len(w)) * sum([vals[u] for u in w]) for s, w in sets.items()}
             row = (v0 + i) * ncol + c0
-            avg[row:row + n] = [means[s] for s in which]
+            avg[row : row + n] = [means[s] for s in which]
     return X * (D * L) + O * IntMatrix(nv, ncol, avg), D * L * E

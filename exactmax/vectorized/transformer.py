@@ -17,14 +17,27 @@ from math import lcm
 import numpy as np
 
 from ..kernel.affine import Vector
-from .scaled import scaled_matrix, scaled_rows
 from ..kernel.rational import ONE, ZERO, RatMatrix, rational
-from .scaled import common_denominator
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer, check_transformer_shapes
 from .integers import (
-    CHUNK, IntArray, IntMatrixDigits, add, add_rows, at_least, carry, equal, inner_products,
-    matmul, maximum, minimum, one_blas_thread, relu, scale, signs,
+    CHUNK,
+    IntArray,
+    IntMatrixDigits,
+    add,
+    add_rows,
+    at_least,
+    carry,
+    equal,
+    inner_products,
+    matmul,
+    maximum,
+    minimum,
+    one_blas_thread,
+    relu,
+    scale,
+    signs,
 )
+from .scaled import common_denominator, scaled_matrix, scaled_rows
 
 FEW = 8
 """Batches of at most FEW inputs compare all pairs of keys at once (measured faster there)."""
@@ -45,8 +58,9 @@ def supports(tf: Transformer) -> bool:
 
 def _affine(rows: list[list[int]], width: int, drop_zero_rows: bool = False) -> IntMatrixDigits:
     """The map x -> W x + b e of the scaled rows [W | b]."""
-    return IntMatrixDigits.from_rows([r[:-1] for r in rows], width, [r[-1] for r in rows],
-                                     drop_zero_rows)
+    return IntMatrixDigits.from_rows(
+        [r[:-1] for r in rows], width, [r[-1] for r in rows], drop_zero_rows
+    )
 
 
 def _feedforward_step(sub: FeedForward, d: int) -> tuple:
@@ -84,14 +98,19 @@ def _feedforward_step(sub: FeedForward, d: int) -> tuple:
     D1 = common_denominator([v for j in rest for v in W1[j]] + [b1[j] for j in rest])
     D2 = common_denominator(col[j][r] for j in rest for r in range(d))
     Dt = lcm(common_denominator([v for row in S for v in row] + sb), D1 * D2)
-    skip = IntMatrixDigits.from_rows([[int(v * Dt) for v in row] for row in S], d,
-                                     [int(v * Dt) for v in sb])
+    skip = IntMatrixDigits.from_rows(
+        [[int(v * Dt) for v in row] for row in S], d, [int(v * Dt) for v in sb]
+    )
     if not rest:
         return ("ff", Dt, skip, None, None)
-    inner = IntMatrixDigits.from_rows([[int(v * D1) for v in W1[j]] for j in rest], d,
-                                      [int(b1[j] * D1) for j in rest])
-    outer = IntMatrixDigits.from_rows([[int(col[j][r] * (Dt // D1)) for j in rest]
-                                       for r in range(d)], len(rest), drop_zero_rows=True)
+    inner = IntMatrixDigits.from_rows(
+        [[int(v * D1) for v in W1[j]] for j in rest], d, [int(b1[j] * D1) for j in rest]
+    )
+    outer = IntMatrixDigits.from_rows(
+        [[int(col[j][r] * (Dt // D1)) for j in rest] for r in range(d)],
+        len(rest),
+        drop_zero_rows=True,
+    )
     return ("ff", Dt, skip, inner, outer)
 
 
@@ -103,14 +122,17 @@ class VectorizedTransformerEvaluator:
     def __init__(self, tf: Transformer):
         check_transformer_shapes(tf)
         if not supports(tf):
-            raise ValueError("this Transformer needs the kernel's evaluator (softmax attention, "
-                             f"more than {MAX_TOKENS} tokens or very wide keys)")
+            raise ValueError(
+                "this Transformer needs the kernel's evaluator (softmax attention, "
+                f"more than {MAX_TOKENS} tokens or very wide keys)"
+            )
         self.tf = tf
         d = tf.d_model
         DE, Em = scaled_matrix(tf.embedding, tf.input_dim)
         self._embed = (DE, IntMatrixDigits.from_rows(Em, tf.input_dim))
-        DP, Pm = scaled_matrix(tuple(tuple(p[i] for p in tf.positions) for i in range(d)),
-                               tf.n_tokens)
+        DP, Pm = scaled_matrix(
+            tuple(tuple(p[i] for p in tf.positions) for i in range(d)), tf.n_tokens
+        )
         self._pos = (DP, Pm)
         self._steps = []
         for sub in tf.sublayers:
@@ -123,8 +145,10 @@ class VectorizedTransformerEvaluator:
             K = scaled_matrix(tuple(r for h in heads for r in h.key), d)[1]
             Qm = scaled_matrix(tuple(r for h in heads for r in h.query), d)[1]
             DV, V = scaled_matrix(tuple(r for h in heads for r in h.value), d)
-            DO, O = scaled_matrix(tuple(tuple(v for h in heads for v in h.out[i])
-                                        for i in range(d)), sum(len(h.value) for h in heads))
+            DO, O = scaled_matrix(
+                tuple(tuple(v for h in heads for v in h.out[i]) for i in range(d)),
+                sum(len(h.value) for h in heads),
+            )
             single, general, value_head, ks = [], [], [], 0
             for index, h in enumerate(heads):
                 (single if len(h.key) == 1 else general).append((index, ks, ks + len(h.key)))
@@ -134,12 +158,21 @@ class VectorizedTransformerEvaluator:
             # and the keys are the values.
             unique_q = list(dict.fromkeys(map(tuple, Qm)))
             q_of = np.array([unique_q.index(tuple(r)) for r in Qm], dtype=np.intp)
-            self._steps.append(("attn", IntMatrixDigits.from_rows(K, d) if K else None,
-                                (IntMatrixDigits.from_rows(unique_q, d), q_of) if Qm else None,
-                                DV, None if V == K else IntMatrixDigits.from_rows(V, d), DO,
-                                IntMatrixDigits.from_rows(O, len(V), drop_zero_rows=True),
-                                len(heads),
-                                single, general, np.array(value_head)))
+            self._steps.append(
+                (
+                    "attn",
+                    IntMatrixDigits.from_rows(K, d) if K else None,
+                    (IntMatrixDigits.from_rows(unique_q, d), q_of) if Qm else None,
+                    DV,
+                    None if V == K else IntMatrixDigits.from_rows(V, d),
+                    DO,
+                    IntMatrixDigits.from_rows(O, len(V), drop_zero_rows=True),
+                    len(heads),
+                    single,
+                    general,
+                    np.array(value_head),
+                )
+            )
         D, Rm = scaled_rows(tf.readout.map.W, tf.readout.map.b)
         self._read = (D, _affine(Rm, d) if Rm else None, len(Rm))
 
@@ -150,7 +183,7 @@ class VectorizedTransformerEvaluator:
         Ein = int(Ein)
         (DE, Em), (DP, Pm) = self._embed, self._pos
         u = IntArray.from_ints(map(int, U.entries()), (tf.input_dim, B))
-        ex = scale(matmul(Em, u), DP)                              # over DE Ein DP
+        ex = scale(matmul(Em, u), DP)  # over DE Ein DP
         ps = IntArray.from_ints([v * DE * Ein for row in Pm for v in row], (tf.d_model, n))
         X = add(ex.reshape(tf.d_model, B, 1), ps.reshape(tf.d_model, 1, n))
         return X.reshape(tf.d_model, B * n), DE * Ein * DP
@@ -171,40 +204,41 @@ class VectorizedTransformerEvaluator:
         """x_t + sum_h W_O W_V mean_{t' in S_h(t)} x_t', S_h(t) the hardmax argmax set."""
         _, K, Qm, DV, V, DO, O, H, single, general, value_head = step
         n = X.shape[1] // B
-        wins = np.ones((H, B, n, n), dtype=bool)          # wins[h, b, t, t']: t' in S_h(t)
+        wins = np.ones((H, B, n, n), dtype=bool)  # wins[h, b, t, t']: t' in S_h(t)
         if K is not None:
             k = matmul(K, X).reshape(K.rows, B, n)
             q = matmul(Qm[0], X)[Qm[1]].reshape(K.rows, B, n)
         if single:
             heads = [h for h, _, _ in single]
             rows = [r for _, r, _ in single]
-            keys = k[rows]                                   # (heads, B, n)
-            if B <= FEW:     # all n^2 comparisons at once: fewer, larger steps
-                ge = at_least(keys[:, :, :, None], keys[:, :, None, :])   # k_t' >= k_u
-                up, down = ge.all(axis=3), ge.all(axis=2)    # argmax, argmin sets (heads, B, t')
-            else:            # n - 1 running maxima and minima: less work per input
+            keys = k[rows]  # (heads, B, n)
+            if B <= FEW:  # all n^2 comparisons at once: fewer, larger steps
+                ge = at_least(keys[:, :, :, None], keys[:, :, None, :])  # k_t' >= k_u
+                up, down = ge.all(axis=3), ge.all(axis=2)  # argmax, argmin sets (heads, B, t')
+            else:  # n - 1 running maxima and minima: less work per input
                 top, low = keys[:, :, 0], keys[:, :, 0]
                 for t in range(1, n):
                     top, low = maximum(top, keys[:, :, t]), minimum(low, keys[:, :, t])
                 up = equal(keys, top.reshape(len(rows), B, 1))
                 down = equal(keys, low.reshape(len(rows), B, 1))
-            sq = signs(q[rows])[..., None]                   # (heads, B, t, 1)
-            wins[heads] = np.where(sq > 0, up[:, :, None, :],
-                                   np.where(sq < 0, down[:, :, None, :], True))
+            sq = signs(q[rows])[..., None]  # (heads, B, t, 1)
+            wins[heads] = np.where(
+                sq > 0, up[:, :, None, :], np.where(sq < 0, down[:, :, None, :], True)
+            )
         for h, r0, r1 in general:
             if r0 == r1:
-                continue                                     # no key rows: every score is 0
-            s = inner_products(q[r0:r1], k[r0:r1])           # s[b, t, t'] = <q_t, k_t'>
+                continue  # no key rows: every score is 0
+            s = inner_products(q[r0:r1], k[r0:r1])  # s[b, t, t'] = <q_t, k_t'>
             wins[h] = at_least(s[:, :, :, None], s[:, :, None, :]).all(axis=3)
-        size = wins.sum(axis=3)                              # |S_h(t)|, all >= 1
+        size = wins.sum(axis=3)  # |S_h(t)|, all >= 1
         L = lcm(*np.flatnonzero(np.bincount(size.ravel(), minlength=2)).tolist())
         v = k if V is None else matmul(V, X).reshape(V.rows, B, n)
-        if L == 1:                                           # no ties: the mean is the winner
-            first = wins.argmax(axis=3)[value_head]          # (value rows, B, t)
+        if L == 1:  # no ties: the mean is the winner
+            first = wins.argmax(axis=3)[value_head]  # (value rows, B, t)
             A = IntArray(np.take_along_axis(v.digits, first[None], axis=3), v.bound)
         else:
-            weight = np.where(wins, (L // size)[..., None], 0)   # (H, B, t, t')
-            w = weight[value_head]                           # (value rows, B, t, t')
+            weight = np.where(wins, (L // size)[..., None], 0)  # (H, B, t, t')
+            w = weight[value_head]  # (value rows, B, t, t')
             acc = np.zeros((v.digits.shape[0],) + w.shape[:3], np.int64)
             for t in range(n):
                 acc += w[None, :, :, :, t] * v.digits[:, :, :, t, None]
@@ -235,15 +269,15 @@ class VectorizedTransformerEvaluator:
                 X, E = self._feedforward(step, X, E)
             else:
                 X, E = self._attention(step, X, E, B)
-        Y = matmul(Rm, X, E).reshape(m, B, n)                   # over D E
-        if tf.readout.token is None:       # token mean: the sum over the n tokens, over n D E
+        Y = matmul(Rm, X, E).reshape(m, B, n)  # over D E
+        if tf.readout.token is None:  # token mean: the sum over the n tokens, over n D E
             y, den = Y[:, :, 0], n * D * E
             for t in range(1, n):
                 y = add(y, Y[:, :, t])
         else:
             y, den = Y[:, :, tf.readout.token], D * E
         out = (RatMatrix(y.to_int_matrix().transpose()) / den).entries()
-        return [tuple(out[b * m:(b + 1) * m]) for b in range(B)]
+        return [tuple(out[b * m : (b + 1) * m]) for b in range(B)]
 
     def evaluate(self, x) -> Vector:
         """T(x), exactly."""
