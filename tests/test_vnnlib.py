@@ -88,3 +88,83 @@ def test_deep_nesting_is_an_input_error(tmp_path):
                  "(and " * 5000 + "(<= X_0 1)" + ")" * 5000 + ")")
     with pytest.raises(InputError, match="nested too deeply"):
         read_vnnlib(str(p))
+
+
+# --- Names (#36): one table from the declarations; a name is its index's canonical decimal.
+# The reader used to turn the digits after X_ into an index but look coefficients up by the
+# canonical name, so a variable declared as X_01 (or with non-ASCII digits) lost every
+# coefficient: an unsatisfiable row was then "proved", and a bound was dropped.
+
+
+@pytest.mark.parametrize("name", ["X_01", "X_00", "X_\u0661", "X_+1", "X_1.0", "Y_01"])
+def test_a_declared_name_must_be_its_index_written_canonically(tmp_path, name):
+    p = tmp_path / "n.vnnlib"
+    p.write_text(f"(declare-const X_0 Real)\n(declare-const {name} Real)\n"
+                 "(declare-const Y_0 Real)\n(assert (<= Y_0 0))")
+    with pytest.raises(InputError) as e:
+        read_vnnlib(str(p))
+    msg = str(e.value)
+    assert "n.vnnlib:2:16: " in msg and repr(name) in msg and "leading zeros" in msg, msg
+
+
+def test_the_refusal_says_what_to_write():
+    with pytest.raises(InputError, match=r"\(write X_1\)"):
+        read_vnnlib_text("(declare-const X_0 Real)(declare-const X_01 Real)"
+                         "(declare-const Y_0 Real)(assert (<= Y_0 0))")
+
+
+def read_vnnlib_text(text, tmp=None):
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = f"{d}/t.vnnlib"
+        with open(p, "w") as f:
+            f.write(text)
+        return read_vnnlib(p)
+
+
+def test_names_resolve_through_the_declarations_in_any_order():
+    # Y before X, X_1 before X_0: each coefficient lands at the coordinate its name says.
+    p = read_vnnlib_text("(declare-const Y_0 Real)(declare-const X_1 Real)"
+                         "(declare-const X_0 Real)\n(assert (<= (+ X_1 (* 2 X_0)) 1))"
+                         "(assert (>= (- Y_0 (* 3 X_1)) 0))")
+    assert (p.n_x, p.n_y) == (2, 1)
+    (case,) = p.cases
+    assert case.inputs.A == ((Q(2), Q(1)),) and case.inputs.b == (Q(1),)
+    assert case.outputs == ((Row((Q(0), Q(-3), Q(1)), Q(0)),),)
+
+
+@pytest.mark.parametrize("use", ["X_01", "X_1 ", "Y_1"])
+def test_a_name_used_but_not_declared_is_refused(use):
+    with pytest.raises(InputError, match="used before its declare-const"):
+        read_vnnlib_text("(declare-const X_0 Real)(declare-const Y_0 Real)"
+                         f"(assert (<= {use.strip()} 1))")
+
+
+def test_a_name_declared_twice_is_refused():
+    with pytest.raises(InputError, match="X_0 is declared twice"):
+        read_vnnlib_text("(declare-const X_0 Real)(declare-const X_0 Real)"
+                         "(declare-const Y_0 Real)(assert (<= Y_0 0))")
+
+
+def test_check_never_proves_a_satisfiable_property_spelled_with_X_01(tmp_path):
+    """The wrong answer of #36, end to end: x_1 >= 1/2 written on X_01 was read as the
+    constant row 0 >= 1/2, an empty input set, so a satisfiable property could be "proved"
+    (the review saw "unsat", exit 0; here the old reader answered "unknown").  Now: refused."""
+    from test_property import NET, run
+
+    from exactmax.io import model_to_json, write_json_atomic
+
+    net = tmp_path / "n.json"
+    write_json_atomic(str(net), model_to_json(NET))  # y0 = |x0| + |x1|, y1 = x0 - x1
+    p = tmp_path / "p.vnnlib"
+    p.write_text("(declare-const X_0 Real)\n(declare-const X_01 Real)\n"
+                 "(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+                 "(assert (>= X_0 -1)) (assert (<= X_0 1))\n"
+                 "(assert (>= X_01 0.5)) (assert (<= X_01 1))\n(assert (>= Y_0 1.5))\n")
+    r = run("check", net, p)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and r.stdout == "", (r.returncode, r.stdout)
+    assert lines[0].startswith("exactmax: error: ") and "p.vnnlib:2:16: " in lines[0]
+    # the same property with its canonical name is satisfiable (x = (1, 1): y0 = 2)
+    p.write_text(p.read_text().replace("X_01", "X_1"))
+    assert run("check", net, p).returncode == 1

@@ -9,6 +9,14 @@ of terms built from the variables and constants with +, -, and * by a constant; 
 combine them with ``and`` and ``or``.  Constants are read from their decimal text
 ("-0.3" is -3/10, "1e-3" is 1/1000), never through a float.
 
+Names: every variable is resolved through one table built from the declarations, name ->
+(X or Y, index).  A declared name must be X_i or Y_j with i, j written as canonical decimals
+(``X_0``, ``X_12``; not ``X_01``, ``X_+1`` or other digits), so that a name and its index are
+one and the same text; the indices of each letter must be 0, 1, ..., n-1 (declared in any
+order); a name used but not declared, or declared twice, is an error.  Refusing other
+spellings, rather than accepting them, keeps one name per coordinate: a file that writes
+``X_01`` and ``X_1`` for the same input (or means X_1 by ``X_01``) is refused, not guessed.
+
 The assertions are put in disjunctive normal form and each disjunct is split into its input
 part (rows over x alone, non-strict: the polyhedron {x : A x <= b}) and the rest (rows over
 (x, y)); disjuncts with the same input part share one ``kernel.property.Case``.
@@ -33,7 +41,8 @@ MAX_DISJUNCTS = 100_000
 Comparison = tuple[dict[str, Q], Q, bool]
 """(lin, c, strict): the comparison sum_v lin[v] v + c >= 0 (> 0 when strict), over the
 variables X_i and Y_j by name."""
-_VAR = re.compile(r"([XY])_(\d+)")
+_VAR = re.compile(r"([XY])_(0|[1-9][0-9]*)")
+_VARLIKE = re.compile(r"([XY])_(\S*)")
 _TOKEN = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
 
 
@@ -108,7 +117,8 @@ def parse_sexprs(text: str) -> list:
 
 class _Reader:
     def __init__(self):
-        self.sorts: dict[str, Atom] = {}
+        self.sorts: dict[str, Atom] = {}  # declared name -> its declaration (in order)
+        self.table: dict[str, tuple[str, int]] = {}  # declared name -> (letter, index)
 
     def declare(self, form: SList) -> None:
         if (
@@ -118,20 +128,32 @@ class _Reader:
         ):
             raise _Syntax(form, "expected (declare-const X_i Real) or (declare-const Y_j Real)")
         name, sort = form.items[1], form.items[2]
-        if not _VAR.fullmatch(name.text):
-            raise _Syntax(name, f"expected a variable named X_i or Y_j, got {name.text!r}")
+        m = _VAR.fullmatch(name.text)
+        if m is None:
+            near = _VARLIKE.fullmatch(name.text)
+            raise _Syntax(
+                name,
+                f"expected a variable named X_i or Y_j with i, j decimal numbers without "
+                f"leading zeros (X_0, X_1, ...), got {name.text!r}"
+                + (
+                    f" (write {near.group(1)}_{int(near.group(2))})"
+                    if near and near.group(2).isascii() and near.group(2).isdigit()
+                    else ""
+                ),
+            )
         if sort.text != "Real":
             raise _Syntax(sort, f"expected the sort Real, got {sort.text!r}")
         if name.text in self.sorts:
             raise _Syntax(name, f"{name.text} is declared twice")
         self.sorts[name.text] = name
+        self.table[name.text] = (m.group(1), int(m.group(2)))
 
     def term(self, t) -> tuple[dict, Q]:
         """A linear term: ({variable: coefficient}, constant)."""
         if isinstance(t, Atom):
-            if t.text in self.sorts:
+            if t.text in self.table:
                 return {t.text: ONE}, ZERO
-            if _VAR.fullmatch(t.text):
+            if _VARLIKE.fullmatch(t.text):
                 raise _Syntax(t, f"{t.text} is used before its declare-const")
             try:
                 return {}, parse_rational(t.text)
@@ -261,16 +283,17 @@ def _read(text: str, sha: str) -> VnnProperty:
             raise _Syntax(form.items[0], f"expected declare-const or assert, got {head!r}")
     if not asserted:
         raise _Syntax(None, "expected at least one (assert ...)")
-    xs = _indices(r, "X")
-    ys = _indices(r, "Y")
-    n_x, n_y = len(xs), len(ys)
+    n_x, n_y = _count(r, "X"), _count(r, "Y")
+    # The one place a name becomes a coordinate: (x, y) position through the declarations.
+    position = {name: i if letter == "X" else n_x + i for name, (letter, i) in r.table.items()}
     groups: dict = {}
     for conj in dnf:
         inputs, outputs = [], []
         for lin, c, strict in conj:
-            a = tuple(lin.get(f"X_{i}", ZERO) for i in range(n_x)) + tuple(
-                lin.get(f"Y_{j}", ZERO) for j in range(n_y)
-            )
+            coeffs = [ZERO] * (n_x + n_y)
+            for name, k in lin.items():
+                coeffs[position[name]] += k
+            a = tuple(coeffs)
             if not any(a[n_x:]) and not strict:
                 inputs.append((tuple(-v for v in a[:n_x]), c))  # -a.x <= c
             else:
@@ -313,18 +336,12 @@ def _as_box(rows, n: int) -> Box | None:
     return Box(tuple(lo), tuple(hi))
 
 
-def _index(name: str) -> int:
-    """i of a declared variable X_i or Y_i (declare checked the name against _VAR)."""
-    m = _VAR.fullmatch(name)
-    assert m is not None
-    return int(m.group(2))
-
-
-def _indices(r: _Reader, letter: str) -> list[int]:
-    found = sorted(_index(n) for n in r.sorts if n[0] == letter)
+def _count(r: _Reader, letter: str) -> int:
+    """n when the declared indices of ``letter`` are exactly 0, ..., n-1 (n >= 1)."""
+    found = sorted(i for lt, i in r.table.values() if lt == letter)
     if found != list(range(len(found))):
         missing = next(i for i in range(len(found) + 1) if i not in found)
-        first = r.sorts[next(n for n in r.sorts if n[0] == letter)]
+        first = r.sorts[next(n for n, (lt, _) in r.table.items() if lt == letter)]
         raise _Syntax(
             first,
             f"expected {letter}_0 to {letter}_{len(found) - 1} declared, but "
@@ -332,4 +349,4 @@ def _indices(r: _Reader, letter: str) -> list[int]:
         )
     if not found:
         raise _Syntax(None, f"expected at least one {letter}_i variable declared")
-    return found
+    return len(found)
