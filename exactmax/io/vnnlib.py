@@ -213,6 +213,10 @@ class _Reader:
             "(>= a b), (< a b), (> a b), (= a b)",
         )
         args = f.items[1:]
+        if head in ("and", "or") and not args:
+            # SMT-LIB gives (and) and (or) no meaning (z3 refuses them); (or) as "false"
+            # would make every property vacuously unsat.
+            raise _Syntax(f, f"expected at least one formula in ({head} ...)")
         if head == "or":
             out = [c for a in args for c in self.formula(a)]
             if len(out) > MAX_DISJUNCTS:

@@ -1,0 +1,82 @@
+"""VNN-LIB 1.0 files of the field read by exactmax and by z3's SMT-LIB parser: the same set?
+
+    python benchmarks/vnnlib_z3.py [--max-mb M] [PATH ...]
+
+Every PATH is a .vnnlib file or a folder searched for them (default: the ACAS Xu and VNN-COMP
+2022 test folders of ../shared/data; any VNN-COMP benchmark repository works, e.g.
+github.com/ChristopherBrix/vnncomp2022_benchmarks, its benchmarks/*/vnnlib folders, with .gz
+files unpacked).  For each file the script prints whether exactmax accepts it and, if so,
+whether z3 decides (exact real arithmetic) that exactmax's reading - the cases of input
+polyhedra and forbidden output rows - equals the conjunction of the assertions z3 parsed from
+the same text (the check of tests/test_vnnlib_z3.py).  Files over M MB (default 20) are
+listed as skipped.  Exit 1 if any accepted file differs.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+SHARED = os.path.join(HERE, "..", "..", "shared", "data")
+DEFAULT = [os.path.join(SHARED, "acasxu", "vnnlib"), os.path.join(SHARED, "vnncomp2022-test")]
+
+
+def files(paths):
+    for p in paths:
+        if os.path.isdir(p):
+            yield from sorted(glob.glob(os.path.join(p, "**", "*.vnnlib"), recursive=True))
+        else:
+            yield p
+
+
+def main(argv):
+    from test_vnnlib_z3 import same_set
+
+    from exactmax.io import InputError
+    from exactmax.io.vnnlib import read_vnnlib
+
+    max_mb = 20.0
+    if argv[:1] == ["--max-mb"]:
+        max_mb, argv = float(argv[1]), argv[2:]
+    paths = argv or DEFAULT
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        sys.exit(f"vnnlib_z3: no such file or folder: {missing[0]} (see the docstring)")
+    n = same = refused = differ = skipped = 0
+    for path in files(paths):
+        if os.path.getsize(path) > max_mb * 2**20:
+            skipped += 1
+            print(f"skipped  {path} ({os.path.getsize(path) / 2**20:.0f} MB)")
+            continue
+        text = open(path, encoding="utf-8").read()
+        t0 = time.perf_counter()
+        n += 1
+        try:
+            prop = read_vnnlib(path)
+        except InputError as e:
+            refused += 1
+            print(f"refused  {path}: {e}")
+            continue
+        names = ([f"X_{i}" for i in range(prop.n_x)], [f"Y_{j}" for j in range(prop.n_y)])
+        problem = same_set(path, text, *names)
+        dt = time.perf_counter() - t0
+        if problem is None:
+            same += 1
+            print(f"same     {path} ({prop.n_x} inputs, {prop.disjuncts} disjuncts, {dt:.2f} s)")
+        else:
+            differ += 1
+            print(f"DIFFERS  {problem}")
+    print(
+        f"{n} files: {same} read as z3 reads them, {refused} refused, {differ} differ"
+        f" ({skipped} over {max_mb:g} MB skipped)"
+    )
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
