@@ -96,7 +96,7 @@ def instance(name: str, net: str, prop: str, cert: str | None, folder: str,
                             "--timeout", str(timeout), "--json"], capture_output=True,
                            text=True)
         row["check_s"] = round(time.perf_counter() - t0, 1)
-        answer = json.loads(r.stdout)["result"] if r.stdout.strip() else r.stderr.strip()
+        answer = json.loads(r.stdout)["verdict"] if r.stdout.strip() else r.stderr.strip()
         if answer != "unsat":
             row["answer"] = answer
             return row

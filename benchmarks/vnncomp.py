@@ -82,7 +82,7 @@ def main() -> int:
         wall = time.monotonic() - t0
         try:
             res = json.loads(stdout)
-            answer = res["result"]
+            answer = res["verdict"]
         except (ValueError, KeyError):
             answer, res = f"error (exit {code}): {stderr.strip()[:80]}", {}
         backed = ""

@@ -351,19 +351,33 @@ def build_parser() -> argparse.ArgumentParser:
         "unreadable, 5 when the domain is empty (vacuous: never valid). The "
         "answer names both models' and the domain's sha256, the domain's kind "
         "and dimension, and whether it is full-dimensional. With --models and "
-        "--domain, also confirm that the certificate speaks about these files.",
+        "--domain (an equivalence or pair-property certificate) or --model and "
+        "--property (a property certificate), also confirm that the certificate "
+        "speaks about these files: their sha256 is recomputed, and a file that does "
+        "not match is rejected (exit 1); files not given are reported as not compared.",
     )
     k.add_argument("cert", metavar="CERT.json[.gz]")
     k.add_argument(
         "--models",
-        nargs=2,
-        metavar=("A.json", "B.json"),
-        help="the two model files the certificate should be about",
+        nargs="+",
+        metavar="MODEL",
+        help="the model files the certificate should be about: A.json B.json (equivalence "
+        "and pair-property certificates), or NET (a property certificate, as --model)",
     )
     k.add_argument(
         "--domain",
         metavar="D.json",
         help="the domain file (exactmax/domain) the certificate should be about",
+    )
+    k.add_argument(
+        "--model",
+        metavar="NET",
+        help="the network file (.onnx or JSON) a property certificate should be about",
+    )
+    k.add_argument(
+        "--property",
+        metavar="PROP.vnnlib",
+        help="the VNN-LIB file (1.0 or 2.0) a property certificate should be about",
     )
     k.add_argument("--json", action="store_true", help="print one JSON object")
     k.set_defaults(run=_command("prove.command", "run_check_cert"))
@@ -765,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     global _STARTED
     _STARTED = time.monotonic()
+    jsonout.start(args.command)
     out = _Stdout(sys.stdout)
     sys.stdout = out
     try:

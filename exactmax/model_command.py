@@ -230,6 +230,8 @@ def run_info(args) -> int:
         }
         code = EXIT_UNKNOWN
     if args.json:
+        if code == EXIT_UNKNOWN:
+            info = {"verdict": "unknown", "reason": info["domain"]["reason"], **info}
         print(jsonout.dumps(info))
         return code
     print(

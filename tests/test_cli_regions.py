@@ -41,7 +41,7 @@ def test_certificate_round_trip_and_tampering(tmp_path, capsys):
     counted = json.loads(capsys.readouterr().out)
     assert main(["regions", "--check-cert", cert, "--json"]) == 0
     checked = json.loads(capsys.readouterr().out)
-    assert checked["valid"] and checked["activation_regions"] == counted["activation_regions"]
+    assert checked["verdict"] == "valid" and checked["activation_regions"] == counted["activation_regions"]
     assert checked["merge_components"] == counted["linear_regions"]
     data = json.loads(open(cert).read())
     node = data["tree"]
@@ -185,7 +185,7 @@ def test_all_units_counts_a_dead_units_patterns_and_the_default_does_not(tmp_pat
         got[out["units"]] = (out["activation_regions"], out["linear_regions"])
         assert main(["regions", "--check-cert", str(cert), "--json"]) == 0
         chk = json.loads(capsys.readouterr().out)
-        assert chk["valid"] and chk["activation_regions"] == out["activation_regions"]
+        assert chk["verdict"] == "valid" and chk["activation_regions"] == out["activation_regions"]
         assert chk["units"] == out["units"]
     assert got == {"outputs": (2, 2), "all": (3, 2)}
     c = json.loads((tmp_path / "c1.json").read_text())

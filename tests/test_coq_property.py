@@ -77,7 +77,7 @@ def exported(library, tmp_path_factory):
     (d / "p.vnnlib").write_text(PROP)
     r = run("check", d / "net.json", d / "p.vnnlib", "--cert", d / "c.json", "--json",
             "--no-relax")
-    assert r.returncode == 0 and json.loads(r.stdout)["result"] == "unsat", r.stdout + r.stderr
+    assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "unsat", r.stdout + r.stderr
     r = run("export-coq", d / "c.json", "-o", d / "NetProperty.v", "--check", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     return d, d / "c.json", d / "NetProperty.v", json.loads(r.stdout)

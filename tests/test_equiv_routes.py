@@ -68,7 +68,7 @@ def test_an_unaligned_equal_pair_is_proved_by_the_pair_route(files, tmp_path, ca
     assert out["certificate_kind"] == "pair-property" and out["certificate"] == cert
     assert out["stats"]["strategy"] == "pair"
     code, chk = run(capsys, "check-cert", cert, "--models", files["a"], files["b"])
-    assert code == 0 and chk["valid"] and chk["leaves"] == out["stats"]["leaves"]
+    assert code == 0 and chk["verdict"] == "valid" and chk["leaves"] == out["stats"]["leaves"]
     # the certificate is about A and B, not about the moved twin
     assert main(["check-cert", cert, "--models", files["a"], files["m"]]) == 1
     assert "rejected" in capsys.readouterr().out

@@ -164,7 +164,7 @@ def test_the_certificate_is_the_same_for_1_and_2_workers(files, tmp_path):
     for w, cells in ((1, "100000"), (1, "2"), (2, "2")):
         cert = tmp_path / f"c{w}-{cells}.json"
         r, out = check(files, "--workers", w, "--cert", cert, cells=cells)
-        assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
+        assert r.returncode == 0 and out["verdict"] == "unsat", r.stdout + r.stderr
         if cells == "2":
             assert out["stats"]["units"] >= 3 and out["stats"]["units_handed_back"] >= 1
         else:
@@ -189,7 +189,7 @@ def test_the_max_choice_builder_by_units_on_2_workers(files, tmp_path):
     for w, cells in ((1, "100000"), (2, "16")):
         cert = tmp_path / f"n{w}.json"
         r, out = check(files, "--workers", w, "--cert", cert, "--no-relax", cells=cells)
-        assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
+        assert r.returncode == 0 and out["verdict"] == "unsat", r.stdout + r.stderr
         certs.append(cert.read_bytes())
     assert out["stats"]["units"] >= 8 and out["stats"]["leaves"] == 134
     assert certs[0] == certs[1]
@@ -216,7 +216,7 @@ def test_a_counterexample_found_in_a_worker(files, tmp_path):
     cex = tmp_path / "cex.txt"
     r, out = check(files, "--workers", "2", "--counterexample", cex, prop="sat.vnnlib",
                    cells="1")
-    assert r.returncode == 1 and out["result"] == "sat", r.stdout + r.stderr
+    assert r.returncode == 1 and out["verdict"] == "sat", r.stdout + r.stderr
     assert out["stats"]["found_by"] == "certificate" and out["stats"]["units"] > 1
     x = tuple(Q(v) for v in out["x"])
     prop = read_vnnlib(str(files / "sat.vnnlib"))
@@ -294,7 +294,7 @@ def test_a_dask_local_cluster_gives_the_same_certificate(files, tmp_path):
                       dashboard_address=None) as cluster:
         r, out = check(files, "--scheduler", cluster.scheduler_address,
                        "--cert", tmp_path / "dask.json")
-    assert r.returncode == 0 and out["result"] == "unsat", r.stdout + r.stderr
+    assert r.returncode == 0 and out["verdict"] == "unsat", r.stdout + r.stderr
     assert out["stats"]["units"] >= 3 and out["stats"]["units_handed_back"] >= 1
     assert (tmp_path / "dask.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 

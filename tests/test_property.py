@@ -185,7 +185,7 @@ def test_check_and_replay_commands(tmp_path):
     r = run("check", onnx_path, p, "--counterexample", cex, "--json")
     assert r.returncode == 1, r.stdout + r.stderr
     out = json.loads(r.stdout)
-    assert out["result"] == "sat" and out["about"]["property_sha256"]
+    assert out["verdict"] == "sat" and out["sha256"]["property"]
     x, y = read_counterexample(str(cex), 2, 2)
     assert [str(v) for v in x] == out["x"] and y is not None
     r = run("replay", onnx_path, p, cex)
@@ -229,7 +229,7 @@ def test_dimension_mismatch_and_unknown(tmp_path):
     assert r.returncode == 2 and "declares 1 inputs" in r.stderr
     q = vnn(tmp_path, "(assert (> Y_0 2))")
     r = run("check", net, q, "--max-leaves", "1", "--no-search", "--json")
-    assert r.returncode == 3 and json.loads(r.stdout)["result"] == "unknown"
+    assert r.returncode == 3 and json.loads(r.stdout)["verdict"] == "unknown"
 
 
 def test_decimal_text_is_exact():

@@ -63,7 +63,7 @@ def test_verify_cli_proves_the_examples_and_writes_a_checkable_certificate(tmp_p
             "'--json']); assert 'z3' not in sys.modules, 'z3 imported'; sys.exit(r)")
     r = subprocess.run([sys.executable, "-c", code, str(cert)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["valid"] is True
+    assert json.loads(r.stdout)["verdict"] == "valid"
 
 
 def test_equiv_refutes_two_different_maxout_networks(tmp_path, capsys):

@@ -215,14 +215,14 @@ def test_check_reads_2_0_sat_exact_and_unsat_certified(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     out = json.loads(r.stdout)
     x = tuple(Q(Fraction(v).numerator, Fraction(v).denominator) for v in out["x"])
-    assert out["result"] == "sat"
+    assert out["verdict"] == "sat"
     assert violation(net, read_property(sat).cases, x)[0] is not None
     assert evaluate_maxout(net, x)[0] >= Q(5, 4)
     # y0 = relu(x0 - x1) <= 1 + 1/2 on the box: > 3/2 is unsat, certified
     unsat = write(tmp_path, NET1 + BOX + "(assert (> Y[0] 1.5))\n", "unsat.vnnlib")
     cert = tmp_path / "c.json"
     r = run("check", onnx_path, unsat, "--cert", cert, "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["result"] == "unsat", r.stdout + r.stderr
+    assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "unsat", r.stdout + r.stderr
     assert run("check-cert", cert).returncode == 0
     # the certificate embeds the 2.0 text; a tampered bound is rejected by its hash
     doc = json.loads(cert.read_text())

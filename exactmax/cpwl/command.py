@@ -130,6 +130,11 @@ def run(args) -> int:
     if out["check"] is not None:
         verdicts = [c["verdict"] for c in out["check"].values()]
         code = 1 if "refuted" in verdicts else (0 if all(v == "proved" for v in verdicts) else 3)
+        out["verdict"] = {0: "proved", 1: "refuted", 3: "unknown"}[code]
+        out["trust"] = "kernel-checked" if code in (0, 1) else None
+        out["reason"] = next(
+            (c.get("reason") for c in out["check"].values() if c["verdict"] == "unknown"), None
+        )
     if args.json:
         print(jsonout.dumps(out))
         return code

@@ -9,7 +9,7 @@ import sys
 from .. import jsonout
 from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_VACUOUS, UsageError
 from ..io import InputError
-from ..prove.command import about_line, claim_about
+from ..prove.command import about_json, about_line, claim_about
 
 
 def _export_construction(args) -> int:
@@ -133,8 +133,8 @@ def run_export_coq(args) -> int:
         "output": args.output,
         "bytes": len(written),
         "checked": None,
-        "sha256": hashes,
-        "about": about,
+        "sha256": {k: hashes[k] for k in ("a", "b", "domain")},
+        "about": about_json(about)["about"],
     }
     r = None
     if check:
@@ -171,6 +171,13 @@ def run_export_coq(args) -> int:
         else "written"
     )
     out["verdict"] = verdict
+    out["trust"] = (
+        "coq-checked"
+        if r is not None and r.ok
+        else "kernel-checked"
+        if verdict == "vacuous"
+        else None
+    )
     if args.json:
         print(jsonout.dumps(out))
     else:
@@ -219,6 +226,7 @@ def run_coq_lib(args) -> int:
     except coqlib.LibraryError as e:
         current, reason = False, str(e)
     out = {
+        "verdict": "current" if current else "not-current",
         "path": lib.path,
         "from": lib.how,
         "sources": lib.sources,

@@ -703,6 +703,7 @@ def main(argv=None) -> int:
             out["coqc_message"] = message
             status = EXIT_REFUTED
     out["verdict"] = "written" if not check else "proved" if status == EXIT_OK else "rejected"
+    out["trust"] = "coq-checked" if out["verdict"] == "proved" else None
     if args.json:
         print(jsonout.dumps(out))
     elif check:

@@ -222,7 +222,7 @@ def export_command(args) -> int:
         "output": args.output,
         "bytes": len(written),
         "checked": None,
-        "sha256": hashes,
+        "sha256": {k: hashes[k] for k in ("model", "model_file", "property")},
         "about": about,
     }
     r = None
@@ -251,6 +251,7 @@ def export_command(args) -> int:
     out["verdict"] = (
         "rejected" if r is not None and not r.ok else "proved" if r is not None else "written"
     )
+    out["trust"] = "coq-checked" if out["verdict"] == "proved" else None
     if args.json:
         print(jsonout.dumps(out))
     else:

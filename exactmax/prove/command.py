@@ -18,7 +18,7 @@ from ..exits import (
     EXIT_VACUOUS,
     UsageError,
 )
-from ..io import InputError, load_domain, load_model
+from ..io import InputError, load_model
 from ..io.models import model_domain
 from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
@@ -126,9 +126,11 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             cert_error = str(e)
     out = {
         "verdict": v.verdict,
-        "trust": v.trust,
+        # a refutation is a point both models were evaluated at by the kernel
+        "trust": "kernel-checked" if v.verdict == "refuted" else v.trust,
         "reason": v.reason,
         "time_s": round(v.stats.get("time_s", 0.0), 3),
+        **about_json(about),
         "counterexample": None,
         "stats": {
             k: val
@@ -153,9 +155,10 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         if args.cert and v.trust == "kernel-checked" and cert_error is None
         else None,
         "certificate_kind": (
-            v.stats.get("certificate_kind", "equivalence") if v.trust == "kernel-checked" else None
+            v.stats.get("certificate_kind") or certificate_kind_written(v.certificate)
+            if v.verdict == "proved" and v.trust == "kernel-checked"
+            else None
         ),
-        "about": about,
     }
     if cert_error is not None:
         out["certificate_error"] = cert_error
@@ -261,6 +264,31 @@ def claim_about(a, b, dom, witness=None):
     return about, facts
 
 
+def pair_hashes(a, b, dom) -> dict:
+    """The ``sha256`` of an answer about two models on a domain: of their canonical JSON."""
+    from ..io.certificates import content_hash
+    from ..io.models import domain_to_json, model_to_json
+
+    return {
+        "a": content_hash(model_to_json(a)),
+        "b": content_hash(model_to_json(b)),
+        "domain": content_hash(domain_to_json(dom)),
+    }
+
+
+def about_json(about) -> dict:
+    """The ``--json`` keys of what an answer is about: ``sha256`` (of "a", "b" and the
+    "domain") and ``about`` (the domain's kind, dimension, emptiness, full dimension)."""
+    return {
+        "sha256": {
+            "a": about["a_sha256"],
+            "b": about["b_sha256"],
+            "domain": about["domain"]["sha256"],
+        },
+        "about": {"domain": {k: v for k, v in about["domain"].items() if k != "sha256"}},
+    }
+
+
 def about_line(about) -> str:
     d = about["domain"]
     shape = (
@@ -284,9 +312,10 @@ def certificate_not_written(error: str) -> int:
     return EXIT_INPUT
 
 
-def answer_vacuous(args, about) -> int:
+def answer_vacuous(args, about, binding=None, options: str = "") -> int:
     """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
-    nothing, so it is its own answer, never "proved" or "valid"."""
+    nothing, so it is its own answer, never "proved" or "valid".  ``binding``: check-cert's
+    comparison with the user's files."""
     if args.json:
         print(
             jsonout.dumps(
@@ -294,8 +323,9 @@ def answer_vacuous(args, about) -> int:
                     "verdict": "vacuous",
                     "trust": "kernel-checked",
                     "reason": "the domain is empty",
-                    "about": about,
+                    **about_json(about),
                 }
+                | ({"files": binding.as_json()} if binding is not None else {})
             )
         )
     else:
@@ -304,6 +334,8 @@ def answer_vacuous(args, about) -> int:
             "every claim about it holds and says nothing"
         )
         print("  " + about_line(about))
+        if binding is not None:
+            print("  " + binding.line(options))
     return EXIT_VACUOUS
 
 
@@ -414,9 +446,8 @@ def run_equiv(args) -> int:
 def run_check_cert(args) -> int:
     """``check-cert CERT``: an equivalence certificate re-checked by the kernel alone (valid,
     rejected, or vacuous), or a property certificate (``property_command``)."""
-    from ..io.certificates import content_hash, load_certificate
+    from ..io.certificates import load_certificate
     from ..io.jsonfile import Cursor, read_json_file
-    from ..io.models import model_to_json
     from ..io.property_certificate import peek_property_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.program import Unsupported
@@ -432,33 +463,20 @@ def run_check_cert(args) -> int:
 
         return check_pair_cert(args)
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
-    for path, key in zip(args.models or (), ("a", "b")):
-        if content_hash(model_to_json(load_model(path))) != hashes[key]:
-            print(
-                f"rejected: {path} is not the model the certificate speaks about (its "
-                "content hash differs)"
-            )
-            return EXIT_REFUTED
-    if args.domain:
-        from ..io.models import domain_to_json
+    from .binding import PAIR_OPTIONS, compare_pair_files, refuse_binding
 
-        if content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != hashes["domain"]:
-            print(
-                f"rejected: {args.domain} is not the domain the certificate speaks about "
-                "(its content hash differs)"
-            )
-            return EXIT_REFUTED
+    binding = compare_pair_files(args, hashes, a.input_dim)
+    sha = {"a": hashes["a"], "b": hashes["b"], "domain": hashes["domain"]}
+    if binding.mismatch is not None:
+        return refuse_binding(args, binding, sha)
     from ..kernel.equivalence import check_equivalence
 
     t0 = time.monotonic()
     try:
         leaves = check_equivalence(a, b, dom, tree)
     except (CheckFailed, Unsupported) as e:
-        if args.json:
-            print(jsonout.dumps({"valid": False, "reason": str(e)}))
-        else:
-            print(f"rejected: {e}")
-        return EXIT_REFUTED
+        return cert_rejected(args, str(e), sha, binding)
+    kernel_s = round(time.monotonic() - t0, 3)
     # what the certificate is about; its witness is no part of the claim (the Coq checker
     # does not read it): a wrong one is set aside and the facts found afresh
     try:
@@ -467,18 +485,21 @@ def run_check_cert(args) -> int:
         about, facts = claim_about(a, b, dom)
         about["domain"]["witness_rejected"] = str(e)
     if facts.empty:
-        return answer_vacuous(args, about)
+        return answer_vacuous(args, about, binding, PAIR_OPTIONS)
     from ..kernel.correspondence import Correspondence
 
     if args.json:
         print(
             jsonout.dumps(
                 {
-                    "valid": True,
+                    "verdict": "valid",
+                    "trust": "kernel-checked",
+                    **about_json(about),
+                    "certificate_format": "exactmax/certificate",
+                    "certificate_kind": certificate_kind_written(tree),
                     "leaves": leaves,
-                    "sha256": hashes,
-                    "about": about,
-                    "time_s": round(time.monotonic() - t0, 3),
+                    "kernel_check_s": kernel_s,
+                    "files": binding.as_json(),
                 }
                 | ({"everywhere": True} if isinstance(tree, Correspondence) else {})
             )
@@ -492,4 +513,37 @@ def run_check_cert(args) -> int:
         else:
             print(f"valid: the kernel checked {leaves} cells; A = B on the domain")
         print("  " + about_line(about))
+        print("  " + binding.line(PAIR_OPTIONS))
     return EXIT_OK
+
+
+def certificate_kind_written(cert) -> str:
+    """The kind of an equivalence certificate (``--json``'s ``certificate_kind``): layerwise,
+    correspondence, or equivalence (one split tree for A - B = 0 over the domain)."""
+    from ..kernel.correspondence import Correspondence
+    from ..kernel.layerwise import LayerwiseCertificate
+
+    if isinstance(cert, Correspondence):
+        return "correspondence"
+    if isinstance(cert, LayerwiseCertificate):
+        return "layerwise"
+    return "equivalence"
+
+
+def cert_rejected(args, reason: str, sha: dict, binding) -> int:
+    """check-cert: the kernel rejected the certificate (exit 1), with its reason."""
+    if args.json:
+        print(
+            jsonout.dumps(
+                {
+                    "verdict": "rejected",
+                    "trust": "kernel-checked",
+                    "reason": reason,
+                    "sha256": sha,
+                    "files": binding.as_json(),
+                }
+            )
+        )
+    else:
+        print(f"rejected: {reason}")
+    return EXIT_REFUTED

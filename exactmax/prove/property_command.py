@@ -21,28 +21,30 @@ def check_property_cert(args, root) -> int:
     from ..io.property_certificate import read_property_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.property import check_property
+    from .binding import PROPERTY_OPTIONS, compare_property_files, refuse_binding
+    from .command import cert_rejected
 
-    if args.models or args.domain:
-        raise UsageError(
-            "--models and --domain are for equivalence certificates; a property "
-            "certificate embeds its network and property (their sha256 are "
-            "printed)"
-        )
     net, prop, trees, hashes = read_property_certificate(root)
+    binding = compare_property_files(args, hashes)
+    sha = {k: hashes[k] for k in ("model", "model_file", "property")}
+    if binding.mismatch is not None:
+        return refuse_binding(args, binding, sha)
     t0 = time.monotonic()
     try:
         leaves = check_property(net, prop.cases, trees)
     except CheckFailed as e:
-        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else f"rejected: {e}")
-        return EXIT_REFUTED
+        return cert_rejected(args, str(e), sha, binding)
     if args.json:
         print(
             jsonout.dumps(
                 {
-                    "valid": True,
+                    "verdict": "valid",
+                    "trust": "kernel-checked",
+                    "sha256": sha,
+                    "certificate_format": "exactmax/property-certificate",
                     "leaves": leaves,
-                    "sha256": hashes,
-                    "time_s": round(time.monotonic() - t0, 3),
+                    "kernel_check_s": round(time.monotonic() - t0, 3),
+                    "files": binding.as_json(),
                 }
             )
         )
@@ -52,6 +54,7 @@ def check_property_cert(args, root) -> int:
             f"  about: model sha256 {hashes['model'][:16]}... (file "
             f"{hashes['model_file'][:16]}...), property sha256 {hashes['property'][:16]}..."
         )
+        print("  " + binding.line(PROPERTY_OPTIONS))
     return EXIT_OK
 
 
@@ -85,9 +88,9 @@ def _hashes(args, net, prop) -> dict:
     from ..io.property_certificate import file_sha256
 
     return {
-        "model_sha256": content_hash(model_to_json(net)),
-        "model_file_sha256": file_sha256(args.model),
-        "property_sha256": prop.sha256,
+        "model": content_hash(model_to_json(net)),
+        "model_file": file_sha256(args.model),
+        "property": prop.sha256,
     }
 
 
@@ -122,10 +125,12 @@ def run_check(args) -> int:
             relaxed=not getattr(args, "no_relax", False),
         )
     out = {
-        "result": a.result,
+        "verdict": a.result,
+        # sat: a point the kernel evaluated; unsat: a certificate the kernel checked
+        "trust": "kernel-checked" if a.result in ("sat", "unsat") else None,
         "reason": a.reason,
         "time_s": round(time.monotonic() - started, 3),
-        "about": _hashes(args, net, prop),
+        "sha256": _hashes(args, net, prop),
         "stats": a.stats,
         "certificate": None,
         "counterexample_file": None,
@@ -180,11 +185,11 @@ def run_check(args) -> int:
     else:
         print(f"unknown: {a.reason}")
     if not args.json:
-        h = out["about"]
+        h = out["sha256"]
         print(
-            f"  about: model sha256 {h['model_sha256'][:16]}... (file "
-            f"{h['model_file_sha256'][:16]}...), property sha256 "
-            f"{h['property_sha256'][:16]}..."
+            f"  about: model sha256 {h['model'][:16]}... (file "
+            f"{h['model_file'][:16]}...), property sha256 "
+            f"{h['property'][:16]}..."
         )
     return {"sat": EXIT_REFUTED, "unsat": EXIT_OK}.get(a.result, EXIT_UNKNOWN)
 
@@ -198,10 +203,11 @@ def run_replay(args) -> int:
     x, y_file = read_counterexample(args.counterexample, net.input_dim, net.out_dim)
     n, j, y, margin = violation(net, prop.cases, x)
     out = {
-        "valid": n is not None,
+        "verdict": "valid" if n is not None else "rejected",
+        "trust": "kernel-checked",  # decided exactly, f(x) evaluated by the kernel
+        "sha256": _hashes(args, net, prop),
         "x": [q_str(v) for v in x],
         "y": [q_str(v) for v in y],
-        "about": _hashes(args, net, prop),
     }
     if y_file is not None:
         out["y_file_max_error"] = q_str(max(abs(a - b) for a, b in zip(y, y_file)))

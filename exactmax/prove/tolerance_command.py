@@ -9,11 +9,17 @@ import time
 
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
-from ..io import InputError, load_domain, load_model
+from ..io import InputError
 from ..io.models import model_domain
 from ..io.numbers import q_str
 from ..progress import shown
-from .command import about_line, answer_vacuous, certificate_not_written, claim_about
+from .command import (
+    about_json,
+    about_line,
+    answer_vacuous,
+    certificate_not_written,
+    claim_about,
+)
 
 
 def tolerance_of(args):
@@ -102,9 +108,10 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     stats = {k: (q_str(val) if k == "largest_gap_seen" else val) for k, val in v.stats.items()}
     out = {
         "verdict": v.verdict,
-        "trust": "kernel-checked" if v.verdict == "proved" else None,
+        "trust": "kernel-checked" if v.verdict in ("proved", "refuted") else None,
         "reason": v.reason,
         "time_s": round(time.monotonic() - started, 3),
+        **about_json(about),
         "property": {"kind": "top1"}
         if epsilon is None
         else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
@@ -113,7 +120,7 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         "certificate": args.cert
         if args.cert and v.verdict == "proved" and cert_error is None
         else None,
-        "about": about,
+        "certificate_kind": "pair-property" if v.verdict == "proved" else None,
     }
     if cert_error is not None:
         out["certificate_error"] = cert_error
@@ -203,6 +210,7 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
                     "trust": "kernel-checked",
                     "reason": None,
                     "time_s": t,
+                    **about_json(about),
                     "property": {"kind": "top1"}
                     if epsilon is None
                     else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
@@ -211,7 +219,6 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
                     "certificate_kind": "correspondence",
                     "everywhere": True,
                     "certificate": args.cert if args.cert and cert_error is None else None,
-                    "about": about,
                 }
                 | ({"certificate_error": cert_error} if cert_error else {})
             )
@@ -233,53 +240,44 @@ def check_pair_cert(args) -> int:
     """``check-cert`` of a pair-property certificate: the kernel's check of the tree for the
     pair program (``check_pair_property``), and with --models / --domain, that it speaks
     about these files."""
-    from ..io.certificates import content_hash
-    from ..io.models import domain_to_json, model_to_json
     from ..io.pair_certificate import claim, load_pair_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.pair import check_pair_property
     from ..kernel.program import Unsupported
+    from .binding import PAIR_OPTIONS, compare_pair_files, refuse_binding
+    from .command import cert_rejected
 
     a, b, dom, epsilon, tree, hashes = load_pair_certificate(args.cert)
-    for path, key in zip(args.models or (), ("a", "b")):
-        if content_hash(model_to_json(load_model(path))) != hashes[key]:
-            print(
-                f"rejected: {path} is not the model the certificate speaks about (its "
-                "content hash differs)"
-            )
-            return EXIT_REFUTED
-    if (
-        args.domain
-        and content_hash(domain_to_json(load_domain(args.domain, a.input_dim))) != hashes["domain"]
-    ):
-        print(
-            f"rejected: {args.domain} is not the domain the certificate speaks about (its "
-            "content hash differs)"
-        )
-        return EXIT_REFUTED
+    binding = compare_pair_files(args, hashes, a.input_dim)
+    sha = {k: hashes[k] for k in ("a", "b", "domain")}
+    if binding.mismatch is not None:
+        return refuse_binding(args, binding, sha)
     t0 = time.monotonic()
     try:
         leaves = check_pair_property(a, b, dom, epsilon, tree)
     except (CheckFailed, Unsupported) as e:
-        print(jsonout.dumps({"valid": False, "reason": str(e)}) if args.json else f"rejected: {e}")
-        return EXIT_REFUTED
+        return cert_rejected(args, str(e), sha, binding)
+    kernel_s = round(time.monotonic() - t0, 3)
     about, facts = claim_about(a, b, dom)
     if facts.empty:
-        return answer_vacuous(args, about)
+        return answer_vacuous(args, about, binding, PAIR_OPTIONS)
     if args.json:
         print(
             jsonout.dumps(
                 {
-                    "valid": True,
+                    "verdict": "valid",
+                    "trust": "kernel-checked",
+                    **about_json(about),
+                    "certificate_format": "exactmax/pair-property-certificate",
                     "claim": claim(epsilon),
                     "leaves": leaves,
-                    "sha256": hashes,
-                    "about": about,
-                    "time_s": round(time.monotonic() - t0, 3),
+                    "kernel_check_s": kernel_s,
+                    "files": binding.as_json(),
                 }
             )
         )
     else:
         print(f"valid: the kernel checked {leaves} cells; {claim(epsilon)}")
         print("  " + about_line(about))
+        print("  " + binding.line(PAIR_OPTIONS))
     return EXIT_OK

@@ -211,10 +211,12 @@ def run(args) -> int:
             print(
                 jsonout.dumps(
                     {
+                        "verdict": "unknown",
+                        "reason": reason,
+                        "sha256": {"model": _model_hash(model)},
                         "model": name,
                         "activation_regions": None,
                         "linear_regions": None,
-                        "reason": reason,
                     }
                 )
             )
@@ -251,12 +253,15 @@ def run(args) -> int:
             raise UsageError(f"--plot: cannot write {args.plot}: {e.strerror or e}") from None
     if args.json:
         out = {
+            "verdict": "counted",
+            "trust": "kernel-checked",  # the cells, maps and merges, by the kernel
+            "time_s": round(rc.stats["time_s"], 3),
+            "sha256": {"model": _model_hash(model)},
             "model": name,
             "kind": kind,
             **counts,
             "units": units,
             "linear_certified": rc.distinct_maps == rc.merge_components,
-            "time_s": round(rc.stats["time_s"], 3),
             "stats": {
                 k: (round(v, 3) if isinstance(v, float) else v)
                 for k, v in rc.stats.items()
@@ -331,18 +336,28 @@ def _check(args) -> int:
             _check_claimed(claimed, act, lower, upper, _leaf_count(tree))
     except (CheckFailed, Unsupported) as e:
         if args.json:
-            print(jsonout.dumps({"valid": False, "reason": str(e)}))
+            print(
+                jsonout.dumps(
+                    {
+                        "verdict": "rejected",
+                        "trust": "kernel-checked",
+                        "reason": str(e),
+                        "sha256": dict(hashes),
+                    }
+                )
+            )
         else:
             print(f"rejected: {e}")
         return EXIT_REJECTED
     out = {
-        "valid": True,
+        "verdict": "valid",
+        "trust": "kernel-checked",
         "activation_regions": act,
         "units": "all" if all_units else "outputs",
         "distinct_maps": lower,
         "merge_components": upper,
-        "sha256": hashes,
-        "time_s": round(time.monotonic() - t0, 3),
+        "sha256": dict(hashes),
+        "kernel_check_s": round(time.monotonic() - t0, 3),
     }
     if args.json:
         print(jsonout.dumps(out))
@@ -396,3 +411,11 @@ def _check_claimed(claimed: dict, act: int, lower: int, upper: int, cells: int) 
             f"{claimed['linear_regions']}, the kernel proves between {lower} "
             f"and {upper}"
         )
+
+
+def _model_hash(model) -> str:
+    """The SHA-256 of the model's canonical JSON (as in certificates)."""
+    from ..io.certificates import content_hash
+    from ..io.models import model_to_json
+
+    return content_hash(model_to_json(model))

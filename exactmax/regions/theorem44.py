@@ -368,7 +368,8 @@ def run(args) -> int:
         rep["written"] = args.write
     code = 0 if rep["reached"] else 3
     if args.json:
-        print(jsonout.dumps(rep))
+        verdict = "reached" if rep["reached"] else "not-reached"
+        print(jsonout.dumps({"verdict": verdict, "reason": rep.get("why"), **rep}))
         return code
     r = rep["reading"]
     print(

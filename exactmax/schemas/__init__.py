@@ -34,9 +34,11 @@ NAMES = (
     "property-certificate",
     "pair-property-certificate",
     "cpwl",
+    "output",
     "common",
 )
-"""The schemas: one per format, ``model`` (either kind of model) and the shared definitions."""
+"""The schemas: one per format, ``model`` (either kind of model), ``output`` (what a command
+prints with --json) and the shared definitions."""
 
 
 def text(name: str) -> str:

@@ -62,7 +62,15 @@ def run(args) -> int:
     if dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty:
         raise UsageError("the domain is empty: there is no point to search; give a non-empty one")
     r = find_counterexample(a, b, dom, SearchOptions(max_examples=max_examples, seed=seed))
+    from ..prove.command import pair_hashes
+
     out = {
+        "verdict": "refuted" if r.found else "unknown",
+        "trust": "kernel-checked" if r.found else None,  # the point the kernel evaluated
+        "reason": None
+        if r.found
+        else f"none found in {r.tried} tries; a search proves nothing (exactmax equiv decides)",
+        "sha256": pair_hashes(a, b, dom),
         "found": r.found,
         "x": None,
         "outputs": None,

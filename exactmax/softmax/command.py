@@ -396,6 +396,7 @@ def run(args) -> int:
         lines += ["  " + a for a in eo.get("advice", [])]
     if lam is None:
         out["verdict"] = "certified" if code == EXIT_OK else "unknown"
+        out["trust"] = "kernel-checked" if code == EXIT_OK else None
     if args.json:
         print(jsonout.dumps(out))
     else:
