@@ -168,3 +168,32 @@ def test_check_never_proves_a_satisfiable_property_spelled_with_X_01(tmp_path):
     # the same property with its canonical name is satisfiable (x = (1, 1): y0 = 2)
     p.write_text(p.read_text().replace("X_01", "X_1"))
     assert run("check", net, p).returncode == 1
+
+
+@pytest.mark.parametrize("text,where", [
+    # a quoted symbol may hold ';' and parentheses: read as a comment it would hide the assert
+    ("(set-info :source |a ; b|)\n(assert (<= X_0 1))", "5:19"),
+    ("(assert (<= |X_0| 1))", "5:13"),
+    ('(set-info :notes "x ; y")', "5:18"),
+])
+def test_quoted_symbols_and_strings_are_refused(tmp_path, text, where):
+    with pytest.raises(InputError, match="quoted symbols") as e:
+        prop(tmp_path, text)
+    assert f"p.vnnlib:{where}: " in str(e.value)
+
+
+def test_only_ascii_whitespace_separates(tmp_path):
+    # "X_0<no-break space>1" is one word (undeclared), not the term X_0 followed by 1
+    with pytest.raises(InputError, match="expected a declared variable or a number"):
+        prop(tmp_path, "(assert (<= (- X_0\u00a01) 0))")
+
+
+def test_a_counterexample_value_given_twice_is_refused(tmp_path):
+    from exactmax.io.property_certificate import read_counterexample
+    p = tmp_path / "cex.txt"
+    p.write_text("sat\n((X_0 1) (X_1 0) (X_0 -1))\n")
+    with pytest.raises(InputError, match="X_0 has a second value"):
+        read_counterexample(str(p), 2, 1)
+    p.write_text("sat\n((X_0 1) (X_01 0))\n")
+    with pytest.raises(InputError, match=r"expected \(X_i value\)"):
+        read_counterexample(str(p), 2, 1)

@@ -109,8 +109,8 @@ class Gen:
 
     def spell(self, letter, i, odd):
         if odd and self.r.random() < 0.3:
-            return self.r.choice([f"{letter}_0{i}", f"{letter}_00{i}", f"{letter}_{i}{i}" if
-                                  i == 0 else f"{letter}_0{i}"])
+            return self.r.choice([f"{letter}_0{i}", f"{letter}_00{i}", f"|{letter}_{i}|",
+                                  f"{letter}_{i}\u00a0", f"{letter}_{i}\u0660"])
         return f"{letter}_{i}"
 
     def number(self) -> str:
@@ -226,8 +226,8 @@ def test_generated_files_with_odd_names_are_refused_or_read_as_z3_reads_them(tmp
 
 @pytest.mark.slow
 def test_generated_files_many(tmp_path):
-    accepted, refused = differential_run(tmp_path, range(100_000, 120_000), odd_names=True)
-    assert accepted >= 5000
+    accepted, refused = differential_run(tmp_path, range(100_000, 105_000), odd_names=True)
+    assert accepted >= 1500
 
 
 # The same property, shrinking: hypothesis drives the generator's seed and shape.

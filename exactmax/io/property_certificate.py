@@ -286,6 +286,8 @@ def read_counterexample(path: str, n_x: int, n_y: int):
                 or not _VAR.fullmatch(pair.items[0].text)
             ):
                 raise _Syntax(pair, "expected (X_i value) or (Y_j value)")
+            if pair.items[0].text in vals:
+                raise _Syntax(pair.items[0], f"{pair.items[0].text} has a second value")
             vals[pair.items[0].text] = value(pair.items[1])
     except _Syntax as e:
         raise InputError(f"{path}:{e.line}:{e.col}" if e.line else path, "", str(e)) from None

@@ -43,7 +43,9 @@ Comparison = tuple[dict[str, Q], Q, bool]
 variables X_i and Y_j by name."""
 _VAR = re.compile(r"([XY])_(0|[1-9][0-9]*)")
 _VARLIKE = re.compile(r"([XY])_(\S*)")
-_TOKEN = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
+# SMT-LIB's whitespace is ASCII (space, tab, line feed, carriage return): any other character
+# belongs to a word, so "X_0<no-break space>1" is one (undeclared) name, never X_0 and 1.
+_TOKEN = re.compile(r"[ \t\r\n]+|;[^\n]*|\(|\)|[^ \t\r\n();]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,15 @@ def parse_sexprs(text: str) -> list:
                 )
             items, l0, c0 = stack.pop()
             stack[-1][0].append(SList(tuple(items), l0, c0))
-        elif not tok[0].isspace() and tok[0] != ";":
+        elif tok[0] not in " \t\r\n;":
+            if "|" in tok or '"' in tok:
+                # |quoted symbols| and "strings" may hold ';' and parentheses: read by these
+                # rules they would not mean what SMT-LIB says, so they are refused.
+                raise _Syntax(
+                    Atom(tok, line, col),
+                    f"expected a name, a number or a parenthesis, got {tok!r}: quoted symbols "
+                    "|...| and string literals are not read by exactmax (write X_i, Y_j)",
+                )
             stack[-1][0].append(Atom(tok, line, col))
         newlines = tok.count("\n")
         if newlines:
