@@ -379,3 +379,13 @@ def test_values_print_exactly_and_non_decimal_points_are_rounded_only_if_confirm
     # one it never accepts (only x0 = 1/3 exactly) is kept as it is
     assert decimal_nearby(third, lambda x: x[0] == Q(1, 3)) == third
     assert Fraction(value_text(Q(1, 3))) == Fraction(1, 3)
+
+
+@pytest.mark.parametrize("index", ["-1", "-2"])
+def test_a_negative_index_is_refused_not_dropped(tmp_path, index):
+    """(#36) Y[-1] named no element: the constraint on it vanished, so the property was read
+    without its output condition (every input in the box a "counterexample")."""
+    p = tmp_path / "neg.vnnlib"
+    p.write_text(NET1 + BOX + f"(assert (<= Y[{index}] 0.0))\n")
+    with pytest.raises(InputError, match="outside its shape"):
+        read_property(str(p))

@@ -174,6 +174,9 @@ def parse_query(text: str, sha: str) -> Query:
         raise _library_error(text, str(e)) from None
     except RecursionError:
         raise QueryError(0, 0, "formulas nested too deeply") from None
+    except UnicodeDecodeError:
+        # the package's error message cuts a non-ASCII token in the middle of its UTF-8
+        raise _non_ascii(text) from None
     reader = _Reader(text)
     nets = tuple(reader.network(n) for n in ast.networks)
     try:
@@ -220,6 +223,21 @@ def _library_error(text: str, message: str) -> QueryError:
         col,
         f"{said}" + (f" ({symbol})" if symbol else "") + (f": {hint}" if hint else ""),
     )
+
+
+def _non_ascii(text: str) -> QueryError:
+    """The error for a non-ASCII character outside a comment (the grammar is ASCII)."""
+    for n, line in enumerate(text.split("\n"), 1):
+        code = line.split(";", 1)[0]
+        for c, ch in enumerate(code, 1):
+            if not ch.isascii():
+                return QueryError(
+                    n,
+                    c,
+                    f"unexpected character {ch!r} (U+{ord(ch):04X}): a VNN-LIB 2.0 query is "
+                    "ASCII text outside comments",
+                )
+    return QueryError(0, 0, "the vnnlib package refused the query (not ASCII text)")
 
 
 def _column(text: str, line: int, token: str) -> int:
@@ -329,6 +347,16 @@ class _Reader:
         if isinstance(t, vnnlib.Var):
             net, side, tensor = self.vars[str(t.name)]
             idx = [int(i) for i in t.indices]
+            if len(idx) != len(tensor.shape) or not all(
+                0 <= i < s for i, s in zip(idx, tensor.shape)
+            ):
+                # the library checks the rank and i < s but lets a negative index through,
+                # which would name no element (the constraint on it was lost: #36)
+                raise QueryError(
+                    *self.first_place(t),
+                    f"index {idx} of {t.name} is outside its shape {list(tensor.shape)}: "
+                    f"expected {len(tensor.shape)} indices with 0 <= i < size",
+                )
             flat = 0
             for i, s in zip(idx, tensor.shape):
                 flat = flat * s + i
