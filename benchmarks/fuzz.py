@@ -72,12 +72,48 @@ def _seeds():
     return _STATE["seeds"], _STATE["work"], _STATE["commands"]
 
 
+def _io_seeds():
+    """The ONNX / VNN-LIB seeds, work folder and commands of ``tests/fuzz_io.py``."""
+    import fuzz_io
+    _one_parser()
+    if "io_seeds" not in _STATE:
+        tmp = tempfile.mkdtemp(prefix="exactmax-fuzz-io-")
+        _STATE["io_seeds"] = fuzz_io.IOSeeds(tmp)
+        _STATE["io_work"] = os.path.join(tmp, "work")
+        os.mkdir(_STATE["io_work"])
+        _STATE["io_commands"] = fuzz_io.io_commands()
+    return _STATE["io_seeds"], _STATE["io_work"], _STATE["io_commands"]
+
+
+def io_job(seed, count):
+    """A chunk of ONNX / VNN-LIB cases (``tests/fuzz_io.py``), in-process."""
+    import fuzz_io
+    s, work, cmds = _io_seeds()
+    rng = random.Random(seed)
+    out = []
+    for index in range(count):
+        cmd = fuzz_io.pick(rng, cmds)
+        seed_file = rng.choice(s.of(cmd.format, cmd.name))
+        c = fuzz_io.run_io_case(cmd, seed_file, rng, work, s)
+        out.append({"kind": "io", "format": cmd.format, "command": cmd.name,
+                    "status": c.status, "seconds": c.seconds, "failure": c.failure,
+                    "what": c.mutation, "seed": seed_file.name, "err": c.err[-300:],
+                    "confirmed": c.confirmed, "rss_kb": 0, "chunk": seed, "index": index})
+    return out
+
+
 def job(task):
     """Run a chunk of cases: task = (kind, seed, count); a list of records."""
     import fuzz
     (kind, seed, count), deadline = task
     if deadline is not None and time.monotonic() > deadline:
         return []
+    if kind == "io":
+        out = io_job(seed, count)
+        worker_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for r in out:
+            r["worker_rss_kb"] = worker_rss
+        return out
     s, work, cmds = _seeds()
     rng = random.Random(seed)
     out = []
@@ -113,9 +149,11 @@ def replay(record: dict, into: str) -> int:
     whose independent check also draws from the generator), write its input into ``into``,
     print the command line and run it again; the case's exit status and failure, if any."""
     import fuzz
+    kind = record["kind"]
+    if kind == "io":
+        return replay_io(record, into)
     s, work, cmds = _seeds()
     rng = random.Random(record["chunk"])
-    kind = record["kind"]
     for i in range(record["index"] + 1):
         if kind == "tamper":
             name = rng.choice(sorted(s.certs))
@@ -154,12 +192,80 @@ def replay(record: dict, into: str) -> int:
     return 0
 
 
+def replay_io(record: dict, into: str) -> int:
+    """``replay`` of an ONNX / VNN-LIB case: its mutated file regenerated into ``into``."""
+    import fuzz_io
+    s, work, cmds = _io_seeds()
+    rng = random.Random(record["chunk"])
+    for i in range(record["index"] + 1):
+        cmd = fuzz_io.pick(rng, cmds)
+        seed_file = rng.choice(s.of(cmd.format, cmd.name))
+        if seed_file.format == "onnx":
+            data, what = fuzz_io.mutate_onnx(seed_file.data, rng)
+        else:
+            data, what = fuzz_io.mutate_text(seed_file.data.decode("utf-8", "surrogatepass"),
+                                             rng)
+        if i < record["index"]:
+            continue
+        assert (cmd.format, cmd.name) == (record["format"], record["command"]), \
+            "the log was written by another version of the harness"
+        path = os.path.join(into, f"case-{record['chunk']}-{i}.{cmd.format}")
+        with open(path, "wb") as fh:
+            fh.write(data)
+        print(f"{path}: {cmd.format} / {cmd.name} on {seed_file.name} ({what}); argv "
+              + " ".join(cmd.argv))
+        c = fuzz_io.run_io_case(cmd, seed_file, rng, work, s, mutation=(data, what))
+        print(f"  exit {c.status} in {c.seconds:.1f} s: {c.failure or 'no failure'}"
+              + (f"; stderr {c.err[-300:]!r}" if c.err else ""))
+        return 1 if c.failure else 0
+    return 0
+
+
+def io_table(records) -> str:
+    """The table of the ONNX / VNN-LIB cases: exit statuses, what the independent check
+    confirmed, failures."""
+    rows = collections.defaultdict(lambda: {"cases": 0, "status": collections.Counter(),
+                                            "conf": collections.Counter(), "fail": 0,
+                                            "time": 0.0})
+    for r in records:
+        row = rows[(r["format"], r["command"])]
+        row["cases"] += 1
+        row["status"][r["status"]] += 1
+        row["fail"] += bool(r["failure"])
+        row["time"] = max(row["time"], r["seconds"])
+        c = r.get("confirmed") or ""
+        key = ("sat" if c.startswith("sat") else "unsat" if c.startswith("unsat") else
+               "invalid" if c.startswith("accepted") else "other" if c and c != "unknown"
+               else "")
+        if key:
+            row["conf"][key] += 1
+    lines = ["| format | command | cases | exit 0 | 1 | 2 | 3 | other | sat confirmed | "
+             "unsat confirmed | other answers confirmed | accepted, invalid ONNX | failures | "
+             "worst time |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             "---:|"]
+    total = collections.Counter()
+    for (fmt, cmd), row in sorted(rows.items()):
+        st, cf = row["status"], row["conf"]
+        other = sum(v for k, v in st.items() if k not in (0, 1, 2, 3))
+        vals = [row["cases"], st.get(0, 0), st.get(1, 0), st.get(2, 0), st.get(3, 0), other,
+                cf["sat"], cf["unsat"], cf["other"], cf["invalid"], row["fail"]]
+        total.update(dict(enumerate(vals)))
+        lines.append(f"| {fmt} | {cmd} | " + " | ".join(map(str, vals))
+                     + f" | {row['time']:.1f} s |")
+    lines.append("| all | | " + " | ".join(str(total[k]) for k in range(11)) + " | "
+                 f"{max((r['seconds'] for r in records), default=0):.1f} s |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=100000)
     ap.add_argument("--subprocess", type=int, default=1000)
     ap.add_argument("--bombs", type=int, default=4)
     ap.add_argument("--tamper", type=int, default=3000)
+    ap.add_argument("--io", type=int, default=0, metavar="N",
+                    help="N more cases of ONNX networks, VNN-LIB 1.0 / 2.0 properties and "
+                    "counterexample files (tests/fuzz_io.py), in-process")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chunk", type=int, default=200)
@@ -192,7 +298,8 @@ def main() -> int:
     n = 0
     for kind, total, chunk in (("tamper", args.tamper, 25), ("bomb", args.bombs, 1),
                                ("subprocess", args.subprocess, 50),
-                               ("inprocess", args.cases, args.chunk)):
+                               ("inprocess", args.cases, args.chunk),
+                               ("io", args.io, args.chunk)):
         for start in range(0, total, chunk):
             tasks.append((kind, args.seed * 10 ** 7 + n, min(chunk, total - start)))
             n += 1
@@ -236,6 +343,24 @@ def main() -> int:
 
 
 def table(records, elapsed, args) -> str:
+    io = [r for r in records if r["kind"] == "io"]
+    json_records = [r for r in records if r["kind"] != "io"]
+    if not io:
+        return json_table(json_records, elapsed, args)
+    head = (f"{len(records)} cases run in {elapsed / 60:.1f} min on {args.workers} workers "
+            f"(seed {args.seed}): {sum(1 for r in records if r['failure'])} failures")
+    parts = [head, "", "ONNX and VNN-LIB cases:", "", io_table(io)]
+    if json_records:
+        parts += ["", json_table(json_records, elapsed, args)]
+    fails = [r for r in io if r["failure"]]
+    if fails:
+        parts += ["", "Failures:"] + [
+            f"- {r['format']} / {r['command']} ({r.get('seed', '')}, {r['what']}): "
+            f"{r['failure']}; {r.get('err', '')!r}" for r in fails[:40]]
+    return "\n".join(parts)
+
+
+def json_table(records, elapsed, args) -> str:
     rows = collections.defaultdict(lambda: {"cases": 0, "status": collections.Counter(),
                                             "fail": 0, "time": 0.0, "rss": 0, "wrss": 0,
                                             "sub": 0})

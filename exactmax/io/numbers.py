@@ -78,6 +78,22 @@ def parse_rational(text: str) -> Q:
     raise NumberSyntaxError(f"{EXPECTED}, got {quote(text)}")
 
 
+def approx(value) -> str:
+    """Six significant digits of a rational of any size ("1.5", "-2.3e+400"), for the
+    "about ..." of a message (float() alone overflows beyond 1.8e308)."""
+    try:
+        return f"{float(value):.6g}"
+    except OverflowError:
+        p, q = int(value.p), int(value.q)
+    k = int((abs(p).bit_length() - q.bit_length()) * 0.30102999566398120)
+    m = Fraction(abs(p), q) / Fraction(10) ** k
+    while m >= 10:
+        m, k = m / 10, k + 1
+    while m < 1:
+        m, k = m * 10, k - 1
+    return f"{'-' if p < 0 else ''}{float(m):.6g}e+{k}"
+
+
 def _int(digits: str) -> Z:
     """An optionally signed run of ASCII digits, read by FLINT (no decimal digit limit)."""
     return Z(digits[1:] if digits.startswith("+") else digits)

@@ -57,6 +57,82 @@ SUPPORTED = (
 )
 SUPPORTED_LINE = "supported: " + ", ".join(SUPPORTED)
 OPSETS = (7, 21)
+MAX_INPUTS = 20_000
+"""Most input numbers read: the affine tensors have (n + 1) x n exact entries per element."""
+_ARITY = {
+    "Gemm": (2, 3),
+    "MatMul": (2, 2),
+    "Add": (2, 2),
+    "Sub": (2, 2),
+    "Mul": (2, 2),
+    "Div": (2, 2),
+    "Neg": (1, 1),
+    "Relu": (1, 1),
+    "Max": (1, 2**31),
+    "ReduceMax": (1, 2),
+    "MaxPool": (1, 1),
+    "Reshape": (1, 2),
+    "Flatten": (1, 1),
+    "Squeeze": (1, 2),
+    "Unsqueeze": (1, 2),
+    "Transpose": (1, 1),
+    "Identity": (1, 1),
+    "Dropout": (1, 3),
+    "Constant": (0, 0),
+    "Concat": (1, 2**31),
+    "Softmax": (1, 1),
+}
+"""(least, most) inputs of each operator; the first ``least`` are required."""
+_ATTRIBUTES = {
+    "Gemm": ("alpha", "beta", "transA", "transB"),
+    "ReduceMax": ("axes", "keepdims", "noop_with_empty_axes"),
+    "MaxPool": (
+        "auto_pad",
+        "ceil_mode",
+        "dilations",
+        "kernel_shape",
+        "pads",
+        "storage_order",
+        "strides",
+    ),
+    "Reshape": ("allowzero", "shape"),
+    "Flatten": ("axis",),
+    "Squeeze": ("axes",),
+    "Unsqueeze": ("axes",),
+    "Transpose": ("perm",),
+    "Dropout": ("is_test", "ratio", "seed"),
+    "Constant": ("value", "value_float", "value_floats", "value_int", "value_ints"),
+    "Concat": ("axis",),
+    "Softmax": ("axis",),
+}
+"""The attributes each operator has (those not listed have none); any other name is refused
+rather than ignored (a misspelt ``transb`` would change the meaning)."""
+_ATTRIBUTE_TYPES = {
+    **dict.fromkeys(("alpha", "beta", "ratio", "value_float"), (1, "a float")),
+    **dict.fromkeys(
+        (
+            "transA",
+            "transB",
+            "keepdims",
+            "noop_with_empty_axes",
+            "ceil_mode",
+            "storage_order",
+            "allowzero",
+            "axis",
+            "seed",
+            "is_test",
+            "value_int",
+        ),
+        (2, "an integer"),
+    ),
+    "auto_pad": (3, "a string"),
+    "value": (4, "a tensor"),
+    **dict.fromkeys(
+        ("axes", "kernel_shape", "pads", "strides", "dilations", "perm", "value_ints", "shape"),
+        (7, "a list of integers"),
+    ),
+}
+"""Each attribute's AttributeProto type (FLOAT 1, INT 2, STRING 3, TENSOR 4, INTS 7)."""
 _FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
 _INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
 
@@ -136,6 +212,8 @@ class _Graph:
 
     def exact(self, a: np.ndarray) -> np.ndarray:
         """An exact (object) array from a constant."""
+        if not isinstance(a, np.ndarray):  # a scalar left by a reduction of a constant
+            a = np.asarray(a, dtype=object)
         if a.dtype == object:
             return a
         if a.dtype.kind in "iub":
@@ -219,7 +297,7 @@ def _norm_axes(axes, rank: int) -> list[int]:
 
 
 def _shape_of(x) -> tuple:
-    return x.shape if isinstance(x, _Aff) else x.shape
+    return x.shape if isinstance(x, _Aff) else np.shape(x)
 
 
 def _structural(x, f):
@@ -329,7 +407,9 @@ def _reduce_max(g: _Graph, x, axes, keepdims: bool):
         else tuple(d for i, d in enumerate(S) if i not in axes)
     )
     if not isinstance(x, _Aff):
-        return np.array(g.exact(x)).max(axis=tuple(axes), keepdims=keepdims) if x.size else x
+        if not np.size(x):
+            return x
+        return np.asarray(g.exact(x).max(axis=tuple(axes), keepdims=keepdims), dtype=object)
     T = g.padded(x)
     keep = [i for i in range(len(S)) if i not in axes]
     k = math.prod(S[i] for i in axes)
@@ -423,16 +503,31 @@ def _concat(g: _Graph, values, axis: int):
 
 def _gemm(g: _Graph, inputs, a: dict):
     A, B = inputs[0], inputs[1]
+    if len(_shape_of(A)) != 2 or len(_shape_of(B)) != 2:
+        raise _Refuse(
+            f"Gemm of tensors of shapes {list(_shape_of(A))} and {list(_shape_of(B))}; "
+            "A and B must be matrices"
+        )
     if int(a.get("transA", 0)):
         A = _structural(A, lambda t: t.T)
     if int(a.get("transB", 0)):
         B = _structural(B, lambda t: t.T)
     alpha, beta = a.get("alpha", 1.0), a.get("beta", 1.0)
+    if not (math.isfinite(alpha) and math.isfinite(beta)):
+        raise _Refuse(f"Gemm with alpha {alpha} and beta {beta}: not finite numbers")
     Y = _matmul(g, A, B)
     if alpha != 1.0:
         Y = _scale(g, Y, _qs(np.array(alpha, dtype=np.float32)), False)
     if len(inputs) > 2 and inputs[2] is not None:
         C = inputs[2]
+        shape_y, shape_c = tuple(_shape_of(Y)), tuple(_shape_of(C))
+        if len(shape_c) > 2 or any(
+            c not in (1, y) for c, y in zip(reversed(shape_c), reversed(shape_y))
+        ):
+            raise _Refuse(
+                f"Gemm's C of shape {list(shape_c)} does not broadcast to A B's shape "
+                f"{list(shape_y)}"
+            )
         if beta != 1.0:
             C = _scale(g, C, _qs(np.array(beta, dtype=np.float32)), False)
         Y = _add(g, Y, C, 1)
@@ -454,6 +549,37 @@ def _constant(g: _Graph, a: dict):
         return np.array(a["value_ints"], dtype=np.int64)
     del numpy_helper
     raise _Refuse("a Constant without a value, value_float(s) or value_int(s)")
+
+
+def _check_node(node) -> None:
+    """The operator's number of inputs and outputs, its required inputs present, and no
+    attribute it does not have."""
+    op = node.op_type
+    if op not in _ARITY:
+        raise _Refuse(f"unsupported operator {op}")
+    least, most = _ARITY[op]
+    n = len(node.input)
+    if not least <= n <= most:
+        raise _Refuse(
+            f"{op} takes {least if least == most else f'{least} to {min(most, 99)}'} "
+            f"inputs, got {n}"
+        )
+    if any(not name for name in node.input[:least]) or (
+        op in ("Max", "Concat") and "" in node.input
+    ):
+        raise _Refuse(f"{op} with a required input left empty")
+    if not node.output or not node.output[0]:
+        raise _Refuse(f"{op} without an output")
+    known = _ATTRIBUTES.get(op, ())
+    for a in node.attribute:
+        if a.name not in known:
+            raise _Refuse(
+                f"{op} has no attribute {a.name!r}"
+                + (f" (its attributes: {', '.join(known)})" if known else "")
+            )
+        code, kind = _ATTRIBUTE_TYPES[a.name]
+        if a.type != code:
+            raise _Refuse(f"{op}'s attribute {a.name} must be {kind} (type {a.type})")
 
 
 def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
@@ -610,7 +736,12 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
     graph = model.graph
     if not graph.node and not graph.output:
         raise InputError(path, "", "not an ONNX model (no graph); the file is empty or corrupt")
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    if len(versions) > 1:
+        raise InputError(
+            path, "", f"the default operator set is imported {len(versions)} times ({versions})"
+        )
+    opset = versions[0] if versions else 0
     if not OPSETS[0] <= opset <= OPSETS[1]:
         raise InputError(
             path, "", f"opset {opset} is not supported (opsets {OPSETS[0]} to {OPSETS[1]})"
@@ -619,6 +750,10 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
     g = _Graph(path, report)
     values: dict[str, object] = {}
     for t in graph.initializer:
+        if t.name in values:
+            raise InputError(
+                path, f"initializer {t.name}", "is defined twice (a graph defines each name once)"
+            )
         try:
             values[t.name] = _tensor(g, t, f"initializer {t.name}")
         except _Refuse as e:
@@ -633,6 +768,12 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
         )
     S = _dims(real_inputs[0], path)
     n0 = math.prod(S)
+    if n0 > MAX_INPUTS:
+        raise InputError(
+            path,
+            f"input {real_inputs[0].name}",
+            f"has {n0} numbers (shape {list(S)}); the reader handles at most {MAX_INPUTS}",
+        )
     report.input_dim = n0
     T = _zeros((n0 + 1, n0))
     for i in range(n0):
@@ -646,9 +787,14 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
                 path, where, f"operator domain {node.domain!r} is not supported; {SUPPORTED_LINE}"
             )
         try:
+            _check_node(node)
             missing = [n for n in node.input if n and n not in values]
             if missing:
                 raise _Refuse(f"input {missing[0]!r} is not defined before this node")
+            if node.output[0] in values:
+                raise _Refuse(
+                    f"output {node.output[0]!r} is already defined (a graph defines each name once)"
+                )
             inputs = [values[n] if n else None for n in node.input]
             report.operators[node.op_type] += 1
             out = _op(g, node, inputs, opset, node.output[0] == out_name, drop_final_softmax)

@@ -9,7 +9,7 @@ import time
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
-from ..io.numbers import q_str
+from ..io.numbers import approx, q_str
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import Q
 from ..progress import shown
@@ -169,7 +169,7 @@ def run_check(args) -> int:
             f"sat: a counterexample, exact and evaluated by the kernel (found by the "
             f"{a.stats.get('found_by')}): x is in the input set and f(x) satisfies "
             f"output constraint {a.where[1]} of case {a.where[0]} (least row value "
-            f"{q_str(a.margin)}, about {float(a.margin):.6g})"
+            f"{q_str(a.margin)}, about {approx(a.margin)})"
         )
         print("  x = (" + ", ".join(out["x"]) + ")")
         print("  y = (" + ", ".join(out["y"]) + ")")
@@ -216,7 +216,7 @@ def run_replay(args) -> int:
         verdict = (
             f"valid: x is in the input set and f(x), evaluated exactly by the kernel, "
             f"satisfies output constraint {j} of case {n}; least row value "
-            f"{q_str(margin)} (about {float(margin):.6g})"
+            f"{q_str(margin)} (about {approx(margin)})"
         )
     else:
         inside = [c for c in prop.cases if c.inputs.contains(x)]
@@ -232,7 +232,7 @@ def run_replay(args) -> int:
             out.update(reason="outside the input set", outside_by=q_str(excess))
             verdict = (
                 f"rejected: x is outside the input set (by {q_str(excess)}, about "
-                f"{float(excess):.6g}, in the least violated case's worst constraint)"
+                f"{approx(excess)}, in the least violated case's worst constraint)"
             )
         else:
             best = max(
@@ -244,7 +244,7 @@ def run_replay(args) -> int:
             verdict = (
                 "rejected: x is in the input set, but f(x), evaluated exactly, "
                 f"satisfies no output constraint (the closest misses by {q_str(-best)}, "
-                f"about {float(-best):.6g})"
+                f"about {approx(-best)})"
             )
     if args.json:
         print(jsonout.dumps(out))
