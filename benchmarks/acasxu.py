@@ -61,7 +61,7 @@ from exactmax.prove.property import decide_property
 net, prop = load_model(sys.argv[1]), read_property(sys.argv[2])
 t0 = time.monotonic()
 a = decide_property(net, prop, float(sys.argv[3]))
-out = {"result": a.result, "reason": a.reason, "leaves": a.stats.get("leaves"),
+out = {"verdict": a.result, "reason": a.reason, "leaves": a.stats.get("leaves"),
        "build_s": round(time.monotonic() - t0 - a.stats.get("kernel_check_s", 0), 3),
        "kernel_check_s": a.stats.get("kernel_check_s"),
        "checked": a.result == "unsat" and a.stats.get("leaves_checked") is not None
@@ -82,16 +82,16 @@ def run(net: str, prop: str, timeout: float, route: str) -> dict:
         text = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "{}"
         out = json.loads(text)
     except subprocess.TimeoutExpired:
-        out = {"result": "timeout"}
+        out = {"verdict": "timeout"}
     except json.JSONDecodeError:
-        out = {"result": "error", "reason": p.stderr.strip()[-300:]}
+        out = {"verdict": "error", "reason": p.stderr.strip()[-300:]}
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out["wall_s"] = round(time.monotonic() - start, 2)
     out["user_s"] = round(after.ru_utime - before.ru_utime, 2)
     if route == "cli":
         st = out.get("stats", {})
         out["leaves"] = st.get("leaves", st.get("leaves_checked"))
-        out["checked"] = out.get("result") == "sat" or st.get("leaves_checked") is not None
+        out["checked"] = out.get("verdict") == "sat" or st.get("leaves_checked") is not None
         out["kernel_check_s"] = st.get("kernel_check_s")
     return out
 
@@ -113,13 +113,13 @@ def main() -> int:
             out = run(os.path.join(DATA, onnx), os.path.join(HERE, "acasxu", f"prop_{prop}.vnnlib"),
                       args.timeout, args.route)
             exp, why = EXPECTED[(name, prop)]
-            ok = "?" if exp is None else ("yes" if out.get("result") == exp else "NO")
+            ok = "?" if exp is None else ("yes" if out.get("verdict") == exp else "NO")
             within = out["wall_s"] <= args.timeout
-            print(f"{name:4} {prop:<4} {out.get('result', '?'):8} {exp or '-':9} {ok:3} "
+            print(f"{name:4} {prop:<4} {out.get('verdict', '?'):8} {exp or '-':9} {ok:3} "
                   f"{out['wall_s']:7.1f} {out['user_s']:7.1f} {str(out.get('leaves', '-')):>7} "
                   f"{str(bool(out.get('checked'))):8} {str(out.get('kernel_check_s', '-')):>8}"
                   f"{'' if within else '  (over the limit)'}", flush=True)
-            if out.get("result") not in ("sat", "unsat"):
+            if out.get("verdict") not in ("sat", "unsat"):
                 print(f"     reason: {out.get('reason')}")
             rows.append({"net": name, "prop": prop, "expected": exp, "source": why, **out})
     for (name, prop), (exp, why) in EXPECTED.items():

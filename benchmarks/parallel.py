@@ -101,7 +101,7 @@ def timed(argv: list[str]) -> dict:
     s = out.get("stats", {})
     here = "--workers" in argv and argv[argv.index("--workers") + 1] == "1"
     own = cpu + (0.0 if here else s.get("units_cpu_s") or 0.0)   # units here: in cpu
-    return {"answer": out.get("verdict") or out.get("result"), "reason": out.get("reason"),
+    return {"answer": out.get("verdict"), "reason": out.get("reason"),
             "others_cpu_s": round(max(busy - own, 0.0), 1), "answer_s": out.get("time_s"),
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "machine_cpu_s": round(busy, 2),
             "units_cpu_s": s.get("units_cpu_s"), "units_span_s": s.get("units_span_s"),

@@ -478,8 +478,11 @@ Every file format of exactmax has a JSON Schema (draft 2020-12), shipped in the 
 (`exactmax/schemas/`) and printed by `exactmax schema NAME` (`-o FILE` writes it). They are
 reproduced here in full; each block is the output of the command above it, re-run by the tests,
 so this page is always the schemas exactmax ships. What a schema checks and what only the readers
-can check is on the [Formats](formats.md#json-schemas) page. (This page is written by
-`python tests/test_docs_examples.py --write-schemas`.)
+can check is on the [Formats](formats.md#json-schemas) page. One schema is not a file format:
+`output` is the one JSON object every command prints with `--json` (`command`, `verdict`,
+`trust`, `reason`, `time_s`, `sha256`, then the command's own keys; the vocabulary is on the
+[Verify and equiv](verify.md#json-one-vocabulary-for-every-command) page). (This page is written
+by `python tests/test_docs_examples.py --write-schemas`.)
 
 ```console
 $ exactmax schema --list

@@ -126,8 +126,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             cert_error = str(e)
     out = {
         "verdict": v.verdict,
-        # a refutation is a point both models were evaluated at by the kernel
-        "trust": "kernel-checked" if v.verdict == "refuted" else v.trust,
+        "trust": v.trust,  # null for a refutation: the point is the evidence
         "reason": v.reason,
         "time_s": round(v.stats.get("time_s", 0.0), 3),
         **about_json(about),
@@ -537,7 +536,7 @@ def cert_rejected(args, reason: str, sha: dict, binding) -> int:
             jsonout.dumps(
                 {
                     "verdict": "rejected",
-                    "trust": "kernel-checked",
+                    "trust": None,
                     "reason": reason,
                     "sha256": sha,
                     "files": binding.as_json(),

@@ -340,7 +340,7 @@ def _check(args) -> int:
                 jsonout.dumps(
                     {
                         "verdict": "rejected",
-                        "trust": "kernel-checked",
+                        "trust": None,
                         "reason": str(e),
                         "sha256": dict(hashes),
                     }

@@ -66,7 +66,7 @@ def run(args) -> int:
 
     out = {
         "verdict": "refuted" if r.found else "unknown",
-        "trust": "kernel-checked" if r.found else None,  # the point the kernel evaluated
+        "trust": None,  # a point found is the evidence, not a proof
         "reason": None
         if r.found
         else f"none found in {r.tried} tries; a search proves nothing (exactmax equiv decides)",
