@@ -465,3 +465,239 @@ def test_numbers_beyond_floats_make_the_float_guided_routes_unknown_not_crash(tm
     code = main(["equiv", str(path), str(path2), "--epsilon", "0", "--json", "--timeout", "20"])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["reason"].endswith(BEYOND_FLOATS)
+
+
+# ------------------------------------------------- ONNX and VNN-LIB (issue #36, fuzz_io.py)
+
+import fuzz_io  # noqa: E402
+
+# cases per format (in-process): about 500 in all, a few seconds
+IO_CASES = {"onnx": 200, "vnnlib": 130, "vnnlib2": 100, "counterexample": 70}
+
+
+@pytest.fixture(scope="module")
+def io_seeds(tmp_path_factory):
+    return fuzz_io.IOSeeds(str(tmp_path_factory.mktemp("io_seeds")))
+
+
+def _io_report(case) -> str:
+    return (f"{case.format} {case.seed!r} through {case.command!r} after {case.mutation}: "
+            f"{case.failure}; exit {case.status}, stderr: {case.err!r}")
+
+
+@pytest.mark.parametrize("fmt", sorted(IO_CASES))
+def test_mutated_onnx_and_vnnlib_files_give_a_confirmed_answer_or_one_line(fmt, io_seeds,
+                                                                           work):
+    """Every case: an exit status in 0-3, no traceback, exit 2 with one line naming the file
+    and nothing written; every sat / unsat / import / eval / export / replay answer on a
+    still valid input confirmed by the independent readings of tests/fuzz_io.py."""
+    cmds = [c for c in fuzz_io.io_commands() if c.format == fmt]
+    assert cmds and io_seeds.of(fmt)
+
+    @settings(max_examples=IO_CASES[fmt], deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(rng=st.randoms(use_true_random=False))
+    def run(rng):
+        cmd = fuzz_io.pick(rng, cmds)
+        case = fuzz_io.run_io_case(cmd, rng.choice(io_seeds.of(fmt, cmd.name)), rng, work,
+                                   io_seeds)
+        assert case.failure is None, _io_report(case)
+
+    run()
+
+
+def test_every_command_that_reads_onnx_or_vnnlib_is_fuzzed():
+    """The commands whose arguments name an ONNX network or a VNN-LIB file."""
+    names = {(c.format, c.argv[0] if c.argv[0] != "vnnlib" else "vnnlib verify")
+             for c in fuzz_io.io_commands()}
+    for cmd in ("import", "info", "eval", "export-onnx", "check"):
+        assert ("onnx", cmd) in names
+    for fmt in ("vnnlib", "vnnlib2"):
+        assert (fmt, "check") in names and (fmt, "replay") in names
+    assert ("vnnlib2", "vnnlib verify") in names and ("counterexample", "replay") in names
+
+
+def test_the_seeds_are_valid_and_the_reference_agrees_with_onnxruntime(io_seeds):
+    """The seed networks pass onnx.checker, and the exact reference interpreter agrees with
+    onnxruntime's float evaluation (so the reference reads the operators as ONNX does)."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    for name, path in io_seeds.paths.items():
+        m = onnx.load(path)
+        assert fuzz_io.onnx_valid(m), name
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        inp = sess.get_inputs()[0]
+        dtype = {"tensor(float)": np.float32, "tensor(double)": np.float64,
+                 "tensor(float16)": np.float16}[inp.type]
+        for x in fuzz_io.exact_points(random.Random(1)):
+            x = tuple(Fraction(round(float(v) * 8), 8) for v in x)   # exact in float16
+            got = sess.run(None, {inp.name: np.array([[float(v) for v in x]], dtype=dtype)})
+            exact = fuzz_io.onnx_eval(m, list(x), drop_final_softmax=False) \
+                if name != "softmax_final" else None
+            if exact is None:
+                continue
+            for a, b in zip(np.asarray(got[0], dtype=np.float64).reshape(-1), exact):
+                assert abs(a - float(b)) <= 1e-2 * max(1.0, abs(float(b))), (name, x)
+
+
+def test_the_independent_checks_refuse_wrong_answers(io_seeds):
+    """The confirmations can fail: a point outside the input set or missing the output
+    constraint is not a counterexample, an unsat claim on a satisfiable property is refuted
+    by z3, and a graph read with another weight differs from the reference."""
+    import onnx
+    m = onnx.load(io_seeds.paths["matmul_add"])
+    sat = fuzz_io.read_prop_ref(dict((n, t) for n, t, _ in fuzz_io.vnnlib1_seeds())["box_y_ge"])
+    unsat = fuzz_io.read_prop_ref(
+        dict((n, t) for n, t, _ in fuzz_io.vnnlib1_seeds())["box_y_ge_unsat"])
+    assert fuzz_io.confirm_unsat(m, unsat) is None
+    assert "finds a counterexample" in fuzz_io.confirm_unsat(m, sat)
+    assert "not a counterexample" in fuzz_io.confirm_sat(m, sat, [Fraction(2), Fraction(0)])
+    assert "not a counterexample" in fuzz_io.confirm_sat(m, sat, [Fraction(0), Fraction(0)])
+    # the X_01 of the naming bug: a name the reference does not give a coordinate
+    with pytest.raises(fuzz_io.Invalid):
+        fuzz_io.read_prop_ref("(declare-const X_0 Real)(declare-const X_01 Real)"
+                              "(declare-const Y_0 Real)(assert (<= X_01 1))")
+    # 2.0: an index outside the tensor
+    with pytest.raises(fuzz_io.Invalid):
+        fuzz_io.read_prop_ref("(vnnlib-version <2.0>)(declare-network f (declare-input X "
+                              "real [2]) (declare-output Y real [1]))(assert (>= Y[1] 0.0))")
+
+
+# regression tests of what the ONNX / VNN-LIB campaign found (each failed before its fix)
+
+def _onnx_file(tmp_path, nodes, inits, opset=13, out_dim=1, name="net.onnx", opsets=None):
+    import onnx
+    from onnx import TensorProto, helper
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT,
+                                                                     [1, 2])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT,
+                                                         [1, out_dim])], inits)
+    m = helper.make_model(g, opset_imports=opsets or [helper.make_opsetid("", opset)])
+    path = str(tmp_path / name)
+    onnx.save(m, path)
+    return path
+
+
+def _w(name, vals):
+    import numpy as np
+    from onnx import numpy_helper
+    return numpy_helper.from_array(np.array(vals, dtype=np.float32), name)
+
+
+def _one_line_error(argv, capsys, *needles):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("exactmax: error: "), err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def _graph_cases():
+    from onnx import helper
+    W = _w("W", [[1, 0.5], [-1, 2]])
+    b = _w("b", [0.25, 0])
+    return {
+        # a required input left empty (exit 70: 'NoneType' has no 'dtype')
+        "missing-input": ([helper.make_node("MatMul", ["X", "W"], ["m"]),
+                           helper.make_node("Add", ["m", ""], ["Y"])], [W],
+                          "required input left empty"),
+        # an attribute of the wrong type (exit 70: a list has no 'data_location')
+        "attribute-type": ([helper.make_node("Constant", [], ["c"], value=1.5),
+                            helper.make_node("MatMul", ["X", "W"], ["Y"])], [W],
+                           "must be a tensor"),
+        # Gemm's alpha infinite (exit 70: OverflowError in the exact conversion)
+        "alpha-inf": ([helper.make_node("Gemm", ["X", "W", "b"], ["Y"],
+                                        alpha=float("inf"))], [W, b], "not finite"),
+        # an attribute the operator does not have was ignored (transb for transB)
+        "unknown-attribute": ([helper.make_node("Gemm", ["X", "W", "b"], ["Y"], transb=1)],
+                              [W, b], "no attribute 'transb'"),
+        # a name defined twice: the second definition won silently
+        "initializer-twice": ([helper.make_node("MatMul", ["X", "W"], ["Y"])],
+                              [W, _w("W", [[2, 2], [2, 2]])], "defined twice"),
+        "output-twice": ([helper.make_node("MatMul", ["X", "W"], ["m"]),
+                          helper.make_node("Neg", ["m"], ["m"]),
+                          helper.make_node("Identity", ["m"], ["Y"])], [W],
+                         "already defined"),
+        # Gemm's C of shape (2, 2) broadcast with A B of shape (1, 2): 4 outputs, not 2
+        "gemm-c-shape": ([helper.make_node("Gemm", ["X", "W", "C"], ["Y"])],
+                         [W, _w("C", [[0, 0], [1, 1]])], "does not broadcast"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_graph_cases()))
+def test_malformed_onnx_graphs_are_refused_in_one_line(case, tmp_path, capsys):
+    nodes, inits, needle = _graph_cases()[case]
+    path = _onnx_file(tmp_path, nodes, inits, out_dim=2)
+    for argv in (["import", path, "-o", str(tmp_path / "o.json")], ["info", path]):
+        _one_line_error(argv, capsys, "net.onnx", needle)
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_the_default_opset_imported_twice_is_refused(tmp_path, capsys):
+    from onnx import helper
+    path = _onnx_file(tmp_path, [helper.make_node("MatMul", ["X", "W"], ["Y"])],
+                      [_w("W", [[1, 0], [0, 1]])], out_dim=2,
+                      opsets=[helper.make_opsetid("", 13), helper.make_opsetid("", 8)])
+    _one_line_error(["info", path], capsys, "imported 2 times")
+
+
+def test_a_huge_input_shape_is_refused_not_allocated(tmp_path, capsys):
+    """An input of shape [1, 2^40] made the reader allocate (n + 1) x n entries (exit 70:
+    'array is too big')."""
+    import onnx
+    from onnx import helper
+    path = _onnx_file(tmp_path, [helper.make_node("Identity", ["X"], ["Y"])], [], out_dim=2)
+    m = onnx.load(path)
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2 ** 40
+    onnx.save(m, path)
+    _one_line_error(["info", path], capsys, "1099511627776 numbers")
+
+
+def test_a_reduction_of_a_constant_is_read(tmp_path, capsys):
+    """ReduceMax over every axis of a constant gave a bare scalar, which the next node could
+    not use (exit 70: 'fmpq' has no 'shape'); it is the constant's maximum."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+    k = numpy_helper.from_array(np.array([[0.5, 3.0], [-1.0, 2.0]], dtype=np.float32), "k")
+    path = _onnx_file(tmp_path, [helper.make_node("ReduceMax", ["k"], ["s"], keepdims=0),
+                                 helper.make_node("Mul", ["X", "s"], ["Y"])], [k], opset=13,
+                      out_dim=2)
+    assert main(["eval", path, "--input", "1/3,-1/2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["output"] == ["1", "-3/2"]
+
+
+def test_replay_of_a_margin_beyond_floats(tmp_path, capsys):
+    """replay printed the margin's float (exit 70 beyond 1.8e308); now 'about 1e+400'."""
+    import onnx
+    io_dir = tmp_path / "seeds"
+    io_dir.mkdir()
+    net = str(io_dir / "m.onnx")
+    onnx.save(fuzz_io.onnx_seeds()["matmul_add"], net)
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text("(declare-const X_0 Real)(declare-const X_1 Real)(declare-const Y_0 Real)"
+                    "(assert (<= X_0 1))(assert (>= X_0 -1))(assert (<= X_1 1))"
+                    "(assert (>= X_1 -1))(assert (>= Y_0 -1" + "0" * 400 + "))")
+    y = fuzz_io.onnx_eval(onnx.load(net), [Fraction(0), Fraction(0)])
+    cex = tmp_path / "cex.txt"
+    cex.write_text(fuzz_io._cex_text((Fraction(0), Fraction(0)), y))
+    assert main(["replay", net, str(prop), str(cex)]) == 0
+    assert "about 1e+400" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("(assert (>= Y[0] 1.5\u00e9))", ":3:21: unexpected character '\u00e9'"),
+    ("(assert (>= Y[0] 99999999999999999999999))", ":3:18: an integer beyond the 64-bit"),
+])
+def test_vnnlib2_text_the_package_cannot_convert_is_one_line(text, needle, tmp_path, capsys):
+    """The vnnlib package raised UnicodeDecodeError on a non-ASCII word and IndexError
+    ('stoll') on an integer beyond 64 bits (exit 70); now one line with line and column."""
+    p = tmp_path / "q.vnnlib"
+    p.write_text("(vnnlib-version <2.0>)\n(declare-network f (declare-input X real [2]) "
+                 "(declare-output Y real [1]))\n" + text + "\n", encoding="utf-8")
+    net = os.path.join(ROOT, "examples", "small_relu.onnx")
+    _one_line_error(["check", net, str(p)], capsys, "q.vnnlib" + needle)
+    _one_line_error(["vnnlib", "verify", str(p), "--network", f"f={net}"], capsys, needle)

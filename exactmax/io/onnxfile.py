@@ -126,13 +126,15 @@ _ATTRIBUTE_TYPES = {
         (2, "an integer"),
     ),
     "auto_pad": (3, "a string"),
+    "value_floats": (6, "a list of floats"),
     "value": (4, "a tensor"),
     **dict.fromkeys(
         ("axes", "kernel_shape", "pads", "strides", "dilations", "perm", "value_ints", "shape"),
         (7, "a list of integers"),
     ),
 }
-"""Each attribute's AttributeProto type (FLOAT 1, INT 2, STRING 3, TENSOR 4, INTS 7)."""
+"""Each attribute's AttributeProto type (FLOAT 1, INT 2, STRING 3, TENSOR 4, FLOATS 6,
+INTS 7)."""
 _FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
 _INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
 

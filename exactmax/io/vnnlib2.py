@@ -177,6 +177,17 @@ def parse_query(text: str, sha: str) -> Query:
     except UnicodeDecodeError:
         # the package's error message cuts a non-ASCII token in the middle of its UTF-8
         raise _non_ascii(text) from None
+    except (IndexError, ValueError, OverflowError) as e:
+        # the package's own C++ conversions (std::stoll "stoll": an integer out of range)
+        m = re.search(r"(?<![\w.])\d{19,}", "\n".join(t.split(";", 1)[0] for t in text.split("\n")))
+        line, col = _locate(text, re.escape(m.group())) if m else (0, 0)
+        raise QueryError(
+            line,
+            col,
+            "an integer beyond the 64-bit range (the vnnlib package reads integers as 64-bit)"
+            if m
+            else f"the vnnlib package could not read the query ({type(e).__name__}: {e})",
+        ) from None
     reader = _Reader(text)
     nets = tuple(reader.network(n) for n in ast.networks)
     try:
