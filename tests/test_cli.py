@@ -22,8 +22,9 @@ def run(*args, cwd=None):
 def test_eval_prints_the_exact_output(capsys):
     assert main(["eval", EXAMPLE, "--input", "1/2,-1/3", "--json"]) == 0
     # by hand: h = (2/3, 1/3, 1), then (5/6, 2/3), y = 5/6 - 2/3
-    assert json.loads(capsys.readouterr().out) == {"output": ["1/6"],
-                                                   "exactmax_version": exactmax.__version__}
+    out = json.loads(capsys.readouterr().out)
+    assert out["output"] == ["1/6"] and out["exactmax_version"] == exactmax.__version__
+    assert (out["command"], out["verdict"], out["trust"]) == ("eval", "done", None)
 
 
 def test_every_json_output_names_the_exactmax_version(tmp_path, capsys):
