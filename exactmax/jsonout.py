@@ -44,7 +44,7 @@ def elapsed() -> float:
 def dumps(obj: dict) -> str:
     """``obj`` as one line of JSON, after the keys every command prints (those ``obj`` does
     not give take their defaults) and with ``"exactmax_version"`` added."""
-    envelope = {
+    envelope: dict[str, object] = {
         "command": COMMAND,
         "verdict": "done",
         "trust": None,
