@@ -24,10 +24,15 @@ EXAMPLES = os.path.join(ROOT, "examples")
 
 EMPTY_DOMAIN = {"format": "exactmax/domain", "version": 1,
                 "polyhedron": {"A": [[1, 0], [-1, 0]], "b": [-1, -1]}}
-TIGHT = {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
-         "layers": [{"units": [{"pieces": [{"w": [1], "b": 0}, {"w": [0], "b": 0}]}]},
-                    {"units": [{"pieces": [{"w": [1], "b": "-1/2"}]}]}],
-         "domain": {"box": {"lower": [-1], "upper": [1]}}}
+
+
+def tight(bias: str) -> dict:
+    """h = max(x, 0), then h + bias, on [-1, 1]: the gate C_2 = 2 leaves room 2 - |bias| for
+    the softmax perturbation (docs/softmax.md)."""
+    return {"format": "exactmax/maxout", "version": 1, "input_dim": 1,
+            "layers": [{"units": [{"pieces": [{"w": [1], "b": 0}, {"w": [0], "b": 0}]}]},
+                       {"units": [{"pieces": [{"w": [1], "b": bias}]}]}],
+            "domain": {"box": {"lower": [-1], "upper": [1]}}}
 
 
 def commands_with_json() -> set[str]:
@@ -50,7 +55,8 @@ def work(tmp_path_factory):
         if f.endswith((".json", ".onnx", ".vnnlib")):
             shutil.copy(os.path.join(EXAMPLES, f), d / f)
     (d / "empty.json").write_text(json.dumps(EMPTY_DOMAIN))
-    (d / "tight.json").write_text(json.dumps(TIGHT))
+    (d / "loose.json").write_text(json.dumps(tight("-1/2")))
+    (d / "tight.json").write_text(json.dumps(tight("-199/100")))
     (d / "points.txt").write_text("1,1\n0,1/2\n")
     return d
 
@@ -101,10 +107,13 @@ CASES = [
                                 "tent.json"], 1, "rejected"),
     ("check-cert correspondence", ["check-cert", "corr.cert.json"], 0, "valid"),
     ("check-cert pair", ["check-cert", "eps.cert.json"], 0, "valid"),
+    ("check-cert lowered epsilon", ["check-cert", "lowered.cert.json"], 1, "rejected"),
     ("check unsat", ["check", "small_relu.onnx", "small_relu_unsat.vnnlib", "--cert",
                      "p.cert.json", "--no-relax", "--workers", "1"], 0, "unsat"),
     ("check sat", ["check", "small_relu.onnx", "small_relu_sat.vnnlib", "--counterexample",
                    "cex.txt", "--workers", "1"], 1, "sat"),
+    ("check out of cells", ["check", "small_relu.onnx", "small_relu_unsat.vnnlib", "--max-leaves",
+                            "0", "--no-search", "--workers", "1"], 3, "unknown"),
     ("check-cert property", ["check-cert", "p.cert.json", "--model", "small_relu.onnx",
                              "--property", "small_relu_unsat.vnnlib"], 0, "valid"),
     ("check-cert property elsewhere", ["check-cert", "p.cert.json", "--property",
@@ -126,19 +135,38 @@ CASES = [
     ("approx-convex", ["approx-convex", "x^2", "--box=-1,1", "--h", "1/2", "-o", "sq.json"],
      0, "done"),
     ("theorem44", ["theorem44", "--m", "1", "--T", "2", "--q", "1", "--D", "6"], 0, "reached"),
+    ("theorem44 outside", ["theorem44", "--m", "1", "--T", "2", "--q", "3", "--D", "6"], 3,
+     "not-reached"),
     ("regions", ["regions", "tent.json", "--cert", "tent.regions.json"], 0, "counted"),
     ("regions unknown", ["regions", "maxout_d3_w4_r3.json", "--max-cells", "2"], 3, "unknown"),
     ("regions check-cert", ["regions", "--check-cert", "tent.regions.json"], 0, "valid"),
-    ("softmax-bound", ["softmax-bound", "tight.json", "--lambda", "10"], 0, "certified"),
+    ("softmax-bound", ["softmax-bound", "loose.json", "--lambda", "10"], 0, "certified"),
+    ("softmax-bound gates", ["softmax-bound", "tight.json", "--lambda", "10"], 3, "unknown"),
     ("schema", ["schema", "--list"], 0, "done"),
 ]
+
+
+def lower_epsilon(work):
+    """eps.cert.json with its epsilon (and claim) lowered to 1/10^6: well-formed, but its
+    leaves no longer prove the property, so the kernel rejects it."""
+    c = json.loads((work / "eps.cert.json").read_text())
+    c["property"]["epsilon"] = "1/1000000"
+    c["claim"] = c["claim"].replace("1/100 ", "1/1000000 ")
+    (work / "lowered.cert.json").write_text(json.dumps(c))
+
+
+BEFORE = {"check-cert lowered epsilon": lower_epsilon}
 
 
 @pytest.fixture(scope="module")
 def outputs(work):
     """Every case run once, in order (later cases read what earlier ones wrote)."""
-    return {name: (argv, *run_json(work, *argv), code, verdict)
-            for name, argv, code, verdict in CASES}
+    out = {}
+    for name, argv, code, verdict in CASES:
+        if name in BEFORE:
+            BEFORE[name](work)
+        out[name] = (argv, *run_json(work, *argv), code, verdict)
+    return out
 
 
 def test_every_command_with_json_is_run_here():
@@ -177,7 +205,8 @@ def test_a_layerwise_proof_reports_its_certificate_kind(outputs):
 
 
 def test_unknown_gives_a_reason_and_no_trust(outputs):
-    for name in ("verify timed out", "search none", "regions unknown"):
+    for name in ("verify timed out", "search none", "regions unknown", "check out of cells",
+                 "softmax-bound gates"):
         doc = outputs[name][2]
         assert doc["trust"] is None and doc["reason"], name
 
@@ -205,3 +234,15 @@ def test_the_schema_refuses_the_old_dialects_and_wrong_words(outputs, validator)
     assert bad(cert | {"sha256": {"a": "not a hash"}})
     assert bad({k: v for k, v in cert.items() if k != "trust"})
     assert bad(outputs["verify proved"][2] | {"certificate_kind": "monolithic"})
+
+
+def test_a_rejection_and_a_refutation_give_their_evidence_and_no_trust(outputs):
+    doc = outputs["check-cert lowered epsilon"][2]
+    assert doc["trust"] is None and doc["reason"] and doc["files"]["not_compared"]
+    for name in ("verify refuted", "equiv epsilon refuted", "search found"):
+        doc = outputs[name][2]
+        assert doc["trust"] is None and doc["x" if name == "search found" else
+                                            "counterexample"], name
+    sat = outputs["check sat"][2]
+    assert sat["trust"] is None and sat["x"] and sat["margin"]
+    assert outputs["check unsat"][2]["trust"] == "kernel-checked"
