@@ -102,11 +102,14 @@ def test_another_network_is_refused_naming_file_and_both_hashes(files):
     assert "valid" not in out
 
 
-def test_the_onnx_file_is_refused_for_a_certificate_about_another_network(files):
-    # the ONNX file is the same network as net.json, but not the file json2 was made from,
-    # nor does the certificate's network differ: the canonical hash decides, and accepts
+def test_another_file_of_the_same_network_is_accepted_and_said_so(files):
+    # the ONNX file is not the file json2 was made from (net.json, imported from it), but it
+    # holds the same network: its canonical hash decides, and the answer says which matched
     code, out, _ = run("check-cert", files["json2"], "--model", ONNX, "--property", files["prop2"])
-    assert code == 0 and "same network" in out
+    assert code == 0 and "not the file the certificate names but holds the same network" in out
+    assert f"{files['prop2']} is a file the certificate names" in out
+    code, out, _ = run("check-cert", files["json2"], "--model", ONNX, "--json")
+    assert json.loads(out)["files"]["same_network"] == ["model"]
     # a certificate about small_relu does not speak about `other`, by either hash
     code, out, _ = run("check-cert", files["onnx1"], "--model", files["other"],
                        "--property", files["prop1"])
@@ -185,3 +188,16 @@ def test_equivalence_certificates_say_the_same(files, tmp_path):
     assert code == 1 and out.count("\n") == 1
     expected = json.loads(cert.read_text())["models"]["b"]["sha256"]
     assert TENT in out and expected in out
+
+
+def test_a_gzipped_property_is_compared_by_its_text_as_check_hashed_it(files, tmp_path):
+    import gzip
+    gz = tmp_path / "p1.vnnlib.gz"
+    gz.write_bytes(gzip.compress(files["prop1"].read_bytes()))
+    code, out, _ = run("check-cert", files["onnx1"], "--model", ONNX, "--property", gz)
+    assert code == 0 and "are the files the certificate names" in out
+    # the same text with CRLF line ends is another text, as check would hash it
+    crlf = tmp_path / "crlf.vnnlib"
+    crlf.write_bytes(files["prop1"].read_bytes().replace(b"\n", b"\r\n"))
+    code, out, _ = run("check-cert", files["onnx1"], "--property", crlf)
+    assert code == 1 and sha256_of(crlf) in out

@@ -24,21 +24,31 @@ from ..exits import UsageError
 
 @dataclass
 class Binding:
-    """What was compared: ``compared`` (role -> path), ``not_compared`` (roles), ``notes``
-    (text lines about a match), and ``mismatch`` (None, or the refusal: role, file, expected,
-    actual, and the one line printed)."""
+    """What was compared: ``compared`` (role -> path), ``not_compared`` (roles),
+    ``same_network`` (roles of a file matched by its network's canonical SHA-256, not its
+    bytes), ``notes`` (text about those), and ``mismatch`` (None, or the refusal: role, file,
+    expected, actual, and the one line printed)."""
 
     compared: dict = field(default_factory=dict)
     not_compared: list = field(default_factory=list)
+    same_network: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     mismatch: dict | None = None
 
     def as_json(self) -> dict:
-        return {"compared": dict(self.compared), "not_compared": list(self.not_compared)}
+        out = {"compared": dict(self.compared), "not_compared": list(self.not_compared)}
+        if self.same_network:
+            out["same_network"] = list(self.same_network)
+        return out
 
     def line(self, options: str) -> str:
         """The text answer's line about the files (for a match, or none given)."""
-        given = [p for v in self.compared.values() for p in (v if isinstance(v, list) else [v])]
+        given = [
+            p
+            for role, v in self.compared.items()
+            if role not in self.same_network
+            for p in (v if isinstance(v, list) else [v])
+        ]
         said = []
         if len(given) > 1:
             said.append(" and ".join(given) + " are the files the certificate names")
@@ -125,9 +135,10 @@ def compare_property_files(args, hashes: dict) -> Binding:
             canonical = content_hash(model_to_json(load_model(path)))
             if canonical == hashes["model"]:
                 b.compared["model"] = path
+                b.same_network.append("model")
                 b.notes.append(
-                    f"{path} is another file holding the same network (its canonical JSON's "
-                    f"sha256 {canonical[:16]}... is the certificate's)"
+                    f"{path} is not the file the certificate names but holds the same network "
+                    f"(its canonical JSON's sha256 {canonical[:16]}... is the certificate's)"
                 )
             else:
                 b.refuse("model", path, hashes["model_file"], actual, "its file has")
