@@ -973,6 +973,7 @@ def vnnlib1_seeds() -> list[tuple[str, str, int]]:
               "(assert (< Y_0 (- 0.125)))\n", 1))
     S.append(("equalities", _decl(2, 2) + "(assert (= X_0 0.5))\n(assert (= X_1 -0.25))\n"
               "(assert (or (>= Y_0 100) (<= Y_1 10)))\n", 2))
+    S.append(("box_sum_unsat", _decl(2, 2) + _box(2) + "(assert (>= (+ Y_0 Y_1) 60))\n", 2))
     S.append(("mixed_rows", _decl(2, 2) + _box(2, "-2", "2") +
               "(assert (>= (+ Y_0 X_0) (* -1 Y_1)))\n(assert (< X_1 0.75))\n", 2))
     return S
@@ -1512,6 +1513,28 @@ def confirm_unsat(model, ref: PropRef, timeout_s: float = 30.0) -> str | None:
     return None
 
 
+def confirm_equal(a, b, timeout_s: float = 30.0) -> str | None:
+    """None when z3 finds no x in [-1, 1]^2 where the graphs ``a`` and ``b`` differ."""
+    import z3
+    X = [z3.Real(f"X_{i}") for i in range(2)]
+    fa, fb = onnx_eval(a, X, Arith(True)), onnx_eval(b, X, Arith(True))
+    if len(fa) != len(fb):
+        return "the output dimensions differ"
+    s = z3.Solver()
+    s.set("timeout", int(timeout_s * 1000))
+    s.add([v >= -1 for v in X] + [v <= 1 for v in X])
+    s.add(z3.Or([p != q for p, q in zip(fa, fb)]))
+    r = s.check()
+    if r == z3.unsat:
+        return None
+    if r == z3.sat:
+        mdl = s.model()
+        x = [_z3_value(mdl.eval(v, model_completion=True)) for v in X]
+        return f"z3 finds x = {[str(v) for v in x]} where they differ " \
+            f"({onnx_eval(a, x) != onnx_eval(b, x)} exactly)"
+    return f"z3 could not decide ({s.reason_unknown()})"
+
+
 def _z3_value(v) -> Fraction:
     import z3
     if z3.is_rational_value(v):
@@ -1589,6 +1612,26 @@ def io_commands() -> list[IOCommand]:
                    check="export"),
          IOCommand("onnx", "check", ("check", "{f}", "{prop}", "--counterexample", "{cex}",
                                      "--timeout", "5", *W), 2, timeout_s=5, check="check"),
+         IOCommand("onnx", "equiv", ("equiv", "{f}", "{orig}", "--domain", "{box}",
+                                     "--timeout", "3", "--max-leaves", "300", "--json"), 2,
+                   timeout_s=3, check="equiv"),
+         IOCommand("onnx", "search", ("search", "{orig}", "{f}", "--domain", "{box}",
+                                      "--max-examples", "30", "--timeout", "3", "--json"), 1.5,
+                   timeout_s=3, check="equiv"),
+         IOCommand("onnx", "verify", ("verify", "{f}", "--domain", "{box}", "--timeout", "3",
+                                      "--max-leaves", "300", "--cert", "{o}"), 2,
+                   timeout_s=3),
+         IOCommand("onnx", "compile", ("compile", "{f}", "--domain", "{box}", "-o", "{o}",
+                                       "--timeout", "5"), 1.5, timeout_s=5),
+         IOCommand("onnx", "check-cert --model", ("check-cert", "{cert}", "--model", "{f}",
+                                                  "--property", "{uprop}"), 1.5,
+                   check="binding"),
+         IOCommand("vnnlib", "check-cert --property", ("check-cert", "{cert}", "--model",
+                                                       "{net}", "--property", "{f}"), 1.5,
+                   check="binding"),
+         IOCommand("vnnlib2", "check-cert --property", ("check-cert", "{cert}", "--model",
+                                                        "{net}", "--property", "{f}"), 1.5,
+                   check="binding"),
          IOCommand("vnnlib", "check", ("check", "{net}", "{f}", "--counterexample", "{cex}",
                                        "--timeout", "5", *W), 2, timeout_s=5, check="check"),
          IOCommand("vnnlib", "check --no-relax", ("check", "{net}", "{f}", "--no-relax",
@@ -1617,6 +1660,9 @@ class IOSeed:
     net: str = ""          # companion network (ONNX path) of a property / counterexample
     prop: str = ""         # companion property of a network / counterexample
     cexseed: str = ""      # a counterexample file for replay of a property
+    orig: str = ""         # the unmutated file of this seed (for equiv, search, check-cert)
+    uprop: str = ""        # an unsat property of a network seed
+    cert: str = ""         # a property certificate about (network, property) of the seed
 
 
 class IOSeeds:
@@ -1638,6 +1684,17 @@ class IOSeeds:
             self.models[p] = m
         props1 = vnnlib1_seeds()
         props2 = vnnlib2_seeds()
+        self.box = os.path.join(tmp, "box.json")
+        with open(self.box, "w") as f:
+            json.dump({"format": "exactmax/domain", "version": 1,
+                       "box": {"lower": ["-1", "-1"], "upper": ["1", "1"]}}, f)
+        unsat_of_dim = {1: "box_y_ge_unsat", 2: "box_sum_unsat"}
+
+        def certify(net_path, prop_path, tag):
+            cert = os.path.join(tmp, f"{tag}.cert.json")
+            code = fuzz._quiet_main(["check", net_path, prop_path, "--cert", cert,
+                                     "--workers", "1"])
+            return cert if code == 0 else ""
         # a property of the right output dimension for each network
         prop_of = {}
         for name, m in nets.items():
@@ -1649,8 +1706,14 @@ class IOSeeds:
                 f.write(text)
             prop_of[name] = pp
             if name != "softmax_final":
+                up = os.path.join(tmp, f"{name}.unsat.vnnlib")
+                with open(up, "w") as f:
+                    f.write(dict((n, t) for n, t, _ in props1)[unsat_of_dim[dim]])
+                cert = certify(self.paths[name], up, name)
+                assert cert, name
                 with open(self.paths[name], "rb") as f:
-                    s.append(IOSeed("onnx", name, f.read(), prop=pp))
+                    s.append(IOSeed("onnx", name, f.read(), prop=pp, orig=self.paths[name],
+                                    uprop=up, cert=cert))
         # properties: each with the networks of its output dimension
         by_dim = {}
         for name, m in nets.items():
@@ -1665,8 +1728,12 @@ class IOSeeds:
                     y = onnx_eval(nets[net], list(x))
                     with open(cex, "w") as f:
                         f.write(_cex_text(x, y))
+                    pp = os.path.join(tmp, f"{pname}.{net}.vnnlib")
+                    with open(pp, "w") as f:
+                        f.write(text)
                     s.append(IOSeed(fmt, f"{pname}@{net}", text.encode(), net=self.paths[net],
-                                    cexseed=cex))
+                                    cexseed=cex, orig=pp,
+                                    cert=certify(self.paths[net], pp, f"{pname}.{net}")))
         # counterexample files: points inside and outside the input sets
         for k, (pname, text, dim) in enumerate(props1):
             net = by_dim[dim][k % len(by_dim[dim])]
@@ -1685,6 +1752,8 @@ class IOSeeds:
 
     def of(self, fmt: str, command: str = "") -> list[IOSeed]:
         out = [x for x in self.seeds if x.format == fmt]
+        if command.startswith("check-cert"):
+            out = [x for x in out if x.cert]
         if fmt == "onnx" and command != "import --drop-final-softmax":
             out = [x for x in out if x.name != "softmax_final"] or out
         return out
@@ -1739,7 +1808,8 @@ def run_io_case(cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds,
         fh.write(data)
     outs = {"o": os.path.join(work, "out.json"), "x": os.path.join(work, "out.onnx"),
             "cex": os.path.join(work, "cex.txt")}
-    argv = [a.format(f=f, net=seed.net, prop=seed.prop, cexseed=seed.cexseed, **outs)
+    argv = [a.format(f=f, net=seed.net, prop=seed.prop, cexseed=seed.cexseed, orig=seed.orig,
+                     uprop=seed.uprop, cert=seed.cert, box=seeds.box, **outs)
             for a in cmd.argv]
     limit = cmd.timeout_s + fuzz.TIMEOUT_MARGIN_S if cmd.timeout_s else cmd.limit_s
     o = fuzz.run_inprocess(argv, limit)
@@ -1878,6 +1948,56 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
             why = confirm_unsat(m, ref)
             return (f"unsat, but {why}", "") if why else (None, "unsat confirmed")
         return None, "unknown"
+    if kind == "binding":
+        import hashlib
+        with open(seed.orig, "rb") as fh:
+            same = hashlib.sha256(fh.read()).digest() == hashlib.sha256(data).digest()
+        if st == 0 and not same and seed.format == "onnx":
+            # by design another file holding the same network is accepted: confirm that
+            # the graphs compute the same function (the reference, then z3)
+            m = _load_model(data)
+            try:
+                onnx_eval(m, [Fraction(0)] * 2)
+            except Invalid as e:
+                if onnx_valid(m):
+                    return f"accepted a valid graph the reference refuses: {e}", ""
+                return None, f"accepted (checker refuses; reference refuses: {e})"
+            why = confirm_equal(m, _load_model(open(seed.orig, "rb").read()))
+            if why:
+                return f"check-cert accepted the certificate with another network: {why}", ""
+            return None, "binding confirmed (the same network)"
+        if st == 0 and not same:
+            return "check-cert accepted the certificate with a file it is not about", ""
+        if st not in (0, 1, 2):
+            return f"check-cert exit {st}", ""
+        if st == 1 and same:
+            return "check-cert rejected the certificate with its own files", ""
+        return None, "binding confirmed" if st in (0, 1) else ""
+    if kind == "equiv":
+        if st in (2, 3):
+            return None, ""
+        m = _load_model(model_data)
+        orig = _load_model(open(seed.orig, "rb").read())
+        try:
+            onnx_eval(m, [Fraction(0)] * 2)
+        except Invalid as e:
+            if onnx_valid(m):
+                return f"answered on a valid graph the reference refuses: {e}", ""
+            return None, f"accepted (checker refuses; reference refuses: {e})"
+        out = json.loads(o.out)
+        if st == 1:
+            ce = out.get("counterexample") or out
+            x = [Fraction(v) for v in ce["x"]]
+            if not all(-1 <= v <= 1 for v in x):
+                return f"a counterexample outside the domain: {ce['x']}", ""
+            if onnx_eval(m, x) == onnx_eval(orig, x):
+                return f"refuted, but the graphs agree at x = {ce['x']}", ""
+            return None, "sat confirmed (a difference)"
+        if st == 0 and cmd.argv[0] == "equiv":
+            why = confirm_equal(m, orig)
+            return (f"proved equal, but {why}", "") if why else (None, "unsat confirmed "
+                                                                  "(no difference)")
+        return f"{cmd.argv[0]} exit {st}", ""
     if kind == "replay":
         if st == 2:
             return None, ""

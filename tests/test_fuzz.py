@@ -701,3 +701,53 @@ def test_vnnlib2_text_the_package_cannot_convert_is_one_line(text, needle, tmp_p
     net = os.path.join(ROOT, "examples", "small_relu.onnx")
     _one_line_error(["check", net, str(p)], capsys, "q.vnnlib" + needle)
     _one_line_error(["vnnlib", "verify", str(p), "--network", f"f={net}"], capsys, needle)
+
+
+def test_maxpool_with_a_zero_stride_is_refused(tmp_path, capsys):
+    """strides [0] divided by zero (exit 70)."""
+    from onnx import helper
+    nodes = [helper.make_node("Unsqueeze", ["X"], ["u"], axes=[1]),
+             helper.make_node("MaxPool", ["u"], ["p"], kernel_shape=[1], strides=[0]),
+             helper.make_node("Squeeze", ["p"], ["Y"], axes=[1])]
+    path = _onnx_file(tmp_path, nodes, [], opset=11, out_dim=2)
+    _one_line_error(["info", path], capsys, "positive strides")
+
+
+@pytest.mark.parametrize("dim", [0, "K", None])
+def test_an_input_dimension_that_is_not_a_number_is_refused(dim, tmp_path, capsys):
+    """A feature dimension of 0, symbolic or unknown was read as 1 (a graph onnx.checker
+    accepts, e.g. Identity to an output of that shape, was imported as one input)."""
+    import onnx
+    from onnx import helper
+    path = _onnx_file(tmp_path, [helper.make_node("Identity", ["X"], ["Y"])], [], out_dim=2)
+    m = onnx.load(path)
+    for vi in (m.graph.input[0], m.graph.output[0]):
+        d = vi.type.tensor_type.shape.dim[1]
+        if dim == 0:
+            d.dim_value = 0
+        elif dim == "K":
+            d.dim_param = "K"
+        else:
+            d.Clear()
+    onnx.save(m, path)
+    _one_line_error(["info", path], capsys, "dimension 1 ")
+    # the leading (batch) dimension may stay symbolic
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 2
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    onnx.save(m, path)
+    assert main(["info", path]) == 0
+
+
+def test_check_of_a_case_without_output_constraints(tmp_path, capsys):
+    """A disjunct with no output row (here an input constraint outside the box) crashed the
+    relaxed-leaf builder (exit 70: 'NoneType' object is not subscriptable); it is handed to
+    the cell builder: unsat (the input set is empty), and sat where the set is not empty."""
+    net = os.path.join(ROOT, "examples", "small_relu.onnx")
+    box = ("(declare-const X_0 Real)(declare-const X_1 Real)(declare-const Y_0 Real)"
+           "(assert (<= X_0 1))(assert (>= X_0 -1))(assert (<= X_1 1))(assert (>= X_1 -1))")
+    p = tmp_path / "p.vnnlib"
+    p.write_text(box + "(assert (or (>= X_1 1.5) (>= Y_0 100)))")
+    assert main(["check", net, str(p), "--workers", "1"]) == 0
+    p.write_text(box + "(assert (or (>= X_1 0.5) (>= Y_0 100)))")
+    assert main(["check", net, str(p), "--workers", "1"]) == 1
+    capsys.readouterr()

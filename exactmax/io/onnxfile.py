@@ -436,10 +436,25 @@ def _max_pool(g: _Graph, x, a: dict):
     dl = [int(v) for v in a.get("dilations", [1] * sp)]
     pads = [int(v) for v in a.get("pads", [0] * (2 * sp))]
     ceil = int(a.get("ceil_mode", 0))
+    if (
+        len(st) != sp
+        or len(dl) != sp
+        or len(pads) != 2 * sp
+        or min(ks + st + dl) < 1
+        or min(pads, default=0) < 0
+        or ceil not in (0, 1)
+    ):
+        raise _Refuse(
+            f"MaxPool with kernel_shape {ks}, strides {st}, dilations {dl}, pads {pads}, "
+            f"ceil_mode {ceil}: expected {sp} positive strides and dilations, a positive "
+            f"kernel, {2 * sp} pads >= 0 and ceil_mode 0 or 1"
+        )
     outs = []
     for i in range(sp):
         span = (ks[i] - 1) * dl[i] + 1
         num = S[2 + i] + pads[i] + pads[sp + i] - span
+        if num < 0:
+            raise _Refuse(f"MaxPool's window ({span}) is larger than the padded input")
         outs.append((-(-num // st[i]) if ceil else num // st[i]) + 1)
     T = g.padded(x)
     import itertools
@@ -711,9 +726,27 @@ def _dims(vi, path: str) -> tuple:
             "has no shape; give the input's dimensions "
             "in the graph (a batch dimension may stay symbolic)",
         )
-    return tuple(
-        d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in t.shape.dim
-    )
+    dims = []
+    for k, d in enumerate(t.shape.dim):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            dims.append(d.dim_value)
+        elif k == 0 and not d.HasField("dim_value"):
+            dims.append(1)  # a symbolic or unknown batch dimension: one input at a time
+        else:
+            what = (
+                f"is {d.dim_value}"
+                if d.HasField("dim_value")
+                else f"is symbolic ({d.dim_param!r})"
+                if d.dim_param
+                else "is unknown"
+            )
+            raise InputError(
+                path,
+                f"input {vi.name}",
+                f"dimension {k} {what}; every dimension but the leading (batch) one must be "
+                "a positive number",
+            )
+    return tuple(dims)
 
 
 def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetwork, ImportReport]:

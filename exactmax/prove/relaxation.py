@@ -517,6 +517,8 @@ def build_relaxed_tree(
     if any(o != (0, 1) for o in swap):
         return None  # the rows' order assumes max(a, 0); other orders: not produced here
     outs = _out_rows(net, case, d)
+    if any(not conj for conj in outs):
+        return None  # a conjunction without output rows: no bound closes it, the cell LP does
     outs_f = [
         [
             (np.array([float(v) for v in C]), float(c), np.array([float(v) for v in xc]), st)
