@@ -690,11 +690,15 @@ def test_replay_of_a_margin_beyond_floats(tmp_path, capsys):
 
 @pytest.mark.parametrize("text,needle", [
     ("(assert (>= Y[0] 1.5\u00e9))", ":3:21: unexpected character '\u00e9'"),
-    ("(assert (>= Y[0] 99999999999999999999999))", ":3:18: an integer beyond the 64-bit"),
+    ("(assert (>= Y[0] 99999999999999999999999))",
+     ":3:18: the number 99999999999999999999999 is beyond what the vnnlib package reads"),
+    ("(assert (>= Y[0] 1" + "0" * 400 + ".0))", ":3:18: the number 100000000000...0000.0 "
+     "(403 chars) is beyond"),
 ])
 def test_vnnlib2_text_the_package_cannot_convert_is_one_line(text, needle, tmp_path, capsys):
-    """The vnnlib package raised UnicodeDecodeError on a non-ASCII word and IndexError
-    ('stoll') on an integer beyond 64 bits (exit 70); now one line with line and column."""
+    """The vnnlib package raised UnicodeDecodeError on a non-ASCII word, IndexError 'stoll'
+    on an integer beyond 64 bits and 'stod' on a real beyond float64 (exit 70); now one line
+    with line and column."""
     p = tmp_path / "q.vnnlib"
     p.write_text("(vnnlib-version <2.0>)\n(declare-network f (declare-input X real [2]) "
                  "(declare-output Y real [1]))\n" + text + "\n", encoding="utf-8")
@@ -751,3 +755,30 @@ def test_check_of_a_case_without_output_constraints(tmp_path, capsys):
     p.write_text(box + "(assert (or (>= X_1 0.5) (>= Y_0 100)))")
     assert main(["check", net, str(p), "--workers", "1"]) == 1
     capsys.readouterr()
+
+
+def test_serialised_assignments_beyond_float64_are_infinite_not_a_crash(tmp_path, capsys):
+    """vnnlib verify --serialise-assignments wrote float(v) of each value: an output of about
+    10^600 raised OverflowError (exit 70); it is written as inf and counted as rounded."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.array([[1e300], [0.0]]), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["X", "W"], ["Y"])], "g",
+                          [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [1, 2])],
+                          [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [1, 1])], [w])
+    net = str(tmp_path / "big.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), net)
+    big = "1" + "0" * 300 + ".0"
+    q = tmp_path / "q.vnnlib"
+    q.write_text("(vnnlib-version <2.0>)\n(declare-network f (declare-input X real [2]) "
+                 "(declare-output Y real [1]))\n"
+                 f"(assert (and (<= {big} X[0]) (<= X[0] {big}) (<= 0.0 X[1]) (<= X[1] 0.0)))\n"
+                 "(assert (>= Y[0] 0.0))\n")
+    out = tmp_path / "assign"
+    code = main(["vnnlib", "verify", str(q), "--network", f"f={net}",
+                 "--serialise-assignments", str(out)])
+    cap = capsys.readouterr()
+    assert code == 0 and cap.out.splitlines()[0] == "sat", cap.err
+    y = numpy_helper.to_array(onnx.load_tensor(str(out / "Y.pb")))
+    assert y.reshape(-1)[0] == np.inf

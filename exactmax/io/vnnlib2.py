@@ -178,16 +178,9 @@ def parse_query(text: str, sha: str) -> Query:
         # the package's error message cuts a non-ASCII token in the middle of its UTF-8
         raise _non_ascii(text) from None
     except (IndexError, ValueError, OverflowError) as e:
-        # the package's own C++ conversions (std::stoll "stoll": an integer out of range)
-        m = re.search(r"(?<![\w.])\d{19,}", "\n".join(t.split(";", 1)[0] for t in text.split("\n")))
-        line, col = _locate(text, re.escape(m.group())) if m else (0, 0)
-        raise QueryError(
-            line,
-            col,
-            "an integer beyond the 64-bit range (the vnnlib package reads integers as 64-bit)"
-            if m
-            else f"the vnnlib package could not read the query ({type(e).__name__}: {e})",
-        ) from None
+        # the package's own C++ conversions: std::stoll ("stoll", an integer beyond 64 bits)
+        # and std::stod ("stod", a real beyond float64's range)
+        raise _beyond_package(text, e) from None
     reader = _Reader(text)
     nets = tuple(reader.network(n) for n in ast.networks)
     try:
@@ -249,6 +242,30 @@ def _non_ascii(text: str) -> QueryError:
                     "ASCII text outside comments",
                 )
     return QueryError(0, 0, "the vnnlib package refused the query (not ASCII text)")
+
+
+def _beyond_package(text: str, e: Exception) -> QueryError:
+    """The error for a number the ``vnnlib`` package cannot convert: it reads an integer as a
+    64-bit one and a real as a float64 before exactmax takes its lexeme."""
+    for n, line in enumerate(text.split("\n"), 1):
+        code = line.split(";", 1)[0]
+        for m in re.finditer(r"(?<![\w.\[])-?\d+(\.\d*)?(?![\w.])", code):
+            tok = m.group()
+            if abs(float(tok)) > 1.7976931348623157e308 or (
+                m.group(1) is None
+                and (len(tok.lstrip("-").lstrip("0")) > 19 or abs(int(tok)) >= 2**63)
+            ):
+                shown = tok if len(tok) <= 24 else f"{tok[:12]}...{tok[-6:]} ({len(tok)} chars)"
+                return QueryError(
+                    n,
+                    m.start() + 1,
+                    f"the number {shown} is beyond what the vnnlib package reads (integers "
+                    "of 64 bits, reals within float64's range), though exactmax would read it "
+                    "exactly; write it with a smaller magnitude",
+                )
+    return QueryError(
+        0, 0, f"the vnnlib package could not read the query ({type(e).__name__}: {e})"
+    )
 
 
 def _column(text: str, line: int, token: str) -> int:

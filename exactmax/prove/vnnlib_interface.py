@@ -272,6 +272,14 @@ def assignment_text(outcome: Outcome) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _float(v) -> float:
+    """The nearest float64, or an infinity beyond its range (float() would raise)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 def serialise(outcome: Outcome, folder: str) -> int:
     """DIR/NAME.pb for every tensor (ONNX TensorProto, DOUBLE, the declared shape);
     returns how many values float64 rounded."""
@@ -283,7 +291,7 @@ def serialise(outcome: Outcome, folder: str) -> int:
     os.makedirs(folder, exist_ok=True)
     rounded = 0
     for tensor, values in outcome.assignment:
-        floats = [float(v) for v in values]
+        floats = [_float(v) for v in values]
         rounded += sum(
             1
             for f, v in zip(floats, values)
