@@ -1334,7 +1334,7 @@ def read_prop_ref(text: str) -> PropRef:
         raise Invalid("a top-level form")
     heads = [f[0] for f in forms]
     if "vnnlib-version" in heads or "declare-network" in heads:
-        return _read_v2(forms, text)
+        return _read_v2(_sexprs(_v2_text(text)), text)
     declared = {}
     asserts = []
     for f in forms:
@@ -1378,6 +1378,12 @@ def _check_names(ref, asserts, declared):
     zero = [Fraction(0)] * max(ref.n_x, 1), [Fraction(0)] * max(ref.n_y, 1)
     for a in asserts:     # every term and formula readable
         ref.formula(a, *zero, lambda *p: all(p), lambda *p: any(p))
+
+
+def _v2_text(text: str) -> str:
+    """A 2.0 text with the blanks inside tensor indices removed (X[ 0, 1] is X[0,1])."""
+    return re.sub(r"\[([^\]\[()]*)\]", lambda m: "[" + re.sub(r"\s+", "", m.group(1)) + "]",
+                  text)
 
 
 def _read_v2(forms, text):

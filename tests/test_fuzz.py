@@ -782,3 +782,27 @@ def test_serialised_assignments_beyond_float64_are_infinite_not_a_crash(tmp_path
     assert code == 0 and cap.out.splitlines()[0] == "sat", cap.err
     y = numpy_helper.to_array(onnx.load_tensor(str(out / "Y.pb")))
     assert y.reshape(-1)[0] == np.inf
+
+
+def test_a_nul_in_a_vnnlib2_query_is_refused_not_a_cut(tmp_path, capsys):
+    """A wrong answer the campaign found: the vnnlib package reads the text as a C string,
+    so a NUL ended the query there and every assertion after it vanished silently: `check`
+    said sat (x = (0, 0), f(x) = 1) for a property whose output condition f(x) - 2 x_0 >= 50
+    no input meets, and `replay` called a point valid.  Now the NUL is refused, in one line
+    with its line and column, and the property without it is unsat."""
+    net = os.path.join(ROOT, "examples", "small_relu.onnx")
+    head = ("(vnnlib-version <2.0>)\n(declare-network f (declare-input X real [2]) "
+            "(declare-output Y real [1]))\n(assert (and (>= X[0] -1.0) (<= X[0] 1.0) "
+            "(>= X[1] -1.0) (<= X[1] 1.0)))\n")
+    out = "(assert (>= (- Y[0] (* 2.0 X[0])) 50.0))\n"
+    q = tmp_path / "q.vnnlib"
+    q.write_text(head + "\x00" + out)
+    _one_line_error(["check", net, str(q), "--workers", "1"], capsys,
+                    "q.vnnlib:4:1: a NUL character")
+    cex = tmp_path / "cex.txt"
+    cex.write_text("sat\n((X_0 0)\n (X_1 0)\n (Y_0 0))\n")
+    _one_line_error(["replay", net, str(q), str(cex)], capsys, "q.vnnlib:4:1: a NUL")
+    q.write_text(head + out)
+    assert main(["check", net, str(q), "--workers", "1"]) == 0
+    assert main(["replay", net, str(q), str(cex)]) == 1
+    capsys.readouterr()

@@ -168,6 +168,17 @@ def parse_query(text: str, sha: str) -> Query:
     """The query of a VNN-LIB 2.0 text; QueryError with the line and column otherwise."""
     import vnnlib
 
+    if "\x00" in text:
+        # the package reads a C string: it stops at a NUL, and would silently drop every
+        # assertion after it (a false "sat": the output condition gone)
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        col = text.index("\x00") - (text.rfind("\n", 0, text.index("\x00")) + 1) + 1
+        raise QueryError(
+            line,
+            col,
+            "a NUL character: the vnnlib package would read the query only up to it "
+            "(dropping what follows); remove it",
+        )
     try:
         ast = vnnlib.parse_query_string(text)
     except vnnlib.VNNLibException as e:
