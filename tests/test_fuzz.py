@@ -806,3 +806,43 @@ def test_a_nul_in_a_vnnlib2_query_is_refused_not_a_cut(tmp_path, capsys):
     assert main(["check", net, str(q), "--workers", "1"]) == 0
     assert main(["replay", net, str(q), str(cex)]) == 1
     capsys.readouterr()
+
+
+def _silent_cases():
+    import numpy as np
+    from onnx import helper, numpy_helper
+    W = _w("W", [[1, 0.5], [-1, 2]])
+    axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
+    return {
+        # at opset 18 ReduceMax's axes is an input: the attribute was ignored (all axes)
+        "reducemax-axes-attribute": (18, [
+            helper.make_node("MatMul", ["X", "W"], ["m"]),
+            helper.make_node("Unsqueeze", ["m", "axes"], ["u"]),
+            helper.make_node("ReduceMax", ["u"], ["r"], axes=[1], keepdims=0),
+            helper.make_node("Identity", ["r"], ["Y"])], [W, axes],
+            "axes is an input from opset 18"),
+        # before opset 13 Unsqueeze's axes is an attribute: the input was ignored
+        "unsqueeze-axes-input": (11, [
+            helper.make_node("Unsqueeze", ["X", "axes"], ["u"], axes=[0]),
+            helper.make_node("Squeeze", ["u"], ["Y"], axes=[0])], [axes], "takes 1 input"),
+        # Reshape to [-2, 2] was read as [-1, 2]
+        "reshape-minus-two": (13, [
+            helper.make_node("Reshape", ["X", "shape"], ["Y"])],
+            [numpy_helper.from_array(np.array([-2, 2], dtype=np.int64), "shape")],
+            "no other negative size"),
+        # Dropout in training mode (random) was read as the identity
+        "dropout-training": (13, [
+            helper.make_node("Dropout", ["X", "ratio", "training"], ["Y"])],
+            [_w("ratio", 0.5), numpy_helper.from_array(np.array(True), "training")],
+            "training mode"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_silent_cases()))
+def test_an_onnx_input_or_attribute_that_would_be_ignored_is_refused(case, tmp_path, capsys):
+    """Graphs onnx.checker refuses, which the reader used to import by ignoring an input or
+    an attribute (a different network than the file states, exit 0)."""
+    opset, nodes, inits, needle = _silent_cases()[case]
+    path = _onnx_file(tmp_path, nodes, inits, opset=opset, out_dim=2)
+    _one_line_error(["import", path, "-o", str(tmp_path / "o.json")], capsys, needle)
+    assert not (tmp_path / "o.json").exists()

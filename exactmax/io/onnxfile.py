@@ -480,8 +480,8 @@ def _max_pool(g: _Graph, x, a: dict):
 def _reshape(x, shape: list[int], allowzero: bool):
     S = _shape_of(x)
     new = [S[i] if (d == 0 and not allowzero and i < len(S)) else d for i, d in enumerate(shape)]
-    if new.count(-1) > 1:
-        raise _Refuse("Reshape with more than one -1")
+    if new.count(-1) > 1 or any(d < -1 for d in shape):
+        raise _Refuse(f"Reshape to {shape}: one -1 at most, and no other negative size")
     try:
         np.empty(S, dtype=np.int8).reshape(new)
     except ValueError:
@@ -568,13 +568,30 @@ def _constant(g: _Graph, a: dict):
     raise _Refuse("a Constant without a value, value_float(s) or value_int(s)")
 
 
-def _check_node(node) -> None:
+_INPUT_SINCE = {"ReduceMax": ("axes", 18), "Squeeze": ("axes", 13), "Unsqueeze": ("axes", 13)}
+"""Operators whose ``axes`` moved from an attribute to an input at that opset: before it a
+second input, from it the attribute, would be ignored, so either is refused."""
+
+
+def _check_node(node, opset: int) -> None:
     """The operator's number of inputs and outputs, its required inputs present, and no
-    attribute it does not have."""
+    attribute it does not have (at this opset)."""
     op = node.op_type
     if op not in _ARITY:
         raise _Refuse(f"unsupported operator {op}")
     least, most = _ARITY[op]
+    if op in _INPUT_SINCE:
+        name, since = _INPUT_SINCE[op]
+        if opset < since:
+            most = 1
+        elif any(a.name == name for a in node.attribute):
+            raise _Refuse(
+                f"{op}'s {name} is an input from opset {since} on, not an attribute (opset {opset})"
+            )
+    if op == "Reshape":
+        least = 2  # the shape is an input from opset 5 on (exactmax reads opsets 7 to 21)
+        if any(a.name == "shape" for a in node.attribute):
+            raise _Refuse(f"Reshape's shape is an input from opset 5 on (opset {opset})")
     n = len(node.input)
     if not least <= n <= most:
         raise _Refuse(
@@ -602,6 +619,10 @@ def _check_node(node) -> None:
 def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     op, a = node.op_type, _attrs(node)
     x = inputs[0] if inputs else None
+    if op == "Dropout" and len(inputs) > 2 and inputs[2] is not None:
+        mode = inputs[2]
+        if isinstance(mode, _Aff) or np.size(mode) != 1 or bool(np.asarray(mode).reshape(-1)[0]):
+            raise _Refuse("Dropout in training mode (random); only inference (training_mode false)")
     if op in ("Identity", "Dropout"):
         return x
     if op == "Constant":
@@ -667,6 +688,8 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     if op == "Transpose":
         S = _shape_of(x)
         perm = [int(p) for p in a.get("perm", reversed(range(len(S))))]
+        if sorted(perm) != list(range(len(S))):
+            raise _Refuse(f"Transpose's perm {perm} is not a permutation of the {len(S)} axes")
         return _structural(x, lambda t: np.transpose(t, perm))
     if op == "Concat":
         return _concat(g, [v for v in inputs if v is not None], int(a["axis"]))
@@ -822,7 +845,7 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
                 path, where, f"operator domain {node.domain!r} is not supported; {SUPPORTED_LINE}"
             )
         try:
-            _check_node(node)
+            _check_node(node, opset)
             missing = [n for n in node.input if n and n not in values]
             if missing:
                 raise _Refuse(f"input {missing[0]!r} is not defined before this node")
