@@ -528,7 +528,7 @@ def _ref_op(op, i, a, opset, ar: Arith, final: bool):
         return x.reshape(new)
     if op == "Flatten":
         ax = int(a.get("axis", 1))
-        if not -x.ndim <= ax <= x.ndim or (ax < 0 and opset < 11):
+        if not -x.ndim <= ax <= x.ndim:    # (negative axes: opset 11's reading, earlier too)
             raise Invalid("Flatten axis")
         ax = ax + x.ndim if ax < 0 else ax
         return x.reshape(int(np.prod(x.shape[:ax])), int(np.prod(x.shape[ax:])))
@@ -569,8 +569,6 @@ def _ref_op(op, i, a, opset, ar: Arith, final: bool):
         if any(t is None for t in i):
             raise Invalid("Concat of a missing input")
         ax = int(a["axis"])
-        if ax < 0 and opset < 11:
-            raise Invalid("negative axis")
         if len({t.ndim for t in i}) != 1:
             raise Invalid("Concat ranks")
         ax = _norm_axis(ax, i[0].ndim)
@@ -1190,10 +1188,15 @@ def mutate_text(text: str, rng) -> tuple[bytes, str]:
 
 # --------------------------------------------------- the independent property reader
 
-def _sexprs(text: str):
+_TOK2 = re.compile(r"\s+|;[^\n]*|\(|\)|<=|>=|==|!=|<|>|[^\s();<>=!]+")
+"""2.0's words: its grammar's lexer splits comparison operators from what follows ((<=X[1] 1.0)
+is (<= X[1] 1.0)), as the vnnlib package does."""
+
+
+def _sexprs(text: str, tok=_TOK):
     """Nested lists of tokens; Invalid on unbalanced parentheses."""
     stack = [[]]
-    for m in _TOK.finditer(text):
+    for m in tok.finditer(text):
         t = m.group()
         if t[0].isspace() or t[0] == ";":
             continue
@@ -1246,11 +1249,14 @@ class PropRef:
             if k >= n:
                 raise Invalid(f"{tok} beyond the declared")
             return vec[k]
-        m = re.fullmatch(r"([A-Za-z_][\w]*)\[([\d, ]*)\]", tok, re.ASCII)
+        m = re.fullmatch(r"([A-Za-z_][\w]*)\[([-\d, ]*)\]", tok, re.ASCII)
         if not m or m.group(1) not in (self.x_name, self.y_name):
             return None
         vec, shape = (X, self.x_shape) if m.group(1) == self.x_name else (Y, self.y_shape)
-        idx = [int(v) for v in m.group(2).split(",")] if m.group(2).strip() else []
+        try:
+            idx = [int(v) for v in m.group(2).split(",")] if m.group(2).strip() else []
+        except ValueError:
+            raise Invalid(f"index {tok}") from None
         if len(idx) != len(shape) or any(not 0 <= i < s for i, s in zip(idx, shape)):
             raise Invalid(f"index {tok}")
         flat = 0
@@ -1334,7 +1340,7 @@ def read_prop_ref(text: str) -> PropRef:
         raise Invalid("a top-level form")
     heads = [f[0] for f in forms]
     if "vnnlib-version" in heads or "declare-network" in heads:
-        return _read_v2(_sexprs(_v2_text(text)), text)
+        return _read_v2(_sexprs(_v2_text(text), _TOK2), text)
     declared = {}
     asserts = []
     for f in forms:
@@ -1387,7 +1393,7 @@ def _v2_text(text: str) -> str:
 
 
 def _read_v2(forms, text):
-    if forms[0][0] != "vnnlib-version" or forms[0][1:] != ["<2.0>"]:
+    if forms[0][0] != "vnnlib-version" or forms[0][1:] != ["<", "2.0", ">"]:
         raise Invalid("version line")
     nets, asserts = [], []
     for f in forms[1:]:
@@ -1426,6 +1432,7 @@ def _read_v2(forms, text):
 def z3_reading(text: str):
     """z3's own parse of a VNN-LIB 1.0 text (its assertions), or None when z3 refuses it."""
     import z3
+    _Z3_USED.append(1)
     try:
         return list(z3.parse_smt2_string(text))
     except z3.Z3Exception:
@@ -1488,10 +1495,15 @@ def confirm_sat(model, ref: PropRef, x) -> str | None:
     return None
 
 
+_Z3_USED: list = []
+"""Not empty when a confirmation made z3 objects since the last case."""
+
+
 def confirm_unsat(model, ref: PropRef, timeout_s: float = 30.0) -> str | None:
     """None when z3 finds no x with (x, f(x)) satisfying the property (both readings of a
     1.0 text), else why not (sat: the point, checked exactly; unknown)."""
     import z3
+    _Z3_USED.append(1)
     X = [z3.Real(f"X_{i}") for i in range(ref.n_x)]
     Y = [z3.Real(f"Y_{j}") for j in range(ref.n_y)]
     f = onnx_eval(model, X, Arith(True))
@@ -1522,6 +1534,7 @@ def confirm_unsat(model, ref: PropRef, timeout_s: float = 30.0) -> str | None:
 def confirm_equal(a, b, timeout_s: float = 30.0) -> str | None:
     """None when z3 finds no x in [-1, 1]^2 where the graphs ``a`` and ``b`` differ."""
     import z3
+    _Z3_USED.append(1)
     X = [z3.Real(f"X_{i}") for i in range(2)]
     fa, fb = onnx_eval(a, X, Arith(True)), onnx_eval(b, X, Arith(True))
     if len(fa) != len(fb):
@@ -1801,6 +1814,12 @@ def run_io_case(cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds,
     judge it with ``fuzz.judge`` and confirm its answer independently."""
     for name in os.listdir(work):
         os.unlink(os.path.join(work, name))
+    if _Z3_USED:
+        # z3 objects of the last confirmation freed now, not by a garbage collection that
+        # happens deep in a reader's recursion (their __del__ then prints a RecursionError)
+        import gc
+        gc.collect()
+        _Z3_USED.clear()
     if mutation is not None:
         data, what = mutation
     elif seed.format == "onnx":

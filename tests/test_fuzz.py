@@ -830,6 +830,10 @@ def _silent_cases():
             helper.make_node("Reshape", ["X", "shape"], ["Y"])],
             [numpy_helper.from_array(np.array([-2, 2], dtype=np.int64), "shape")],
             "no other negative size"),
+        # an axis named twice (ONNX: an error) was inserted twice / squeezed once
+        "repeated-axes": (11, [
+            helper.make_node("Unsqueeze", ["X"], ["u"], axes=[0, 0]),
+            helper.make_node("Squeeze", ["u"], ["Y"], axes=[0, 1])], [], "an axis twice"),
         # Dropout in training mode (random) was read as the identity
         "dropout-training": (13, [
             helper.make_node("Dropout", ["X", "ratio", "training"], ["Y"])],

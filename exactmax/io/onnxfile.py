@@ -295,6 +295,8 @@ def _norm_axes(axes, rank: int) -> list[int]:
         if not -rank <= a < rank:
             raise _Refuse(f"axis {a} out of range for a tensor of rank {rank}")
         out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise _Refuse(f"axes {[int(a) for a in axes]} name an axis twice")
     return out
 
 
