@@ -329,8 +329,9 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
         except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError) as e:
             raise Invalid(f"{op}: {type(e).__name__}: {e}") from None
         env[node.output[0]] = out
-        if op in ("Dropout", "MaxPool") and len(node.output) > 1 and node.output[1]:
-            raise Invalid(f"{op}'s second output")
+        if op == "MaxPool" and len(node.output) > 1 and node.output[1]:
+            raise Invalid("MaxPool's Indices output")
+        # Dropout's mask is left undefined: a node reading it is refused above
     if out_name not in env:
         raise Invalid("output not computed")
     y = np.asarray(env[out_name])
