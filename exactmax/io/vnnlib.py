@@ -300,22 +300,43 @@ def _read(text: str, sha: str) -> VnnProperty:
     n_x, n_y = _count(r, "X"), _count(r, "Y")
     # The one place a name becomes a coordinate: (x, y) position through the declarations.
     position = {name: i if letter == "X" else n_x + i for name, (letter, i) in r.table.items()}
+    # A comparison shared by many disjuncts (the input box of every output disjunct) is made
+    # dense once: its row, and for an input row its order key (the row's text) and number.
+    rows: dict[int, tuple] = {}
+    inputs_by_key: dict[tuple, int] = {}
+    input_rows: list[tuple] = []
+
+    def row_of(comparison: Comparison) -> tuple:
+        lin, c, strict = comparison
+        coeffs = [ZERO] * (n_x + n_y)
+        for name, k in lin.items():
+            coeffs[position[name]] += k
+        a = tuple(coeffs)
+        if any(a[n_x:]) or strict:
+            return False, Row(a, c, strict)
+        row = (tuple(-v for v in a[:n_x]), c)  # -a.x <= c
+        key = (tuple(map(str, row[0])), str(row[1]))
+        if key not in inputs_by_key:
+            inputs_by_key[key] = len(input_rows)
+            input_rows.append((key, row))
+        return True, inputs_by_key[key]
+
     groups: dict = {}
     for conj in dnf:
-        inputs, outputs = [], []
-        for lin, c, strict in conj:
-            coeffs = [ZERO] * (n_x + n_y)
-            for name, k in lin.items():
-                coeffs[position[name]] += k
-            a = tuple(coeffs)
-            if not any(a[n_x:]) and not strict:
-                inputs.append((tuple(-v for v in a[:n_x]), c))  # -a.x <= c
+        inputs, outputs = set(), []
+        for comparison in conj:
+            made = rows.get(id(comparison))
+            if made is None:
+                made = rows[id(comparison)] = row_of(comparison)
+            if made[0]:
+                inputs.add(made[1])
             else:
-                outputs.append(Row(a, c, strict))
-        key = tuple(sorted(set(inputs), key=lambda t: (tuple(map(str, t[0])), str(t[1]))))
-        groups.setdefault(key, []).append(tuple(outputs))
+                outputs.append(made[1])
+        ordered = tuple(sorted(inputs, key=lambda i: input_rows[i][0]))
+        groups.setdefault(ordered, []).append(tuple(outputs))
     cases, boxes = [], []
-    for key, outs in groups.items():
+    for ordered, outs in groups.items():
+        key = [input_rows[i][1] for i in ordered]
         box = _as_box(key, n_x)
         P = (
             box.as_polyhedron()
