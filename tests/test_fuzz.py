@@ -510,10 +510,11 @@ def test_every_command_that_reads_onnx_or_vnnlib_is_fuzzed():
     """The commands whose arguments name an ONNX network or a VNN-LIB file."""
     names = {(c.format, c.argv[0] if c.argv[0] != "vnnlib" else "vnnlib verify")
              for c in fuzz_io.io_commands()}
-    for cmd in ("import", "info", "eval", "export-onnx", "check"):
+    for cmd in ("import", "info", "eval", "export-onnx", "check", "equiv", "search", "verify",
+                "compile", "check-cert"):
         assert ("onnx", cmd) in names
     for fmt in ("vnnlib", "vnnlib2"):
-        assert (fmt, "check") in names and (fmt, "replay") in names
+        assert {(fmt, "check"), (fmt, "replay"), (fmt, "check-cert")} <= names
     assert ("vnnlib2", "vnnlib verify") in names and ("counterexample", "replay") in names
 
 
