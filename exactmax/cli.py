@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compile",
         help="build the hardmax Transformer of a Maxout network",
         description="Compile a Maxout network into the hardmax Transformer of "
-        "construction.md §2: tokens = pieces, one head per unit, one-hot "
+        "docs/notes/construction.md §2: tokens = pieces, one head per unit, one-hot "
         "positions, three sub-layers (FF, attention, FF) per Maxout layer. Gate "
         "constants come from sound exact bounds over the domain, which must be "
         "bounded and non-empty.",

@@ -333,8 +333,8 @@ def transformers(draw, max_tokens=4, max_dm=4, max_sub=3):
 
 
 def compiled_transformers(nets=None):
-    """(net, T): T the hardmax Transformer compiled from net on its domain (construction.md
-    §2).  ``nets`` defaults to small networks with a domain attached."""
+    """(net, T): T the hardmax Transformer compiled from net on its domain
+    (docs/notes/construction.md §2).  ``nets`` defaults to small networks with a domain attached."""
     from .construct.transformer import compile_transformer
 
     nets = (

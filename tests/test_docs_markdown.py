@@ -26,7 +26,12 @@ OWN_BLOCK = re.compile(r"^\s*(?:#|\||>|<)")  # headings, table rows, quotes, HTM
 
 
 def doc_files() -> list[str]:
-    pages = sorted(os.path.join("docs", f) for f in os.listdir(DOCS) if f.endswith(".md"))
+    pages = sorted(
+        os.path.relpath(os.path.join(folder, f), ROOT)
+        for folder, _, files in os.walk(DOCS)
+        for f in files
+        if f.endswith(".md")
+    )
     return ["README.md"] + pages
 
 

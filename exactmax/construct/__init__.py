@@ -1,1 +1,1 @@
-"""Untrusted producers: Maxout network -> hardmax Transformer (construction.md §2)."""
+"""Untrusted producers: Maxout network -> hardmax Transformer (docs/notes/construction.md §2)."""

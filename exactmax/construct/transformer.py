@@ -1,4 +1,4 @@
-"""Maxout network -> hardmax Transformer, the construction of construction.md §2.
+"""Maxout network -> hardmax Transformer, the construction of docs/notes/construction.md §2.
 
 Tokens are pieces (n = k, the largest rank), heads are units.  With W = max(d, N_1..N_D, m)
 the model width is d_m = 3W + k in four row blocks: H (the hidden vector), Z (pre-activations),
@@ -200,8 +200,8 @@ def _targets(net: MaxoutNetwork, l: int, L: Layout):
 def compile_transformer(
     net: MaxoutNetwork, domain: Domain | None = None, options: CompileOptions = CompileOptions()
 ) -> Compiled:
-    """The hardmax Transformer of construction.md §2 for ``net`` on ``domain`` (default: the
-    network's own).  It equals ``net`` on the domain exactly (Theorems T1, T2), as long as the
+    """The hardmax Transformer of docs/notes/construction.md §2 for ``net`` on ``domain`` (default:
+    the network's own).  It equals ``net`` on the domain exactly (Theorems T1, T2), as long as the
     gate constants bound the pre-activations there, which ``layer_bounds`` guarantees.
 
     Raises DomainError if there is no domain, or it is empty or unbounded."""
@@ -290,7 +290,7 @@ def compile_transformer(
     readout = Readout(Affine(R, (ZERO,) * m, d_m), 0)
     meta = {
         "compiled_by": "exactmax compile",
-        "construction": "construction.md §2",
+        "construction": "docs/notes/construction.md §2",
         "variant": {"merged": options.merged, "positional": options.positional},
         "gate_constants": [str(c) for c in gates],
         "bounds": method,

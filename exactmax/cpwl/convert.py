@@ -1,4 +1,4 @@
-"""CPWL specifications -> Maxout networks (Theorem 4.2 of the paper, construction.md §4).
+"""CPWL specifications -> Maxout networks (Theorem 4.2 of the paper, docs/notes/construction.md §4).
 
 One ``compile_*`` per route, each an exact identity of functions on all of R^d (not only on
 the domain), and one ``reference_*`` per kind: a second, literal encoding of the

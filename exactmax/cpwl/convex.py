@@ -1,4 +1,4 @@
-"""The convex Lipschitz corollary of Theorem 4.2 (construction.md §4), exactly.
+"""The convex Lipschitz corollary of Theorem 4.2 (docs/notes/construction.md §4), exactly.
 
 For a convex f on a box B in R^d and grid points p (spacing at most h in every coordinate,
 both ends of every side included), the tangent planes t_p(x) = f(p) + grad f(p) . (x - p)

@@ -1,6 +1,6 @@
 """Coq export of a compiled Transformer through the construction theorem (#19).
 
-When a Transformer is exactly the default construction of a Maxout network (construction.md
+When a Transformer is exactly the default construction of a Maxout network (docs/notes/construction.md
 §2: unmerged, one-hot positions) for some gate constants C, its equality with the network on
 a domain needs no split tree and no per-unit certificate: ``proofs/ConstructionSound.v``
 proves once, for every network,
@@ -374,7 +374,7 @@ def export_construction(
         if gates is None:
             raise ExportUnsupported(
                 "the Transformer is not the default construction of the "
-                "network (construction.md §2, unmerged, one-hot) for any "
+                "network (docs/notes/construction.md §2, unmerged, one-hot) for any "
                 "gate constants"
             )
     if packed:
@@ -421,7 +421,7 @@ def export_construction(
    real point of the domain.  It is the library's theorem {theorem.split()[0]}
    (proofs/ConstructionSound.v, proved once for every network) applied to three facts this
    file proves by computation: the Transformer is construct net_a gates (the construction of
-   construction.md §2 with the gate constants below), the network is well-shaped, and the
+   docs/notes/construction.md §2 with the gate constants below), the network is well-shaped, and the
    gate constants bound every pre-activation over the domain (the boxes below, corners on a
    grid 1/G, carry them through the layers; checked in integers, Construction.zgates_ok).
    Exported from (sha256 of the canonical JSON, as check-cert prints them; also defined

@@ -1,8 +1,8 @@
 """The ONNX model of a Maxout network or a hardmax Transformer (``exactmax export-onnx``).
 
 The graph computes, in the floating-point type chosen (float32 or float64), the formulas of
-construction.md §1 with every exact rational weight replaced by the nearest float of that type
-(round to nearest, ties to even):
+docs/notes/construction.md §1 with every exact rational weight replaced by the nearest float of
+that type (round to nearest, ties to even):
 
 - Maxout network, input x of shape (batch, d):
   h^0 = x, h^l_i = max_j (w^l_{i,j} . h^{l-1} + b^l_{i,j}), y = A h^D + c.  Consecutive units

@@ -6,8 +6,8 @@ by an exact ratio test, else z3 ``Optimize`` maximising the slack of every row).
 multipliers for each selection are found exactly, cheapest first: the box alone; a ray from
 the point that leaves the claim (then there are none and no solver is asked); a non-negative
 combination of at most three split rows; one split row plus the box; finally z3 solving the
-linear system y >= 0, y^T A = a_e of certificates.md pitfall 4.  When a selection cannot be
-proved on the whole cell, the cell is split on the hyperplane that separates the two
+linear system y >= 0, y^T A = a_e of docs/notes/certificates.md pitfall 4.  When a selection cannot
+be proved on the whole cell, the cell is split on the hyperplane that separates the two
 arguments, and the choices proved so far are stated once at the split and inherited below.
 Every tree is checked by the kernel before anyone trusts it.
 """

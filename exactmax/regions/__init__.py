@@ -1,2 +1,2 @@
 """Exact region enumeration and counting (activation and linear regions), and the sawtooth
-family of construction.md §5."""
+family of docs/notes/construction.md §5."""

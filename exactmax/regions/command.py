@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
         "--sawtooth",
         metavar="K,d,D",
         help="count the built-in sawtooth network sum_q S_K^D(x_q) on [0,1]^d "
-        "(construction.md §5: exactly K^(d D) linear regions) instead of a file",
+        "(docs/notes/construction.md §5: exactly K^(d D) linear regions) instead of a file",
     )
     r.add_argument(
         "--compile",

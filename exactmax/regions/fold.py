@@ -1,4 +1,4 @@
-"""The fold networks of regions.md: Maxout networks of width n, rank k and depth L on
+"""The fold networks of docs/notes/regions.md: Maxout networks of width n, rank k and depth L on
 R^q whose linear regions reach the corrected Theorem 4.4 bound prod_i P(p_i, k)^(L-1) S(n, q, k).
 
 Every unit is a convex function of one scalar s = w . h: with hinges h_1 < ... < h_r
@@ -17,12 +17,12 @@ signed sum of coordinate i's group of the layer before.
 
 Last layer: unit j has direction w_j and offsets t_{j,1} < ... < t_{j,k-1}:
 v_j = max_{t=0..k-1} [ (t+1) s_j - (t_{j,1} + ... + t_{j,t}) ], s_j = w_j . z, where z is
-the folded input.  Offsets and directions are those of regions.md (q = 1 and q = 2), and the
-general position of the last layer's lines (q = 2: no two units parallel, no three lines
+the folded input.  Offsets and directions are those of docs/notes/regions.md (q = 1 and q = 2), and
+the general position of the last layer's lines (q = 2: no two units parallel, no three lines
 through a point, every crossing inside (0, 1)^2) is checked exactly before the network is
-returned; where regions.md's offsets put three lines through a point (q = 2, n >= 6), each
-unit's offsets are shifted by a small amount of its own until the check passes.  For q >= 3
-(not in regions.md) the directions come from a fixed sequence of small rationals and the
+returned; where docs/notes/regions.md's offsets put three lines through a point (q = 2, n >= 6),
+each unit's offsets are shifted by a small amount of its own until the check passes.  For q >= 3
+(not in docs/notes/regions.md) the directions come from a fixed sequence of small rationals and the
 offsets lie around the cube's centre (``_generic_line``); general position (every q
 hyperplanes of distinct units meet in one point inside (0, 1)^q, no point on q + 1) is checked
 the same way.
@@ -39,7 +39,7 @@ from ..kernel.rational import ONE, ZERO, Q
 
 def fold_pieces(p: int, k: int) -> int:
     """P(p, k): pieces of the zig-zag that p units of rank k realise on one coordinate:
-    p(k-1)+1 if p is even or k = 2, (p-1)(k-1)+2 if p is odd and k >= 3 (regions.md)."""
+    p(k-1)+1 if p is even or k = 2, (p-1)(k-1)+2 if p is odd and k >= 3 (docs/notes/regions.md)."""
     if p < 1 or k < 2:
         raise ValueError(f"fold_pieces needs p >= 1 and k >= 2, got p = {p}, k = {k}")
     return p * (k - 1) + 1 if p % 2 == 0 or k == 2 else (p - 1) * (k - 1) + 2
@@ -77,7 +77,7 @@ class FoldNetwork:
     split: tuple[int, ...]  # units per coordinate in the fold layers
     pieces: tuple[int, ...]  # P(p_i, k) per coordinate
     expected: int  # prod_i P_i^(L-1) * S(n, q, k), what the design gives
-    construction: str  # "fold" or "zig-zag (regions.md, n = k = 3, L = 2)"
+    construction: str  # "fold" or "zig-zag (docs/notes/regions.md, n = k = 3, L = 2)"
 
 
 def _convex_unit(direction, a: Q, hinges, J: Q, k: int, shift_pad=True) -> Unit:
@@ -132,17 +132,17 @@ DIRECTIONS_Q2 = (
     Q(1, 4),
     Q(-1, 4),
 )
-"""s_j of the last layer's directions w_j = (1, s_j) for q = 2 (regions.md gives the first
-eight; the rest continue the pattern, and general position is checked exactly)."""
+"""s_j of the last layer's directions w_j = (1, s_j) for q = 2 (docs/notes/regions.md gives the
+first eight; the rest continue the pattern, and general position is checked exactly)."""
 
 
 def last_layer_lines(
     n: int, q: int, k: int, attempt: int = 0
 ) -> list[tuple[tuple[Q, ...], list[Q]]]:
-    """[(w_j, [t_{j,1}, ..., t_{j,k-1}])] for the last layer (regions.md).  For q = 2 and
+    """[(w_j, [t_{j,1}, ..., t_{j,k-1}])] for the last layer (docs/notes/regions.md).  For q = 2 and
     ``attempt`` > 0, unit j's offsets are all shifted by the same small amount
     attempt * (r_j - 50) / (101 * 64 (N + 1)^2 (1 + |s_j|)), r_j = 37 j mod 101 (below the
-    offsets' spacing 1 / (8 (N + 1)(1 + |s_j|))), to leave a triple point of regions.md's
+    offsets' spacing 1 / (8 (N + 1)(1 + |s_j|))), to leave a triple point of docs/notes/regions.md's
     recipe; for q >= 3 ``attempt`` changes the generic directions (``_generic_line``)."""
     N = n * (k - 1)
     out = []
@@ -171,8 +171,8 @@ def last_layer_lines(
 
 
 def _generic_line(j: int, q: int, k: int, N: int, attempt: int):
-    """q >= 3 (not in regions.md): w_j = (1, a_2, ..., a_q) with small rationals a_i from a
-    fixed sequence (changed with ``attempt``), offsets t_{j,i} spread by
+    """q >= 3 (not in docs/notes/regions.md): w_j = (1, a_2, ..., a_q) with small rationals a_i
+    from a fixed sequence (changed with ``attempt``), offsets t_{j,i} spread by
     (2 idx - N - 1) / (8 (N + 1) |w_j|_1) around w_j . (1/2, ..., 1/2), so that every
     hyperplane passes close to the centre of the unit cube; general position is checked."""
     w = [ONE]
@@ -262,12 +262,12 @@ def binomial_sum(n: int, d: int, k: int) -> int:
 def build_fold_network(
     q: int, n: int, k: int, L: int, split: tuple[int, ...] | None = None
 ) -> FoldNetwork:
-    """The fold network of regions.md on R^q: L layers of width n and rank k (L-1 fold
+    """The fold network of docs/notes/regions.md on R^q: L layers of width n and rank k (L-1 fold
     layers with the split ``split``, default ``best_split``, then the last layer's
     arrangement), identity read-out, domain [0, 1]^q."""
     if L < 1 or k < 2 or n < 1 or q < 1:
         raise ValueError("need L >= 1, k >= 2, n >= 1, q >= 1")
-    for attempt in range(1 if q == 1 else 16):  # regions.md's offsets, then shifted ones
+    for attempt in range(1 if q == 1 else 16):  # docs/notes/regions.md's offsets, then shifted ones
         lines = last_layer_lines(n, q, k, attempt)
         try:
             check_general_position(lines)
@@ -317,7 +317,7 @@ def build_fold_network(
         None,
         box,
         {
-            "description": f"fold network of regions.md: q = {q}, n = {n}, "
+            "description": f"fold network of docs/notes/regions.md: q = {q}, n = {n}, "
             f"k = {k}, L = {L}, split {list(split)}"
             + (f"; last-layer offsets shifted (attempt {attempt})" if attempt else "")
         },
@@ -326,7 +326,7 @@ def build_fold_network(
 
 
 def build_zigzag_43() -> FoldNetwork:
-    """The special network of regions.md for q = 1, n = k = 3, L = 2 (43 regions, the
+    """The special network of docs/notes/regions.md for q = 1, n = k = 3, L = 2 (43 regions, the
     maximum of its shape): u1 = -x + 2(x-1/7)_+ + 2(x-3/7)_+, u2 = 2(x-5/7)_+ + 2(x-6/7)_+,
     u3 = 2(x-2/7)_+ + 2(x-4/7)_+, z = u1 + u2 - u3, then
     v_j = z + (z - a_j)_+ + (z - b_j)_+ with (a_j, b_j) = (-6/70, -5/70), (-4/70, -3/70),
@@ -353,8 +353,8 @@ def build_zigzag_43() -> FoldNetwork:
         None,
         box,
         {
-            "description": "zig-zag network of regions.md (q = 1, n = k = 3, "
+            "description": "zig-zag network of docs/notes/regions.md (q = 1, n = k = 3, "
             "L = 2): 43 linear regions"
         },
     )
-    return FoldNetwork(net, box, (3,), (), 43, "zig-zag (regions.md, n = k = 3, L = 2)")
+    return FoldNetwork(net, box, (3,), (), 43, "zig-zag (docs/notes/regions.md, n = k = 3, L = 2)")

@@ -1,4 +1,4 @@
-"""The sawtooth family of construction.md §5: exactly k^(dD) linear regions on (0, 1)^d.
+"""The sawtooth family of docs/notes/construction.md §5: exactly k^(dD) linear regions on (0, 1)^d.
 
 The k-tooth sawtooth S_k on [0, 1] has slope +k on [p/k, (p+1)/k] for even p and -k for odd p
 (S_k(0) = 0, S_k maps [0, 1] onto [0, 1]).  S_k = g - h with the convex max-affine functions

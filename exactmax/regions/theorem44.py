@@ -1,11 +1,11 @@
 """Theorem 4.4 of the paper on instances: the bound, its reading, the corrected bound, and a
-built network whose linear regions are counted exactly (regions.md).
+built network whose linear regions are counted exactly (docs/notes/regions.md).
 
     B(q, m, T, D) = [ (mT/q)(T-1) + 1 ]^( q (floor(D/3) - 1) ) * sum_{j=0}^{q} C(mT, j) (T-1)^j
 
 Reading: input dimension n0 = q, L = floor(D/3) Maxout layers (three sub-layers each), width
 n = mT, rank k = T; then B = ((n/n0)(k-1)+1)^(n0 (L-1)) S(n, n0, k), the classical deep
-Maxout lower bound.  Corrected bound (always reached, regions.md): the best split
+Maxout lower bound.  Corrected bound (always reached, docs/notes/regions.md): the best split
 n = p_1 + ... + p_q of prod_i P(p_i, k)^(L-1) S(n, q, k).
 """
 
@@ -69,16 +69,16 @@ UNREACHABLE_WHY = (
     "n(k-1)+1 first-layer intervals, so each difference of two of its pieces needs n(k-1)+1 "
     "sign changes; a difference c.u(x) + const of convex units changes slope direction at "
     "most 2(k-1)min(n+, n-) + 1 times, which for odd n gives at most (k-1)(n-1)+2 monotone "
-    "runs, fewer than n(k-1)+1 when k > 2 (regions.md; a pencil-and-paper argument that "
+    "runs, fewer than n(k-1)+1 when k > 2 (docs/notes/regions.md; a pencil-and-paper argument that "
     "exactmax does not check)"
 )
 
 KNOWN_MAXIMA = {
     (3, 3, 2): "the maximum of any Maxout network of this shape is 43 < 49 "
-    "(regions.md, a finer count)",
-    (3, 3, 3): "the maximum is at most 43 * 7 = 301 < 343 (regions.md)",
+    "(docs/notes/regions.md, a finer count)",
+    (3, 3, 3): "the maximum is at most 43 * 7 = 301 < 343 (docs/notes/regions.md)",
 }
-"""What regions.md knows about the maximum, by (n, k, L), for q = 1."""
+"""What docs/notes/regions.md knows about the maximum, by (n, k, L), for q = 1."""
 
 
 ENLARGED_UP_TO = 200
@@ -197,8 +197,8 @@ def evaluate_theorem44(
         if options.count and f.expected <= options.max_regions:
             rec["maxout"] = count_of(f.net, f.domain, options.say, "the Maxout network")
             if f.expected <= ENLARGED_UP_TO:
-                # evidence that [0, 1]^q holds every region of R^q (regions.md's argument):
-                # the same count on the box three times as wide
+                # evidence that [0, 1]^q holds every region of R^q (the argument of
+                # docs/notes/regions.md): the same count on the box three times as wide
                 big = Box(tuple(Q(-1) for _ in range(q)), tuple(Q(2) for _ in range(q)))
                 rec["maxout_enlarged"] = dict(
                     count_of(f.net, big, options.say, "the network on the larger domain"),
@@ -252,7 +252,7 @@ def evaluate_theorem44(
             f"per fold layer, below ((mT/q)(T-1)+1)^q = "
             f"{(n // q * (k - 1) + 1) ** q}, so the fold network is designed for "
             f"the corrected bound {out['corrected_bound']}, not B. Whether any "
-            "network of this shape reaches B is not decided here (regions.md "
+            "network of this shape reaches B is not decided here (docs/notes/regions.md "
             "proves it impossible for q = 1 only)"
         )
     if out["reached"]:
@@ -275,14 +275,14 @@ DESCRIPTION = """\
 Theorem 4.4 on one instance. Evaluates exactly
 B = [(mT/q)(T-1)+1]^(q(floor(D/3)-1)) * sum_{j=0..q} C(mT,j)(T-1)^j, read as the classical deep
 Maxout bound with input dimension q, floor(D/3) Maxout layers (3 sub-layers each) of width mT
-and rank T (= tokens); prints the corrected bound of regions.md (best split n = p_1+...+p_q of
-prod P(p_i,T)^(L-1) S(mT,q,T), always reached); builds the fold network of that architecture
-(regions.md's last layer for q = 1, 2; a generic one in checked general position for q >= 3),
-compiles its Transformer, counts the linear regions of both exactly on [0,1]^q
-(kernel-checked region certificates; by regions.md's argument [0,1]^q holds every region of
-R^q; networks designed for at most 200 regions are recounted on [-1,2]^q) and says whether B
-is reached. Exit 0 when the count reaches B, 3 otherwise (not reached,
-unreachable, outside the hypotheses, or not counted), 2 on bad input."""
+and rank T (= tokens); prints the corrected bound of docs/notes/regions.md (best split
+n = p_1+...+p_q of prod P(p_i,T)^(L-1) S(mT,q,T), always reached); builds the fold network of
+that architecture (docs/notes/regions.md's last layer for q = 1, 2; a generic one in checked
+general position for q >= 3), compiles its Transformer, counts the linear regions of both
+exactly on [0,1]^q (kernel-checked region certificates; by docs/notes/regions.md's argument
+[0,1]^q holds every region of R^q; networks designed for at most 200 regions are recounted on
+[-1,2]^q) and says whether B is reached. Exit 0 when the count reaches B, 3 otherwise (not
+reached, unreachable, outside the hypotheses, or not counted), 2 on bad input."""
 
 
 def add_parser(sub) -> None:
@@ -388,7 +388,7 @@ def run(args) -> int:
         state = {True: "reached", False: "NOT reached", None: "not counted"}[
             rep["corrected_reached"]
         ]
-        print(f"corrected bound (regions.md{split}): {rep['corrected_bound']} ({state})")
+        print(f"corrected bound (docs/notes/regions.md{split}): {rep['corrected_bound']} ({state})")
     for net in rep["networks"]:
         line = (
             f"built: {net['construction']}, widths {net['widths']}, ranks {net['ranks']}, "

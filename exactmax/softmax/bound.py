@@ -1,4 +1,4 @@
-"""Certified error of the softmax Transformer of the construction (construction.md §3).
+"""Certified error of the softmax Transformer of the construction (docs/notes/construction.md §3).
 
 Untrusted producer.  For a Maxout network N and its compiled Transformer T (gate constants C_l),
 T_lam is T with softmax attention at scale lam (times each head's scale, 1 in the
@@ -259,7 +259,7 @@ def setting_of(net: MaxoutNetwork, domain: Domain, tf: Transformer | None = None
         ) from None
     if _strip(c.transformer) != _strip(tf):
         raise NotConstruction(
-            "it is not the construction of this network (construction.md "
+            "it is not the construction of this network (docs/notes/construction.md "
             "§2, as exactmax compile builds it) with its gate constants "
             + ", ".join(str(g) for g in gates)
         )

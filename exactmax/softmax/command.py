@@ -1,4 +1,5 @@
-"""``exactmax softmax-bound``: the certified error of the softmax Transformer (construction.md §3).
+"""``exactmax softmax-bound``: the certified error of the softmax Transformer
+(docs/notes/construction.md §3).
 
 What is checked where: the cell search runs in python-flint ``arb`` balls (untrusted, it only
 chooses the bisection tree); the final tree is re-checked cell by cell by
@@ -29,7 +30,7 @@ def add_parser(sub) -> None:
         "attention at scale lambda. A bisection of the domain is searched in ball arithmetic "
         "(untrusted); the final cells are re-checked by the kernel in exact rationals, "
         "including that every gate stays exact under the perturbation. Printed side by side: "
-        "the closed-form bound of construction.md section 3, the certified bound U, the "
+        "the closed-form bound of docs/notes/construction.md §3, the certified bound U, the "
         "worst error W found at points of the domain (a lower bound) and U / W. Exit 0 when "
         "certified, 3 when unknown (budget, or gates not exact: then a compile with --slack "
         "is suggested), 2 on bad input.",
@@ -265,13 +266,13 @@ def _not_certified(args, s, r, lam, out) -> int:
 
 KERNEL_CHECKED = (
     "in exact rationals, on every cell of the domain, the bound of the softmax "
-    "recursion of construction.md §3 for NET with gates C, and |z~^l| <= C_l"
+    "recursion of docs/notes/construction.md §3 for NET with gates C, and |z~^l| <= C_l"
 )
 OUTSIDE_KERNEL = (
     "that the Transformer is the construction of NET with gates C (built, or "
     "rebuilt and compared with --transformer, by untrusted code)",
     "that T_lambda follows that recursion when the gates hold (the argument of "
-    "construction.md §3, on paper)",
+    "docs/notes/construction.md §3, on paper)",
 )
 """What a "certified" bound rests on: the verdict line and --json name both parts."""
 
@@ -362,7 +363,7 @@ def run(args) -> int:
             f"the domain, lambda = {q_str(lam)}",
             f"  the kernel checked: {KERNEL_CHECKED}",
             f"  outside the kernel: {OUTSIDE_KERNEL[0]}; {OUTSIDE_KERNEL[1]}",
-            f"  closed-form bound (construction.md §3)  {out['closed_form_bound']}",
+            f"  closed-form bound (docs/notes/construction.md §3)  {out['closed_form_bound']}",
             f"  certified bound U                       {out['certified_bound']}   "
             f"({r.search.leaves} cells; ball search {r.search.time_s:.2f} s, untrusted; "
             f"kernel re-check {t_check:.2f} s)",

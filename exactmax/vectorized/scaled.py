@@ -3,8 +3,8 @@ batches (and the base of the fixed-width evaluators in ``fixedwidth.py``).
 
 Untrusted.  The kernel keeps one plain, definitional evaluator per model kind
 (``kernel/maxout.py`` ``evaluate_maxout``, ``kernel/transformer.py`` ``evaluate_transformer``,
-the formulas of construction.md with ties averaged); every refutation is confirmed there, and the
-tests compare these evaluators with the kernel's and with a ``Fraction`` reference.
+the formulas of docs/notes/construction.md with ties averaged); every refutation is confirmed
+there, and the tests compare these evaluators with the kernel's and with a ``Fraction`` reference.
 
 The scaling: if h = u / E with u integral and an affine map's rows [W | b] are scaled by their
 least common denominator D, then W h + b = (D [W | b] . [u; E]) / (D E), and since D E > 0 a

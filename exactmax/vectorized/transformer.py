@@ -1,7 +1,7 @@
 """Batched exact hardmax evaluation of Transformers on radix-2^21 integer arrays.
 
-The semantics of construction.md §1 and the integer scaling of the integer-scaled evaluator
-(``scaled.py``): all tokens of all inputs are the columns c = b n + t of one
+The semantics of docs/notes/construction.md §1 and the integer scaling of the integer-scaled
+evaluator (``scaled.py``): all tokens of all inputs are the columns c = b n + t of one
 integer array X over one common denominator E; a linear map with rows scaled by their least
 common denominator is one exact product; ReLU, argmax and comparisons are taken on numerators;
 a hardmax mean over a tie set S is kept integral as (L / |S|) sum_S, L = lcm of the tie-set
@@ -69,8 +69,8 @@ def _feedforward_step(sub: FeedForward, d: int) -> tuple:
     Hidden units i, j with (W1_j, b1_j) = -(W1_i, b1_i) and W2 e_j = -W2 e_i add
     W2 e_i (ReLU(u) - ReLU(-u)) = W2 e_i u, u = W1_i x + b1_i: a linear term, so they move into
     S = I + sum W2 e_i W1_i and s = b2 + sum W2 e_i b1_i (exact rationals) and need no ReLU.
-    The clean-up sub-layers of construction.md §2 (u = ReLU(u) - ReLU(-u)) are all such pairs
-    and become one sparse linear map.  Scaled: with D1 the denominator of (W1', b1'), D2 that
+    The clean-up sub-layers of docs/notes/construction.md §2 (u = ReLU(u) - ReLU(-u)) are all such
+    pairs and become one sparse linear map.  Scaled: with D1 the denominator of (W1', b1'), D2 that
     of W2' and Dt = lcm(den(S, s), D1 D2), the new numerators over Dt E are
     Dt [S | s] [X; E] + (Dt / D1) W2' ReLU(D1 [W1' | b1'] [X; E])."""
     W1, b1, W2, b2 = sub.inner.W, sub.inner.b, sub.outer.W, sub.outer.b
