@@ -2,7 +2,7 @@
 (the short run is ``tests/test_fuzz.py``) on many more cases.
 
     python benchmarks/fuzz.py [--cases 100000] [--tamper 3000] [--subprocess 1000]
-                              [--bombs 4] [--workers 2] [--seed 0] [--minutes M]
+                              [--bombs 4] [--io N] [--workers 2] [--seed 0] [--minutes M]
                               [--log OUT.jsonl] [--json OUT.json]
     python benchmarks/fuzz.py --report OUT.jsonl     (the table of a log, finished or not)
     python benchmarks/fuzz.py --replay OUT.jsonl [--into DIR]   (its failures, again)
@@ -13,7 +13,11 @@
   (address space limited to 4 GiB);
 - ``--bombs`` gzip files decompressing to 1 GiB + 16 MiB, as subprocesses (the real limit);
 - ``--tamper`` tampered certificates through check-cert; an acceptance must be confirmed
-  by the independent exact check (reference evaluators at many points, then z3).
+  by the independent exact check (reference evaluators at many points, then z3);
+- ``--io`` mutated ONNX networks, VNN-LIB 1.0 / 2.0 properties and counterexample files
+  (``tests/fuzz_io.py``, issue #36), in-process, every answer on a still valid input
+  confirmed independently; their table has its own columns (answers confirmed, imports of
+  graphs onnx.checker refuses).
 
 The chunks of cases run in a shuffled order; with ``--minutes`` no chunk starts after that
 many minutes, and the table counts the cases that ran.  ``--log`` appends every case as it

@@ -1,7 +1,9 @@
 """The fuzzing campaign over ONNX and VNN-LIB (issue #36): mutated ONNX networks, VNN-LIB 1.0
-and 2.0 properties and counterexample files, run through every command that reads them, and
-every answer of ``check`` / ``replay`` / ``vnnlib verify`` / ``import`` / ``eval`` /
-``export-onnx`` on a mutated but still valid input confirmed by an independent exact check.
+and 2.0 properties and counterexample files, run through every command that reads them
+(import, info, eval, export-onnx, equiv, search, verify, compile, check, replay, vnnlib verify,
+check-cert --model / --property), and every answer of ``check`` / ``replay`` / ``vnnlib
+verify`` / ``import`` / ``eval`` / ``export-onnx`` / ``equiv`` / ``search`` / ``check-cert`` on
+a mutated but still valid input confirmed by an independent exact check.
 
 Library for ``tests/test_fuzz.py`` (a sample in CI) and ``benchmarks/fuzz.py --io`` (the long
 run); the judge of exit statuses, error lines and output files is ``tests/fuzz.py``'s.
