@@ -1392,6 +1392,7 @@ def _check_names(ref, asserts, declared):
 def _v2_text(text: str) -> str:
     """A 2.0 text with the blanks in tensor indices removed (X[ 0, 1] and Y [1] are X[0,1]
     and Y[1], as the grammar's lexer reads them)."""
+    text = re.sub(r";[^\n]*", "", text)      # comments first: they may hold words and [
     text = re.sub(r"\b(?!(?:real|Real|float\d*|int\d*|uint\d*|bool)\b)([A-Za-z_]\w*)\s+\[",
                   r"\1[", text)
     return re.sub(r"\[([^\]\[()]*)\]", lambda m: "[" + re.sub(r"\s+", "", m.group(1)) + "]",
