@@ -3,8 +3,9 @@
     python benchmarks/acasxu.py [--timeout 116] [--route library|cli] [--only 1-6:3 ...]
                                 [--json results.json]
 
-The networks are ../shared/data/vnncomp2022-test/test_unsat.onnx (network 1-6) and
-test_sat.onnx (network 1-7); the properties benchmarks/acasxu/prop_1..4.vnnlib
+The networks are VNN-COMP 2022's test_unsat.onnx (network 1-6) and test_sat.onnx (network 1-7),
+from the folder vnncomp2022-test/ of $EXACTMAX_BENCH_DATA (default ../shared/data beside the
+checkout; where to get it: docs/benchmarks.md, "Benchmark data", and ``benchdata.py``); the properties benchmarks/acasxu/prop_1..4.vnnlib
 (``make_props.py``: the paper's constants, scaled, rounded outward).  Each instance runs in a
 fresh child process:
 
@@ -29,8 +30,10 @@ import subprocess
 import sys
 import time
 
+import benchdata
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "shared", "data", "vnncomp2022-test")
+DATA = benchdata.folder("vnncomp2022-test")
 NETS = {"1-6": "test_unsat.onnx", "1-7": "test_sat.onnx"}
 
 # Expected answers and how we know.  "sat" answers are also confirmed by the kernel's exact
@@ -103,6 +106,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="instances as NET:PROP, e.g. 1-6:3")
     ap.add_argument("--json")
     args = ap.parse_args()
+    benchdata.require("vnncomp2022-test", *NETS.values())
     rows = []
     print(f"{'net':4} {'prop':4} {'answer':8} {'expected':9} {'ok':3} {'wall s':>7} "
           f"{'user s':>7} {'leaves':>7} {'checked':8} {'kernel s':>8}")

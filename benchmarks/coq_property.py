@@ -13,7 +13,8 @@ Instances:
   network in Coq), and to 0.1 (8 leaves);
 - ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
   ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
-  ReLUs, 5 outputs), from ../shared/data/vnncomp2022-test (skipped when absent).
+  ReLUs, 5 outputs), from vnncomp2022-test/ of $EXACTMAX_BENCH_DATA, else ../shared/data (skipped when
+  absent; where to get it: docs/benchmarks.md, "Benchmark data").
 
 Reported per instance: the time of ``exactmax check --cert`` (or "given" with ``--cert``), the
 certificate's leaves, the time to write the .v file (``export_coq_property``), its size, and
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 
+import benchdata
 from coq_construction import MEASURE
 
 from exactmax.export.coq_property import _leaves, export_coq_property
@@ -40,7 +42,7 @@ from exactmax.io.property_certificate import read_property_certificate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "vnncomp2022-test")
+DATA = benchdata.folder("vnncomp2022-test")
 
 RELU_NET = {"format": "exactmax/maxout", "version": 1, "input_dim": 2, "layers": [{"units": [
     {"pieces": [{"w": w, "b": "0"}, {"w": ["0", "0"], "b": "0"}]}

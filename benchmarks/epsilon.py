@@ -36,8 +36,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+import benchdata  # noqa: E402
 sys.path.insert(0, os.path.dirname(HERE))
-DATA = os.path.join(HERE, "..", "..", "shared", "data", "vnncomp2022-test")
+DATA = benchdata.folder("vnncomp2022-test")
 
 from exactmax.io.models import domain_to_json, model_to_json  # noqa: E402
 from exactmax.io.numbers import (
@@ -51,6 +52,7 @@ from exactmax.kernel.rational import ZERO, Q  # noqa: E402
 def acas():
     from exactmax.io import load_model
     from exactmax.io.vnnlib2 import read_property
+    benchdata.require("vnncomp2022-test", "test_unsat.onnx", "test_prop.vnnlib")
     net = load_model(os.path.join(DATA, "test_unsat.onnx"))
     return net, read_property(os.path.join(DATA, "test_prop.vnnlib")).boxes[0], \
         "ACAS Xu 1-6 on property 3's input box"

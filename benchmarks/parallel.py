@@ -50,6 +50,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import benchdata  # noqa: E402
 from epsilon import pruned, random_relu  # noqa: E402
 
 from exactmax.io.models import domain_to_json, model_to_json  # noqa: E402
@@ -57,7 +58,7 @@ from exactmax.kernel.rational import Q  # noqa: E402
 
 E = "291238153786664250939/295147905179352825856"
 HERE = os.path.dirname(os.path.abspath(__file__))
-ACAS = os.path.join(HERE, "..", "..", "shared", "data", "vnncomp2022-test", "test_sat.onnx")
+ACAS = os.path.join(benchdata.folder("vnncomp2022-test"), "test_sat.onnx")
 PROP2 = os.path.join(HERE, "acasxu", "prop_2.vnnlib")
 
 

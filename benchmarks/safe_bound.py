@@ -41,8 +41,10 @@ import sys
 import time
 from pathlib import Path
 
+import benchdata
+
 HERE = Path(__file__).resolve().parent
-ACAS = HERE.parent.parent / "shared" / "data" / "vnncomp2022-test"
+ACAS = Path(benchdata.folder("vnncomp2022-test"))
 NETS = {"1-6": "test_unsat.onnx", "1-7": "test_sat.onnx"}
 
 
@@ -184,6 +186,7 @@ def child(spec: dict) -> dict:
         from exactmax.io.property_certificate import _tree
         from exactmax.io.vnnlib2 import read_property
         from exactmax.prove.property import decide_property
+        benchdata.require("vnncomp2022-test", NETS[spec["net"]])
         net = load_model(str(ACAS / NETS[spec["net"]]))
         prop = read_property(str(HERE / "acasxu" / f"prop_{spec['prop']}.vnnlib"))
         a = decide_property(net, prop, spec["cap"], relaxed=spec["relaxed"])

@@ -2,7 +2,8 @@
 
     python benchmarks/vnncomp.py [DIR] [--timeout S] [--cert-dir DIR]
 
-DIR (default ../shared/data/vnncomp2022-test, beside this checkout) holds instances.csv
+DIR (default vnncomp2022-test/ of $EXACTMAX_BENCH_DATA, else ../shared/data beside this
+checkout; where to get it: docs/benchmarks.md, "Benchmark data") holds instances.csv
 (onnx,vnnlib,timeout per line) and the files it names.  Each instance runs as its own
 ``exactmax check --json`` process with the instance's time limit (or --timeout), and the table
 shows the answer, the wall time and the process's user CPU time (the load average at the start
@@ -33,8 +34,10 @@ import sys
 import tempfile
 import time
 
+import benchdata
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DIR = os.path.join(HERE, "..", "..", "shared", "data", "vnncomp2022-test")
+DEFAULT_DIR = benchdata.folder("vnncomp2022-test")
 KNOWN = {("test_nano.onnx", "test_nano.vnnlib"): "unsat",
          ("test_tiny.onnx", "test_tiny.vnnlib"): "unsat",
          ("test_small.onnx", "test_small.vnnlib"): "unsat",
@@ -58,6 +61,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, help="override every instance's time limit")
     ap.add_argument("--cert-dir", help="keep the certificates and counterexamples here")
     args = ap.parse_args()
+    if args.dir == DEFAULT_DIR:
+        benchdata.require("vnncomp2022-test", "instances.csv")
     rows = []
     with open(os.path.join(args.dir, "instances.csv")) as f:
         for line in csv.reader(f):

@@ -3,7 +3,8 @@
 
     python benchmarks/vnnlib2.py [DIR] [--timeout S]
 
-DIR (default ../shared/data/vnncomp2022-test) holds instances.csv (onnx,vnnlib,timeout) as
+DIR (default vnncomp2022-test/ of $EXACTMAX_BENCH_DATA, else ../shared/data; where to get it:
+docs/benchmarks.md, "Benchmark data") holds instances.csv (onnx,vnnlib,timeout) as
 for ``benchmarks/vnncomp.py``.  For every instance the 1.0 file is rewritten as 2.0 text
 (one network f with X real [n] and Y real [m]; X_i -> X[i], = -> ==, every constant as its
 exact decimal with a point, as the 2.0 grammar wants), and the script checks that
@@ -25,8 +26,9 @@ import time
 from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+import benchdata  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
-DEFAULT_DIR = os.path.join(HERE, "..", "..", "shared", "data", "vnncomp2022-test")
+DEFAULT_DIR = benchdata.folder("vnncomp2022-test")
 
 from exactmax.io import load_model  # noqa: E402
 from exactmax.io.numbers import parse_rational  # noqa: E402
@@ -82,6 +84,8 @@ def main() -> int:
     ap.add_argument("dir", nargs="?", default=DEFAULT_DIR)
     ap.add_argument("--timeout", type=float, default=None)
     args = ap.parse_args()
+    if args.dir == DEFAULT_DIR:
+        benchdata.require("vnncomp2022-test", "instances.csv")
     rows = list(csv.reader(open(os.path.join(args.dir, "instances.csv"))))
     print(f"{'instance':<34} {'same':>5} {'answer':>9} {'time s':>7} {'expected':>9}  check")
     wrong = 0

@@ -3,7 +3,7 @@
     python benchmarks/vnnlib_z3.py [--max-mb M] [PATH ...]
 
 Every PATH is a .vnnlib file or a folder searched for them (default: the ACAS Xu and VNN-COMP
-2022 test folders of ../shared/data; any VNN-COMP benchmark repository works, e.g.
+2022 test folders of $EXACTMAX_BENCH_DATA, else ../shared/data, see docs/benchmarks.md; any VNN-COMP benchmark repository works, e.g.
 github.com/ChristopherBrix/vnncomp2022_benchmarks, its benchmarks/*/vnnlib folders, with .gz
 files unpacked).  For each file the script prints whether exactmax accepts it and, if so,
 whether z3 decides (exact real arithmetic) that exactmax's reading - the cases of input
@@ -22,8 +22,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-SHARED = os.path.join(HERE, "..", "..", "shared", "data")
-DEFAULT = [os.path.join(SHARED, "acasxu", "vnnlib"), os.path.join(SHARED, "vnncomp2022-test")]
+import benchdata  # noqa: E402
+DEFAULT = [os.path.join(benchdata.folder("acasxu"), "vnnlib"), benchdata.folder("vnncomp2022-test")]
 
 
 def files(paths):
@@ -43,6 +43,9 @@ def main(argv):
     max_mb = 20.0
     if argv[:1] == ["--max-mb"]:
         max_mb, argv = float(argv[1]), argv[2:]
+    if not argv:
+        benchdata.require("acasxu")
+        benchdata.require("vnncomp2022-test")
     paths = argv or DEFAULT
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
