@@ -281,6 +281,32 @@ def test_drop_final_softmax(tmp_path):
     assert r.returncode == 0 and "Softmax dropped" in r.stdout
 
 
+@pytest.mark.parametrize("tail", [["Identity"], ["Identity", "Identity"], ["Dropout", "Identity"]])
+def test_a_final_softmax_followed_by_no_op_nodes_is_still_final(tmp_path, tail):
+    W = weights(2, 2)
+    n = [helper.make_node("MatMul", ["x", "W0"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("Softmax", ["r"], ["s0"])]
+    for i, op in enumerate(tail):
+        n.append(helper.make_node(op, [f"s{i}"], ["y" if i == len(tail) - 1 else f"s{i + 1}"]))
+    p = build(tmp_path / "softmax_identity.onnx", n, {"W0": W}, [1, 2], [1, 2])
+    r = _run("info", p)
+    assert r.returncode == 2 and "--drop-final-softmax" in r.stderr
+    assert "inside the network" not in r.stderr
+    net, rep = import_onnx(p, drop_final_softmax=True)
+    assert rep.dropped_softmax
+    assert net == import_onnx(_relu_net(tmp_path, W, name="plain.onnx"))[0]
+
+
+def test_a_softmax_whose_value_is_used_further_is_inside_the_network(tmp_path):
+    # Softmax -> Identity -> Add: the Add, not the Softmax, makes the output
+    n = [helper.make_node("MatMul", ["x", "W0"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("Softmax", ["r"], ["s"]), helper.make_node("Identity", ["s"], ["t"]),
+         helper.make_node("Add", ["t", "t"], ["y"])]
+    p = build(tmp_path / "softmax_inside.onnx", n, {"W0": weights(2, 2)}, [1, 2], [1, 2])
+    with pytest.raises(InputError, match="Softmax inside the network"):
+        import_onnx(p, drop_final_softmax=True)
+
+
 def test_large_products_go_through_flint_and_agree(tmp_path):
     # products above the size threshold of io/onnxfile._product: both orientations
     n = [helper.make_node("Gemm", ["x", "W0", "b0"], ["h"]),

@@ -774,6 +774,23 @@ def _dims(vi, path: str) -> tuple:
     return tuple(dims)
 
 
+_NO_OPS = ("Identity", "Dropout")  # Dropout: the reader refuses its training mode
+
+
+def _names_of_the_output(graph, out_name: str) -> set[str]:
+    """The graph's output and the names it copies through trailing no-op nodes (Identity,
+    Dropout in inference mode): a node computing one of them is final, so a Softmax followed
+    only by Identity is still the final Softmax that --drop-final-softmax drops."""
+    producer = {o: node for node in graph.node for o in node.output[:1] if o}
+    names, name = {out_name}, out_name
+    while name in producer and producer[name].op_type in _NO_OPS and producer[name].input:
+        name = producer[name].input[0]
+        if not name or name in names:  # a missing input or a cycle: refused by the reader
+            break
+        names.add(name)
+    return names
+
+
 def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetwork, ImportReport]:
     """The Maxout network an ONNX file denotes (see the module docstring) and a report."""
     try:
@@ -840,6 +857,7 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
         T[1 + i, i] = ONE
     values[real_inputs[0].name] = _Aff(T.reshape((n0 + 1,) + S), 0)
     out_name = graph.output[0].name
+    final = _names_of_the_output(graph, out_name)
     for index, node in enumerate(graph.node):
         where = f"node {index} ({node.name or 'unnamed'}, {node.op_type})"
         if node.domain not in ("", "ai.onnx"):
@@ -857,7 +875,7 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
                 )
             inputs = [values[n] if n else None for n in node.input]
             report.operators[node.op_type] += 1
-            out = _op(g, node, inputs, opset, node.output[0] == out_name, drop_final_softmax)
+            out = _op(g, node, inputs, opset, node.output[0] in final, drop_final_softmax)
         except _Refuse as e:
             raise InputError(path, where, f"{e}; {SUPPORTED_LINE}") from None
         except (KeyError, ValueError, IndexError, TypeError) as e:
