@@ -147,6 +147,37 @@ def test_bad_syntax_names_line_and_column(tmp_path, body, where, expect):
     assert r.stderr.startswith("exactmax: error: ") and where in r.stderr
 
 
+V1 = (
+    "; a VNN-LIB 1.0 property\n(declare-const X_0 Real)\n(declare-const X_1 Real)\n"
+    "(declare-const Y_0 Real)\n(assert (>= X_0 0))\n(assert (<= X_0 1))\n(assert (<= Y_0 0))\n"
+)
+
+
+def test_a_vnnlib_1_file_given_to_vnnlib_verify_is_pointed_to_check(tmp_path):
+    path = write(tmp_path, V1, "v1.vnnlib")
+    r = run("vnnlib", "verify", path, "--network", f"f={relu_onnx(tmp_path, [[1, 0], [0, 1]])}")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r
+    assert r.stderr.startswith(f"exactmax: error: {path}:2:1: expected a VNN-LIB 2.0 query")
+    assert "VNN-LIB 1.0" in r.stderr and "exactmax check" in r.stderr
+    # the same file is read by the readers of either version (check, replay)
+    assert read_property(path).n_x == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        NET1 + "; (declare-const X_0 Real) in a comment\n(assert (<= Y[0] 1.0)",
+        "(declare-network f (declare-input X real [1]) (declare-output Y real [1]))\n(assert",
+        "; (declare-const X_0 Real)\n(assert (<= X_0 1))\n",
+    ],
+)
+def test_a_2_0_syntax_error_is_not_called_a_1_0_file(tmp_path, text):
+    path = write(tmp_path, text, "bad.vnnlib")
+    with pytest.raises(InputError) as e:
+        read_query(path)
+    assert "syntax error" in str(e.value) and "VNN-LIB 1.0" not in str(e.value), str(e.value)
+
+
 @pytest.mark.parametrize(
     "text,where,expect",
     [

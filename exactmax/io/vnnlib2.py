@@ -58,6 +58,7 @@ REAL_TYPES = ("real", "Real")
 "Real", the spelling of the standard's examples, as an unknown type)."""
 
 _IS_V2 = re.compile(r"^[^;\n]*\(\s*(vnnlib-version|declare-network)\b", re.MULTILINE)
+_IS_V1 = re.compile(r"^([^;\n]*)\(\s*declare-const\b", re.MULTILINE)
 
 Key = tuple[int, str, int]  # (network, "x" or "y", flat coordinate)
 Lin = tuple[dict[Key, Q], Q]  # sum of coefficient * variable, plus a constant
@@ -182,7 +183,7 @@ def parse_query(text: str, sha: str) -> Query:
     try:
         ast = vnnlib.parse_query_string(text)
     except vnnlib.VNNLibException as e:
-        raise _library_error(text, str(e)) from None
+        raise _version_1(text) or _library_error(text, str(e)) from None
     except RecursionError:
         raise QueryError(0, 0, "formulas nested too deeply") from None
     except UnicodeDecodeError:
@@ -208,6 +209,21 @@ def parse_query(text: str, sha: str) -> Query:
 
 
 _PARSE = re.compile(r"line (\d+), column (\d+): (.*)", re.DOTALL)
+
+
+def _version_1(text: str) -> QueryError | None:
+    """The error for a VNN-LIB 1.0 file (declare-const, no 2.0 declaration), with the command
+    that reads it; None for any other text."""
+    m = _IS_V1.search(text)
+    if m is None or is_vnnlib2(text):
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return QueryError(
+        line,
+        len(m.group(1)) + 1,
+        "expected a VNN-LIB 2.0 query, found a VNN-LIB 1.0 file ((declare-const X_0 Real) "
+        "...): decide it with exactmax check NET.onnx FILE",
+    )
 
 
 def _library_error(text: str, message: str) -> QueryError:
