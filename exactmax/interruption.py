@@ -41,6 +41,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Literal
 
 
 class Terminated(BaseException):
@@ -158,13 +159,14 @@ class time_limit:
         lim.timer.start()
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         global _limit
         lim = self.lim
         if lim is None:
             return False
         try:
-            lim.timer.cancel()
+            if lim.timer is not None:
+                lim.timer.cancel()
             with lim.lock:
                 lim.active = False
                 if lim.fired:  # raised, or still pending: never let it out after the block
@@ -193,7 +195,9 @@ def check() -> None:
     if received is not None:
         raise Terminated() if received == signal.SIGTERM else KeyboardInterrupt()
     if expired():
-        raise TimeLimit(_limit.seconds, _limit.what)
+        lim = _limit
+        assert lim is not None  # expired() only under a limit
+        raise TimeLimit(lim.seconds, lim.what)
 
 
 def _unraisable(hook):

@@ -88,6 +88,11 @@ def rationals(draw, max_num: int = 20, max_den: int = 12, large: bool = True):
     return Q(draw(st.integers(-max_num, max_num)), draw(st.integers(1, max_den)))
 
 
+def _strictly_between(lo, hi):
+    """The test lo < v < hi, for filtering a strategy."""
+    return lambda v: lo < v < hi
+
+
 @st.composite
 def rationals_in(draw, lo, hi, max_den: int = 64, large_den: int = 10**12):
     """A rational of [lo, hi]: n/q with q <= max_den (shrinking towards q = 1, then towards
@@ -190,18 +195,22 @@ def domain_points(dom: Domain, kind: str = "any", max_den: int = 64):
         if kind == "interior":
             return st.tuples(
                 *(
-                    rationals_in(lo, hi, max_den).filter(lambda v, lo=lo, hi=hi: lo < v < hi)
+                    rationals_in(lo, hi, max_den).filter(_strictly_between(lo, hi))
                     if lo < hi
                     else st.just(lo)
                     for lo, hi in zip(dom.lower, dom.upper)
                 )
             )
         if kind == "face":
-            return st.integers(0, dom.dim - 1).flatmap(
-                lambda i: st.tuples(inside, st.sampled_from((dom.lower[i], dom.upper[i]))).map(
-                    lambda t, i=i: t[0][:i] + (t[1],) + t[0][i + 1 :]
-                )
-            )
+            box = dom
+
+            def on_face(i: int):  # coordinate i at its lower or upper bound
+                def put(t):
+                    return t[0][:i] + (t[1],) + t[0][i + 1 :]
+
+                return st.tuples(inside, st.sampled_from((box.lower[i], box.upper[i]))).map(put)
+
+            return st.integers(0, dom.dim - 1).flatmap(on_face)
         return st.one_of(inside, corners)
     V = vertices(dom)
     if not V:
@@ -294,7 +303,7 @@ def transformers(draw, max_tokens=4, max_dm=4, max_sub=3):
     d = draw(st.integers(1, 3))
     dm = draw(st.integers(1, max_dm))
     n = draw(st.integers(1, max_tokens))
-    subs = []
+    subs: list[Attention | FeedForward] = []
     for _ in range(draw(st.integers(0, max_sub))):
         if draw(st.booleans()):
             h = draw(st.integers(1, 4))

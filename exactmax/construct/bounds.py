@@ -73,6 +73,7 @@ def certified_bounding_box(domain: Domain):
             "the domain polyhedron is empty (z3 found Farkas multipliers, checked by the kernel)"
         )
     if not r.bounded:
+        assert r.unbounded_direction is not None  # an unbounded domain's report has its ray
         ray = ", ".join(str(v) for v in r.unbounded_direction)
         raise DomainError(f"the domain polyhedron is unbounded along ({ray})")
     return r.lower, r.upper, r.multipliers

@@ -79,7 +79,8 @@ class _Sparse:
     """A matrix under construction: rows x cols, entries set by (i, j)."""
 
     def __init__(self, rows: int, cols: int):
-        self.rows, self.cols, self.e = rows, cols, {}
+        self.rows, self.cols = rows, cols
+        self.e: dict[tuple[int, int], Q] = {}
 
     def add(self, i, j, v):
         if v:
@@ -180,8 +181,9 @@ def _cleanup_units(
 
 def _feedforward(d_m: int, build) -> FeedForward:
     """A FF sub-layer from a builder that fills (W1, b1, W2, b2) and returns the hidden size."""
-    W1, b1, W2, b2 = _Sparse(0, d_m), [], None, [ZERO] * d_m
-    W2 = _Sparse(d_m, 0)
+    W1, W2 = _Sparse(0, d_m), _Sparse(d_m, 0)
+    b1: list[Q] = []
+    b2 = [ZERO] * d_m
     n = build(W1, b1, W2, b2)
     W1.rows = n
     W2.cols = n
@@ -277,7 +279,7 @@ def compile_transformer(
 
         return _feedforward(d_m, build)
 
-    subs = []
+    subs: list[Attention | FeedForward] = []
     for l in range(D):
         if not options.merged:
             subs += [gate_ff(l, L.H), attention(l), cleanup_ff(l)]

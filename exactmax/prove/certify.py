@@ -15,7 +15,9 @@ Every tree is checked by the kernel before anyone trusts it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import z3
 
@@ -41,6 +43,9 @@ from ..kernel.rational import ZERO, Q
 from . import floatlp
 from .smt import from_z3, rat
 
+if TYPE_CHECKING:
+    from .lp import DualLP
+
 
 class NoCertificate(Exception):
     """No certificate within the limits, or the claim needs more than the format can say."""
@@ -64,7 +69,7 @@ class _SplitOn(Exception):
 class Limits:
     deadline: float
     max_leaves: int = 20000
-    progress: object = None  # callable(leaves) or None
+    progress: Callable[[int], object] | None = None  # called with the number of leaves
 
 
 class _Oracle:
@@ -86,7 +91,7 @@ class _Oracle:
         self.calls = 0
         self.float_lp, self.float_calls = floatlp.available(), 0
         self._optimum: dict = {}
-        self._dual = None
+        self._dual: DualLP | None = None
 
     def _limit(self, solver):
         """Bound a z3 solver by the time left before the deadline (and stop here if the
@@ -102,17 +107,17 @@ class _Oracle:
         rows with y A = -a and m = -y . b (LP duality; z3, exact); None if unbounded below
         or out of time.  Computed once per linear part a."""
         key = tuple(a)
+        poly = self.poly
+        assert poly is not None  # asked only with a polyhedral domain
         if key not in self._optimum:
             if self._dual is None:
                 from .lp import DualLP
 
-                self._dual = DualLP(self.poly)
+                self._dual = DualLP(poly)
             self.calls += 1
             y = self._dual.multipliers(tuple(-v for v in a), self.deadline)
             self._optimum[key] = (
-                None
-                if y is None
-                else (y, -sum((v * bi for v, bi in zip(y, self.poly.b) if v), ZERO))
+                None if y is None else (y, -sum((v * bi for v, bi in zip(y, poly.b) if v), ZERO))
             )
         return self._optimum[key]
 
@@ -387,7 +392,7 @@ def choose_max(args, rows, oracle, point):
     could not prove, where the caller splits."""
     at = [_at(v, point) for v in args]
     k = at.index(max(at))
-    proofs = []
+    proofs: list = []
     for j, v in enumerate(args):
         if j == k:
             proofs.append(None)
@@ -404,7 +409,7 @@ def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict, n
     """Affine maps of every node on the cell and the choices proved on it, or _SplitOn
     (carrying the choices proved before the split).  Choices in ``known`` were proved on an
     ancestor cell, so they hold here too and are not proved again."""
-    choices = []
+    choices: list = []
     try:
         return _walk_nodes(prog, side, rows, point, oracle, known, choices, needed), choices
     except _SplitOn as e:
@@ -414,7 +419,7 @@ def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict, n
 
 def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
     d = prog.dim
-    vals = []
+    vals: list = []
     for index, node in enumerate(prog.nodes):
         if index not in needed:
             vals.append(None)
@@ -576,7 +581,12 @@ def same_max_roots(f: Program, g: Program, outputs):
     (outputs, and terms of composite outputs), (cf, cg) the composite outputs (Lin nodes with
     a max-like term on either side), and the nodes that must then be evaluated: the roots'
     arguments' cones and everything else the outputs read, without the roots and composites."""
-    rf, rg, cf, cg, start_f, start_g = set(), set(), set(), set(), [], []
+    rf: set[int] = set()
+    rg: set[int] = set()
+    cf: set[int] = set()
+    cg: set[int] = set()
+    start_f: list[int] = []
+    start_g: list[int] = []
 
     def root(p, node, roots, start):
         if _max_args(p.nodes[node]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from .. import jsonout
 from ..exits import (
@@ -49,7 +50,8 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         return answer_vacuous(args, about)
     from .verify import correspondence_first, verify_by_correspondence
 
-    v, found, tried, pre = None, None, False, {}
+    v, found, tried = None, None, False
+    pre: dict = {}
     if correspondence_first(a, b, kind, args.strategy):  # milliseconds, before the search
         tried = True
         v = verify_by_correspondence(a, b, pre)
@@ -162,6 +164,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if cert_error is not None:
         out["certificate_error"] = cert_error
     if v.verdict == "refuted":
+        assert v.x is not None and v.outputs is not None  # a refutation carries its point
         out["counterexample"] = {
             "x": [q_str(t) for t in v.x],
             "outputs": {
@@ -338,7 +341,7 @@ def answer_vacuous(args, about, binding=None, options: str = "") -> int:
     return EXIT_VACUOUS
 
 
-SHORT_SEARCH = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
+SHORT_SEARCH: dict[str, Any] = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
 """The budget of the search that verify and equiv run first (--no-search skips it)."""
 
 

@@ -46,6 +46,7 @@ import os
 import sys
 import time
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ SAFE_BOUND_FIRST_ABOVE = 8
 ROUTES: Counter = Counter()
 """How ``farkas`` answered, for benchmarks: "safe_bound", "support_solve", "no_proof" (the
 float optimum is below 0 by a margin), "declined" (the caller's exact route runs)."""
-SECONDS: Counter = Counter()
+SECONDS: Any = Counter()  # of floats (typeshed's Counter holds ints only)
 """Time spent in each step of ``farkas`` ("lp", "safe_bound", "support_solve"), seconds."""
 
 _HIGHS = None
@@ -206,8 +207,10 @@ def bound_rows(rows, d: int):
     """(lower, upper): for each coordinate t the index of the tightest row of the form
     k x_t + c >= 0 with k > 0 (x_t >= -c/k: the greatest such bound; a strict row between
     equal bounds) and with k < 0 (x_t <= c/-k: the least), None where there is none."""
-    lower, upper = [None] * d, [None] * d
-    lo_val, up_val = [None] * d, [None] * d
+    lower: list[int | None] = [None] * d
+    upper: list[int | None] = [None] * d
+    lo_val: list[Any] = [None] * d
+    up_val: list[Any] = [None] * d
     for i, r in enumerate(rows):
         t = None
         for s, v in enumerate(r.a):

@@ -136,8 +136,8 @@ def _first_image(net: MaxoutNetwork, oracle: _Oracle):
         lo.append(lows[j][0])
         hi.append(max(u for u, _ in ups))
         images.append(UnitImage(j, lows[j][1], tuple(pr for _, pr in ups)))
-    lo, hi = round_outward(lo, hi)
-    return Box(lo, hi), tuple(images)
+    rlo, rhi = round_outward(lo, hi)
+    return Box(rlo, rhi), tuple(images)
 
 
 def _sparse(y) -> tuple:
@@ -220,7 +220,7 @@ def _unmerged(tf: Transformer) -> Transformer:
     construction's (d_m = 3 W + k, or 3 W + 1 with a scalar position); CheckFailed when no
     such split gives tf back."""
     n, D = len(tf.sublayers), (len(tf.sublayers) - 1) // 2
-    last = None
+    last: CheckFailed | None = None
     for W in sorted({(tf.d_model - tf.n_tokens) // 3, (tf.d_model - 1) // 3}):
         subs = [tf.sublayers[0]]
         for l in range(D - 1):
@@ -232,6 +232,7 @@ def _unmerged(tf: Transformer) -> Transformer:
             return check_unmerged(tf, u)
         except CheckFailed as e:
             last = e
+    assert last is not None  # the loop ran (one or two widths W)
     raise last
 
 

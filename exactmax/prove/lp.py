@@ -135,7 +135,9 @@ def analyze_domain(dom: Domain) -> DomainReport:
         if y is None:  # pragma: no cover - z3 contradicting itself
             raise RuntimeError("z3 found neither a point nor a proof of emptiness")
         return DomainReport(True, True, None, None, None)
-    lower, upper, ys = [], [], []
+    lower: list = []
+    upper: list = []
+    ys: list = []
     for i in range(P.dim):
         pair = []
         for sign, out in ((1, upper), (-1, lower)):

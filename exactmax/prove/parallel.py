@@ -56,6 +56,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from .. import interruption
 from ..io.numbers import q_str
@@ -93,7 +94,11 @@ class Cell:
 
     def __init__(self, case: int, rows: tuple, lower=None, upper=None, path: str = ""):
         self.case, self.rows, self.lower, self.upper, self.path = case, rows, lower, upper, path
-        self.cut = self.ge = self.lt = self.tree = self.unit = None
+        self.cut: tuple[tuple[Q, ...], Q] | None = None
+        self.ge: Cell | None = None
+        self.lt: Cell | None = None
+        self.tree: Any = None
+        self.unit: Unit | None = None
 
     def where(self) -> str:
         return f"case {self.case}, cell {self.path or 'root'}"
@@ -179,6 +184,7 @@ def assemble(cell: Cell):
     if cell.cut is None:
         return cell.tree
     a, c = cell.cut
+    assert cell.ge is not None and cell.lt is not None  # a cut cell has both halves
     return Split(tuple(a), c, assemble(cell.ge), assemble(cell.lt), ())
 
 
@@ -311,7 +317,11 @@ def _program(kind: str, models_json: list):
             read_model(Cursor("work unit", f"models[{i}]", m)) for i, m in enumerate(models_json)
         ]
         if kind == "maxout":
-            _programs[key] = program_of_maxout(models[0]), models
+            from ..kernel.maxout import MaxoutNetwork
+
+            net = models[0]
+            assert isinstance(net, MaxoutNetwork)  # a "maxout" unit's model
+            _programs[key] = program_of_maxout(net), models
         else:
             from .tolerance import programs
 
@@ -569,7 +579,8 @@ class Workers:
 
     def __init__(self, n: int, scheduler: str | None = None):
         self.n, self.scheduler = n, scheduler
-        self.client = self.executor = None
+        self.client: Any = None  # dask.distributed.Client with --scheduler
+        self.executor: cf.Executor | None = None
 
     def __enter__(self) -> cf.Executor:
         if self.scheduler is not None:
@@ -587,21 +598,26 @@ class Workers:
                 raise SchedulerError(
                     f"--scheduler: cannot reach a Dask scheduler at {self.scheduler} ({msg})"
                 ) from None
-            self.executor = self.client.get_executor(pure=False)
+            ex: cf.Executor = self.client.get_executor(pure=False)
         elif self.n <= 1:
-            self.executor = InlineExecutor()
+            ex = InlineExecutor()
         else:
             import multiprocessing as mp
+            from multiprocessing.context import BaseContext
 
             try:
-                ctx = mp.get_context("forkserver")
-                ctx.set_forkserver_preload(["exactmax.prove.parallel", "exactmax.prove.property"])
+                forkserver = mp.get_context("forkserver")
+                forkserver.set_forkserver_preload(
+                    ["exactmax.prove.parallel", "exactmax.prove.property"]
+                )
+                ctx: BaseContext = forkserver
             except ValueError:
                 ctx = mp.get_context("spawn")
-            self.executor = cf.ProcessPoolExecutor(self.n, mp_context=ctx, initializer=_worker_init)
-        return self.executor
+            ex = cf.ProcessPoolExecutor(self.n, mp_context=ctx, initializer=_worker_init)
+        self.executor = ex
+        return ex
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         ex = self.executor
         if isinstance(ex, cf.ProcessPoolExecutor):
             procs = list((ex._processes or {}).values())
@@ -613,7 +629,8 @@ class Workers:
                 p.join(timeout=1.0)
         elif self.client is not None:
             try:
-                ex.shutdown(wait=False)
+                if ex is not None:
+                    ex.shutdown(wait=False)
             finally:
                 self.client.close(timeout=2)
         return False
@@ -699,9 +716,9 @@ def split_case_trees(
         roots.append(root)
         level = [root]
         for _ in range(depth):
-            level = [h for c in level if split(c, case.inputs) for h in (c.ge, c.lt)] + [
-                c for c in level if c.cut is None
-            ]
+            level = [
+                h for c in level if split(c, case.inputs) for h in (c.ge, c.lt) if h is not None
+            ] + [c for c in level if c.cut is None]
         first += level
     budget = unit_budget(unit_cells, max_leaves)
     stats: dict = {
@@ -724,8 +741,7 @@ def split_case_trees(
             flush=True,
         )
 
-    if not progress_shown:
-        inline_progress = None  # noqa: F811
+    shown = inline_progress if progress_shown else None
 
     def submit(unit, ex=executor):
         n = unit.cell.case
@@ -743,7 +759,7 @@ def split_case_trees(
             unit.where(),
         )
         if isinstance(ex, InlineExecutor):  # here: the builder's own progress lines
-            futures[ex.submit(solve_unit, text, inline_progress)] = unit
+            futures[ex.submit(solve_unit, text, shown)] = unit
         else:
             futures[ex.submit(solve_unit, text)] = unit
         stats["units"] += 1
@@ -817,6 +833,7 @@ def split_case_trees(
     if reasons:
         return "unknown", reasons[min(reasons)], stats
     for c in first:
+        assert c.unit is not None  # every first cell was given its unit
         c.tree = c.unit.assembled()
     return "trees", [assemble(r) for r in roots], stats
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import z3
@@ -378,7 +379,8 @@ class _Cell:
 
     def __init__(self, p, box: Box | None, oracle: _Oracle):
         self.p, self.box, self.oracle = p, box, oracle
-        self.levels, self.weights = _levels(p, cone(p, p.outputs)), {}
+        self.levels = _levels(p, cone(p, p.outputs))
+        self.weights: dict = {}
         d = p.dim
         if box is not None:
             self.lo = np.array([float(v) for v in box.lower])
@@ -556,7 +558,7 @@ def build_case_tree(
             return built
     P = case.inputs
     oracle = _Oracle(P.dim, box, None if box is not None else P, limits.deadline)
-    stats = {"leaves": 0, "splits": 0, "open": 0}
+    stats: dict[str, Any] = {"leaves": 0, "splits": 0, "open": 0}
     zero = ((ZERO,) * P.dim, ZERO)
     last = [time.monotonic()]
     walker = _Cell(p, box, oracle)
@@ -728,7 +730,8 @@ def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relax
     in this process, each case by ``build_relaxed_tree`` (if ``relaxed``), else by
     ``build_case_tree``."""
     p = program_of_maxout(net)
-    trees, stats = [], {"leaves": 0, "splits": 0, "proofs": {}}
+    trees: list = []
+    stats: dict[str, Any] = {"leaves": 0, "splits": 0, "proofs": {}}
     fnet = _FloatNet(net)
 
     def centre(case):

@@ -5,6 +5,7 @@ another tool's counterexample checked exactly, and a property certificate re-che
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
@@ -202,7 +203,7 @@ def run_replay(args) -> int:
     net, prop = _network_and_property(args)
     x, y_file = read_counterexample(args.counterexample, net.input_dim, net.out_dim)
     n, j, y, margin = violation(net, prop.cases, x)
-    out = {
+    out: dict[str, Any] = {
         "verdict": "valid" if n is not None else "rejected",
         "trust": None,  # the point is the evidence (decided exactly, f(x) by the kernel)
         "sha256": _hashes(args, net, prop),

@@ -21,7 +21,7 @@ import z3
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Domain
 from ..kernel.program import Hardmax, Lin, Max, Program, program_of_maxout
-from ..kernel.rational import ZERO
+from ..kernel.rational import ZERO, Q
 from .smt import domain_constraints, encode_program, from_z3, rat
 
 
@@ -33,7 +33,7 @@ def compose(prefix: Program, seg: Program) -> Program:
     nodes = list(prefix.nodes)
     for node in seg.nodes:
         if isinstance(node, Lin):
-            terms: dict[int, object] = {}
+            terms: dict[int, Q] = {}
             for i, a in node.x:
                 j = prefix.outputs[i]
                 terms[j] = terms.get(j, ZERO) + a

@@ -71,7 +71,9 @@ class Layers:
         maxes = sorted(i for i in need if isinstance(p.nodes[i], Max))
         rank = {i: r for r, i in enumerate(maxes)}
         self.dim, self.n_relaxed = p.dim, len(maxes)
-        layer_of, self.ids, pre = {}, [], []
+        layer_of: dict[int, int] = {}
+        self.ids: list[list[int]] = []
+        pre: list[list[Lin]] = []
         for i in maxes:
             args = p.nodes[i].args
             zero = [j for j in args if _is_zero(p.nodes[j])]
@@ -89,15 +91,21 @@ class Layers:
             if k < 0 or (k > 0 and node.x) or (k == 0 and node.terms):
                 raise _Unsupported
             if k == len(self.ids):
-                self.ids.append([]), pre.append([])
+                self.ids.append([])
+                pre.append([])
             if k != len(self.ids) - 1:
                 raise _Unsupported
             layer_of[i] = k
-            self.ids[k].append(i), pre[k].append(node)
+            self.ids[k].append(i)
+            pre[k].append(node)
         self.pos = [[rank[i] for i in ids] for ids in self.ids]
-        self.W, self.b, self.Wf, self.bf, self.bcol = [], [], [], [], []
+        self.W: list[RatMatrix] = []
+        self.b: list[list[Q]] = []
+        self.Wf: list[np.ndarray] = []
+        self.bf: list[np.ndarray] = []
+        self.bcol: list[RatMatrix] = []
         for k, nodes in enumerate(pre):
-            cols = {i: u for u, i in enumerate(self.ids[k - 1])} if k else None
+            cols = {i: u for u, i in enumerate(self.ids[k - 1])} if k else {}
             rows = []
             for node in nodes:
                 r = [ZERO] * (len(self.ids[k - 1]) if k else p.dim)
@@ -154,7 +162,8 @@ def _float_backsub(net: Layers, C, c, k, relax, lo, hi):
 
 
 def _float_bounds(net: Layers, lo, hi):
-    relax, bounds = [], []
+    relax: list = []
+    bounds: list = []
     for k in range(len(net.ids)):
         W, b = net.Wf[k], net.bf[k]
         both, _ = _float_backsub(net, np.vstack([W, -W]), np.concatenate([b, -b]), k, relax, lo, hi)
@@ -352,7 +361,7 @@ class _Exact:
         u of layer j in place of the fixed one, v >= alpha a as alpha (v - a >= 0) +
         (1 - alpha) (v >= 0)."""
         net, m = self.net, C.nrows()
-        mults = [dict() for _ in range(m)]
+        mults: list[dict[int, Q]] = [dict() for _ in range(m)]
         c = list(c)
         for j in range(k - 1, -1, -1):
             al, s, t, pos = self.relax[j]
@@ -411,15 +420,25 @@ class _Exact:
         n = W.nrows()
         both = RatMatrix(2 * n, W.ncols(), list(W.entries()) + [-v for v in W.entries()])
         res = self.lower(both, b + [-v for v in b], k, None, alphas)
-        al, s, t, ups, pos = [], [], [], [], []
+        al: list[int] = []
+        s: list[Q] = []
+        t: list[Q] = []
+        ups: list[Upper] = []
+        pos: list[int | None] = []
         for u in range(n):
             (Lx, ml), (nU, mu) = res[u], res[n + u]
             Ux = -nU
             if Lx >= 0:  # v = a: u = A_0, no variable (kernel.property._argument)
-                al.append(1), s.append(ONE), t.append(ZERO), pos.append(None)
+                al.append(1)
+                s.append(ONE)
+                t.append(ZERO)
+                pos.append(None)
                 ups.append(Upper((ONE, ZERO), ZERO, ((), _proof(ml, ONE))))
             elif Ux <= 0:  # v = 0: u = A_1
-                al.append(0), s.append(ZERO), t.append(ZERO), pos.append(None)
+                al.append(0)
+                s.append(ZERO)
+                t.append(ZERO)
+                pos.append(None)
                 ups.append(Upper((ZERO, ONE), ZERO, (_proof(mu, ONE), ())))
             else:
                 pos.append(self.n_vars)
@@ -427,7 +446,9 @@ class _Exact:
                 L, U = _down(Lx), _up(Ux)
                 su = _down(U / (U - L))  # any s in [0, 1] with t below is sound
                 tu = max(-su * L, U - su * U)
-                al.append(1 if U > -L else 0), s.append(su), t.append(tu)
+                al.append(1 if U > -L else 0)
+                s.append(su)
+                t.append(tu)
                 ups.append(Upper((su, ZERO), tu, (_proof(mu, ONE - su), _proof(ml, su))))
         self.relax.append((al, s, t, pos))
         return ups
@@ -438,7 +459,7 @@ def _combos(n: int) -> list:
     row holds, so does sum w_q r_q >= 0 for w >= 0, so a bound sum w_q (-r_q) > 0 on the cell
     excludes the conjunction where no single row's does (near points where several rows are
     almost tight together)."""
-    out = [((q, ONE),) for q in range(n)]
+    out: list[tuple[tuple[int, Q], ...]] = [((q, ONE),) for q in range(n)]
     for q in range(n):
         for r in range(q + 1, n):
             for w in (Q(1, 2), Q(1, 4), Q(3, 4)):
@@ -498,7 +519,8 @@ def build_relaxed_tree(
     except _Unsupported:
         return None
     d, rows0 = p.dim, domain_rows(case.inputs)
-    box = [[None, None] for _ in range(d)]  # (row index, coefficient, bound) lower, upper
+    # (row index, coefficient, bound) lower, upper
+    box: list[list[Any]] = [[None, None] for _ in range(d)]
     for idx, r in enumerate(rows0):
         nz = [t for t, v in enumerate(r.a) if v]
         if len(nz) == 1:
@@ -526,7 +548,7 @@ def build_relaxed_tree(
         ]
         for conj in outs
     ]
-    stats = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
+    stats: dict[str, Any] = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
 
     def choose(relax, bounds, lo, hi, optimise):

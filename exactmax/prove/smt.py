@@ -71,7 +71,8 @@ def from_z3(v) -> Q:
 
 def encode_program(p: Program, xs: list, tag: str) -> tuple[list, list]:
     """(constraints, output terms) defining program p on the z3 input variables xs."""
-    cons, val = [], []
+    cons: list = []
+    val: list = []
     for i, node in enumerate(p.nodes):
         v = z3.Real(f"{tag}{i}")
         if isinstance(node, Lin):

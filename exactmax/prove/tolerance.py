@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -127,13 +128,17 @@ def restate(p: Program, tree, first_rows: int):
     def choice(side, index, ch: Choice, rows: int):
         if not isinstance(p.nodes[index], Hardmax):
             return side, index, ch
-        proofs = tuple(None if pr is None else TieProof(pr, ((rows, ONE),), pr) for pr in ch.proofs)
+        # a Max choice's proofs, restated: Farkas tuples (TieProofs come from Hardmax choices)
+        proofs = tuple(
+            None if pr is None else TieProof(pr, ((rows, ONE),), pr)  # type: ignore[arg-type]
+            for pr in ch.proofs
+        )
         return side, index, Choice(ch.k, proofs)
 
     def walk(t, rows):
         if isinstance(t, Empty):
             return t
-        chs = tuple(choice(*c, rows) for c in t.choices)
+        chs = tuple(choice(side, index, ch, rows) for side, index, ch in t.choices)
         if isinstance(t, Split):
             return Split(t.a, t.c, walk(t.ge, rows + 1), walk(t.lt, rows + 1), chs)
         return dataclasses.replace(t, choices=chs)  # a leaf: Excluded (or any with choices)
@@ -152,7 +157,7 @@ class FloatProgram:
 
     def __init__(self, p: Program):
         self.p = p
-        self.code = []
+        self.code: list[tuple[Any, ...]] = []
         for n in p.nodes:
             if isinstance(n, Lin):
                 xi = np.array([i for i, _ in n.x], dtype=int)
@@ -161,6 +166,7 @@ class FloatProgram:
                 ta = np.array([float(v) for _, v in n.terms])
                 self.code.append((0, float(n.c), xi, xa, ti, ta))
             else:
+                assert isinstance(n, Max)  # programs() writes every Hardmax node as a Max
                 self.code.append((1, np.array(n.args, dtype=int)))
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
@@ -206,7 +212,7 @@ def search(
     lo = np.array([float(v) for v in box.lower])
     hi = np.array([float(v) for v in box.upper])
     d = len(lo)
-    stats = {"points": 0, "exact_checks": 0}
+    stats: dict[str, float] = {"points": 0, "exact_checks": 0}
     started = time.monotonic()
     best_gap: list = [None, None]
     if starts is None:
@@ -256,6 +262,8 @@ def polish(a, b, fp: FloatProgram, P, n: int, box: Box, found: Answer, deadline:
     ``found.x`` (repeated while it finds one): the largest gap is what a user bisecting on
     epsilon wants to learn.  ``found`` itself when none is found."""
     while time.monotonic() < deadline:
+        if found.x is None:  # not a refutation: nothing to polish
+            return found
         better, _, _ = search(
             a,
             b,
@@ -310,14 +318,14 @@ def decide_tolerance(
     fp = FloatProgram(q) if box is not None else None
     better = (
         (lambda ans: ans)
-        if epsilon is None or box is None
+        if epsilon is None or box is None or fp is None
         else (
             lambda ans: polish(
                 a, b, fp, P, len(p.outputs) // 2, box, ans, min(deadline, time.monotonic() + 2.0)
             )
         )
     )
-    if run_search and box is not None:
+    if run_search and box is not None and fp is not None:
         found, s, best = search(
             a, b, fp, case, box, epsilon, min(deadline, start + max(1.0, timeout_s / 4))
         )

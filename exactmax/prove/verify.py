@@ -21,10 +21,12 @@ z3, no certificate" (trust: solver-only), never "certified".
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import interruption
 from ..kernel.certificate import Tree, check_equal_on_domain
+from ..kernel.correspondence import Correspondence
 from ..kernel.errors import CheckFailed
 from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
@@ -45,7 +47,7 @@ class VerifyOptions:
     strategy: str = "auto"  # "auto", "layerwise" or "monolithic"
     certificate_kind: str = "auto"  # "auto", "equivalence" or "pair-property" (see _verify)
     correspondence: bool = True  # try a layer correspondence first (kind and strategy auto)
-    progress: object = field(default=None, compare=False)
+    progress: Callable[[int], object] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class Verdict:
     x: tuple[Q, ...] | None = None  # the counterexample (refuted only)
     outputs: tuple | None = None  # (A(x), B(x)) evaluated by the kernel
     reason: str | None = None
-    certificate: Tree | LayerwiseCertificate | None = None
+    certificate: Tree | LayerwiseCertificate | Correspondence | None = None
     stats: dict = field(default_factory=dict)
 
 

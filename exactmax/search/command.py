@@ -3,6 +3,8 @@ every point evaluated by the kernel)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import jsonout
 from ..exits import EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
@@ -64,7 +66,7 @@ def run(args) -> int:
     r = find_counterexample(a, b, dom, SearchOptions(max_examples=max_examples, seed=seed))
     from ..prove.command import pair_hashes
 
-    out = {
+    out: dict[str, Any] = {
         "verdict": "refuted" if r.found else "unknown",
         "trust": None,  # a point found is the evidence, not a proof
         "reason": None
@@ -82,6 +84,7 @@ def run(args) -> int:
         "stats": r.stats,
     }
     if r.found:
+        assert r.x is not None and r.outputs is not None  # a point found comes with them
         out["x"] = [q_str(t) for t in r.x]
         out["outputs"] = {
             names[0]: [q_str(t) for t in r.outputs[0]],

@@ -140,11 +140,13 @@ class _Geometry:
             centre = centroid(V)
             lower, upper = r.lower, r.upper
         else:  # unbounded: search a box of radius 16 around a point of the domain
+            assert r.point is not None  # a non-empty domain's report has a point
             centre = tuple(r.point)
             lower = tuple(c - 16 for c in centre)
             upper = tuple(c + 16 for c in centre)
             if r.bounded:
                 lower, upper = r.lower, r.upper
+        assert lower is not None and upper is not None  # a bounded domain's report has its box
         return _Geometry(dom, V, tuple(lower), tuple(upper), centre)
 
     def contains(self, x) -> bool:
@@ -160,10 +162,11 @@ class _Search:
         self.a, self.b, self.opts = a, b, opts
         self.eva, self.evb = evaluator_of(a), evaluator_of(b)
         self.geo = _Geometry.of(dom)
-        self.programs, self.sides = [], []
+        self.programs: list = []
+        self.sides: list = []
         self.tried = 0
-        self.seen = set()
-        self.first = None  # (x, phase, tried) of the first difference
+        self.seen: set = set()
+        self.first: tuple | None = None  # (x, phase, tried) of the first difference
         self._built = False
 
     def build_programs(self) -> None:
@@ -362,9 +365,9 @@ def find_counterexample(
                 raise _Found(y)
         if s.programs:
             gaps = [tie_gap(p, evaluate_nodes(p, x)) for p in s.programs]
-            gaps = [g for g in gaps if g is not None]
-            if gaps:
-                target(-min(_float(g) for g in gaps), label="closeness to a tie set")
+            known = [g for g in gaps if g is not None]
+            if known:
+                target(-min(_float(g) for g in known), label="closeness to a tie set")
         ya, yb = s.outputs(x)
         target(
             max((abs(_float(u - v)) for u, v in zip(ya, yb)), default=0.0), label="|A(x) - B(x)|"

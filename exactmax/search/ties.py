@@ -76,7 +76,7 @@ def local_forms(p: Program, x) -> tuple[list[Q], list[Form]]:
 
 def ties_of(p: Program) -> list[Tie]:
     """Every pair of arguments of a Max node and of scores of a Hardmax node."""
-    out = []
+    out: list[Tie] = []
     for n, node in enumerate(p.nodes):
         if isinstance(node, Max):
             args = sorted(set(node.args))
@@ -122,9 +122,9 @@ def _axis_step(x, g: Form, gap: Q, contains, lower=None, upper=None):
         y[k] = x[k] - gap / g[k]
         if lower is not None and not lower[k] <= y[k] <= upper[k]:
             continue
-        y = tuple(y)
-        if contains(y):
-            return y
+        point = tuple(y)
+        if contains(point):
+            return point
     return None
 
 

@@ -52,7 +52,9 @@ class BatchEvaluator:
         from .maxout import VectorizedMaxoutEvaluator
         from .transformer import VectorizedTransformerEvaluator, supports
 
-        self.fixed = None
+        self.scaled: MaxoutEvaluator | TransformerEvaluator
+        self.vectorized: VectorizedMaxoutEvaluator | VectorizedTransformerEvaluator | None
+        self.fixed: FixedWidthMaxoutEvaluator | FixedWidthTransformerEvaluator | None = None
         if isinstance(model, MaxoutNetwork):
             self.scaled = MaxoutEvaluator(model)
             if AVAILABLE:

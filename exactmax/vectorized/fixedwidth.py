@@ -22,6 +22,8 @@ used.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..kernel.affine import Vector
 from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes
 from ..kernel.rational import Q, RatMatrix, Z, rational
@@ -160,7 +162,7 @@ class FixedWidthTransformerEvaluator:
             din + 1,
             [v for t in range(n) for r in rows for v in r[:din] + [r[din + t]]],
         )
-        self._steps = []
+        self._steps: list[tuple[Any, ...]] = []
         for step in scaled._steps:
             if step[0] == "ff":
                 _, D, L1, L2, N1, N2 = step
@@ -180,7 +182,9 @@ class FixedWidthTransformerEvaluator:
         D, R, m = scaled._read
         # the read-out on homogeneous columns, with a last row (0, ..., 0, D): the denominator
         self._read = Weights(
-            m + 1, d + 1, ([int(v) for v in R.entries()] if m else []) + [0] * d + [int(D)]
+            m + 1,
+            d + 1,
+            ([int(v) for v in R.entries()] if R is not None else []) + [0] * d + [int(D)],
         )
         # the read-out token, or -1: the sum of the tokens (its denominator row sums to
         # n D E, so the quotient is the mean)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -311,7 +313,7 @@ class IntMatrixDigits:
     row_index: np.ndarray | None
     row_l1: int  # max_i sum_j |W_ij|
     bias: IntArray | None  # b on the kept rows (rows x 1), None when b = 0
-    blocks: tuple | None
+    blocks: tuple  # (digit, columns or None, float64 block)
     used: np.ndarray | None
     idx: np.ndarray | None
     coef: np.ndarray | None
@@ -326,7 +328,7 @@ class IntMatrixDigits:
 
     @staticmethod
     def from_rows(
-        rows: list[list[int]],
+        rows: Sequence[Sequence[int]],
         cols: int,
         bias=None,
         drop_zero_rows: bool = False,
@@ -351,9 +353,11 @@ class IntMatrixDigits:
         wide_limit = 1 << (53 - S - min(len(used), CHUNK).bit_length())
         wide = [max((abs(r[c]) for r in W), default=0) < wide_limit for c in range(len(used))]
         split = [c for c in range(len(used)) if not wide[c]]
-        Wd = IntArray.from_ints([abs(r[c]) for r in W for c in split], (len(kept), len(split)))
+        magnitudes = IntArray.from_ints(
+            [abs(r[c]) for r in W for c in split], (len(kept), len(split))
+        )
         sign = np.array([[(r[c] > 0) - (r[c] < 0) for c in split] for r in W], np.int64)
-        Wd = Wd.digits * sign.reshape((len(kept), len(split)))  # sign-magnitude digits
+        Wd = magnitudes.digits * sign.reshape((len(kept), len(split)))  # sign-magnitude digits
         on = [int((Wd[a] != 0).any(axis=0).sum()) for a in range(Wd.shape[0])]
         split_cost = sum(_DENSE_PER_COLUMN * w + _DENSE_FIXED for w in on if w)
         wide_cost = _DENSE_PER_COLUMN * sum(wide) + _DENSE_FIXED if any(wide) else 0
@@ -366,7 +370,7 @@ class IntMatrixDigits:
             or form is None
             and all_sparse <= min(wide_cost + split_cost, wide_cost + some_sparse)
         ):
-            sparse_cols, blocks = list(range(len(used))), ()
+            sparse_cols, blocks = list(range(len(used))), []
         else:
             hybrid = form is None and some_sparse < split_cost
             sparse_cols = split if hybrid else []
@@ -374,7 +378,7 @@ class IntMatrixDigits:
                 W, wide, [] if hybrid else split, Wd[:, :, :0] if hybrid else Wd, len(used)
             )
         idx, coef = _sparse_terms(W, sparse_cols, used)
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if idx is not None:
             k, p = idx.shape
             same = tuple(k == cols and bool((idx[:, q] == np.arange(cols)).all()) for q in range(p))
@@ -465,12 +469,14 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
     if cols != W.cols:
         raise ValueError(f"product of a {W.rows} x {W.cols} matrix with {cols} rows")
     rows = W.kept
+    bias = W.bias if e else None  # b e enters the digit sums as e's digits times b's
     ed = None
-    if W.bias is not None and e:  # b e enters the digit sums as e's digits times b's
+    if bias is not None:
         ed = [e] if abs(e) < 1 << (60 - S) else magnitude_digits(e, digit_count(abs(e)))
-    if W.selection and ed is None:  # rows of x, unchanged: nothing to add or carry
+    if W.selection and bias is None:  # rows of x, unchanged: nothing to add or carry
+        assert W.idx is not None  # a selection is sparse
         return IntArray(x.digits[:, W.idx[:, 0], :], x.bound)
-    low = 0 if ed is None else len(ed) + W.bias.digits.shape[0]
+    low = 0 if bias is None or ed is None else len(ed) + bias.digits.shape[0]
     top = max((a for a, _, _ in W.blocks), default=-1) + 1
     mc = 0 if W.coef is None else W.coef.shape[0]
     # One digit more than the terms reach: the top digit only ever takes carries (_settle).
@@ -489,7 +495,11 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
         gathered = -1
         for q, a, c in W.terms:  # sparse part: gathered multiply-adds
             if q != gathered:
-                G = x.digits if W.in_place[q] else x.digits[:, W.idx[:, q], :]
+                if W.in_place[q]:
+                    G = x.digits
+                else:
+                    assert W.idx is not None  # sparse terms come with their columns
+                    G = x.digits[:, W.idx[:, q], :]
                 gathered = q
             load = _room(acc, load, int(np.abs(c).max()) * R)
             acc[a : a + mx] += c * G
@@ -500,13 +510,13 @@ def matmul(W: IntMatrixDigits, x: IntArray, e: int = 0) -> IntArray:
             P = (block @ (X if part is None else X[part])).astype(np.int64)
             load = _room(acc, load, 1 << 53)
             acc[a : a + mx] += P.reshape(rows, mx, B).transpose(1, 0, 2)
-    if ed is not None:
-        mb = W.bias.digits.shape[0]
+    if bias is not None and ed is not None:
+        mb = bias.digits.shape[0]
         for a, v in enumerate(ed):
             if v:
                 load = _room(acc, load, abs(v) * R)
-                acc[a : a + mb] += v * W.bias.digits
-    bias_bound = W.bias.bound * abs(e) if ed is not None else 0
+                acc[a : a + mb] += v * bias.digits
+    bias_bound = bias.bound * abs(e) if bias is not None else 0
     return carry(acc, W.row_l1 * x.bound + bias_bound, owned=True)
 
 

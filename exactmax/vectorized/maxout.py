@@ -32,7 +32,7 @@ class VectorizedMaxoutEvaluator:
         check_maxout_shapes(net)
         self.input_dim = net.input_dim
         layers = scaled_layers(net)
-        self._output = None
+        self._output: tuple[int, IntMatrixDigits | None] | None = None
         if net.output is not None:  # the last of the scaled layers
             D, rows, _, m = layers.pop()
             self._output = (D, _affine(rows, net.widths[-1])) if m else (1, None)
@@ -53,8 +53,8 @@ class VectorizedMaxoutEvaluator:
         for x in xs:
             if len(x) != self.input_dim:
                 raise ValueError(f"input of length {len(x)}, expected {self.input_dim}")
-        U, E = RatMatrix(B, self.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
-        E = int(E)
+        U, den = RatMatrix(B, self.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
+        E = int(den)
         h = IntArray.from_ints(map(int, U.entries()), (self.input_dim, B))
         for D, M, k, N in self._layers:
             z = matmul(M, h, E).reshape(k, N, B)
@@ -63,10 +63,10 @@ class VectorizedMaxoutEvaluator:
                 h = maximum(h, z[j])
             E *= D
         if self._output is not None:
-            D, M = self._output
-            if M is None:
+            D, out = self._output
+            if out is None:
                 return [()] * B
-            h = matmul(M, h, E)
+            h = matmul(out, h, E)
             E *= D
         n = h.shape[0]
         y = (RatMatrix(h.to_int_matrix().transpose()) / E).entries()

@@ -80,7 +80,8 @@ def scaled_layers(net: MaxoutNetwork) -> list[tuple[int, list[list[int]], int, i
     for layer in net.layers:
         pieces = piece_major(layer)
         out.append(
-            scaled_rows([p.w for p in pieces], [p.b for p in pieces]) + (layer.rank, layer.width)
+            scaled_rows(tuple(p.w for p in pieces), tuple(p.b for p in pieces))
+            + (layer.rank, layer.width)
         )
     if net.output is not None:
         D, rows = scaled_rows(net.output.W, net.output.b)
@@ -122,10 +123,11 @@ class MaxoutEvaluator:
         H, E = RatMatrix(
             n + 1, B, [rational(x[i]) for i in range(n) for x in xs] + [1] * B
         ).numer_denom()
+        u: list = []  # the layer before's outputs
         for l, (D, M, n, k) in enumerate(self._layers):
             if l:  # H = [u; E] for the layer before
-                H = IntMatrix(len(u) // B + 1, B, u + [E] * B)  # noqa: F821 (u: the layer before)
-            Z = (M * H).entries() if n else []
+                H = IntMatrix(len(u) // B + 1, B, u + [E] * B)
+            Z = (M * H).entries() if M is not None else []  # M is None when n = 0
             E *= D
             u = Z if k == 1 else list(map(max, *[Z[j * n * B : (j + 1) * n * B] for j in range(k)]))
         if not u:
@@ -193,7 +195,7 @@ class TransformerEvaluator:
             )
             # One product S X gives all keys, queries and values; equal rows (a key that is
             # also a value, one query shared by the heads) are rows of S once.
-            rows = {}  # row of S -> its index
+            rows: dict = {}  # row of S -> its index
 
             def at(block):
                 return [rows.setdefault(tuple(r) + (0,), len(rows)) for r in block]  # noqa: B023
@@ -216,7 +218,7 @@ class TransformerEvaluator:
         D, R = scaled_rows(tf.readout.map.W, tf.readout.map.b)
         self._read = (D, IntMatrix(R) if R else None, len(R))
 
-    def _run(self, xs, trace=None) -> tuple[IntMatrix, int]:
+    def _run(self, xs, trace=None) -> tuple[IntMatrix, fmpz]:
         """(X, E) after the last sub-layer (appended to ``trace`` after every sub-layer)."""
         tf, n = self.tf, self.tf.n_tokens
         xs = [tuple(map(rational, x)) for x in xs]
@@ -244,10 +246,10 @@ class TransformerEvaluator:
                 trace.append((X, E))
         return X, E
 
-    def states(self, xs) -> list[tuple[IntMatrix, int]]:
+    def states(self, xs) -> list[tuple[IntMatrix, fmpz]]:
         """(X, E) after the embedding and after each sub-layer: token t of input b is column
         b n + t of X / E."""
-        trace = []
+        trace: list = []
         self._run(xs, trace)
         d = self.tf.d_model
         return [(IntMatrix(d, X.ncols(), X.entries()[: d * X.ncols()]), E) for X, E in trace]
@@ -260,9 +262,9 @@ class TransformerEvaluator:
         X, E = self._run(xs)
         B, n = len(xs), self.tf.n_tokens
         D, R, m = self._read
-        if m == 0:
+        if m == 0 or R is None:  # R is None when m = 0
             return [()] * B
-        Y = (R * X).entries()  # m x nB over D E
+        Y: list = (R * X).entries()  # m x nB over D E
         t = self.tf.readout.token
         if t is None:  # token mean: sum over the n columns of each input, over n D E
             den = n * D * E
@@ -292,7 +294,8 @@ def _feedforward_step(ff: FeedForward, d: int) -> tuple:
     When one (d + 1)-square product is cheaper than two, L1 is None and L2 = D I + L2 L1."""
     D1, A1 = scaled_rows(ff.inner.W, ff.inner.b)  # rows D1 [W1_r | b1_r]
     D2, A2 = scaled_rows(ff.outer.W, ff.outer.b)  # rows D2 [W2_i | b2_i]
-    linear, free = [], {}  # free: (row, column) -> the unpaired units with them
+    linear: list[int] = []
+    free: dict = {}  # (row, column) -> the unpaired units with them
     for r, row in enumerate(A1):
         col = tuple(a[r] for a in A2)
         mates = free.get((tuple(-v for v in row), tuple(-c for c in col)))
@@ -304,18 +307,19 @@ def _feedforward_step(ff: FeedForward, d: int) -> tuple:
     D = D1 * D2
     L1 = IntMatrix([A1[r] for r in linear] + [[0] * d + [D1]])
     L2 = IntMatrix([[a[r] for r in linear] + [a[-1]] for a in A2] + [[0] * (len(linear) + 1)])
+    first: IntMatrix | None = L1
     if 2 * L1.nrows() > d + 1:
-        L1, L2 = (
+        first, L2 = (
             None,
             L2 * L1
             + IntMatrix(d + 1, d + 1, [D * (i == j) for i in range(d + 1) for j in range(d + 1)]),
         )
     if not relu:
-        return ("ff", D, L1, L2, None, None)
+        return ("ff", D, first, L2, None, None)
     return (
         "ff",
         D,
-        L1,
+        first,
         L2,
         IntMatrix([A1[r] for r in relu]),
         IntMatrix([[a[r] for r in relu] for a in A2] + [[0] * len(relu)]),
@@ -344,7 +348,7 @@ def _attention(step, X, E, n):
             if len(keys_at) == 1:  # score(t', t) = k_t' q_t: the argmax of sign(q_t) k_t'
                 a, b = keys_at[0] * ncol + c0, queries_at[0] * ncol + c0
                 keys = P[a : a + n]
-                which = [(c > _ZERO) - (c < _ZERO) for c in P[b : b + n]]
+                which: list[int] | range = [(c > _ZERO) - (c < _ZERO) for c in P[b : b + n]]
                 sets = {
                     s: hardmax_winners(keys if s > 0 else [s * k for k in keys]) for s in set(which)
                 }

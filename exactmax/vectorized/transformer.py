@@ -149,7 +149,10 @@ class VectorizedTransformerEvaluator:
                 tuple(tuple(v for h in heads for v in h.out[i]) for i in range(d)),
                 sum(len(h.value) for h in heads),
             )
-            single, general, value_head, ks = [], [], [], 0
+            single: list[tuple[int, int, int]] = []
+            general: list[tuple[int, int, int]] = []
+            value_head: list[int] = []
+            ks = 0
             for index, h in enumerate(heads):
                 (single if len(h.key) == 1 else general).append((index, ks, ks + len(h.key)))
                 ks += len(h.key)
@@ -179,8 +182,8 @@ class VectorizedTransformerEvaluator:
     def _embedding(self, xs) -> tuple[IntArray, int]:
         """(X, E): column b n + t of X / E is token t of input b, E x_b + p_t."""
         tf, n, B = self.tf, self.tf.n_tokens, len(xs)
-        U, Ein = RatMatrix(B, tf.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
-        Ein = int(Ein)
+        U, den = RatMatrix(B, tf.input_dim, [v for x in xs for v in x]).transpose().numer_denom()
+        Ein = int(den)
         (DE, Em), (DP, Pm) = self._embed, self._pos
         u = IntArray.from_ints(map(int, U.entries()), (tf.input_dim, B))
         ex = scale(matmul(Em, u), DP)  # over DE Ein DP
@@ -212,9 +215,12 @@ class VectorizedTransformerEvaluator:
             heads = [h for h, _, _ in single]
             rows = [r for _, r, _ in single]
             keys = k[rows]  # (heads, B, n)
+            up: np.ndarray
+            down: np.ndarray
             if B <= FEW:  # all n^2 comparisons at once: fewer, larger steps
                 ge = at_least(keys[:, :, :, None], keys[:, :, None, :])  # k_t' >= k_u
-                up, down = ge.all(axis=3), ge.all(axis=2)  # argmax, argmin sets (heads, B, t')
+                # argmax, argmin sets (heads, B, t'); asarray: no copy, an array for mypy
+                up, down = np.asarray(ge.all(axis=3)), np.asarray(ge.all(axis=2))
             else:  # n - 1 running maxima and minima: less work per input
                 top, low = keys[:, :, 0], keys[:, :, 0]
                 for t in range(1, n):
@@ -261,7 +267,7 @@ class VectorizedTransformerEvaluator:
         if B == 0:
             return []
         D, Rm, m = self._read
-        if m == 0:
+        if m == 0 or Rm is None:  # Rm is None when m = 0
             return [()] * B
         X, E = self._embedding(xs)
         for step in self._steps:
