@@ -74,6 +74,25 @@ def glued_list_items(text: str) -> list[int]:
     return glued
 
 
+def flattened_sublists(text: str) -> list[int]:
+    """Line numbers of list items meant as a sublist (indented under an item) by fewer than
+    four spaces: Python-Markdown nests a list only four spaces in, and makes these items
+    siblings of their parent."""
+    flat = []
+    for block in blocks(text):
+        base = None  # the indentation of the block's first item, if it starts as a list
+        for number, line in block:
+            if base is None:
+                if not LIST_ITEM.match(line):
+                    break
+                base = len(line) - len(line.lstrip())
+                continue
+            indent = len(line) - len(line.lstrip())
+            if LIST_ITEM.match(line) and base < indent < base + 4:
+                flat.append(number)
+    return flat
+
+
 MUST_FLAG = [
     "How it decides:\n- first\n- second\n",
     "Exact throughout:\n1. one\n2. two\n",
@@ -114,6 +133,43 @@ def rendered_as_paragraph_text(text: str) -> bool:
 @pytest.mark.parametrize("text", MUST_FLAG + MUST_PASS)
 def test_the_reading_agrees_with_python_markdown(text: str) -> None:
     assert bool(glued_list_items(text)) == rendered_as_paragraph_text(text), text
+
+
+FLAT_MUST_FLAG = [
+    "- a parent\n  - a child two spaces in\n- the next\n",
+    "1. a numbered parent\n   - a child aligned with the text\n",
+]
+FLAT_MUST_PASS = [
+    "- a parent\n    - a child four spaces in\n- the next\n",
+    "- an item\n  continued two spaces in\n- the next\n",
+    "A paragraph\n\n  - an indented list of its own\n  - its second item\n",
+]
+
+
+@pytest.mark.parametrize("text", FLAT_MUST_FLAG)
+def test_a_sublist_indented_less_than_four_spaces_is_flagged(text: str) -> None:
+    assert flattened_sublists(text), text
+
+
+@pytest.mark.parametrize("text", FLAT_MUST_PASS)
+def test_a_sublist_four_spaces_in_passes(text: str) -> None:
+    assert flattened_sublists(text) == [], text
+
+
+@pytest.mark.parametrize("text", FLAT_MUST_FLAG + FLAT_MUST_PASS)
+def test_the_sublist_reading_agrees_with_python_markdown(text: str) -> None:
+    markdown = pytest.importorskip("markdown")
+    html = markdown.markdown(text, extensions=["tables", "fenced_code"])
+    meant_nested = text in FLAT_MUST_FLAG or "four spaces in" in text
+    nested = re.search(r"<li>[^<]*<(ul|ol)>", html) is not None
+    assert bool(flattened_sublists(text)) == (meant_nested and not nested), html
+
+
+@pytest.mark.parametrize("path", doc_files())
+def test_no_sublist_of_the_guide_is_flattened(path: str) -> None:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        flat = flattened_sublists(f.read())
+    assert flat == [], f"{path}: a sublist less than four spaces in (rendered flat) at lines {flat}"
 
 
 @pytest.mark.parametrize("path", doc_files())
