@@ -2,7 +2,7 @@
 
     python benchmarks/regions.py [--quick] [--no-relucent]
 
-Part 1: the sawtooth family (construction.md §5, exactly k^(dD) regions), Maxout networks and
+Part 1: the sawtooth family (docs/notes/construction.md §5, exactly k^(dD) regions), Maxout networks and
 their compiled Transformers: cells, count, time.
 Part 2: random ReLU networks [2, w, w, 1] (weights rounded to multiples of 1/1000, the same
 numbers given to both tools) on the box [-1, 1]^2: exactmax's exact count (activation and

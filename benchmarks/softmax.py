@@ -1,4 +1,4 @@
-"""Certified softmax error of the bundled examples (construction.md §3, issue #6).
+"""Certified softmax error of the bundled examples (docs/notes/construction.md §3, issue #6).
 
 For each example and lambda = 10, 100, 1000: the closed-form bound of §3, the certified bound U
 (ball search, then the kernel's exact re-check of the cell tree), the observed worst error W (a

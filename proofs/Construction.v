@@ -1,4 +1,4 @@
-(* Construction.v -- the construction of construction.md §2 as a Gallina function: a Maxout
+(* Construction.v -- the construction of docs/notes/construction.md §2 as a Gallina function: a Maxout
    network over Q and one gate constant per layer give a hardmax Transformer, in the
    representation Transformer.v gives semantics to, entry for entry the default (unmerged,
    one-hot) Transformer of exactmax/construct/transformer.py (compile_transformer):

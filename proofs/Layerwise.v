@@ -1,4 +1,4 @@
-(* Layerwise.v -- layer-by-layer certificates compose (certificates.md, item 5), as the Python
+(* Layerwise.v -- layer-by-layer certificates compose (docs/notes/certificates.md, item 5), as the Python
    kernel's exactmax/kernel/layerwise.py checks them:
 
      layerwise_sound : layerwise_ok net tf D c = true ->

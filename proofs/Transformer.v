@@ -1,4 +1,4 @@
-(* Transformer.v -- Transformers as a user writes them (construction.md §1), their meaning
+(* Transformer.v -- Transformers as a user writes them (docs/notes/construction.md §1), their meaning
    over R with hardmax attention (ties averaged), and the translation into programs
    (exactmax/kernel/program.py, program_of_transformer), proved correct once for all
    Transformers:

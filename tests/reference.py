@@ -1,6 +1,6 @@
 """Independent reference semantics in plain ``fractions.Fraction`` (no flint, no scaling), used
 by the tests to check the kernel's evaluators.  Deliberately naive: loops straight from the
-formulas of construction.md §1."""
+formulas of docs/notes/construction.md §1."""
 
 from __future__ import annotations
 

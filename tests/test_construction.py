@@ -1,4 +1,4 @@
-"""Theorems T1-T3 of construction.md §2 on random instances, ties included:
+"""Theorems T1-T3 of docs/notes/construction.md §2 on random instances, ties included:
 
     evaluate(compile(net), x) == evaluate(net, x)   for x in the domain,
 

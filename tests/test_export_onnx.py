@@ -579,7 +579,7 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path):
 
 
 def test_the_compiled_transformer_exported_computes_its_maxout_network(tmp_path):
-    """exactmax compile's Transformer (construction.md §2), exported in float64, agrees with
+    """exactmax compile's Transformer (docs/notes/construction.md §2), exported in float64, agrees with
     the exact Maxout network at random points (its one-hot positions and gate constants
     included)."""
     rng = random.Random(21)

@@ -1,7 +1,7 @@
-"""exactmax theorem44: the bound, the corrected bound, and the fold networks of regions.md,
+"""exactmax theorem44: the bound, the corrected bound, and the fold networks of docs/notes/regions.md,
 whose linear regions are counted exactly (part A's count_regions, kernel-checked).
 
-The table of regions.md is reproduced row by row: B from the formula (computed here
+The table of docs/notes/regions.md is reproduced row by row: B from the formula (computed here
 independently with Fractions as well), the count of the network we build, and whether B is
 reached.  A row that falls short must say so, never pass."""
 
@@ -31,7 +31,7 @@ def formula(q, m, T, D):
                                                           for j in range(q + 1))
 
 
-# regions.md's table: q, (m, T, L), B, count of the best network built here, B reached?
+# docs/notes/regions.md's table: q, (m, T, L), B, count of the best network built here, B reached?
 TABLE = [
     (1, (1, 2, 2), 9, 9, True),
     (1, (2, 2, 2), 25, 25, True),
@@ -42,7 +42,7 @@ TABLE = [
     (2, (1, 2, 3), 64, 64, True),
     (1, (1, 3, 2), 49, 43, False),     # special zig-zag; 43 is the maximum of this shape
     (1, (1, 3, 3), 343, 252, False),   # fold; the maximum is at most 301
-    (2, (1, 3, 2), 304, 190, False),   # outside the hypotheses; regions.md's local search: 245
+    (2, (1, 3, 2), 304, 190, False),   # outside the hypotheses; docs/notes/regions.md's local search: 245
 ]
 SLOW = [(1, (2, 3, 3), 2197, 2197, True)]
 
@@ -96,7 +96,7 @@ def test_unit_box_holds_every_region():
 
 
 def test_a_slope_zero_last_layer_loses_regions():
-    # regions.md: a slope-0 first piece makes mirrored fold cells share a map (8, not 9)
+    # docs/notes/regions.md: a slope-0 first piece makes mirrored fold cells share a map (8, not 9)
     f = build_fold_network(1, 2, 2, 2)
     first, last = f.net.layers
     flat = Layer(tuple(Unit((Piece(tuple(0 * v for v in u.pieces[0].w), Q(0)),
@@ -182,7 +182,7 @@ def test_cli_bad_input_and_write(tmp_path, capsys):
 
 @pytest.mark.parametrize("n, k", [(6, 3), (8, 4)])
 def test_a_triple_point_of_the_recipe_is_shifted_away(n, k):
-    """regions.md's q = 2 offsets put three lines through one point for n = 6, 8; the built
+    """docs/notes/regions.md's q = 2 offsets put three lines through one point for n = 6, 8; the built
     last layer is in general position anyway, and one layer of it cuts [0, 1]^2 into exactly
     S(n, 2, k) regions."""
     from exactmax.regions.fold import binomial_sum, check_general_position, last_layer_lines
@@ -256,7 +256,7 @@ def test_small_networks_are_recounted_on_an_enlarged_box(monkeypatch):
 
 @pytest.mark.parametrize("n, k", [(3, 2), (4, 2), (3, 3), (6, 2)])
 def test_q3_last_layers_are_in_general_position_and_cut_s_regions(n, k):
-    """Beyond regions.md: one generic layer on [0, 1]^3 has exactly S(n, 3, k) regions."""
+    """Beyond docs/notes/regions.md: one generic layer on [0, 1]^3 has exactly S(n, 3, k) regions."""
     from exactmax.regions.fold import binomial_sum, check_general_position, last_layer_lines
     check_general_position(last_layer_lines(n, 3, k))
     f = build_fold_network(3, n, k, 1)
