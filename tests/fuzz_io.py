@@ -304,6 +304,14 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
         xs[i] = v
     env[inputs[0].name] = xs.reshape(shape)
     out_name = g.output[0].name
+    # the output and the values it copies unchanged (Identity, Dropout): a Softmax computing
+    # one of them is the final one (dropped with --drop-final-softmax)
+    copies = {node.output[0]: node.input[0] for node in g.node
+              if node.op_type in ("Identity", "Dropout") and node.output and node.input}
+    final_names, name = {out_name}, out_name
+    while copies.get(name) and copies[name] not in final_names:
+        name = copies[name]
+        final_names.add(name)
     for node in g.node:
         if node.domain not in ("", "ai.onnx"):
             raise Invalid("domain")
@@ -325,7 +333,7 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
                 raise Invalid(f"{o} defined twice")
         try:
             out = _ref_op(op, ins, a, opset, ar,
-                          final=node.output[0] == out_name and drop_final_softmax)
+                          final=node.output[0] in final_names and drop_final_softmax)
         except Invalid:
             raise
         except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError) as e:
