@@ -500,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         "properties about the largest output only)",
     )
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
-    m.set_defaults(run=_command("model_command", "run_import"))
+    m.set_defaults(run=_command("model_command", "run_import"), supervised=True)
 
     xo = sub.add_parser(
         "export-onnx",
@@ -561,9 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=60.0,
         metavar="S",
-        help="give up after S seconds with unknown (default 60); the limit bounds "
-        "the search and the certificate's construction, not the kernel's check "
-        "of a finished certificate",
+        help="give up after S seconds with unknown, exit 3 (default 60), counted from "
+        "the command's start: a hard limit on every phase (reading the files, the work "
+        "units, the kernel's check, writing); the answer names the phase it stopped",
     )
     ck.add_argument(
         "--max-leaves",
@@ -587,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help='print {"result": "sat" | "unsat" | "unknown", ...}'
     )
     parallel_options(ck, "solve the work units (sub-boxes of the input set)")
-    ck.set_defaults(run=_command("prove.property_command", "run_check"))
+    ck.set_defaults(run=_command("prove.property_command", "run_check"), whole_timeout=True)
 
     rp = sub.add_parser(
         "replay",
@@ -602,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("property", metavar="PROP.vnnlib")
     rp.add_argument("counterexample", metavar="CEX")
     rp.add_argument("--json", action="store_true", help="print one JSON object")
-    rp.set_defaults(run=_command("prove.property_command", "run_replay"))
+    rp.set_defaults(run=_command("prove.property_command", "run_replay"), supervised=True)
 
     i = sub.add_parser(
         "info",
@@ -751,8 +751,8 @@ def _run_within_limit(args) -> int:
     within about a second even inside one long exact step."""
     from .interruption import time_limit
 
-    seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
-    if not isinstance(seconds, (int, float)) or not seconds > 0:
+    seconds = _whole_timeout(args)
+    if seconds is None:
         return args.run(args)
     with time_limit(time.monotonic() + seconds, seconds):
         return args.run(args)
@@ -763,13 +763,53 @@ _STARTED = time.monotonic()
 
 def _time_limit_answer(args, reason: str) -> int:
     """The answer of a command stopped by its time limit: unknown (exit 3), with the reason
-    and the time since the command started."""
+    and the time since the command started (``--json``: ``phase`` too, when it is known)."""
+    from . import interruption
+
     elapsed = round(time.monotonic() - _STARTED, 3)
     if getattr(args, "json", False):
-        print(jsonout.dumps({"verdict": "unknown", "reason": reason, "time_s": elapsed}))
+        obj = {"verdict": "unknown", "reason": reason, "time_s": elapsed}
+        if interruption.current_phase:
+            obj["phase"] = interruption.current_phase
+        print(jsonout.dumps(obj))
     else:
         print(f"unknown: {reason} ({elapsed:.2f} s)")
     return EXIT_UNKNOWN
+
+
+def _whole_timeout(args) -> float | None:
+    seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
+    return seconds if isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def _supervised(args) -> int:
+    """The command run by ``supervisor.run``: ended from outside, within a second, at its
+    ``--timeout`` or at SIGINT / SIGTERM, whatever it is doing."""
+    from . import interruption, supervisor
+
+    seconds = _whole_timeout(args)
+
+    def timed_out(phase: str) -> int:
+        interruption.current_phase = phase or "the command's work"
+        reason = (
+            f"timeout in {interruption.current_phase}: no answer within the time limit of "
+            f"{seconds:g} s (--timeout); the command was stopped there"
+        )
+        return _time_limit_answer(args, reason)
+
+    def write_out(data: bytes, code: int) -> int:
+        out = _Stdout(sys.stdout.buffer)
+        out.write(data)
+        out.flush()
+        if out.error is not None:
+            print(
+                f"exactmax: error: cannot write the output: {out.error.strerror}", file=sys.stderr
+            )
+            return EXIT_INPUT
+        return code
+
+    deadline = None if seconds is None else _STARTED + seconds
+    return supervisor.run(lambda: _run(args, True), deadline, timed_out, write_out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -780,6 +820,20 @@ def main(argv: list[str] | None = None) -> int:
     global _STARTED
     _STARTED = time.monotonic()
     jsonout.start(args.command)
+    from . import interruption
+
+    interruption.current_phase = None
+    if from_command_line and (
+        getattr(args, "whole_timeout", False) or getattr(args, "supervised", False)
+    ):
+        from . import supervisor
+
+        if supervisor.available():
+            return _supervised(args)
+    return _run(args, from_command_line)
+
+
+def _run(args, from_command_line: bool) -> int:
     out = _Stdout(sys.stdout)
     sys.stdout = out
     try:

@@ -30,7 +30,11 @@ between steps and answer "unknown" by themselves; but one exact step (a z3 LP on
   as an answer: the exception fires before the caller's next instruction.
 
 Only a single C call that ignores z3's interruption (a multiplication of two huge integers)
-can delay the stop, by its own duration.
+can delay the stop, by its own duration.  On the command line that is not left to chance:
+``supervisor.py`` runs the command in a child process and ends it from outside (the deadline,
+SIGINT, SIGTERM) within a second whatever it is doing; the child tells it the phase it is in
+(``phase``) and the temporary files it has open (``temporary``), so the answer names the phase
+and no half-written file is left.
 """
 
 from __future__ import annotations
@@ -54,6 +58,59 @@ received: int | None = None
 (ctypes, for one, wraps an exception raised while it converts z3's arguments)."""
 
 
+current_phase: str | None = None
+"""What the command is doing (``phase``): the time limit's answer names it."""
+_report_fd: int | None = None
+"""The supervisor's pipe (``supervisor.py``), in the child process it runs the command in."""
+
+
+def _report(line: str) -> None:
+    if _report_fd is not None:
+        try:
+            os.write(_report_fd, (line.replace("\n", " ") + "\n").encode())
+        except OSError:  # the supervisor has gone: it ends this process itself
+            pass
+
+
+class phase:
+    """``with phase(name):`` the command is in a phase ("reading the network FILE", "the
+    kernel's check of the certificate", ...) during the block: a time limit reached in it is
+    answered "timeout in" that phase.  The phase before is restored after the block."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.outer: str | None = None
+
+    def __enter__(self):
+        global current_phase
+        self.outer, current_phase = current_phase, self.name
+        _report("phase " + self.name)
+        return self
+
+    def __exit__(self, *exc) -> Literal[False]:
+        global current_phase
+        if exc[0] is None or issubclass(exc[0], Exception):
+            current_phase = self.outer  # a time limit or a signal keeps the phase it hit
+            _report("phase " + (self.outer or ""))
+        return False
+
+
+class temporary:
+    """``with temporary(path):`` a temporary file exists at ``path`` during the block: a
+    supervisor that ends this process inside it removes the file."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        _report("tmp " + os.path.abspath(self.path))
+        return self
+
+    def __exit__(self, *exc) -> Literal[False]:
+        _report("done " + os.path.abspath(self.path))
+        return False
+
+
 class TimeLimit(BaseException):
     """The command's time limit passed (inside ``time_limit``): the answer is "unknown".
     ``step``: the step that could not finish in time, when it is known."""
@@ -69,9 +126,10 @@ class TimeLimit(BaseException):
         s = lim.seconds if self.seconds is None and lim is not None else self.seconds
         what = lim.what if self.seconds is None and lim is not None else self.what
         limit = "the time limit" + (f" of {s:g} s" if s is not None else "") + f" ({what})"
+        where = f"timeout in {current_phase}: " if current_phase else ""
         if self.step is not None:
-            return f"{self.step} would end past {limit}; stopped before it"
-        return f"no answer within {limit}; it passed inside an exact step, which was stopped"
+            return f"{where}{self.step} would end past {limit}; stopped before it"
+        return f"{where}no answer within {limit}; it passed inside an exact step, which was stopped"
 
 
 class _Limit:

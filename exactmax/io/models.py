@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 
+from ..interruption import phase, temporary
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box, Domain, Polyhedron
@@ -78,11 +79,12 @@ def load_model(path: str) -> Model:
     """Read a Maxout network or a Transformer file (its top level checked first, before the
     body is parsed: see ``read_json_file``).  An ``.onnx`` file is imported as a Maxout
     network (``io/onnxfile.py``)."""
-    if path.lower().endswith(".onnx"):
-        from .onnxfile import load_onnx
+    with phase(f"reading the model {path}"):
+        if path.lower().endswith(".onnx"):
+            from .onnxfile import load_onnx
 
-        return load_onnx(path)
-    return read_model(Cursor(path, "", read_json_file(path, model_shape)))
+            return load_onnx(path)
+        return read_model(Cursor(path, "", read_json_file(path, model_shape)))
 
 
 def read_model(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -> Model:
@@ -413,16 +415,33 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError(path, "", "is a directory; give a file name to write")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".exactmax-", dir=folder)
-    except OSError as e:
-        raise InputError(path, "", f"cannot write here: {e.strerror or e}") from None
+    with phase(f"writing {path}"):
+        _write_new(path, folder, data)
+
+
+def _write_new(path: str, folder: str, data: bytes) -> None:
+    # the name is made here, not by mkstemp, so that a supervisor ending the process is told
+    # of the file (``temporary``) before it exists and removes it
+    for _ in range(100):
+        tmp = os.path.join(folder, ".exactmax-" + secrets.token_hex(6))
+        with temporary(tmp):
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise InputError(path, "", f"cannot write here: {e.strerror or e}") from None
+            return _fill(path, tmp, fd, data)
+    raise InputError(path, "", "cannot write here: no free temporary name")
+
+
+def _fill(path: str, tmp: str, fd: int, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual mode
+        os.chmod(tmp, 0o666 & ~umask)  # made 0600; give the usual mode
         os.replace(tmp, path)
     except OSError as e:
         if os.path.exists(tmp):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..interruption import phase
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
@@ -802,7 +803,8 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
     if not os.path.isfile(path):
         raise InputError(path, "", "no such file" if not os.path.exists(path) else "not a file")
     try:
-        model = onnx.load(path, load_external_data=False)
+        with phase(f"parsing the ONNX file {path} (onnx.load)"):
+            model = onnx.load(path, load_external_data=False)
     except Exception as e:  # noqa: BLE001 - protobuf's errors have no common base
         raise InputError(
             path,

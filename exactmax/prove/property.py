@@ -717,7 +717,8 @@ def decide_property(
         return Answer("unknown", reason=value, stats=stats)
     try:
         t0 = time.monotonic()
-        stats["leaves_checked"] = check_property(net, prop.cases, tuple(value))
+        with interruption.phase("the kernel's check of the certificate"):
+            stats["leaves_checked"] = check_property(net, prop.cases, tuple(value))
         stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
     except CheckFailed as e:  # a producer bug: never trusted, reported
         return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)

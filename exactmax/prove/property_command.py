@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
+from ..interruption import phase
 from ..io import InputError, load_model
 from ..io.numbers import approx, q_str
 from ..kernel.maxout import MaxoutNetwork
@@ -71,7 +72,8 @@ def _network_and_property(args):
             "expected a Maxout network (an .onnx file or "
             'an "exactmax/maxout" one), got a Transformer',
         )
-    prop = read_vnnlib(args.property)
+    with phase(f"reading the property {args.property}"):
+        prop = read_vnnlib(args.property)
     if (prop.n_x, prop.n_y) != (net.input_dim, net.out_dim):
         raise InputError(
             args.property,
@@ -88,11 +90,12 @@ def _hashes(args, net, prop) -> dict:
     from ..io.models import model_to_json
     from ..io.property_certificate import file_sha256
 
-    return {
-        "model": content_hash(model_to_json(net)),
-        "model_file": file_sha256(args.model),
-        "property": prop.sha256,
-    }
+    with phase("hashing the network and the property"):
+        return {
+            "model": content_hash(model_to_json(net)),
+            "model_file": file_sha256(args.model),
+            "property": prop.sha256,
+        }
 
 
 def run_check(args) -> int:
@@ -111,7 +114,7 @@ def run_check(args) -> int:
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
-    with workers_of(args) as executor:  # --no-relax: Coq-exportable, no Relaxed leaves
+    with phase("the work units"), workers_of(args) as executor:  # --no-relax: no Relaxed leaves
         left = args.timeout - (time.monotonic() - started)
         a = decide_property_split(
             net,
@@ -150,18 +153,19 @@ def run_check(args) -> int:
     if a.result == "unsat" and args.cert:
         from ..io.property_certificate import write_property_certificate
 
-        text = read_text_file(args.property, "a VNN-LIB text file")
-        write_property_certificate(
-            args.cert,
-            property_certificate_to_json(
-                net,
-                args.model,
-                args.property,
-                text,
-                a.trees,
-                {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats},
-            ),
-        )
+        with phase(f"writing the certificate {args.cert}"):
+            text = read_text_file(args.property, "a VNN-LIB text file")
+            write_property_certificate(
+                args.cert,
+                property_certificate_to_json(
+                    net,
+                    args.model,
+                    args.property,
+                    text,
+                    a.trees,
+                    {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats},
+                ),
+            )
         out["certificate"] = args.cert
     if args.json:
         print(jsonout.dumps(out))
