@@ -766,6 +766,9 @@ def _time_limit_answer(args, reason: str) -> int:
     and the time since the command started (``--json``: ``phase`` too, when it is known)."""
     from . import interruption
 
+    custom = getattr(args, "timeout_answer", None)
+    if custom is not None:  # vnnlib verify: the interface's own words
+        return custom(reason)
     elapsed = round(time.monotonic() - _STARTED, 3)
     if getattr(args, "json", False):
         obj = {"verdict": "unknown", "reason": reason, "time_s": elapsed}
@@ -778,8 +781,16 @@ def _time_limit_answer(args, reason: str) -> int:
 
 
 def _whole_timeout(args) -> float | None:
+    """The seconds of a ``--timeout`` that bounds the whole command, if it has one (a bad
+    value: None, for the command to refuse)."""
     seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
-    return seconds if isinstance(seconds, (int, float)) and seconds > 0 else None
+    if isinstance(seconds, str):  # vnnlib verify takes the text, as the standard does
+        try:
+            seconds = float(seconds)
+        except ValueError:
+            return None
+    ok = isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
+    return seconds if ok else None
 
 
 def _supervised(args) -> int:

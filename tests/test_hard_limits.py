@@ -250,3 +250,21 @@ def test_in_process_a_time_limit_in_a_phase_is_answered_unknown_naming_it(monkey
     assert time.monotonic() - t0 < 2.5
     out = capsys.readouterr().out
     assert out.startswith(f"unknown: timeout in reading the property {UNSAT}: "), out
+
+
+def test_vnnlib_verify_answers_timed_out_in_any_phase(tmp_path):
+    """The solver interface's --timeout is a hard limit too, answered in its own words."""
+    query = tmp_path / "q.vnnlib"
+    query.write_text("(vnnlib-version <2.0>)\n(declare-network f\n  (declare-input X real [1,2])"
+                     "\n  (declare-output Y real [1]))\n(assert (and (<= -1.0 X[0,0]) "
+                     "(<= X[0,0] 1.0) (<= -1.0 X[0,1]) (<= X[0,1] 1.0)))\n"
+                     "(assert (>= Y[0] 100.0))\n")
+    p = exactmax(["vnnlib", "verify", str(query), "--network", f"f={NET}", "--timeout", "2"],
+                 tmp_path, SLOW_ONNX_LOAD)
+    wait_for(p, "onnx.load starts")
+    try:
+        out, err = p.communicate(timeout=20)
+    finally:
+        p.kill()
+    assert p.returncode == 0 and out == "timed-out\n", err
+    assert err.startswith(f"exactmax: timed-out: timeout in parsing the ONNX file {NET}"), err

@@ -421,6 +421,16 @@ def add_parser(sub) -> None:
             help="alias of " + ALIASES[flag] if flag in ALIASES else None,
         )
     v.set_defaults(run=run_vnnlib)
+    # --timeout a hard limit (cli.py, supervisor.py), answered in the interface's words
+    ver.set_defaults(whole_timeout=True, timeout_answer=_timed_out)
+
+
+def _timed_out(reason: str) -> int:
+    """The answer of a verify stopped by its time limit in any phase (reading the networks,
+    the proof, writing the assignment): timed-out, with the reason on stderr."""
+    print("timed-out")
+    print(f"exactmax: timed-out: {reason}", file=sys.stderr)
+    return EXIT_OK
 
 
 def run_vnnlib(args) -> int:
