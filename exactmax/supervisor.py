@@ -92,6 +92,16 @@ def _child(body: Callable[[], int], keep: tuple[int, int], close: list[int]) -> 
 
         traceback.print_exc()
     finally:
+        if interruption.received is None:
+            # what a normal exit runs (multiprocessing's clean-up of a pool's semaphores,
+            # which its resource tracker would otherwise call leaked); after a signal the
+            # exit is immediate, as in __main__.run
+            try:
+                import atexit
+
+                atexit._run_exitfuncs()
+            except BaseException:  # noqa: BLE001 - the status is what counts now
+                pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -22,13 +22,17 @@ NET = os.path.join(ROOT, "examples", "small_relu.onnx")
 UNSAT = os.path.join(ROOT, "examples", "small_relu_unsat.vnnlib")
 
 
-def wide_network(folder, n_in=600, width=1000):
+def wide_network(folder, n_in=1000, width=1500, hard=False):
     """A one-hidden-layer ReLU network in ONNX (MatMul, Add, Relu, MatMul) whose import takes
-    seconds (600,000 weights turned into exact rationals and multiplied out), and a property
-    over its whole input box."""
+    seconds (1,500,000 weights turned into exact rationals and multiplied out), and a property
+    over its whole input box: Y_0 >= 10^6, far beyond any output (or, ``hard``, 0.3 of an
+    upper bound of Y_0 by intervals: a long search for a certificate)."""
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.normal(size=s).astype(np.float32), n)
-             for n, s in (("W0", (n_in, width)), ("b0", (width,)), ("W1", (width, 2)))]
+    arrays = {n: rng.normal(size=s).astype(np.float32)
+              for n, s in (("W0", (n_in, width)), ("b0", (width,)), ("W1", (width, 2)))}
+    inits = [numpy_helper.from_array(a, n) for n, a in arrays.items()]
+    hidden = np.maximum(np.abs(arrays["W0"]).sum(0) + arrays["b0"], 0)
+    bound = (np.maximum(arrays["W1"][:, 0], 0) * hidden).sum()
     nodes = [helper.make_node("MatMul", ["x", "W0"], ["h"]),
              helper.make_node("Add", ["h", "b0"], ["a"]),
              helper.make_node("Relu", ["a"], ["r"]),
@@ -45,7 +49,7 @@ def wide_network(folder, n_in=600, width=1000):
         f.writelines(f"(declare-const X_{i} Real)\n" for i in range(n_in))
         f.write("(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n")
         f.writelines(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))\n" for i in range(n_in))
-        f.write("(assert (>= Y_0 1000000))\n")
+        f.write(f"(assert (>= Y_0 {0.3 * bound if hard else 10 ** 6:.3f}))\n")
     return net, prop
 
 
@@ -268,3 +272,39 @@ def test_vnnlib_verify_answers_timed_out_in_any_phase(tmp_path):
         p.kill()
     assert p.returncode == 0 and out == "timed-out\n", err
     assert err.startswith(f"exactmax: timed-out: timeout in parsing the ONNX file {NET}"), err
+
+
+def processes_marked(mark):
+    """The processes whose environment holds ``mark`` (Linux /proc)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:  # ended meanwhile, or not ours to read
+            pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("signum, status", [(15, 143)])
+def test_a_signal_during_the_work_units_ends_every_worker_process(tmp_path, signum, status):
+    net, prop = wide_network(tmp_path, n_in=30, width=60, hard=True)
+    mark = f"EXACTMAX_TEST_MARK={os.getpid()}-{time.monotonic_ns()}"
+    delay = start_up_time() + 1.5
+    p = subprocess.Popen([sys.executable, "-m", "exactmax", "check", net, prop, "--workers", "2",
+                          "--split-depth", "4", "--timeout", "300", "--cert", "c.json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                         env={**os.environ, mark.split("=")[0]: mark.split("=")[1]})
+    time.sleep(delay)
+    assert p.poll() is None, "the check ended before the signal: make it harder"
+    assert len(processes_marked(mark)) >= 3, "no worker processes yet"
+    t0 = time.monotonic()
+    p.send_signal(signum)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == status and time.monotonic() - t0 < 1.0, err
+    time.sleep(0.2)  # the kernel reaps the killed processes
+    assert processes_marked(mark) == []
+    assert out == "" and sorted(os.listdir(tmp_path)) == ["wide.onnx", "wide.vnnlib"]
