@@ -128,6 +128,11 @@ def run_check(args) -> int:
             shown(args),
             relaxed=not getattr(args, "no_relax", False),
         )
+    timed_out = a.result == "unknown" and (
+        time.monotonic() >= started + args.timeout or "time limit" in (a.reason or "")
+    )
+    if timed_out:  # the units answered by themselves at the limit: say where it passed
+        a.reason = f"timeout in the work units: {a.reason}"
     out = {
         "verdict": a.result,
         # unsat rests on a certificate the kernel checked; sat's evidence is its point
@@ -139,6 +144,8 @@ def run_check(args) -> int:
         "certificate": None,
         "counterexample_file": None,
     }
+    if timed_out:
+        out["phase"] = "the work units"
     if a.result == "sat":
         out.update(
             x=[q_str(v) for v in a.x],
