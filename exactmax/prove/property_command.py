@@ -114,6 +114,7 @@ def run_check(args) -> int:
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
+    sha = _hashes(args, net, prop)  # before the units: the limit leaves them what remains
     with phase("the work units"), workers_of(args) as executor:  # --no-relax: no Relaxed leaves
         left = args.timeout - (time.monotonic() - started)
         a = decide_property_split(
@@ -139,7 +140,7 @@ def run_check(args) -> int:
         "trust": "kernel-checked" if a.result == "unsat" else None,
         "reason": a.reason,
         "time_s": round(time.monotonic() - started, 3),
-        "sha256": _hashes(args, net, prop),
+        "sha256": sha,
         "stats": a.stats,
         "certificate": None,
         "counterexample_file": None,
