@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from . import __version__, jsonout
+from . import __version__, jsonout, supervisor
 from .exits import (  # noqa: F401
     EXIT_BUG,
     EXIT_INPUT,
@@ -749,12 +749,13 @@ def _run_within_limit(args) -> int:
     """``args.run(args)``, for a command whose ``--timeout`` bounds the whole command
     (``set_defaults(whole_timeout=True)``) within ``interruption.time_limit``: the limit holds
     within about a second even inside one long exact step."""
-    from .interruption import time_limit
+    from . import interruption
 
-    seconds = _whole_timeout(args)
+    interruption.current_phase = None  # the phases of this command only
+    seconds = supervisor.whole_timeout(args)
     if seconds is None:
         return args.run(args)
-    with time_limit(time.monotonic() + seconds, seconds):
+    with interruption.time_limit(time.monotonic() + seconds, seconds):
         return args.run(args)
 
 
@@ -762,65 +763,7 @@ _STARTED = time.monotonic()
 
 
 def _time_limit_answer(args, reason: str) -> int:
-    """The answer of a command stopped by its time limit: unknown (exit 3), with the reason
-    and the time since the command started (``--json``: ``phase`` too, when it is known)."""
-    from . import interruption
-
-    custom = getattr(args, "timeout_answer", None)
-    if custom is not None:  # vnnlib verify: the interface's own words
-        return custom(reason)
-    elapsed = round(time.monotonic() - _STARTED, 3)
-    if getattr(args, "json", False):
-        obj = {"verdict": "unknown", "reason": reason, "time_s": elapsed}
-        if interruption.current_phase:
-            obj["phase"] = interruption.current_phase
-        print(jsonout.dumps(obj))
-    else:
-        print(f"unknown: {reason} ({elapsed:.2f} s)")
-    return EXIT_UNKNOWN
-
-
-def _whole_timeout(args) -> float | None:
-    """The seconds of a ``--timeout`` that bounds the whole command, if it has one (a bad
-    value: None, for the command to refuse)."""
-    seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
-    if isinstance(seconds, str):  # vnnlib verify takes the text, as the standard does
-        try:
-            seconds = float(seconds)
-        except ValueError:
-            return None
-    ok = isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
-    return seconds if ok else None
-
-
-def _supervised(args) -> int:
-    """The command run by ``supervisor.run``: ended from outside, within a second, at its
-    ``--timeout`` or at SIGINT / SIGTERM, whatever it is doing."""
-    from . import interruption, supervisor
-
-    seconds = _whole_timeout(args)
-
-    def timed_out(phase: str) -> int:
-        interruption.current_phase = phase or "the command's work"
-        reason = (
-            f"timeout in {interruption.current_phase}: no answer within the time limit of "
-            f"{seconds:g} s (--timeout); the command was stopped there"
-        )
-        return _time_limit_answer(args, reason)
-
-    def write_out(data: bytes, code: int) -> int:
-        out = _Stdout(sys.stdout.buffer)
-        out.write(data)
-        out.flush()
-        if out.error is not None:
-            print(
-                f"exactmax: error: cannot write the output: {out.error.strerror}", file=sys.stderr
-            )
-            return EXIT_INPUT
-        return code
-
-    deadline = None if seconds is None else _STARTED + seconds
-    return supervisor.run(lambda: _run(args, True), deadline, timed_out, write_out)
+    return supervisor.time_limit_answer(args, reason, _STARTED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -831,16 +774,8 @@ def main(argv: list[str] | None = None) -> int:
     global _STARTED
     _STARTED = time.monotonic()
     jsonout.start(args.command)
-    from . import interruption
-
-    interruption.current_phase = None
-    if from_command_line and (
-        getattr(args, "whole_timeout", False) or getattr(args, "supervised", False)
-    ):
-        from . import supervisor
-
-        if supervisor.available():
-            return _supervised(args)
+    if from_command_line and supervisor.wanted(args):  # ended from outside: supervisor.py
+        return supervisor.run_command(args, lambda: _run(args, True), _STARTED, _Stdout)
     return _run(args, from_command_line)
 
 

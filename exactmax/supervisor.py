@@ -37,8 +37,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import interruption
-from .exits import EXIT_BUG
+from . import interruption, jsonout
+from .exits import EXIT_BUG, EXIT_INPUT, EXIT_UNKNOWN
 
 GRACE = 0.8
 """Seconds after the deadline before the child is ended (its own time limit fires at 0.5 s)."""
@@ -261,3 +261,76 @@ def run(
                 os.close(fd)
             except OSError:
                 pass
+
+
+# ------------------------------------------------------------------ for cli.main
+
+
+def whole_timeout(args) -> float | None:
+    """The seconds of a ``--timeout`` that bounds the whole command
+    (``set_defaults(whole_timeout=True)``), if it has one (a bad value: None, for the command
+    to refuse)."""
+    seconds = getattr(args, "timeout", None) if getattr(args, "whole_timeout", False) else None
+    if isinstance(seconds, str):  # vnnlib verify takes the text, as the standard does
+        try:
+            seconds = float(seconds)
+        except ValueError:
+            return None
+    ok = isinstance(seconds, (int, float)) and 0 < seconds < float("inf")
+    return seconds if ok else None
+
+
+def wanted(args) -> bool:
+    """Does the command run supervised (``whole_timeout`` or ``supervised`` among its parser's
+    defaults), and can it here?"""
+    listed = getattr(args, "whole_timeout", False) or getattr(args, "supervised", False)
+    return bool(listed) and available()
+
+
+def time_limit_answer(args, reason: str, started: float) -> int:
+    """The answer of a command stopped by its time limit: unknown (exit 3), with the reason
+    and the time since ``started`` (``--json``: ``phase`` too, when it is known); a command
+    with its own words for it (``timeout_answer`` among its defaults: vnnlib verify) says it
+    in them."""
+    custom = getattr(args, "timeout_answer", None)
+    if custom is not None:
+        return custom(reason)
+    elapsed = round(time.monotonic() - started, 3)
+    if getattr(args, "json", False):
+        obj: dict[str, object] = {"verdict": "unknown", "reason": reason, "time_s": elapsed}
+        if interruption.current_phase:
+            obj["phase"] = interruption.current_phase
+        print(jsonout.dumps(obj))
+    else:
+        print(f"unknown: {reason} ({elapsed:.2f} s)")
+    return EXIT_UNKNOWN
+
+
+def run_command(args, body: Callable[[], int], started: float, stdout_guard) -> int:
+    """``cli.main``'s command (``body``) run by ``run``: ended from outside, within a second,
+    at its ``--timeout`` (counted from ``started``) or at SIGINT / SIGTERM, whatever it is
+    doing; its standard output written through ``stdout_guard`` (cli's ``_Stdout``: a closed
+    reader keeps the status, a full disk is an input/output error)."""
+    seconds = whole_timeout(args)
+
+    def timed_out(phase: str) -> int:
+        interruption.current_phase = phase or "the command's work"
+        reason = (
+            f"timeout in {interruption.current_phase}: no answer within the time limit of "
+            f"{seconds:g} s (--timeout); the command was stopped there"
+        )
+        return time_limit_answer(args, reason, started)
+
+    def write_out(data: bytes, code: int) -> int:
+        out = stdout_guard(sys.stdout.buffer)
+        out.write(data)
+        out.flush()
+        if out.error is not None:
+            print(
+                f"exactmax: error: cannot write the output: {out.error.strerror}", file=sys.stderr
+            )
+            return EXIT_INPUT
+        return code
+
+    deadline = None if seconds is None else started + seconds
+    return run(body, deadline, timed_out, write_out)
