@@ -22,7 +22,9 @@ Order of work (each point is evaluated exactly by ``MaxoutEvaluator`` /
    point in the domain and a counterexample.
 
 Reproducible: hypothesis's database is off; without a seed the run is derandomized (the same
-examples every time), with one it is ``hypothesis.seed(seed)``.  A search that finds nothing
+examples every time for one version of exactmax: hypothesis derives that seed from the source
+text of the search function, so an edit of it changes the draws), with one it is
+``hypothesis.seed(seed)``.  A search that finds nothing
 proves nothing: the answer is "none found in N tries", never "equivalent".
 """
 
