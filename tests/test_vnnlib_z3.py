@@ -227,7 +227,7 @@ def test_generated_files_with_odd_names_are_refused_or_read_as_z3_reads_them(tmp
 @pytest.mark.slow
 def test_generated_files_many(tmp_path):
     accepted, refused = differential_run(tmp_path, range(100_000, 105_000), odd_names=True)
-    assert accepted >= 1500
+    assert accepted >= 1000 and refused >= 1000, (accepted, refused)
 
 
 # The same property, shrinking: hypothesis drives the generator's seed and shape.
