@@ -18,7 +18,8 @@ process (the one the caller waits for) forks at the start and only supervises:
 - the child ends: its standard output is written out, its exit status is the command's;
 - SIGINT or SIGTERM reaches the supervisor: the child's process group is killed (SIGKILL,
   nothing to wait for), the temporary files removed, "exactmax: interrupted" printed ("...
-  (terminated)" for SIGTERM), exit 130 or 143, and nothing of the child's standard output is shown (a half-printed answer is none);
+  (terminated)" for SIGTERM), exit 130 or 143, and nothing of the child's standard output
+  is shown (a half-printed answer is none);
 - the deadline of ``--timeout`` plus ``GRACE`` passes (the child answers "unknown" by itself
   first when it can, with its statistics): the same, and the answer printed is "unknown",
   exit 3, with the reason "timeout in PHASE" (``--json``: ``reason`` and ``phase``).
