@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from itertools import product
 from math import isqrt
 
+from ..io.nesting import collection_paused
 from ..kernel.affine import Vector
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.polyhedron import Box
@@ -397,7 +398,8 @@ def parse_polynomial(text: str, names: tuple[str, ...] | None = None) -> Polynom
         names = tuple(sorted(found))
     parser = _Parser(toks, tuple(names))
     try:
-        poly = parser.expr()
+        with collection_paused():
+            poly = parser.expr()
     except RecursionError:
         raise NotExact(f"nested too deeply (limit {MAX_NESTING})") from None
     if parser.peek()[0] != "end":

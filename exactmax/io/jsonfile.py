@@ -14,6 +14,7 @@ import re
 
 from ..kernel.rational import Q
 from .errors import InputError
+from .nesting import collection_paused
 from .numbers import EXPECTED, NumberSyntaxError, parse_rational, quote
 
 
@@ -52,13 +53,14 @@ def _integer(text: str):
 def parse_json_text(text: str, source: str) -> object:
     """Parse JSON text exactly; errors name ``source`` and the line and column."""
     try:
-        value = json.loads(
-            text,
-            parse_float=JsonNumber,
-            parse_int=_integer,
-            parse_constant=JsonConstant,
-            object_pairs_hook=_object,
-        )
+        with collection_paused():
+            value = json.loads(
+                text,
+                parse_float=JsonNumber,
+                parse_int=_integer,
+                parse_constant=JsonConstant,
+                object_pairs_hook=_object,
+            )
     except json.JSONDecodeError as e:
         if not text[e.pos :].strip():
             raise InputError(

@@ -26,6 +26,7 @@ from ..kernel.transformer import (
 )
 from .errors import InputError
 from .jsonfile import Cursor, describe, plain, plural, read_json_file
+from .nesting import collection_paused
 from .numbers import q_str
 
 MAXOUT = "exactmax/maxout"
@@ -242,7 +243,8 @@ def _meta(f: dict):
     if "meta" not in f:
         return None
     try:
-        return plain(f["meta"])
+        with collection_paused():
+            return plain(f["meta"])
     except RecursionError:
         raise f["meta"].error("nested too deeply") from None
 

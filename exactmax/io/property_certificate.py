@@ -39,6 +39,7 @@ from .certificates import (
 from .errors import InputError
 from .jsonfile import Cursor
 from .models import MAXOUT, model_to_json, read_model, write_bytes_atomic
+from .nesting import collection_paused
 from .numbers import q_str
 
 PROPERTY_CERTIFICATE = "exactmax/property-certificate"
@@ -200,7 +201,9 @@ def read_property_certificate(root: Cursor):
     if sha != pf["sha256"].string():
         raise pf["sha256"].error("does not match the embedded property")
     try:
-        prop = _read(text, sha) if not is_vnnlib2(text) else single_property(parse_query(text, sha))
+        with collection_paused():
+            v2 = is_vnnlib2(text)
+            prop = single_property(parse_query(text, sha)) if v2 else _read(text, sha)
     except (_Syntax, QueryError) as e:
         raise pf["vnnlib"].error(f"line {e.line}, column {e.col}: {e}") from None
     except RecursionError:
@@ -270,25 +273,27 @@ def read_counterexample(path: str, n_x: int, n_y: int):
         raise _Syntax(t, "expected a number, (- v) or (/ p q)")
 
     try:
-        forms = parse_sexprs(text)
-        if forms and isinstance(forms[0], Atom):
-            if forms[0].text != "sat":
-                raise _Syntax(forms[0], f"expected 'sat' or the assignment, got {forms[0].text!r}")
-            forms = forms[1:]
-        if len(forms) != 1 or not isinstance(forms[0], SList):
-            raise _Syntax(forms[0] if forms else None, "expected one list ((X_0 v) ...)")
-        vals: dict[str, Q] = {}
-        for pair in forms[0].items:
-            if (
-                not isinstance(pair, SList)
-                or len(pair.items) != 2
-                or not isinstance(pair.items[0], Atom)
-                or not _VAR.fullmatch(pair.items[0].text)
-            ):
-                raise _Syntax(pair, "expected (X_i value) or (Y_j value)")
-            if pair.items[0].text in vals:
-                raise _Syntax(pair.items[0], f"{pair.items[0].text} has a second value")
-            vals[pair.items[0].text] = value(pair.items[1])
+        with collection_paused():
+            forms = parse_sexprs(text)
+            if forms and isinstance(forms[0], Atom):
+                if forms[0].text != "sat":
+                    got = forms[0].text
+                    raise _Syntax(forms[0], f"expected 'sat' or the assignment, got {got!r}")
+                forms = forms[1:]
+            if len(forms) != 1 or not isinstance(forms[0], SList):
+                raise _Syntax(forms[0] if forms else None, "expected one list ((X_0 v) ...)")
+            vals: dict[str, Q] = {}
+            for pair in forms[0].items:
+                if (
+                    not isinstance(pair, SList)
+                    or len(pair.items) != 2
+                    or not isinstance(pair.items[0], Atom)
+                    or not _VAR.fullmatch(pair.items[0].text)
+                ):
+                    raise _Syntax(pair, "expected (X_i value) or (Y_j value)")
+                if pair.items[0].text in vals:
+                    raise _Syntax(pair.items[0], f"{pair.items[0].text} has a second value")
+                vals[pair.items[0].text] = value(pair.items[1])
     except _Syntax as e:
         raise InputError(f"{path}:{e.line}:{e.col}" if e.line else path, "", str(e)) from None
     except RecursionError:

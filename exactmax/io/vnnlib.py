@@ -34,6 +34,7 @@ from ..kernel.property import Case
 from ..kernel.rational import ONE, ZERO, Q
 from .errors import InputError
 from .jsonfile import read_text_file
+from .nesting import collection_paused
 from .numbers import NumberSyntaxError, parse_rational
 
 MAX_DISJUNCTS = 100_000
@@ -265,7 +266,8 @@ def read_vnnlib(path: str) -> VnnProperty:
     """The property of a VNN-LIB 1.0 file; InputError "file:line:column: expected ..."."""
     text = read_text_file(path, "a VNN-LIB text file")
     try:
-        return _read(text, hashlib.sha256(text.encode()).hexdigest())
+        with collection_paused():
+            return _read(text, hashlib.sha256(text.encode()).hexdigest())
     except _Syntax as e:
         where = f"{path}:{e.line}:{e.col}" if e.line else path
         raise InputError(where, "", str(e)) from None

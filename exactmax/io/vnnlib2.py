@@ -50,6 +50,7 @@ from ..kernel.property import Case
 from ..kernel.rational import ONE, ZERO, Q
 from .errors import InputError
 from .jsonfile import read_text_file
+from .nesting import collection_paused
 from .numbers import NumberSyntaxError, parse_rational
 from .vnnlib import MAX_DISJUNCTS, VnnProperty, _as_box
 
@@ -181,7 +182,8 @@ def parse_query(text: str, sha: str) -> Query:
             "(dropping what follows); remove it",
         )
     try:
-        ast = vnnlib.parse_query_string(text)
+        with collection_paused():
+            ast = vnnlib.parse_query_string(text)
     except vnnlib.VNNLibException as e:
         raise _version_1(text) or _library_error(text, str(e)) from None
     except RecursionError:
@@ -197,8 +199,9 @@ def parse_query(text: str, sha: str) -> Query:
     nets = tuple(reader.network(n) for n in ast.networks)
     try:
         dnf: list[list[Comparison]] = [[]]
-        for a in ast.assertions:
-            dnf = _product(dnf, reader.formula(a.expr), reader.first_place(a.expr))
+        with collection_paused():
+            for a in ast.assertions:
+                dnf = _product(dnf, reader.formula(a.expr), reader.first_place(a.expr))
     except RecursionError:
         raise QueryError(0, 0, "formulas nested too deeply") from None
     if not ast.assertions:
