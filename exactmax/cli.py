@@ -643,6 +643,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .prove import vnnlib_interface
 
     vnnlib_interface.add_parser(sub)
+    from . import vnncomp_command
+
+    vnncomp_command.add_parser(sub)
     return p
 
 

@@ -58,6 +58,7 @@ def work(tmp_path_factory):
     (d / "loose.json").write_text(json.dumps(tight("-1/2")))
     (d / "tight.json").write_text(json.dumps(tight("-199/100")))
     (d / "points.txt").write_text("1,1\n0,1/2\n")
+    (d / "bench.csv").write_text("small_relu.onnx,small_relu_sat.vnnlib,30\n")
     return d
 
 
@@ -143,6 +144,10 @@ CASES = [
     ("softmax-bound", ["softmax-bound", "loose.json", "--lambda", "10"], 0, "certified"),
     ("softmax-bound gates", ["softmax-bound", "tight.json", "--lambda", "10"], 3, "unknown"),
     ("schema", ["schema", "--list"], 0, "done"),
+    ("vnncomp", ["vnncomp", "bench.csv", "--workers", "1", "--quiet"], 0, "done"),
+    ("vnncomp instance", ["vnncomp", "--instance", "small_relu.onnx", "small_relu_unsat.vnnlib",
+                          "--timeout", "30", "--result-file", "r.txt", "--workers", "1"], 0,
+     "unsat"),
 ]
 
 
