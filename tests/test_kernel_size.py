@@ -8,9 +8,11 @@ point).  The core meets it: 1,000 lines on 2026-12-04 (from 1,081; 1,276 before 
 pass).  The whole kernel does not: 1,948 lines (from 2,072; 2,302 before the first pass): on top
 of the core come the models with their evaluators (252) and the checkers of softmax bounds,
 regions, VNN-LIB properties, tolerances and layer correspondences (696), each required in the
-kernel by an issue (docs/trusted.md, "Where the lines go").  The physical caps below are those
-counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code lines are
-capped at 1,500 and 1,000.
+kernel by an issue (docs/trusted.md, "Where the lines go").  #32 added 44 lines to
+``property.py`` (1,992 in all, the core unchanged): the property check in pieces (``cut``,
+``check_piece``), so that a process pool can run it.  The physical caps below are those counts,
+so the kernel cannot grow unnoticed (lower them as it shrinks); the code lines are capped at
+1,500 and 1,000.
 """
 
 import ast
@@ -51,7 +53,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (1948, 1000)  # the whole kernel, its core
+PHYSICAL_CAP = (1992, 1000)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

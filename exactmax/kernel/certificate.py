@@ -112,14 +112,14 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
         raise CheckFailed(f"{where}: the combination gives {r}, not {'> 0' if strict else '>= 0'}")
 
 
-def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split: bool = True, where: str = "root"):
-    """(leaf, rows of its cell, choices, maps, where) for every leaf over P, depth first (ge
-    before lt).  choices[s]: node of program s -> choice in force (a restatement replaces it,
-    and that node and the later ones are computed afresh); maps[s][i]: node i's map on the
-    cell, None while unknown; the nodes of needs[s] get theirs in node order (``_chosen`` for
-    Max and Hardmax).  Empty leaves are checked here; a split with a = 0 needs ``zero_split``."""
+def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="root", rows=None):
+    """(leaf, rows of its cell, choices, maps, where) for every leaf over P (or the cell of
+    ``rows``), depth first (ge before lt).  choices[s]: node of program s -> choice in force (a
+    restatement replaces it, and that node and the later ones are computed afresh); maps[s][i]:
+    node i's map on the cell, None while unknown; the nodes of needs[s] get theirs in node order
+    (``_chosen`` for Max and Hardmax).  Empty leaves checked here; a = 0 splits: ``zero_split``."""
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
-    stack: list[tuple] = [(tree, domain_rows(P), [{} for _ in programs], maps, where)]
+    stack: list[tuple] = [(tree, list(rows or domain_rows(P)), [{} for _ in programs], maps, where)]
     while stack:
         node, rows, choices, vals, where = stack.pop()
         if isinstance(node, Empty):

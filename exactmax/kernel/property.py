@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import certificate as cert
-from .certificate import Choices, Empty, Farkas, Row, Tree, _sub, check_entails
+from .certificate import Choices, Empty, Farkas, Row, Split, Tree, _sub, check_entails
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
 from .polyhedron import Polyhedron, check_domain
@@ -102,16 +102,57 @@ def compose(row: Row, ys: list, d: int) -> Row:
     return Row(a, row.c + sum((w * e for w, (_, e) in terms), ZERO), row.strict)
 
 
-def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
-    """Accept iff ``tree`` proves the case for the program p; returns its number of leaves."""
+def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None) -> int:
+    """Accept iff ``tree`` proves the case for the program p; returns its number of leaves.
+    ``run``: a ``map`` (a process pool's) to check the pieces of ``cert.cut`` with; each
+    piece is checked by ``check_piece``, this kernel's code, wherever ``run`` runs it."""
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
             raise CheckFailed(f"{where}: output row of {len(row.a)} entries, not d + n_out")
         [rational(v) for v in row.a + (row.c,)]
+    pieces = cut(tree, case.inputs, PIECES if run else 1, where)
+    if len(pieces) == 1:
+        return check_piece(p, case, pieces[0])
+    return sum((run or map)(check_piece, [p] * len(pieces), [case] * len(pieces), pieces))
+
+
+PIECES = 32
+"""Pieces of a tree ``check_case`` hands to ``run`` (several per worker: subtrees differ)."""
+
+
+def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
+    """The tree as [(subtree, rows of its cell, where)]: splits that state no choices are
+    opened, breadth first, until there are ``parts`` pieces or none is left to open.  Walking
+    each piece from its rows (``walk(..., rows=)``) reaches exactly the leaves, rows and maps
+    that walking the whole tree does: an opened split passes its cell's rows plus its own row
+    down and nothing else (no choices; the maps of Lin nodes are recomputed from the program).
+    So the tree is checked when every piece is, in any order or process."""
+    pieces = [(tree, cert.domain_rows(P), where)]
+    while len(pieces) < parts:
+        opened = [
+            (k, t) for k, (t, _, _) in enumerate(pieces) if isinstance(t, Split) and not t.choices
+        ]
+        if not opened:
+            break
+        k, split = opened[0]
+        _, rows, at = pieces.pop(k)
+        if len(split.a) != P.dim:  # as walk (with zero_split, as check_piece walks)
+            raise CheckFailed(f"{at}: split of the wrong dimension or with a = 0")
+        ge = Row(tuple(split.a), split.c)
+        lt = Row(tuple(-v for v in split.a), -split.c, True)
+        pieces += [(split.ge, rows + [ge], at + ".ge"), (split.lt, rows + [lt], at + ".lt")]
+    return pieces
+
+
+def check_piece(p: Program, case: Case, piece: tuple) -> int:
+    """Accept iff the subtree of ``piece`` = (subtree, rows of its cell or None for the case's
+    input set, where) proves the case on that cell; returns its number of leaves."""
+    tree, rows, where = piece
     need = sorted(cert.cone(p, p.outputs))
     leaves = 0
-    for node, rows, _, (vals,), at in cert.walk(tree, case.inputs, (p,), (need,), where=where):
+    walk = cert.walk(tree, case.inputs, (p,), (need,), where=where, rows=rows)
+    for node, rows, _, (vals,), at in walk:
         leaves += 1
         if isinstance(node, Empty):
             continue
@@ -128,12 +169,15 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case") -> int:
     return leaves
 
 
-def check_property(net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tree, ...]) -> int:
-    """Accept iff every case holds for the network by its tree; returns the number of leaves."""
+def check_property(
+    net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tree, ...], run=None
+) -> int:
+    """Accept iff every case holds for the network by its tree; returns the number of leaves.
+    ``run``: as for ``check_case``."""
     if len(cases) != len(trees):
         raise CheckFailed(f"{len(trees)} trees for {len(cases)} cases")
     try:
         p = program_of_maxout(net)
     except (ValueError, TypeError) as e:
         raise CheckFailed(f"the network is malformed: {e}") from None
-    return sum(check_case(p, c, t, f"case {n}") for n, (c, t) in enumerate(zip(cases, trees)))
+    return sum(check_case(p, c, t, f"case {n}", run) for n, (c, t) in enumerate(zip(cases, trees)))

@@ -48,6 +48,7 @@ makes the answer unknown, with the reason of the first such unit in tree order.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import hashlib
 import json
 import os
@@ -877,7 +878,29 @@ def decide_property_split(
             relaxed,
         )
 
-    return decide_property(net, prop, timeout_s, max_leaves, search, relaxed=relaxed, build=build)
+    return decide_property(
+        net,
+        prop,
+        timeout_s,
+        max_leaves,
+        search,
+        relaxed=relaxed,
+        build=build,
+        check_run=check_map(executor),
+    )
+
+
+def check_map(executor: cf.Executor):
+    """A ``map`` for the kernel's check in pieces (``kernel.property.check_case``) on the
+    processes of a local pool, or None (in this process): with --workers 1, and with a Dask
+    cluster, whose machines are not this one.  Pieces go in a few chunks per worker, so that
+    the program is pickled once per chunk, not once per piece."""
+    if not isinstance(executor, cf.ProcessPoolExecutor):
+        return None
+    from ..kernel.property import PIECES
+
+    n = max(1, getattr(executor, "_max_workers", 1))
+    return functools.partial(executor.map, chunksize=max(1, PIECES // (4 * n)))
 
 
 @unknown_beyond_floats(_ToleranceAnswer)

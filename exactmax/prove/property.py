@@ -673,6 +673,10 @@ def _late(limits: Limits) -> str | None:
     return None
 
 
+PARALLEL_CHECK_LEAVES = 16
+"""Trees of fewer leaves are checked in this process: shipping them would cost more."""
+
+
 @unknown_beyond_floats(Answer)
 def decide_property(
     net: MaxoutNetwork,
@@ -683,11 +687,13 @@ def decide_property(
     progress=None,
     relaxed: bool = True,
     build=None,
+    check_run=None,
 ) -> Answer:
     """sat / unsat / unknown for the property ``prop`` (``io.vnnlib.VnnProperty``): the search,
     then the trees of every case, then the kernel's check.  ``build`` makes the trees
     (default ``build_trees``, in this process; ``parallel`` passes one that uses work units)
-    with the same arguments and answers."""
+    with the same arguments and answers; ``check_run``: a ``map`` that runs the kernel's check
+    of pieces of the trees (``kernel.property.check_case``), e.g. on the workers' processes."""
     start = time.monotonic()
     deadline = start + timeout_s
     stats: dict = {}
@@ -717,9 +723,12 @@ def decide_property(
         return Answer("unknown", reason=value, stats=stats)
     try:
         t0 = time.monotonic()
+        # the kernel's check in pieces on check_run (a process pool's map) when the trees are big
+        run = check_run if stats.get("leaves", 0) >= PARALLEL_CHECK_LEAVES else None
         with interruption.phase("the kernel's check of the certificate"):
-            stats["leaves_checked"] = check_property(net, prop.cases, tuple(value))
+            stats["leaves_checked"] = check_property(net, prop.cases, tuple(value), run)
         stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
+        stats["kernel_check_in_pieces"] = run is not None
     except CheckFailed as e:  # a producer bug: never trusted, reported
         return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)
     return Answer("unsat", trees=tuple(value), stats=stats)
