@@ -186,3 +186,25 @@ def test_a_zero_slope_gives_an_empty_proof_not_zero_multipliers():
     from exactmax.prove.relaxation import _proof
     assert _proof({3: Q(1, 2), 5: Q(1)}, Q(0)) == ()
     assert _proof({3: Q(1, 2), 5: Q(0)}, Q(2)) == ((3, Q(1)),)
+
+
+def test_an_input_whose_halves_gain_nothing_is_not_split_forever():
+    """The lookahead splits the input whose halves' worse bound is best, but only where that
+    beats the cell's own bound: when every split leaves the cell as it was or worse (the
+    narrow inputs' halves are the cell again; the wide ones' relaxations got worse), the smear
+    decides, which sends the split to the wide input."""
+    from exactmax.prove.relaxation import LOOKAHEAD_GAIN, split_scores
+
+    smear = np.array([1e-5, 30.0, 20.0, 1e-5, 1e-5])
+    own = -49.03
+    stuck = np.array([-49.0299, -88.68, -67.23, -49.0307, -49.0303])
+    assert np.argmax(split_scores(stuck, own, smear)) == 1
+    gaining = np.array([-40.0, -88.68, -67.23, -49.0307, -49.0303])
+    assert np.argmax(split_scores(gaining, own, smear)) == 0
+    # the gain needed is LOOKAHEAD_GAIN of the cell's bound
+    just = np.array([own + LOOKAHEAD_GAIN * (1 + abs(own)) * 1.01, -60.0, -60.0, -60.0, -60.0])
+    assert np.argmax(split_scores(just, own, smear)) == 0
+    short = np.array([own + LOOKAHEAD_GAIN * (1 + abs(own)) * 0.99, -60.0, -60.0, -60.0, -60.0])
+    assert np.argmax(split_scores(short, own, smear)) == 1
+    # a cell whose halves all close (0) against a cell bound below: split by the halves
+    assert np.argmax(split_scores(np.array([0.0, -1.0, -2.0]), -3.0, np.array([0, 0, 1.0]))) == 0
