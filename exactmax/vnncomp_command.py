@@ -18,6 +18,8 @@ What it writes, as VNN-COMP's harness does:
 
 The answers are exactmax's usual ones: sat is an exact point the kernel evaluated, unsat a
 certificate the kernel checked; anything else is unknown (or timeout, when the limit passed).
+As in VNN-COMP's scoring, an answer that arrives after the instance's limit (wall time of the
+child, start-up included) counts as a timeout.
 ``--instance ONNX VNNLIB`` runs one instance as VNN-COMP's ``run_instance.sh`` does (the
 scripts in ``examples/vnncomp/`` call it): the result file, nothing else.
 """
@@ -154,6 +156,12 @@ def run_one(
         result, doc = "timeout", {}
     else:
         result, doc = _child_result(status, stdout)
+    reason = doc.get("reason")
+    if wall > timeout and result in ("sat", "unsat", "unknown"):
+        # VNN-COMP counts an answer given after the instance's limit as a timeout
+        result, reason = "timeout", (
+            f"timeout: answered {result} after {wall:.2f} s, past the limit of {timeout:g} s"
+        )
     if result == "sat" and not (result_file and os.path.isfile(cex)):
         if result_file:
             result = "error_exit_code_1"  # a sat without its counterexample file
@@ -170,7 +178,7 @@ def run_one(
         "result": result,
         "run_time": round(wall, 3),
         "user_s": round(user, 3),
-        "reason": doc.get("reason"),
+        "reason": reason,
         "stats": {k: doc.get("stats", {}).get(k) for k in ("leaves", "kernel_check_s")},
         "stderr": stderr.strip().splitlines()[-1] if stderr.strip() else "",
         "certificate": cert if result == "unsat" and cert else None,

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -94,15 +95,22 @@ def test_resume_keeps_the_lines_already_written(bench):
     assert rows[1][4] == "unsat" and "[1/2]" not in stderr and "[2/2]" in stderr
 
 
-def test_a_time_limit_gives_timeout_not_an_answer(bench):
+def test_an_answer_after_the_limit_is_a_timeout(bench):
+    """VNN-COMP's rule: whatever the answer, it counts only within the limit.  No child
+    process starts Python and exactmax within 0.05 s, so the answer always comes late (or
+    the child's own limit, at least 0.5 s, stops it first)."""
     (bench / "instances.csv").write_text("onnx/net.onnx,vnnlib/small_relu_unsat.vnnlib,30\n")
     code, stdout, stderr = exactmax(
-        "vnncomp", bench / "instances.csv", "--timeout", "1.5", "--margin", "1.49",
+        "vnncomp", bench / "instances.csv", "--timeout", "0.05", "--result-dir", bench / "res",
         "--out", bench / "r.csv", "--json", "--quiet",
     )
     doc = json.loads(stdout)
     assert code == 0 and doc["counts"]["timeout"] == 1, (stdout, stderr)
-    assert doc["runs"][0]["result"] == "timeout" and "timeout" in doc["runs"][0]["reason"]
+    run = doc["runs"][0]
+    assert run["result"] == "timeout" and run["reason"].startswith("timeout")
+    assert run["certificate"] is None
+    assert list(csv.reader((bench / "r.csv").open()))[0][4] == "timeout"
+    assert (bench / "res" / "net__small_relu_unsat.txt").read_text() == "timeout\n"
 
 
 def test_run_instance_script_writes_the_result_file(bench, tmp_path):
@@ -168,3 +176,22 @@ def test_a_bad_command_line_is_one_line(bench, capsys, argv, message):
     assert main(["vnncomp", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_late_unsat_is_reported_as_a_timeout(monkeypatch, tmp_path):
+    """The rule itself, without timing luck: a child that answers unsat after the limit."""
+    from exactmax import vnncomp_command
+
+    def late_unsat(argv, **kw):
+        time.sleep(0.2)
+        return subprocess.CompletedProcess(argv, 0, '{"verdict": "unsat", "reason": null}\n', "")
+
+    monkeypatch.setattr(vnncomp_command.subprocess, "run", late_unsat)
+    out = tmp_path / "result.txt"
+    r = vnncomp_command.run_one("n.onnx", "p.vnnlib", 0.1, 0.0, str(out), "c.json", 1)
+    assert r["result"] == "timeout" and r["certificate"] is None
+    assert r["reason"].startswith("timeout: answered unsat after ")
+    assert r["reason"].endswith(" s, past the limit of 0.1 s")
+    assert out.read_text() == "timeout\n"
+    r = vnncomp_command.run_one("n.onnx", "p.vnnlib", 10.0, 0.0, str(out), "c.json", 1)
+    assert r["result"] == "unsat" and r["certificate"] == "c.json"
