@@ -159,8 +159,9 @@ def run_one(
     reason = doc.get("reason")
     if wall > timeout and result in ("sat", "unsat", "unknown"):
         # VNN-COMP counts an answer given after the instance's limit as a timeout
-        result, reason = "timeout", (
-            f"timeout: answered {result} after {wall:.2f} s, past the limit of {timeout:g} s"
+        result, reason = (
+            "timeout",
+            (f"timeout: answered {result} after {wall:.2f} s, past the limit of {timeout:g} s"),
         )
     if result == "sat" and not (result_file and os.path.isfile(cex)):
         if result_file:

@@ -342,10 +342,11 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
         return None
     import numpy as np
 
-    from .property import Violated, _FloatNet, _margins, violation
+    from ..search.gradient import FloatNetwork
+    from .property import Violated, _margins, violation
 
     net = models[0]
-    fnet = _FloatNet(net)
+    fnet = FloatNetwork(net)
 
     def centre(x):
         X = np.array([[float(v) for v in x]])

@@ -41,6 +41,7 @@ from ..kernel.polyhedron import Box
 from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
+from ..search.gradient import FloatNetwork, Target, attack
 from . import floatlp
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from .floatlp import unknown_beyond_floats
@@ -94,40 +95,6 @@ def violation(net: MaxoutNetwork, cases, x):
 # ----------------------------------------------------------------------- the search
 
 
-class _FloatNet:
-    """The network in float64 (for the search only: every answer is re-checked exactly)."""
-
-    def __init__(self, net: MaxoutNetwork):
-        self.layers = []
-        for layer in net.layers:
-            k = layer.rank
-            W = np.array(
-                [
-                    [[float(v) for v in u.pieces[min(j, len(u.pieces) - 1)].w] for j in range(k)]
-                    for u in layer.units
-                ]
-            )
-            b = np.array(
-                [
-                    [float(u.pieces[min(j, len(u.pieces) - 1)].b) for j in range(k)]
-                    for u in layer.units
-                ]
-            )
-            self.layers.append((W, b))
-        o = net.output
-        self.out = (
-            None
-            if o is None
-            else (np.array([[float(v) for v in r] for r in o.W]), np.array([float(v) for v in o.b]))
-        )
-
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        h = X
-        for W, b in self.layers:
-            h = (np.einsum("uki,ni->nuk", W, h) + b).max(axis=2)
-        return h if self.out is None else h @ self.out[0].T + self.out[1]
-
-
 def _margins(conj, X, Y) -> np.ndarray:
     """min over the rows of a . (x, y) + c, per point (float)."""
     if not conj:
@@ -144,6 +111,27 @@ def _exact_point(x, box: Box):
     )
 
 
+def _box_around(P) -> Box | None:
+    """A box that contains P = {x : A x <= b}, from P's rows on one variable (VNN-LIB's
+    polyhedral input sets state every variable's bounds so), or None if some variable has
+    no such row on one side.  For the searches: their points are re-checked against P."""
+    lower: list = [None] * P.dim
+    upper: list = [None] * P.dim
+    for a, c in zip(P.A, P.b):
+        nz = [i for i, v in enumerate(a) if v]
+        if len(nz) != 1:
+            continue
+        i = nz[0]
+        bound = c / a[i]
+        if a[i] > 0:
+            upper[i] = bound if upper[i] is None else min(upper[i], bound)
+        else:
+            lower[i] = bound if lower[i] is None else max(lower[i], bound)
+    if None in lower or None in upper or any(lo > hi for lo, hi in zip(lower, upper)):
+        return None
+    return Box(tuple(lower), tuple(upper))
+
+
 def search_counterexample(
     net: MaxoutNetwork,
     cases,
@@ -154,9 +142,10 @@ def search_counterexample(
     rounds: int = 60,
 ):
     """An exact counterexample (x, case, conj, y, margin) or None; tries counted in stats."""
-    f = _FloatNet(net)
+    f = FloatNetwork(net)
     rng = np.random.default_rng(seed)
     stats = {"points": 0, "exact_checks": 0}
+    boxes = [box or _box_around(case.inputs) for case, box in zip(cases, boxes)]
     for case, box in zip(cases, boxes):
         if box is None:
             continue
@@ -188,7 +177,44 @@ def search_counterexample(
                 scale = (hi - lo) * (0.5 ** (r / 6 + 1))
                 kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
                 best = np.vstack([top, np.clip(kids, lo, hi)])
-    return None, stats
+    now = time.monotonic()
+    until = min(deadline, now + GRADIENT_SHARE * max(deadline - now, 0.0))
+    return _gradient_search(net, f, cases, boxes, until, seed, stats), stats
+
+
+GRADIENT_SHARE = 0.25  # of the search's remaining time, for the gradient runs
+
+
+def _gradient_search(net, f, cases, boxes, deadline, seed, stats):
+    """Projected gradient ascent on every (case, conjunction) until the deadline
+    (``search.gradient``); each proposal is clipped into the case's box exactly and
+    re-checked by ``violation``.  An exact counterexample (x, case, conj, y, margin) or None."""
+    targets, where = [], []
+    for case, box in zip(cases, boxes):
+        box = box or _box_around(case.inputs)
+        if box is None:
+            continue
+        A = np.array([[float(v) for v in row] for row in case.inputs.A]).reshape(-1, len(box.lower))
+        b = np.array([float(v) for v in case.inputs.b])
+        for conj in case.outputs:
+            if not conj:
+                continue
+            R = np.array([[float(v) for v in r.a] for r in conj])
+            r = np.array([float(r.c) for r in conj])
+            lo = np.array([float(v) for v in box.lower])
+            hi = np.array([float(v) for v in box.upper])
+            targets.append(Target(R, r, A, b, lo, hi))
+            where.append(box)
+    stats.setdefault("gradient_runs", 0)
+    for n, point in attack(f, targets, deadline, seed, stats):
+        interruption.check()
+        stats["exact_checks"] += 1
+        x = _exact_point(point, where[n])
+        cn, cj, y, margin = violation(net, cases, x)
+        if cn is not None:
+            stats["found_by_gradient"] = True
+            return x, cn, cj, y, margin
+    return None
 
 
 # ----------------------------------------------------------------------- the certificate
@@ -705,7 +731,7 @@ def decide_property(
         stats["search"] = s
         if found is not None:
             x, n, j, y, margin = found
-            stats["found_by"] = "search"
+            stats["found_by"] = "gradient search" if s.get("found_by_gradient") else "search"
             return Answer("sat", x, y, (n, j), margin, stats=stats)
 
     def confirm(x):
@@ -742,7 +768,7 @@ def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relax
     p = program_of_maxout(net)
     trees: list = []
     stats: dict[str, Any] = {"leaves": 0, "splits": 0, "proofs": {}}
-    fnet = _FloatNet(net)
+    fnet = FloatNetwork(net)
 
     def centre(case):
         def check(x):

@@ -1,0 +1,123 @@
+"""The gradient search (search/gradient.py) proposes; the exact check decides.
+
+- the pull-back is the Jacobian: at points off the tie sets, G J computed through the active
+  pieces equals the finite differences of the float network, on mixed ranks;
+- the leak moves points off a plateau where the network is constant;
+- on a property whose forbidden set is a thin corner of a 20-dimensional box (no vertex tried,
+  random points miss it), the gradient runs find a point that the kernel's evaluation confirms,
+  inside the case's polyhedral input set; on a property with no counterexample they return
+  nothing."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from exactmax.io.vnnlib import read_vnnlib
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
+from exactmax.kernel.rational import Q
+from exactmax.prove.property import _gradient_search, search_counterexample, violation
+from exactmax.search.gradient import FloatNetwork
+
+
+def _mixed_rank_net(seed, d=4, widths=(5, 4), ranks=(1, 2, 3)):
+    rng = np.random.default_rng(seed)
+    layers, n = [], d
+    for w in widths:
+        units = []
+        for u in range(w):
+            k = ranks[u % len(ranks)]
+            units.append(Unit(tuple(
+                Piece(tuple(Q(int(v), 8) for v in rng.integers(-8, 9, n)),
+                      Q(int(rng.integers(-4, 5)), 8))
+                for _ in range(k))))
+        layers.append(Layer(tuple(units)))
+        n = w
+    out = Affine(tuple(tuple(Q(int(v), 4) for v in rng.integers(-4, 5, n)) for _ in range(3)),
+                 (Q(0),) * 3, n)
+    return MaxoutNetwork(d, tuple(layers), out)
+
+
+def test_the_pullback_is_the_jacobian_through_the_active_pieces():
+    rng = np.random.default_rng(1)
+    for seed in range(5):
+        net = _mixed_rank_net(seed)
+        f = FloatNetwork(net)
+        X = rng.uniform(-1, 1, (20, 4))
+        G = rng.normal(size=(20, 3))
+        Y, active = f.forward(X)
+        exact_y = [evaluate_maxout(net, tuple(Q(*v.as_integer_ratio()) for v in x)) for x in X[:3]]
+        assert np.allclose(Y[:3], np.array(exact_y, dtype=float))
+        J = f.pullback(G, active, 0.0)
+        h = 1e-7
+        for i in range(4):
+            E = np.zeros_like(X)
+            E[:, i] = h
+            fd = ((f(X + E) - f(X - E)) * G).sum(axis=1) / (2 * h)
+            # compare where the step crossed no tie (the same pieces active on both sides)
+            plus, minus = f.forward(X + E)[1], f.forward(X - E)[1]
+            same = np.all([(p == a).all(axis=1) & (m == a).all(axis=1)
+                           for p, m, a in zip(plus, minus, active)], axis=0)
+            assert same.sum() >= 15
+            assert np.allclose(fd[same], J[same, i], rtol=1e-6, atol=1e-6)
+
+
+NINE_TENTHS = Q(9, 10)
+
+
+def _plateau_net(d=20, t=NINE_TENTHS):
+    """y0 = ReLU(s - 1/2), s = sum_i ReLU(x_i - t): 0 on almost all of [-1, 1]^d (s <= 2)."""
+    zero = Piece((Q(0),) * d, Q(0))
+    inner = tuple(Unit((Piece(tuple(Q(int(i == j)) for j in range(d)), -t), zero))
+                  for i in range(d))
+    outer = (Unit((Piece((Q(1),) * d, Q(-1, 2)), zero)),)
+    return MaxoutNetwork(d, (Layer(inner), Layer(outer)), Affine(((Q(1),),), (Q(0),), 1))
+
+
+def test_the_leak_moves_points_off_a_plateau():
+    f = FloatNetwork(_plateau_net())
+    X = np.zeros((3, 20))  # every ReLU inactive: f is constant near X
+    Y, active = f.forward(X)
+    G = np.ones((3, 1))
+    assert not f.pullback(G, active, 0.0).any()
+    assert (f.pullback(G, active, 0.1) > 0).all()  # uphill: towards the corner
+
+
+def _property(tmp_path, d, output, inputs=""):
+    text = "".join(f"(declare-const X_{i} Real)\n" for i in range(d))
+    text += "(declare-const Y_0 Real)\n"
+    text += "".join(f"(assert (>= X_{i} -1))\n(assert (<= X_{i} 1))\n" for i in range(d))
+    text += inputs + output
+    p = tmp_path / "p.vnnlib"
+    p.write_text(text)
+    return read_vnnlib(str(p))
+
+
+def test_a_thin_corner_is_found_and_confirmed_exactly(tmp_path):
+    net = _plateau_net()
+    # forbidden: y0 >= 1/2, i.e. s >= 1: only near the corner (1, ..., 1), where the random
+    # points never are (elsewhere y0 = 0: no margin to follow); input set: x_0 - x_1 <= 0
+    prop = _property(tmp_path, 20, "(assert (>= Y_0 0.5))\n", "(assert (<= (- X_0 X_1) 0))\n")
+    boxes = prop.boxes or (None,)
+    stats = {"exact_checks": 0}
+    found = _gradient_search(net, FloatNetwork(net), prop.cases, boxes, time.monotonic() + 60, 0,
+                             stats)
+    assert found is not None, stats
+    x, case, conj, y, margin = found
+    assert prop.cases[case].inputs.contains(x) and violation(net, prop.cases, x)[0] == case
+    assert y == evaluate_maxout(net, x) and y[0] >= Q(1, 2)
+    # the random search alone does not reach it; the whole search does, through the gradient
+    full, s = search_counterexample(net, prop.cases, boxes, time.monotonic() + 60)
+    assert full is not None and s.get("found_by_gradient")
+
+
+def test_no_counterexample_no_answer(tmp_path):
+    net = _plateau_net()
+    # the largest value of y0 on the box is 20 * 0.1 - 1/2 = 3/2: y0 > 3/2 is impossible
+    prop = _property(tmp_path, 20, "(assert (> Y_0 1.5))\n")
+    stats = {"exact_checks": 0}
+    found = _gradient_search(net, FloatNetwork(net), prop.cases, prop.boxes or (None,),
+                             time.monotonic() + 60, 0, stats)
+    assert found is None and stats["gradient_runs"] == 10
