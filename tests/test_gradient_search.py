@@ -121,3 +121,21 @@ def test_no_counterexample_no_answer(tmp_path):
     found = _gradient_search(net, FloatNetwork(net), prop.cases, prop.boxes or (None,),
                              time.monotonic() + 60, 0, stats)
     assert found is None and stats["gradient_runs"] == 10
+
+
+def test_the_margin_of_a_case_is_its_best_conjunction_cut_by_its_input_rows():
+    from exactmax.search.gradient import Target, margins
+
+    # d = 1, one output y: conjunctions {y - 1 >= 0} and {x >= 0, -y >= 0}; input row 2 - x >= 0
+    t = Target((np.array([[0.0, 1.0]]), np.array([[1.0, 0.0], [0.0, -1.0]])),
+               (np.array([-1.0]), np.array([0.0, 0.0])),
+               np.array([[1.0]]), np.array([2.0]), np.array([-3.0]), np.array([3.0]))
+    X = np.array([[0.5], [-1.0], [2.5], [1.0]])
+    Y = np.array([[3.0], [-2.0], [5.0], [0.5]])
+    m, G = margins(t, X, Y)
+    # by hand: max(min(y - 1), min(x, -y)) cut by 2 - x
+    assert m.tolist() == [min(max(2.0, -3.0), 1.5), min(max(-3.0, -1.0), 3.0),
+                          min(max(4.0, -5.0), -0.5), min(max(-0.5, -0.5), 1.0)]
+    assert G[3].tolist() == [0.0, 1.0]  # y - 1 (a tie with -y: the first conjunction)
+    assert G[1].tolist() == [1.0, 0.0]  # x, the least row of the better conjunction
+    assert G[0].tolist() == G[2].tolist() == [-1.0, 0.0]  # the input row 2 - x attains it

@@ -10,7 +10,10 @@ of the core come the models with their evaluators (252) and the checkers of soft
 regions, VNN-LIB properties, tolerances and layer correspondences (696), each required in the
 kernel by an issue (docs/trusted.md, "Where the lines go").  #32 added 44 lines to
 ``property.py`` (1,992 in all, the core unchanged): the property check in pieces (``cut``,
-``check_piece``), so that a process pool can run it.  The physical caps below are those counts,
+``check_piece``), so that a process pool can run it; and 3 lines to the core
+(``certificate.py``, 1,003): a ``Row`` keeps its non-zero entries, so the Farkas check reads
+only those (on MNIST 256x2 the rows have ~800 entries and ~4 non-zeros: the kernel's check of
+one relaxed leaf went from 22 s to 6 s).  The physical caps below are those counts,
 so the kernel cannot grow unnoticed (lower them as it shrinks); the code lines are capped at
 1,500 and 1,000.
 """
@@ -53,7 +56,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (1992, 1000)  # the whole kernel, its core
+PHYSICAL_CAP = (1995, 1003)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -18,7 +18,7 @@ score has value v_k, and so has their mean.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
@@ -34,6 +34,10 @@ class Row:
     a: tuple[Q, ...]
     c: Q
     strict: bool = False
+    nz: tuple = field(init=False, repr=False, compare=False)  # the (t, a_t) with a_t != 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "nz", tuple((t, v) for t, v in enumerate(self.a) if v))
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +105,8 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
             raise CheckFailed(f"{where}: row {i!r:.20} does not exist ({len(rows)} rows here)")
         if not y > 0:
             raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
-        for t, v in enumerate(rows[i].a):
-            if v:
-                a[t] -= y * v
+        for t, v in rows[i].nz:
+            a[t] -= y * v
         r -= y * rows[i].c
         used_strict = used_strict or rows[i].strict
     if any(a):

@@ -111,6 +111,10 @@ def _exact_point(x, box: Box):
     )
 
 
+GRADIENT_SHARE = 0.25  # of the search's remaining time, for the gradient runs
+HIGH_DIMENSION = 12  # above: no vertices, and a sixth of the random search's rounds
+
+
 def _box_around(P) -> Box | None:
     """A box that contains P = {x : A x <= b}, from P's rows on one variable (VNN-LIB's
     polyhedral input sets state every variable's bounds so), or None if some variable has
@@ -153,13 +157,14 @@ def search_counterexample(
         hi = np.array([float(v) for v in box.upper])
         d = len(lo)
         pts = [(lo + hi) / 2]
-        if d <= 12:
+        if d <= HIGH_DIMENSION:
             corners = ((np.arange(2**d)[:, None] >> np.arange(d)) & 1).astype(float)
             pts += list(lo + corners * (hi - lo))
         X = np.vstack(pts + [lo + rng.random((samples, d)) * (hi - lo)])
         for conj in case.outputs:
             best = X
-            for r in range(rounds):
+            # in many dimensions random kids rarely improve: the gradient runs do the work
+            for r in range(rounds if d <= HIGH_DIMENSION else rounds // 6):
                 if time.monotonic() > deadline:
                     return None, stats
                 interruption.check()
@@ -182,11 +187,8 @@ def search_counterexample(
     return _gradient_search(net, f, cases, boxes, until, seed, stats), stats
 
 
-GRADIENT_SHARE = 0.25  # of the search's remaining time, for the gradient runs
-
-
 def _gradient_search(net, f, cases, boxes, deadline, seed, stats):
-    """Projected gradient ascent on every (case, conjunction) until the deadline
+    """Projected gradient ascent on every case (all its conjunctions at once) until the deadline
     (``search.gradient``); each proposal is clipped into the case's box exactly and
     re-checked by ``violation``.  An exact counterexample (x, case, conj, y, margin) or None."""
     targets, where = [], []
@@ -196,15 +198,15 @@ def _gradient_search(net, f, cases, boxes, deadline, seed, stats):
             continue
         A = np.array([[float(v) for v in row] for row in case.inputs.A]).reshape(-1, len(box.lower))
         b = np.array([float(v) for v in case.inputs.b])
-        for conj in case.outputs:
-            if not conj:
-                continue
-            R = np.array([[float(v) for v in r.a] for r in conj])
-            r = np.array([float(r.c) for r in conj])
-            lo = np.array([float(v) for v in box.lower])
-            hi = np.array([float(v) for v in box.upper])
-            targets.append(Target(R, r, A, b, lo, hi))
-            where.append(box)
+        conjs = [conj for conj in case.outputs if conj]
+        if not conjs:
+            continue
+        R = tuple(np.array([[float(v) for v in r.a] for r in conj]) for conj in conjs)
+        r = tuple(np.array([float(r.c) for r in conj]) for conj in conjs)
+        lo = np.array([float(v) for v in box.lower])
+        hi = np.array([float(v) for v in box.upper])
+        targets.append(Target(R, r, A, b, lo, hi))
+        where.append(box)
     stats.setdefault("gradient_runs", 0)
     for n, point in attack(f, targets, deadline, seed, stats):
         interruption.check()

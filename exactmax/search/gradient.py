@@ -1,22 +1,24 @@
 """Projected gradient ascent on a property's margin, in floats: it proposes points, nothing more.
 
-For a forbidden conjunction O = {r_1 >= 0, ..., r_m >= 0} over (x, f(x)) and a case's input set
-P = {x : A x <= b} inside its box B, the margin of x is
+For a case with forbidden conjunctions O_j = {r_j1 >= 0, ..., r_jm >= 0} over (x, f(x)) and
+input set P = {x : A x <= b} inside its box B, the margin of x is
 
-    mu(x) = min( min_i r_i(x, f(x)),  min_j (b_j - A_j x) ),
+    mu(x) = min( max_j min_i r_ji(x, f(x)),  min_k (b_k - A_k x) ),
 
 and x is a counterexample exactly when mu(x) >= 0 (> 0 on a strict row).  mu is piecewise
-linear; a (sub)gradient at x is that of its least term, through the pieces of f that are
-active at x.  Signed steps x <- clip_B(x + s_t sign(grad mu)) with a shrinking step s_t, from
-many random starts at once, climb it: the L-infinity projected gradient method of adversarial
-attacks (Madry et al. 2018), here on the property's own margin.
+linear; a (sub)gradient at x is that of the term that attains it, through the pieces of f
+that are active at x.  (For "the label is not the largest output", the max over conjunctions
+is the margin loss of adversarial attacks: one run covers every other label.)  Signed steps
+x <- clip_B(x + s_t sign(grad mu)) with a shrinking step s_t, from many random starts at
+once, climb it: the L-infinity projected gradient method of adversarial attacks (Madry et
+al. 2018), here on the property's own margin.
 
 Plateaus.  Where a ReLU is inactive (a unit whose other piece is constant), f does not depend
 on the unit's argument, and on much of an ACAS Xu box every unit of some layer is inactive: f is
 constant there and its gradient is 0.  The pull-back therefore leaks: every piece that is not
 the active one receives ``leak`` times its weight (for a ReLU: slope ``leak`` where it is
 inactive, as a leaky ReLU has).  No single leak suits every network, so ``attack`` cycles
-through ``LEAKS``, one run per leak.
+through ``LEAKS``, one run per leak and case.
 
 Floats only guide: every point proposed here is re-checked in exact arithmetic by the caller
 (``prove.property.violation``, the kernel's evaluator) before it is called a counterexample.
@@ -97,11 +99,11 @@ class FloatNetwork:
 
 @dataclass(frozen=True)
 class Target:
-    """One forbidden conjunction of one case, in floats: rows R (x, y) + r >= 0 over inputs
-    and outputs, input rows b - A x >= 0, and the box [lo, hi]."""
+    """One case of a property, in floats: its forbidden conjunctions, each as rows
+    R_j (x, y) + r_j >= 0 over inputs and outputs; its input rows b - A x >= 0; its box."""
 
-    R: np.ndarray
-    r: np.ndarray
+    R: tuple[np.ndarray, ...]
+    r: tuple[np.ndarray, ...]
     A: np.ndarray
     b: np.ndarray
     lo: np.ndarray
@@ -109,13 +111,31 @@ class Target:
 
 
 def margins(t: Target, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """mu at each row of X (outputs Y), and the index of the term that attains it (output rows
-    first, then input rows)."""
-    M = np.hstack([X, Y]) @ t.R.T + t.r
+    """The margin of a case at each row of X (outputs Y):
+
+        mu(x) = min( max_j min_i r_ji(x, f(x)),  min_k (b_k - A_k x) ),
+
+    the best conjunction's least row, or the least input row if that is smaller; and for each
+    point the row of (x, y) whose gradient is mu's (an input row as (-A_k, 0))."""
+    Z = np.hstack([X, Y])
+    best = np.full(len(X), -np.inf)
+    grad = np.zeros_like(Z)
+    for R, r in zip(t.R, t.r):
+        M = Z @ R.T + r
+        i = M.argmin(axis=1)
+        m = M[np.arange(len(X)), i]
+        better = m > best
+        best = np.where(better, m, best)
+        grad[better] = R[i[better]]
     if len(t.A):
-        M = np.hstack([M, t.b - X @ t.A.T])
-    j = M.argmin(axis=1)
-    return M[np.arange(len(X)), j], j
+        M = t.b - X @ t.A.T
+        k = M.argmin(axis=1)
+        m = M[np.arange(len(X)), k]
+        lower = m < best
+        best = np.where(lower, m, best)
+        grad[lower] = 0.0
+        grad[lower, : X.shape[1]] = -t.A[k[lower]]
+    return best, grad
 
 
 def ascend(
@@ -127,11 +147,12 @@ def ascend(
     starts: int = STARTS,
     steps: int = STEPS,
 ) -> Iterator[np.ndarray]:
-    """One run of projected gradient ascent on mu from ``starts`` uniform points of the box;
-    yields, after each step, the point of largest margin when that margin is >= 0 (the caller
-    checks it exactly and stops the generator when it is one).  Ends after ``steps`` steps or
-    at the deadline.  (No early stop on a stalled margin: with leak 0 most points sit on a
-    plateau while the few that move are the ones that find the counterexample.)"""
+    """One run of projected gradient ascent on the case's margin from ``starts`` uniform
+    points of the box; yields, after each step, the point of largest margin when that margin
+    is >= 0 (the caller checks it exactly and stops the generator when it is one).  Ends
+    after ``steps`` steps or at the deadline.  (No early stop on a stalled margin: with leak
+    0 most points sit on a plateau while the few that move are the ones that find the
+    counterexample.)"""
     d = len(t.lo)
     width = t.hi - t.lo
     X = t.lo + rng.random((starts, d)) * width
@@ -139,16 +160,11 @@ def ascend(
         if time.monotonic() > deadline:
             return
         Y, active = fnet.forward(X)
-        m, j = margins(t, X, Y)
+        m, G = margins(t, X, Y)
         i = int(np.argmax(m))
         if m[i] >= 0:
             yield X[i].copy()
-        out = j < len(t.R)  # the least term is an output row; else an input row
-        Gx = np.where(out[:, None], t.R[np.minimum(j, len(t.R) - 1), :d], 0.0)
-        Gy = np.where(out[:, None], t.R[np.minimum(j, len(t.R) - 1), d:], 0.0)
-        if len(t.A):
-            Gx = Gx - np.where(out[:, None], 0.0, t.A[np.maximum(j - len(t.R), 0)])
-        grad = Gx + fnet.pullback(Gy, active, leak)
+        grad = G[:, :d] + fnet.pullback(G[:, d:], active, leak)
         X = np.clip(X + width * (FIRST_STEP * DECAY**s) * np.sign(grad), t.lo, t.hi)
 
 
