@@ -1,9 +1,10 @@
 """Summarise the results CSV of ``exactmax vnncomp`` per property: a Markdown table.
 
-    python benchmarks/vnncomp_summary.py RESULTS.csv [--before OTHER.csv]
+    python benchmarks/vnncomp_summary.py RESULTS.csv [--before OTHER.csv] [--by onnx]
 
 RESULTS.csv: lines ``category,onnx,vnnlib,prepare_time,result,run_time`` (VNN-COMP's
-layout, as ``exactmax vnncomp --out`` writes them).  Per VNN-LIB file: instances, sat, unsat,
+layout, as ``exactmax vnncomp --out`` writes them).  Per VNN-LIB file (per network with
+``--by onnx``): instances, sat, unsat,
 unknown, timeout, errors, the total and the median run time of the decided ones.  With
 ``--before``, a second table compares the instances both files hold (decided in each, total
 time of each on the instances both decided).
@@ -21,7 +22,9 @@ DECIDED = ("sat", "unsat")
 
 
 def _stem(path: str) -> str:
-    return os.path.basename(path).split(".")[0]
+    """The file name without .gz, .onnx or .vnnlib (prop_0_0.03.vnnlib -> prop_0_0.03)."""
+    name = os.path.basename(path).removesuffix(".gz")
+    return name.removesuffix(".onnx").removesuffix(".vnnlib")
 
 
 def read(path: str) -> dict[tuple[str, str], tuple[str, float]]:
@@ -29,12 +32,12 @@ def read(path: str) -> dict[tuple[str, str], tuple[str, float]]:
         return {(r[1], r[2]): (r[4], float(r[5])) for r in csv.reader(f) if len(r) == 6}
 
 
-def table(rows: dict) -> str:
+def table(rows: dict, by: str = "vnnlib") -> str:
     groups: dict[str, list] = defaultdict(list)
-    for (_, vnnlib), v in rows.items():
-        groups[os.path.basename(vnnlib)].append(v)
+    for (onnx, vnnlib), v in rows.items():
+        groups[_stem(vnnlib if by == "vnnlib" else onnx)].append(v)
     out = [
-        "| property | instances | sat | unsat | unknown | timeout | error | decided: total "
+        f"| {'property' if by == 'vnnlib' else 'network'} | instances | sat | unsat | unknown | timeout | error | decided: total "
         "| median |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -53,7 +56,7 @@ def table(rows: dict) -> str:
 
     key = lambda n: (len(n), n)  # noqa: E731 - prop_2 before prop_10
     for name in sorted(groups, key=key):
-        out.append(line(name.removesuffix(".vnnlib"), groups[name]))
+        out.append(line(name, groups[name]))
     out.append(line("**all**", [v for vals in groups.values() for v in vals]))
     out.append(
         f"\nWall time of all instances (undecided ones included): "
@@ -89,9 +92,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
     ap.add_argument("--before")
+    ap.add_argument("--by", choices=("vnnlib", "onnx"), default="vnnlib", help="group by")
     a = ap.parse_args()
     new = read(a.results)
-    print(table(new))
+    print(table(new, a.by))
     if a.before:
         print()
         print(compare(new, read(a.before)))
