@@ -18,7 +18,8 @@ from exactmax.io.vnnlib import read_vnnlib
 from exactmax.kernel.affine import Affine
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.rational import Q
-from exactmax.prove.property import _gradient_search, search_counterexample, violation
+from exactmax.prove.property import (_box_around, _gradient_search, search_counterexample,
+                                     violation)
 from exactmax.search.gradient import FloatNetwork
 
 
@@ -100,7 +101,7 @@ def test_a_thin_corner_is_found_and_confirmed_exactly(tmp_path):
     # forbidden: y0 >= 1/2, i.e. s >= 1: only near the corner (1, ..., 1), where the random
     # points never are (elsewhere y0 = 0: no margin to follow); input set: x_0 - x_1 <= 0
     prop = _property(tmp_path, 20, "(assert (>= Y_0 0.5))\n", "(assert (<= (- X_0 X_1) 0))\n")
-    boxes = prop.boxes or (None,)
+    boxes = [_box_around(case.inputs) for case in prop.cases]  # the box its bounds state
     stats = {"exact_checks": 0}
     found = _gradient_search(net, FloatNetwork(net), prop.cases, boxes, time.monotonic() + 60, 0,
                              stats)
@@ -109,7 +110,9 @@ def test_a_thin_corner_is_found_and_confirmed_exactly(tmp_path):
     assert prop.cases[case].inputs.contains(x) and violation(net, prop.cases, x)[0] == case
     assert y == evaluate_maxout(net, x) and y[0] >= Q(1, 2)
     # the random search alone does not reach it; the whole search does, through the gradient
-    full, s = search_counterexample(net, prop.cases, boxes, time.monotonic() + 60)
+    # (given no box, the search derives the same one from the input set's rows)
+    full, s = search_counterexample(net, prop.cases, prop.boxes or (None,) * len(prop.cases),
+                                    time.monotonic() + 60)
     assert full is not None and s.get("found_by_gradient")
 
 

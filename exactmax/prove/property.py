@@ -189,11 +189,11 @@ def search_counterexample(
 
 def _gradient_search(net, f, cases, boxes, deadline, seed, stats):
     """Projected gradient ascent on every case (all its conjunctions at once) until the deadline
-    (``search.gradient``); each proposal is clipped into the case's box exactly and
+    (``search.gradient``), in ``boxes`` (per case, a box around its input set, or None: not
+    searched); each proposal is clipped into the case's box exactly and
     re-checked by ``violation``.  An exact counterexample (x, case, conj, y, margin) or None."""
     targets, where = [], []
     for case, box in zip(cases, boxes):
-        box = box or _box_around(case.inputs)
         if box is None:
             continue
         A = np.array([[float(v) for v in row] for row in case.inputs.A]).reshape(-1, len(box.lower))
