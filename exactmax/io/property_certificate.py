@@ -7,9 +7,10 @@ counterexample files.
      "cases": [T, ...], "stats": {...}}
 
     T = {"split": ..., "choices": [...], "ge": T, "lt": T} | {"empty": F}
-      | {"excluded": {"choices": [C...], "proofs": [F, ...]}}
-      | {"relaxed": {"choices": [C...], "uppers": [U, ...], "proofs": [F, ...]}}
+      | {"excluded": {"choices": [C...], "proofs": [P, ...]}}
+      | {"relaxed": {"choices": [C...], "uppers": [U, ...], "proofs": [P, ...]}}
     U = {"lambda": [q, ...], "beta": q, "proofs": [F, ...]}   (kernel.property.Relaxed)
+    P = F | {"phase": {"node": i, "branches": [P, ...]}}       (kernel.property.Phase)
 
 as in exactmax/certificate (``io/certificates.py``); one tree per case of the property, in
 the order the reader gives them.  The model (exactmax/maxout JSON) and the VNN-LIB text are
@@ -25,7 +26,7 @@ import json
 
 from .. import __version__
 from ..kernel.certificate import Empty, Split
-from ..kernel.property import Excluded, Relaxed, Upper
+from ..kernel.property import Excluded, Phase, Relaxed, Upper
 from ..kernel.rational import Q
 from .certificates import (
     _choice,
@@ -57,6 +58,13 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
+def _proof(p) -> list | dict:
+    """A conjunction's proof: Farkas multipliers, or a phase split of them."""
+    if isinstance(p, Phase):
+        return {"phase": {"node": p.node, "branches": [_proof(b) for b in p.branches]}}
+    return _farkas(p)
+
+
 def _tree(t) -> dict:
     if isinstance(t, Empty):
         return {"empty": _farkas(t.proof)}
@@ -64,7 +72,7 @@ def _tree(t) -> dict:
         return {
             "excluded": {
                 "choices": [_choice(*c) for c in t.choices],
-                "proofs": [_farkas(p) for p in t.proofs],
+                "proofs": [_proof(p) for p in t.proofs],
             }
         }
     if isinstance(t, Relaxed):
@@ -79,7 +87,7 @@ def _tree(t) -> dict:
                     }
                     for u in t.uppers
                 ],
-                "proofs": [_farkas(p) for p in t.proofs],
+                "proofs": [_proof(p) for p in t.proofs],
             }
         }
     assert isinstance(t, Split)
@@ -129,7 +137,18 @@ def _read_excluded(cur: Cursor):
     f = cur.fields(("excluded",))["excluded"].fields(("choices", "proofs"))
     return Excluded(
         tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
-        tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
+        tuple(_read_proof(p) for p in f["proofs"].items(what="proof")),
+    )
+
+
+def _read_proof(cur: Cursor):
+    """Farkas multipliers, or {"phase": {"node": i, "branches": [P, ...]}}, nested (read
+    recursively: ``io/nesting.py``)."""
+    if not isinstance(cur.value, dict):
+        return _read_farkas(cur)
+    f = cur.fields(("phase",))["phase"].fields(("node", "branches"))
+    return Phase(
+        f["node"].integer(0), tuple(_read_proof(b) for b in f["branches"].items(what="branch"))
     )
 
 
@@ -147,7 +166,7 @@ def _read_relaxed(cur: Cursor):
     return Relaxed(
         tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
         tuple(_read_upper(u) for u in f["uppers"].items(what="upper function")),
-        tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
+        tuple(_read_proof(p) for p in f["proofs"].items(what="proof")),
     )
 
 

@@ -17,6 +17,12 @@ certificate is a split tree over P (rows and choices as in ``certificate.py``) w
   rows z satisfies, so u_i(z) >= v_i), so no x of the cell satisfies O_j.  An upper function
   u_i = A_j (lam the j-th unit vector, beta = 0) shows v_i = A_j on the cell: no variable.
 
+The proof of a conjunction may also be a ``Phase``: a case split on which argument of Max node
+i attains its value v_i (a variable, or a map).  Branch k adds the rows A_k - A_j >= 0 (every
+j != k) and A_k - v_i >= 0 and holds a proof, Farkas or Phase, for that cell.  Sound: at the
+true z, v_i = max_j A_j = A_k for an argmax k, whose rows z satisfies.  (A ReLU split: v = a
+and a >= 0, or v = 0 and a <= 0; the branches may overlap, they need only cover.)
+
 The leaves partition P, so no x in P satisfies any O_j: the case holds.
 """
 
@@ -42,7 +48,7 @@ class Case:
 @dataclass(frozen=True, slots=True)
 class Excluded:
     choices: Choices  # (program 0, node, choice)
-    proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
+    proofs: tuple[Farkas | Phase, ...]  # one per conjunction O_j of the case
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +59,16 @@ class Upper:
 
 
 @dataclass(frozen=True, slots=True)
+class Phase:
+    node: int  # a Max node of the cone
+    branches: tuple  # one per argument k: a Farkas proof or a Phase, for the rows of "A_k wins"
+
+
+@dataclass(frozen=True, slots=True)
 class Relaxed:
     choices: Choices
     uppers: tuple[Upper, ...]  # one per Max node of the cone without a map, in index order
-    proofs: tuple[Farkas, ...]  # one per conjunction O_j of the case
+    proofs: tuple[Farkas | Phase, ...]  # one per conjunction O_j of the case
 
 
 def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
@@ -165,8 +177,30 @@ def check_piece(p: Program, case: Case, piece: tuple) -> int:
         zero = ((ZERO,) * (len(ys[0][0]) if ys else p.dim), ZERO)
         for j, (conj, proof) in enumerate(zip(case.outputs, node.proofs)):
             cell = rows + [compose(r, ys, p.dim) for r in conj]
-            check_entails(cell, zero, True, proof, f"{at}, output constraint {j}")
+            refute(p, need, vals, cell, proof, zero, f"{at}, output constraint {j}")
     return leaves
+
+
+def refute(p: Program, need, vals: list, rows: list[Row], proof, zero, at: str) -> None:
+    """Accept iff ``proof`` shows that no z satisfies ``rows``: Farkas multipliers for 0 > 0,
+    or a ``Phase`` whose every branch does so on the rows plus that branch's (see above)."""
+    todo = [(rows, proof, at)]
+    while todo:
+        rows, proof, at = todo.pop()
+        if not isinstance(proof, Phase):
+            check_entails(rows, zero, True, proof, at)
+            continue
+        i, node = proof.node, p.nodes[proof.node] if proof.node in need else None
+        if not isinstance(node, Max) or len(proof.branches) != len(node.args):
+            raise CheckFailed(f"{at}: a phase split needs a Max node and a branch per argument")
+        args = [vals[j] for j in node.args]
+        for k, branch in enumerate(proof.branches):
+            todo.append((rows + phase_rows(args, vals[i], k), branch, f"{at}, {i}={k}"))
+
+
+def phase_rows(args: list, v, k: int) -> list[Row]:
+    """The rows of branch k of a phase split: A_k - A_j >= 0 (j != k, in order), A_k - v >= 0."""
+    return [Row(*_sub(args[k], A)) for j, A in enumerate(args) if j != k] + [Row(*_sub(args[k], v))]
 
 
 def check_property(

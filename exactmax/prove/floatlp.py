@@ -84,24 +84,29 @@ def available() -> bool:
     return True
 
 
+def new_solver():
+    """A HiGHS instance, silent (HiGHS prints a banner on its first construction, to the
+    C-level standard output, which must stay clean for --json)."""
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 def _solver():
-    """One HiGHS instance per process, silent (HiGHS prints a banner on its first
-    construction, to the C-level standard output, which must stay clean for --json)."""
+    """One HiGHS instance per process (``new_solver``)."""
     global _HIGHS
     if _HIGHS is None:
-        import highspy
-
-        sys.stdout.flush()
-        saved = os.dup(1)
-        try:
-            with open(os.devnull, "w") as null:
-                os.dup2(null.fileno(), 1)
-                h = highspy.Highs()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-        h.setOptionValue("output_flag", False)
-        _HIGHS = h
+        _HIGHS = new_solver()
     return _HIGHS
 
 

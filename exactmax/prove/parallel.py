@@ -63,7 +63,7 @@ from .. import interruption
 from ..io.numbers import q_str
 from ..kernel.certificate import Choice, Empty, Row, Split, TieProof, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
-from ..kernel.property import Case, Excluded, Relaxed, Upper
+from ..kernel.property import Case, Excluded, Phase, Relaxed, Upper
 from ..kernel.rational import ZERO, Q
 from .floatlp import unknown_beyond_floats
 from .property import Answer as _PropertyAnswer
@@ -500,7 +500,7 @@ def tree_of(t: dict):
     if "excluded" in t:
         e = t["excluded"]
         return Excluded(
-            tuple(_choice_of(c) for c in e["choices"]), tuple(_farkas_of(p) for p in e["proofs"])
+            tuple(_choice_of(c) for c in e["choices"]), tuple(_proof_of(p) for p in e["proofs"])
         )
     r = t["relaxed"]
     return Relaxed(
@@ -513,8 +513,14 @@ def tree_of(t: dict):
             )
             for u in r["uppers"]
         ),
-        tuple(_farkas_of(p) for p in r["proofs"]),
+        tuple(_proof_of(p) for p in r["proofs"]),
     )
+
+
+def _proof_of(p):
+    if isinstance(p, dict):
+        return Phase(p["phase"]["node"], tuple(_proof_of(b) for b in p["phase"]["branches"]))
+    return _farkas_of(p)
 
 
 def read_answer(text: str):

@@ -47,6 +47,7 @@ from ..kernel.certificate import Row, Split, cone, domain_rows
 from ..kernel.program import Lin, Max
 from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
+from . import phases
 from .certify import Limits, NoCertificate
 
 GRID = 2**16
@@ -60,6 +61,10 @@ LOOKAHEAD_GAIN = 0.05  # ... unless the best halves gain less than this share of
 INTER_STEPS = 20  # ... and, where that does not close it, on the slopes of each layer's bounds
 ALPHA_GRID = 256  # optimised slopes are rounded to multiples of 1/ALPHA_GRID, and
 W_GRID = 1024  # row weights to 1/W_GRID: dyadic, so the exact arithmetic stays short
+PHASES_ABOVE = 12
+"""In more input dimensions than this a cell that no slope closes is split on ReLU phases
+(``phases.py``) before it is halved along an input."""
+PHASE_LEAVES = 5000  # phase leaves per conjunction and cell before it is halved instead
 _QA = [Q(i, ALPHA_GRID) for i in range(ALPHA_GRID + 1)]
 
 
@@ -563,6 +568,7 @@ def build_relaxed_tree(
         for conj in outs
     ]
     stats: dict[str, Any] = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
+    need = sorted(cone(p, p.outputs))
     last = [time.monotonic()]
 
     def choose(relax, bounds, lo, hi, optimise):
@@ -604,6 +610,7 @@ def build_relaxed_tree(
                         )
                     )
                     continue
+            pick.append(None)  # open: a phase split may close it (``close``)
             if worst is None or best[0] < worst[0]:
                 worst = best
         return pick, worst
@@ -639,15 +646,30 @@ def build_relaxed_tree(
             if worst is not None:  # and every layer's
                 relax, bounds, inter = _optimised_bounds(net, lo, hi)
                 pick, worst = choose(relax, bounds, lo, hi, True)
-            if worst is not None:
+            if worst is not None and d <= PHASES_ABOVE:
                 return None, lookahead(lo, hi, worst) if LOOKAHEAD else worst[-1], lo, hi
         ex = _Exact(net, len(rows), [(bx[t][0], bx[t][1]) for t in range(d)])
         uppers = []
         for k in range(K):
             uppers += ex.layer(k, inter[k])
         n_rows = len(rows) + 3 * ex.n_vars
-        proofs = []
-        for conj, (combo, alphas) in zip(outs, pick):
+        proofs: list = []
+        phase = None
+        for j, (conj, chosen) in enumerate(zip(outs, pick)):
+            if chosen is None:  # open after every slope: split on phases (``phases.py``)
+                if phase is None:
+                    vals, zrows, variables = phases.relaxed_rows(p, need, rows, uppers)
+                    phase = phases.PhaseProblem(p, vals, zrows, variables, len(rows), bx)
+                try:
+                    proofs.append(
+                        phases.prove_conjunction(
+                            phase, case.outputs[j], limits.deadline, PHASE_LEAVES, violated, stats
+                        )
+                    )
+                except phases.Unclosed:
+                    return None, lookahead(lo, hi, worst) if LOOKAHEAD else worst[-1], lo, hi
+                continue
+            combo, alphas = chosen
             n = len(conj[0][0])
             C = [sum((w * conj[q][0][u] for q, w in combo), ZERO) for u in range(n)]
             c = sum((w * conj[q][1] for q, w in combo), ZERO)

@@ -1,0 +1,246 @@
+"""Phase splits in a relaxed leaf: branch and bound on which argument of a Max node wins.
+
+Untrusted producer of ``kernel.property.Phase`` proofs.  A ``Relaxed`` leaf turns the cell's
+unfixed Max nodes into variables v of z = (x, v ...) with the rows v - A_j >= 0 and u - v >= 0
+(``kernel.property.relax``); when no Farkas combination of those rows and a forbidden
+conjunction's rows is contradictory (the relaxation is too loose), the conjunction is split on
+the phase of one node: branch k adds A_k - A_j >= 0 and A_k - v >= 0 (so v = A_k there; for a
+ReLU v = max(a, 0): "active", v = a and a >= 0, or "inactive", v = 0 and a <= 0), and each
+branch is closed in turn, splitting again where needed.  A branch and bound on ReLU phases, as
+in BaBSR and beta-CROWN, but over the fixed upper functions of the leaf: what a split buys is
+exactly the rows it adds.
+
+Each branch is an LP in floats (HiGHS): maximise t subject to the leaf's relaxation rows >= 0
+and the conjunction's rows, the phase rows and the cell's rows other than its box >= t, x in
+the box.  Feasible and bounded whatever the phases (the relaxation rows hold at z's true value
+for every x of the box; t absorbs the rest), so its optimal duals always exist: when t* < 0
+they are Farkas multipliers up to rounding.  They are made exact as the safe bound of
+``floatlp`` does, with one more step: the multipliers are rounded to dyadics, the residual
+linear part is computed exactly and removed variable by variable, last first (a positive
+coefficient of v by the row u - v >= 0, which leaves terms on earlier variables and x, a
+negative one by v - 0 >= 0), then on x by the box rows; the proof is kept only if the constant
+is then negative.  The kernel checks it again.  The split chosen is the unfixed node whose
+relaxed value exceeds its true value the most at the LP optimum; a branch whose LP optimum
+makes every node exact and violates the conjunction gives a candidate point, checked exactly by
+the caller (``violated``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import interruption
+from ..kernel.certificate import Row, lin_map
+from ..kernel.program import Lin, Max
+from ..kernel.property import Phase, _argument, compose, phase_rows, relax
+from ..kernel.rational import ZERO, Q
+from .certify import NoCertificate
+from .floatlp import dyadic, new_solver
+
+MARGIN = 1e-7
+"""An LP optimum t* must be below -MARGIN (relative) before its duals are made exact."""
+BITS = 40
+"""Significant bits the float multipliers keep (any rounding is sound; the kernel checks)."""
+
+
+class Unclosed(Exception):
+    """The phase tree could not be completed (leaf budget, or no node left to split)."""
+
+
+def relaxed_rows(p, need, rows: list[Row], uppers, at: str = "cell"):
+    """(vals, rows, variables) of a ``Relaxed`` leaf with these upper functions on the cell of
+    ``rows``, computed by the kernel's own ``relax`` (so the producer's row numbers are the
+    kernel's); variables: the Max nodes that became variables, in order (z_{d + m} is the
+    m-th)."""
+    vals: list = [None] * len(p.nodes)
+    for i in need:
+        node = p.nodes[i]
+        if isinstance(node, Lin) and all(vals[j] for j, _ in node.terms):
+            vals[i] = lin_map(node, vals, p.dim)
+    free = [i for i in need if vals[i] is None and isinstance(p.nodes[i], Max)]
+    variables = [i for i, u in zip(free, uppers) if _argument(u) is None]
+    vals, rows = relax(p, need, vals, list(rows), uppers, at)
+    return vals, rows, variables
+
+
+class PhaseProblem:
+    """The relaxed leaf of one cell: its z-space rows (``relaxed_rows``), its variables and
+    their rows.  ``box[t]``: ((row, coefficient, bound) below, (...) above) of x_t."""
+
+    def __init__(self, p, vals: list, rows: list[Row], variables, n_cell: int, box):
+        self.p, self.vals, self.rows, self.box = p, vals, rows, box
+        d = p.dim
+        self.d, self.D = d, d + len(variables)
+        self.var: list[tuple[int, int, int, int]] = []  # (node, coordinate, row v - 0, row u - v)
+        at = n_cell  # relax adds, per variable in node order, v - A_j (each j), then u - v
+        for m, i in enumerate(variables):
+            args = p.nodes[i].args
+            zero = [j for j, a in enumerate(args) if not any(vals[a][0]) and not vals[a][1]]
+            self.var.append((i, d + m, at + zero[0] if zero else -1, at + len(args)))
+            at += len(args) + 1
+        self.n_cell = n_cell
+        self.lo = np.array([float(b[0][2]) for b in box])
+        self.hi = np.array([float(b[1][2]) for b in box])
+        self.fl: dict = {}  # node -> float maps of its arguments over (z, 1)
+
+    def _float(self, m) -> np.ndarray:
+        return np.array([float(w) for w in m[0]] + [float(m[1])])
+
+    def node_maps(self, i):
+        if i not in self.fl:
+            node = self.p.nodes[i]
+            self.fl[i] = ([self._float(self.vals[a]) for a in node.args], self._float(self.vals[i]))
+        return self.fl[i]
+
+
+def prove_conjunction(
+    prob: PhaseProblem, conj, deadline: float, max_leaves: int, violated, stats: dict
+):
+    """A proof (Farkas multipliers or a ``Phase``) that no z of the relaxed leaf satisfies
+    the conjunction ``conj`` (its rows over (x, y)), or raise ``Unclosed``."""
+    import highspy
+
+    p, d, D = prob.p, prob.d, prob.D
+    ys = [prob.vals[o] for o in p.outputs]
+    rows = prob.rows + [compose(r, ys, d) for r in conj]
+    n0 = len(rows)
+    # LP columns: z (D), then t; rows: every kernel row that is not one of the box's
+    boxrows = {b[s][0] for b in prob.box for s in (0, 1)}
+    lp_rows = [i for i in range(n0) if i not in boxrows]
+    relax_rows = set(range(prob.n_cell, len(prob.rows)))
+    h = new_solver()
+    h.setOptionValue("solver", "ipm")  # the dual simplex stalled for minutes on some of these
+    inf = highspy.kHighsInf
+    xlo = np.full(D + 1, -inf)
+    xhi = np.full(D + 1, inf)
+    xlo[:d], xhi[:d] = prob.lo, prob.hi
+    h.addVars(D + 1, xlo, xhi)
+    h.changeColsCost(1, np.array([D], dtype=np.int32), np.array([-1.0]))
+
+    def add(rs, with_t):
+        starts: list[int] = []
+        idx: list[int] = []
+        val: list[float] = []
+        lo: list[float] = []
+        for r, wt in zip(rs, with_t):
+            starts.append(len(idx))
+            for t, w in r.nz:
+                idx.append(t)
+                val.append(float(w))
+            if wt:
+                idx.append(D)
+                val.append(-1.0)
+            lo.append(-float(r.c))
+        h.addRows(
+            len(rs),
+            np.array(lo),
+            np.full(len(rs), inf),
+            len(idx),
+            np.array(starts, dtype=np.int32),
+            np.array(idx, dtype=np.int32),
+            np.array(val),
+        )
+
+    add([rows[i] for i in lp_rows], [i not in relax_rows for i in lp_rows])
+    lp_of = list(lp_rows)  # LP row -> kernel row
+
+    def solve():
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None, None, None
+        sol = h.getSolution()
+        t_star = -h.getInfo().objective_function_value
+        return t_star, np.array(sol.col_value), np.array(sol.row_dual)
+
+    def exact(cell: list[Row], y) -> tuple | None:
+        lam: dict = {}
+        top = float(y.max()) if len(y) else 0.0
+        for r in np.flatnonzero(y > 1e-12 * top).tolist():
+            q = dyadic(float(y[r]), BITS)
+            if q:
+                lam[lp_of[r]] = q
+        res = [ZERO] * D
+        K = ZERO
+        for i, q in lam.items():
+            for t, w in cell[i].nz:
+                res[t] += q * w
+            K += q * cell[i].c
+
+        def use(i, mu):
+            lam[i] = lam.get(i, ZERO) + mu
+            for t, w in cell[i].nz:
+                res[t] += mu * w
+            return mu * cell[i].c
+
+        for _, t, r_ge0, r_up in reversed(prob.var):
+            g = res[t]
+            if g > 0:
+                K += use(r_up, g)
+            elif g < 0:
+                if r_ge0 < 0:
+                    return None
+                K += use(r_ge0, -g)
+        for t in range(d):
+            g = res[t]
+            if g:
+                i, k, _ = prob.box[t][1 if g > 0 else 0]
+                K += use(i, -g / k)
+        if K < 0 and not any(res):
+            return tuple(sorted(lam.items()))
+        return None
+
+    count = [0]
+
+    def branch(path_rows: list[Row], fixed: frozenset, depth: int):
+        interruption.check()
+        if time.monotonic() > deadline:
+            raise NoCertificate("time limit reached while building the certificate")
+        t_star, z, y = solve()
+        if t_star is None:
+            raise Unclosed("an LP of a phase branch failed")
+        cell = rows + path_rows
+        if t_star < -MARGIN * (1 + abs(t_star)):
+            proof = exact(cell, y)
+            if proof is not None:
+                count[0] += 1
+                stats["proofs"]["phase_leaves"] = stats["proofs"].get("phase_leaves", 0) + 1
+                if count[0] > max_leaves:
+                    raise Unclosed(f"more than {max_leaves} phase leaves")
+                return proof
+        best, pick = 1e-9, None
+        for i, t, _, _ in prob.var:
+            if i in fixed:
+                continue
+            args, _ = prob.node_maps(i)
+            zt = np.append(z[:D], 1.0)
+            gap = z[t] - max(float(a @ zt) for a in args)
+            if gap > best:
+                best, pick = gap, i
+        if pick is None:  # the LP's point is the network's own (in floats): a candidate
+            violated(tuple(_inside(v, b) for v, b in zip(z[:d].tolist(), prob.box)))
+            raise Unclosed("no node left to split")
+        node = p.nodes[pick]
+        args = [prob.vals[a] for a in node.args]
+        branches = []
+        for k in range(len(args)):
+            own = phase_rows(args, prob.vals[pick], k)
+            n_before = h.getNumRow()
+            add(own, [True] * len(own))
+            lp_of.extend(range(len(cell), len(cell) + len(own)))
+            try:
+                branches.append(branch(path_rows + own, fixed | {pick}, depth + 1))
+            finally:
+                h.deleteRows(len(own), np.arange(n_before, n_before + len(own), dtype=np.int32))
+                del lp_of[n_before:]
+        stats["proofs"]["phase_splits"] = stats["proofs"].get("phase_splits", 0) + 1
+        return Phase(pick, tuple(branches))
+
+    return branch([], frozenset(), 0)
+
+
+def _inside(v: float, bounds) -> Q:
+    """The float v as an exact rational, moved into [lower, upper] of the box."""
+    q = Q(*v.as_integer_ratio())
+    return min(max(q, bounds[0][2]), bounds[1][2])
