@@ -189,3 +189,16 @@ def test_phase_splits_agree_with_z3_on_random_networks(tmp_path, monkeypatch):
             assert violation(net, prop.cases, a.x)[0] is not None
         seen[a.result] += 1
     assert seen["sat"] >= 2 and seen["phases"] >= 3, seen
+
+
+def test_export_coq_refuses_phase_proofs_in_any_leaf():
+    from exactmax.export.coq_property import _has_relaxed
+    from exactmax.kernel.certificate import Split
+    from exactmax.kernel.property import Excluded
+
+    _, _, _, node = _relu_case()
+    plain = Excluded((), (((0, ONE),),))
+    phased = Excluded((), (Phase(node, (((0, ONE),), ((1, ONE),))),))
+    assert not _has_relaxed(Split((ONE,), ZERO, plain, plain))
+    assert _has_relaxed(Split((ONE,), ZERO, plain, phased))
+    assert _has_relaxed(_hand_leaf(node))

@@ -27,7 +27,7 @@ import os
 import sys
 
 from ..kernel.certificate import Empty, Split
-from ..kernel.property import Excluded, Relaxed
+from ..kernel.property import Excluded, Phase, Relaxed
 from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _Tables, _TreeWriter
 
 
@@ -204,7 +204,7 @@ def export_command(args) -> int:
         raise InputError(
             args.cert,
             "cases",
-            "relaxed leaves, which proofs/Property.v does "
+            "relaxed leaves or phase splits, which proofs/Property.v does "
             "not know: make a certificate without them with exactmax check "
             "--no-relax (exactmax check-cert checks this one)",
         )
@@ -285,15 +285,19 @@ def one_line(message: str, limit: int = 400) -> str:
 
 
 def _has_relaxed(tree) -> bool:
-    """Has the tree a ``Relaxed`` leaf (a rule of the Python kernel only)?"""
+    """Has the tree a ``Relaxed`` leaf or a ``Phase`` proof (rules of the Python kernel only)?"""
     todo = [tree]
     while todo:
         node = todo.pop()
-        if isinstance(node, Relaxed):
+        if isinstance(node, Relaxed) or any(isinstance(p, Phase) for p in _proofs(node)):
             return True
         if isinstance(node, Split):
             todo += [node.ge, node.lt]
     return False
+
+
+def _proofs(node) -> tuple:
+    return node.proofs if isinstance(node, Excluded) else ()
 
 
 def _leaves(tree) -> int:

@@ -41,6 +41,8 @@ from .floatlp import dyadic, new_solver
 
 MARGIN = 1e-7
 """An LP optimum t* must be below -MARGIN (relative) before its duals are made exact."""
+SIMPLEX_ITERATIONS = 5000
+"""Dual simplex iterations a branch's LP may take before it is solved by IPM instead."""
 BITS = 40
 """Significant bits the float multipliers keep (any rounding is sound; the kernel checks)."""
 
@@ -111,7 +113,6 @@ def prove_conjunction(
     lp_rows = [i for i in range(n0) if i not in boxrows]
     relax_rows = set(range(prob.n_cell, len(prob.rows)))
     h = new_solver()
-    h.setOptionValue("solver", "ipm")  # the dual simplex stalled for minutes on some of these
     inf = highspy.kHighsInf
     xlo = np.full(D + 1, -inf)
     xhi = np.full(D + 1, inf)
@@ -147,7 +148,15 @@ def prove_conjunction(
     lp_of = list(lp_rows)  # LP row -> kernel row
 
     def solve():
+        # the dual simplex from the last basis first (a branch adds two rows: a few
+        # iterations), with a limit: on some of these LPs it stalls for minutes; then IPM
+        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("simplex_iteration_limit", SIMPLEX_ITERATIONS)
         h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            h.setOptionValue("solver", "ipm")
+            h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
+            h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None, None, None
         sol = h.getSolution()
