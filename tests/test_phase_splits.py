@@ -122,6 +122,9 @@ def test_the_producer_closes_the_hand_case_by_phases_and_the_certificate_round_t
     doc = property_certificate_to_json(net, str(model), path, open(path).read(), a.trees, {})
     doc = json.loads(json.dumps(doc))
     assert "phase" in json.dumps(doc["cases"])
+    from exactmax import schemas
+
+    schemas.validator("property-certificate").validate(doc)  # the schema describes phases
     net2, prop2, trees2, _ = read_property_certificate(Cursor("c.json", "", doc))
     assert trees2 == a.trees and check_property(net2, prop2.cases, trees2) == 1
     # a phase whose node is not a number is refused by the reader, in one line
