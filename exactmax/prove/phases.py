@@ -27,6 +27,7 @@ the caller (``violated``).
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -43,6 +44,12 @@ MARGIN = 1e-7
 """An LP optimum t* must be below -MARGIN (relative) before its duals are made exact."""
 SIMPLEX_ITERATIONS = 5000
 """Dual simplex iterations a branch's LP may take before it is solved by IPM instead."""
+BRANCH_BY_DUAL = os.environ.get("EXACTMAX_PHASE_BRANCH", "dual") == "dual"
+"""The node split: the largest (relaxed - true value) at the LP optimum times the dual of its
+upper row u - v >= 0 (how much that row holds the bound up), else the largest gap alone."""
+MAX_DEPTH = 300
+"""Phase splits on one path (each on another node) before the cell is given up: Python's
+recursion stays far below its limit."""
 BITS = 40
 """Significant bits the float multipliers keep (any rounding is sound; the kernel checks)."""
 
@@ -146,6 +153,7 @@ def prove_conjunction(
 
     add([rows[i] for i in lp_rows], [i not in relax_rows for i in lp_rows])
     lp_of = list(lp_rows)  # LP row -> kernel row
+    lp_pos = {k: r for r, k in enumerate(lp_rows)}  # kernel row -> LP row, for the base rows
 
     def solve():
         # the dual simplex from the last basis first (a branch adds two rows: a few
@@ -204,6 +212,8 @@ def prove_conjunction(
 
     def branch(path_rows: list[Row], fixed: frozenset, depth: int):
         interruption.check()
+        if depth > MAX_DEPTH:
+            raise Unclosed(f"a phase path deeper than {MAX_DEPTH}")
         if time.monotonic() > deadline:
             raise NoCertificate("time limit reached while building the certificate")
         t_star, z, y = solve()
@@ -218,15 +228,18 @@ def prove_conjunction(
                 if count[0] > max_leaves:
                     raise Unclosed(f"more than {max_leaves} phase leaves")
                 return proof
-        best, pick = 1e-9, None
-        for i, t, _, _ in prob.var:
+        best, pick = 0.0, None
+        zt = np.append(z[:D], 1.0)
+        for i, t, _, r_up in prob.var:
             if i in fixed:
                 continue
             args, _ = prob.node_maps(i)
-            zt = np.append(z[:D], 1.0)
             gap = z[t] - max(float(a @ zt) for a in args)
-            if gap > best:
-                best, pick = gap, i
+            if gap <= 1e-9:
+                continue
+            score = gap * (max(float(y[lp_pos[r_up]]), 0.0) + 1e-6) if BRANCH_BY_DUAL else gap
+            if score > best:
+                best, pick = score, i
         if pick is None:  # the LP's point is the network's own (in floats): a candidate
             violated(tuple(_inside(v, b) for v, b in zip(z[:d].tolist(), prob.box)))
             raise Unclosed("no node left to split")
