@@ -205,3 +205,26 @@ def test_export_coq_refuses_phase_proofs_in_any_leaf():
     assert not _has_relaxed(Split((ONE,), ZERO, plain, plain))
     assert _has_relaxed(Split((ONE,), ZERO, plain, phased))
     assert _has_relaxed(_hand_leaf(node))
+
+
+def test_malformed_phases_are_refused_in_one_line_by_the_reader_and_the_kernel(tmp_path):
+    _, p, case, node = _relu_case()
+    good = _hand_leaf(node)
+    for bad_node in (2.0, Q(node), str(node)):  # only an int names a node
+        with pytest.raises(CheckFailed):
+            check_case(p, case, dataclasses.replace(
+                good, proofs=(Phase(bad_node, good.proofs[0].branches),)))
+    from exactmax.io.errors import InputError
+    from exactmax.io.property_certificate import MAX_PHASE_DEPTH, _read_proof
+
+    def nested(n):
+        proof = [[0, "1"]]
+        for _ in range(n):
+            proof = {"phase": {"node": 3, "branches": [proof, [[1, "1"]]]}}
+        return proof
+
+    assert isinstance(_read_proof(Cursor("c.json", "", nested(MAX_PHASE_DEPTH))), Phase)
+    with pytest.raises(InputError, match="nested more than"):
+        _read_proof(Cursor("c.json", "", nested(MAX_PHASE_DEPTH + 1)))
+    with pytest.raises(InputError, match="at least 1 branch"):
+        _read_proof(Cursor("c.json", "", {"phase": {"node": 3, "branches": []}}))

@@ -141,15 +141,21 @@ def _read_excluded(cur: Cursor):
     )
 
 
-def _read_proof(cur: Cursor):
-    """Farkas multipliers, or {"phase": {"node": i, "branches": [P, ...]}}, nested (read
-    recursively: ``io/nesting.py``)."""
+def _read_proof(cur: Cursor, depth: int = 0):
+    """Farkas multipliers, or {"phase": {"node": i, "branches": [P, ...]}}, nested at most
+    MAX_PHASE_DEPTH deep (read recursively: refused in one line before Python's recursion
+    limit, whatever the JSON parser allows)."""
     if not isinstance(cur.value, dict):
         return _read_farkas(cur)
+    if depth >= MAX_PHASE_DEPTH:
+        raise cur.error(f"phase splits nested more than {MAX_PHASE_DEPTH} deep")
     f = cur.fields(("phase",))["phase"].fields(("node", "branches"))
-    return Phase(
-        f["node"].integer(0), tuple(_read_proof(b) for b in f["branches"].items(what="branch"))
-    )
+    branches = f["branches"].items(min_length=1, what="branch")
+    return Phase(f["node"].integer(0), tuple(_read_proof(b, depth + 1) for b in branches))
+
+
+MAX_PHASE_DEPTH = 200
+"""Nested phase splits a certificate may hold on one path (the producer stops at 100)."""
 
 
 def _read_upper(cur: Cursor) -> Upper:

@@ -20,8 +20,10 @@ certificate is a split tree over P (rows and choices as in ``certificate.py``) w
 The proof of a conjunction may also be a ``Phase``: a case split on which argument of Max node
 i attains its value v_i (a variable, or a map).  Branch k adds the rows A_k - A_j >= 0 (every
 j != k) and A_k - v_i >= 0 and holds a proof, Farkas or Phase, for that cell.  Sound: at the
-true z, v_i = max_j A_j = A_k for an argmax k, whose rows z satisfies.  (A ReLU split: v = a
-and a >= 0, or v = 0 and a <= 0; the branches may overlap, they need only cover.)
+true z the map of every node the outputs read is the node's value (a variable's by
+construction, a node fixed by a choice or an upper function A_k by the proofs of A_k >= A_j),
+so v_i = max_j A_j = A_k for an argmax k, whose rows z satisfies.  (A ReLU split, with the
+relaxation's rows: v = a and a >= 0, or v = 0 and a <= 0; branches may overlap, they cover.)
 
 The leaves partition P, so no x in P satisfies any O_j: the case holds.
 """
@@ -190,8 +192,9 @@ def refute(p: Program, need, vals: list, rows: list[Row], proof, zero, at: str) 
         if not isinstance(proof, Phase):
             check_entails(rows, zero, True, proof, at)
             continue
-        i, node = proof.node, p.nodes[proof.node] if proof.node in need else None
-        if not isinstance(node, Max) or len(proof.branches) != len(node.args):
+        i = proof.node
+        node = p.nodes[i] if type(i) is int and i in need else None
+        if not isinstance(node, Max) or not node.args or len(proof.branches) != len(node.args):
             raise CheckFailed(f"{at}: a phase split needs a Max node and a branch per argument")
         args = [vals[j] for j in node.args]
         for k, branch in enumerate(proof.branches):

@@ -19,8 +19,9 @@ they are Farkas multipliers up to rounding.  They are made exact as the safe bou
 linear part is computed exactly and removed variable by variable, last first (a positive
 coefficient of v by the row u - v >= 0, which leaves terms on earlier variables and x, a
 negative one by v - 0 >= 0), then on x by the box rows; the proof is kept only if the constant
-is then negative.  The kernel checks it again.  The split chosen is the unfixed node whose
-relaxed value exceeds its true value the most at the LP optimum; a branch whose LP optimum
+is then negative.  The kernel checks it again.  The split chosen is the unfixed node with the
+largest (relaxed value - true value) at the LP optimum times the dual of its row u - v >= 0
+(``BRANCH_BY_DUAL``; the gap alone needed twice the leaves on MNIST); a branch whose LP optimum
 makes every node exact and violates the conjunction gives a candidate point, checked exactly by
 the caller (``violated``).
 """
@@ -47,9 +48,10 @@ SIMPLEX_ITERATIONS = 5000
 BRANCH_BY_DUAL = os.environ.get("EXACTMAX_PHASE_BRANCH", "dual") == "dual"
 """The node split: the largest (relaxed - true value) at the LP optimum times the dual of its
 upper row u - v >= 0 (how much that row holds the bound up), else the largest gap alone."""
-MAX_DEPTH = 300
-"""Phase splits on one path (each on another node) before the cell is given up: Python's
-recursion stays far below its limit."""
+MAX_DEPTH = 100
+"""Phase splits on one path (each on another node) before the cell is given up: the certificate
+stays within what JSON, pickle (the kernel's check on worker processes) and the reader
+(``io/property_certificate.MAX_PHASE_DEPTH``, 200) take."""
 BITS = 40
 """Significant bits the float multipliers keep (any rounding is sound; the kernel checks)."""
 
@@ -61,7 +63,8 @@ class Unclosed(Exception):
 def relaxed_rows(p, need, rows: list[Row], uppers, at: str = "cell"):
     """(vals, rows, variables) of a ``Relaxed`` leaf with these upper functions on the cell of
     ``rows``, computed by the kernel's own ``relax`` (so the producer's row numbers are the
-    kernel's); variables: the Max nodes that became variables, in order (z_{d + m} is the
+    kernel's, for a leaf that, like the splits above it, states no choices: the relaxed
+    builder's); variables: the Max nodes that became variables, in order (z_{d + m} is the
     m-th)."""
     vals: list = [None] * len(p.nodes)
     for i in need:
