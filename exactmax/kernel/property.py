@@ -1,31 +1,24 @@
 """The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
 
-A case (P, O_1 ... O_m) holds for the network f when no x in P = {x : A x <= b} has (x, f(x))
-satisfying every row of some O_j, a row being a . (x, y) + c >= 0 (> 0 if strict).  Its
-certificate is a split tree over P (rows and choices as in ``certificate.py``) with leaves
+A case (P, O_1 ... O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) satisfying
+every row of some O_j (rows a . (x, y) + c >= 0, > 0 if strict).  Its certificate is a split
+tree over P (rows and choices as in ``certificate.py``) whose leaves partition P:
 
 - ``Empty``: Farkas multipliers for 0 > 0 on the cell;
-- ``Excluded``: choices fixing every Max node the outputs read, so y = M x + d on the cell, and
-  for each O_j Farkas multipliers for 0 > 0 on the cell's rows and O_j's rows with y = M x + d;
-- ``Relaxed`` (``relax``): every Max node i the outputs read that no choice fixes becomes, in
-  index order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (one per argument
-  A_j) and u_i - v_i >= 0, where u_i = sum_j lam_j A_j + beta is an upper function proved on
-  the cell (u_i - A_j >= 0 for every j, over the cell's rows and the rows of the earlier v's);
-  then each O_j has Farkas multipliers for 0 > 0 as for ``Excluded``, with y affine in z.
-  Sound: at any x of the cell, z = (x, the true values) satisfies every row (by induction in
-  node order, v_i = max_j A_j(z) >= A_j(z), and u_i(z) >= every A_j(z) by the proofs, whose
-  rows z satisfies, so u_i(z) >= v_i), so no x of the cell satisfies O_j.  An upper function
-  u_i = A_j (lam the j-th unit vector, beta = 0) shows v_i = A_j on the cell: no variable.
+- ``Excluded``: choices fixing every Max node the outputs read (y = M x + d on the cell) and,
+  per O_j, a proof that the cell's rows and O_j's (with y = M x + d) have no common point;
+- ``Relaxed`` (``relax``): each Max node i the outputs read that no choice fixes becomes, in
+  node order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (each argument)
+  and u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta proved >= every A_j over the cell's rows and
+  the earlier v's (u_i = A_j itself shows v_i = A_j: no variable); then a proof per O_j as
+  above, y affine in z.  Sound: z = (x, the true values) satisfies every row (in node order,
+  v_i = max_j A_j >= A_j, and u_i >= every A_j >= ... by the proofs, so u_i >= v_i).
 
-The proof of a conjunction may also be a ``Phase``: a case split on which argument of Max node
-i attains its value v_i (a variable, or a map).  Branch k adds the rows A_k - A_j >= 0 (every
-j != k) and A_k - v_i >= 0 and holds a proof, Farkas or Phase, for that cell.  Sound: at the
-true z the map of every node the outputs read is the node's value (a variable's by
-construction, a node fixed by a choice or an upper function A_k by the proofs of A_k >= A_j),
-so v_i = max_j A_j = A_k for an argmax k, whose rows z satisfies.  (A ReLU split, with the
-relaxation's rows: v = a and a >= 0, or v = 0 and a <= 0; branches may overlap, they cover.)
-
-The leaves partition P, so no x in P satisfies any O_j: the case holds.
+A proof is Farkas multipliers for 0 > 0, or a ``Phase``: a split on which argument of Max node
+i attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with a proof for
+that cell.  Sound: at the true z every node's map is its value (a variable by construction, a
+node fixed by a choice or by u_i = A_k through the proofs of A_k >= A_j), so the rows of an
+argmax k hold.  (A ReLU, with the relaxation's rows: v = a, a >= 0, or v = 0, a <= 0.)
 """
 
 from __future__ import annotations
@@ -117,9 +110,8 @@ def compose(row: Row, ys: list, d: int) -> Row:
 
 
 def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None) -> int:
-    """Accept iff ``tree`` proves the case for the program p; returns its number of leaves.
-    ``run``: a ``map`` (a process pool's) to check the pieces of ``cert.cut`` with; each
-    piece is checked by ``check_piece``, this kernel's code, wherever ``run`` runs it."""
+    """Accept iff ``tree`` proves the case for p; returns its number of leaves.  ``run``: a
+    ``map`` (a pool's) running ``check_piece``, this kernel's code, on the pieces of ``cut``."""
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
@@ -131,17 +123,14 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None
     return sum((run or map)(check_piece, [p] * len(pieces), [case] * len(pieces), pieces))
 
 
-PIECES = 32
-"""Pieces of a tree ``check_case`` hands to ``run`` (several per worker: subtrees differ)."""
+PIECES = 32  # pieces of a tree ``check_case`` hands to ``run`` (several per worker)
 
 
 def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
-    """The tree as [(subtree, rows of its cell, where)]: splits that state no choices are
-    opened, breadth first, until there are ``parts`` pieces or none is left to open.  Walking
-    each piece from its rows (``walk(..., rows=)``) reaches exactly the leaves, rows and maps
-    that walking the whole tree does: an opened split passes its cell's rows plus its own row
-    down and nothing else (no choices; the maps of Lin nodes are recomputed from the program).
-    So the tree is checked when every piece is, in any order or process."""
+    """The tree as [(subtree, rows of its cell, where)], splits that state no choices opened
+    breadth first, up to ``parts`` pieces.  Walking each piece from its rows reaches exactly
+    the leaves, rows and maps the whole walk does (such a split passes down its cell's rows and
+    its own, nothing else), so the tree is checked when every piece is, in any order."""
     pieces = [(tree, cert.domain_rows(P), where)]
     while len(pieces) < parts:
         opened = [
@@ -184,8 +173,7 @@ def check_piece(p: Program, case: Case, piece: tuple) -> int:
 
 
 def refute(p: Program, need, vals: list, rows: list[Row], proof, zero, at: str) -> None:
-    """Accept iff ``proof`` shows that no z satisfies ``rows``: Farkas multipliers for 0 > 0,
-    or a ``Phase`` whose every branch does so on the rows plus that branch's (see above)."""
+    """Accept iff ``proof`` (Farkas, or a ``Phase`` refuting each branch) shows no z has rows."""
     todo = [(rows, proof, at)]
     while todo:
         rows, proof, at = todo.pop()
@@ -206,9 +194,7 @@ def phase_rows(args: list, v, k: int) -> list[Row]:
     return [Row(*_sub(args[k], A)) for j, A in enumerate(args) if j != k] + [Row(*_sub(args[k], v))]
 
 
-def check_property(
-    net: MaxoutNetwork, cases: tuple[Case, ...], trees: tuple[Tree, ...], run=None
-) -> int:
+def check_property(net: MaxoutNetwork, cases: tuple, trees: tuple, run=None) -> int:
     """Accept iff every case holds for the network by its tree; returns the number of leaves.
     ``run``: as for ``check_case``."""
     if len(cases) != len(trees):

@@ -256,22 +256,10 @@ class _CellLP:
 
     @classmethod
     def _solver(cls):
-        if cls._highs is None:  # HiGHS prints a banner on its first construction: to /dev/null
-            import os
-            import sys
+        if cls._highs is None:
+            from .floatlp import new_solver
 
-            import highspy
-
-            sys.stdout.flush()
-            saved = os.dup(1)
-            try:
-                with open(os.devnull, "w") as null:
-                    os.dup2(null.fileno(), 1)
-                    h = highspy.Highs()
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-            h.setOptionValue("output_flag", False)
+            h = new_solver()
             # tiny LPs, asked again with another objective: no presolve, and the primal
             # simplex from the last optimal basis (still primal feasible) is fastest
             h.setOptionValue("presolve", "off")
