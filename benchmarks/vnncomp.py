@@ -314,7 +314,7 @@ def main() -> int:
             for line in f:
                 r = json.loads(line)
                 runs[(r["tool"], r["onnx"], r["vnnlib"])] = r
-    work = args.cert_dir or tempfile.mkdtemp(prefix="exactmax-vnncomp-")
+    work = os.path.abspath(args.cert_dir or tempfile.mkdtemp(prefix="exactmax-vnncomp-"))
     os.makedirs(work, exist_ok=True)
     runner = Runner(cpus)
     print(f"{len(rows)} instances, tools {', '.join(tools)}, {args.cores} CPU(s) each "
