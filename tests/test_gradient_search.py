@@ -142,3 +142,22 @@ def test_the_margin_of_a_case_is_its_best_conjunction_cut_by_its_input_rows():
     assert G[3].tolist() == [0.0, 1.0]  # y - 1 (a tie with -y: the first conjunction)
     assert G[1].tolist() == [1.0, 0.0]  # x, the least row of the better conjunction
     assert G[0].tolist() == G[2].tolist() == [-1.0, 0.0]  # the input row 2 - x attains it
+
+
+def test_runs_made_in_two_calls_propose_what_one_call_does():
+    """Run r is seeded by (seed, r): runs 0-1 and then 2-9 propose the points runs 0-9 do (the
+    quick proof of ``decide_property`` sits between the two calls)."""
+    from exactmax.search.gradient import CYCLES, LEAKS, Target, attack
+
+    net = _mixed_rank_net(3)
+    f = FloatNetwork(net)
+    R = (np.array([[0.0] * 4 + [1.0, -1.0, 0.0]]),)
+    t = Target(R, (np.array([-0.01]),), np.zeros((0, 4)), np.zeros(0), -np.ones(4), np.ones(4))
+    far = time.monotonic() + 60
+    whole = [(n, tuple(x)) for n, x in attack(f, [t], far, 5)]
+    parts = [(n, tuple(x)) for n, x in attack(f, [t], far, 5, runs=range(2))]
+    parts += [(n, tuple(x)) for n, x in attack(f, [t], far, 5, runs=range(2, len(LEAKS) * CYCLES))]
+    assert whole == parts and whole
+    stats: dict = {}
+    assert list(attack(f, [t], far, 5, stats, runs=range(10**6, 10**6 + 1))) == []
+    assert stats == {}

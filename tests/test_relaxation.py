@@ -208,3 +208,39 @@ def test_an_input_whose_halves_gain_nothing_is_not_split_forever():
     assert np.argmax(split_scores(short, own, smear)) == 1
     # a cell whose halves all close (0) against a cell bound below: split by the halves
     assert np.argmax(split_scores(np.array([0.0, -1.0, -2.0]), -3.0, np.array([0, 0, 1.0]))) == 0
+
+
+def test_the_quick_proof_answers_a_one_cell_instance_before_the_later_gradient_runs(tmp_path):
+    """With the search on: an unsat property whose relaxed tree has at most QUICK_SPLITS splits
+    is answered by the quick proof (kernel-checked) after QUICK_RUNS gradient runs; one whose
+    tree needs more is answered by the full build after every run, with the same certificate
+    the search-free route writes; a sat property is still found by the search."""
+    import exactmax.prove.property as pp
+
+    net = _deep_relu_net(7)
+    grid = [tuple(Q(int(v), 8) for v in x)
+            for x in np.random.default_rng(1).integers(-8, 9, (300, 3))]
+    best = max(evaluate_maxout(net, x)[0] for x in grid)
+    _, loose = _prop(tmp_path, net, int(best) + 3)
+    a = decide_property(net, loose, timeout_s=60)
+    assert a.result == "unsat" and a.stats["quick_proof"]["result"] == "trees"
+    assert a.stats["search"]["gradient_runs"] == pp.QUICK_RUNS
+    assert check_property(net, loose.cases, a.trees) == a.stats["leaves_checked"]
+    b = decide_property(net, loose, timeout_s=60, search=False)
+    assert b.result == "unsat" and "quick_proof" not in b.stats and b.trees == a.trees
+    # a tree that needs splits: the quick proof gives up, every run is made, then the full build
+    old = pp.QUICK_SPLITS
+    try:
+        pp.QUICK_SPLITS = 0
+        _, prop = _prop(tmp_path, net, best + 2)  # unsat, and its tree has 4 splits
+        c = decide_property(net, prop, timeout_s=60)
+        assert c.result == "unsat" and c.stats["splits"] > 0
+        assert c.stats["quick_proof"]["result"] == "unknown"
+        assert c.stats["search"]["gradient_runs"] == len(pp.LEAKS) * pp.CYCLES
+        assert check_property(net, prop.cases, c.trees) == c.stats["leaves_checked"]
+    finally:
+        pp.QUICK_SPLITS = old
+    _, reach = _prop(tmp_path, net, best)
+    s = decide_property(net, reach, timeout_s=60)
+    assert s.result == "sat" and "quick_proof" not in s.stats
+    assert evaluate_maxout(net, s.x)[0] >= best

@@ -70,6 +70,7 @@ class Limits:
     deadline: float
     max_leaves: int = 20000
     progress: Callable[[int], object] | None = None  # called with the number of leaves
+    max_splits: int | None = None  # the relaxed builder: splits before it gives up (None: any)
 
 
 class _Oracle:

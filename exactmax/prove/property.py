@@ -4,7 +4,10 @@ evaluated), unsat (a certificate ``kernel/property.py`` accepted) or unknown (th
 Untrusted producer.  First a counterexample search: the centre, the vertices (up to 2^12)
 and random points of each case's input box, then a local search around the best points, all
 in floats; every candidate is made exact (a float is the dyadic rational it denotes), kept in
-the input set exactly, and evaluated by the kernel's ``evaluate_maxout``.  Then, case by case,
+the input set exactly, and evaluated by the kernel's ``evaluate_maxout``.  The gradient runs
+stop after QUICK_RUNS for a quick proof (a relaxed tree of at most QUICK_SPLITS splits, within
+QUICK_SHARE of the limit): an unsat instance of one cell is answered there; otherwise the other
+runs follow, then the full trees.  Then, case by case,
 a split tree (``build_case_tree``), walked in the order the kernel checks it: on each cell, level
 by level, every Max node whose arguments are known gets the argument largest at the cell's point
 with Farkas proofs (the box's, when float bounds clear their rounding by far; else one float LP
@@ -41,7 +44,7 @@ from ..kernel.polyhedron import Box
 from ..kernel.program import Lin, program_of_maxout
 from ..kernel.property import Case, Excluded, check_property, compose
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
-from ..search.gradient import FloatNetwork, Target, attack
+from ..search.gradient import CYCLES, LEAKS, FloatNetwork, Target, attack
 from . import floatlp
 from .certify import Limits, NoCertificate, _Oracle, _solve, _sub
 from .floatlp import unknown_beyond_floats
@@ -113,6 +116,9 @@ def _exact_point(x, box: Box):
 
 GRADIENT_SHARE = 0.25  # of the search's remaining time, for the gradient runs
 HIGH_DIMENSION = 12  # above: no vertices, and a sixth of the random search's rounds
+QUICK_RUNS = 2  # gradient runs before the quick proof, the others after it
+QUICK_SPLITS: int | None = 2  # the quick proof: a relaxed tree of at most this many splits
+QUICK_SHARE = 0.05  # ... built within this share of the time limit (None above: no quick proof)
 
 
 def _box_around(P) -> Box | None:
@@ -144,8 +150,10 @@ def search_counterexample(
     seed: int = 0,
     samples: int = 2000,
     rounds: int = 60,
+    runs: range | None = None,
 ):
-    """An exact counterexample (x, case, conj, y, margin) or None; tries counted in stats."""
+    """An exact counterexample (x, case, conj, y, margin) or None; tries counted in stats.
+    ``runs``: the gradient runs to make (``search.gradient.attack``; default all)."""
     f = FloatNetwork(net)
     rng = np.random.default_rng(seed)
     stats = {"points": 0, "exact_checks": 0}
@@ -182,12 +190,16 @@ def search_counterexample(
                 scale = (hi - lo) * (0.5 ** (r / 6 + 1))
                 kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
                 best = np.vstack([top, np.clip(kids, lo, hi)])
+    return _gradient_search(net, f, cases, boxes, _share(deadline), seed, stats, runs), stats
+
+
+def _share(deadline: float) -> float:
+    """The gradient runs' deadline: GRADIENT_SHARE of the search's remaining time."""
     now = time.monotonic()
-    until = min(deadline, now + GRADIENT_SHARE * max(deadline - now, 0.0))
-    return _gradient_search(net, f, cases, boxes, until, seed, stats), stats
+    return min(deadline, now + GRADIENT_SHARE * max(deadline - now, 0.0))
 
 
-def _gradient_search(net, f, cases, boxes, deadline, seed, stats):
+def _gradient_search(net, f, cases, boxes, deadline, seed, stats, runs=None):
     """Projected gradient ascent on every case (all its conjunctions at once) until the deadline
     (``search.gradient``), in ``boxes`` (per case, a box around its input set, or None: not
     searched); each proposal is clipped into the case's box exactly and
@@ -208,7 +220,7 @@ def _gradient_search(net, f, cases, boxes, deadline, seed, stats):
         targets.append(Target(R, r, A, b, lo, hi))
         where.append(box)
     stats.setdefault("gradient_runs", 0)
-    for n, point in attack(f, targets, deadline, seed, stats):
+    for n, point in attack(f, targets, deadline, seed, stats, runs):
         interruption.check()
         stats["exact_checks"] += 1
         x = _exact_point(point, where[n])
@@ -712,21 +724,63 @@ def decide_property(
     of pieces of the trees (``kernel.property.check_case``), e.g. on the workers' processes."""
     start = time.monotonic()
     deadline = start + timeout_s
+    search_until = min(deadline, start + max(1.0, timeout_s / 4))
     stats: dict = {}
     boxes = prop.boxes or (None,) * len(prop.cases)
+    # the quick proof: after the random search and QUICK_RUNS gradient runs, a small relaxed
+    # tree; most unsat instances need one cell (ACAS Xu properties 3 and 4), and their
+    # remaining gradient runs (8 of 10: about 3 s) would be spent for nothing
+    quick = search and relaxed and QUICK_SPLITS is not None
+
+    def sat(found, how):
+        x, n, j, y, margin = found
+        stats["found_by"] = how
+        return Answer("sat", x, y, (n, j), margin, stats=stats)
+
     if search:
-        found, s = search_counterexample(
-            net, prop.cases, boxes, min(deadline, start + max(1.0, timeout_s / 4))
-        )
+        runs = range(QUICK_RUNS) if quick else None
+        found, s = search_counterexample(net, prop.cases, boxes, search_until, runs=runs)
         stats["search"] = s
         if found is not None:
-            x, n, j, y, margin = found
-            stats["found_by"] = "gradient search" if s.get("found_by_gradient") else "search"
-            return Answer("sat", x, y, (n, j), margin, stats=stats)
+            return sat(found, "gradient search" if s.get("found_by_gradient") else "search")
 
     def confirm(x):
         cn, cj, y, margin = violation(net, prop.cases, x)
         return None if cn is None else Answer("sat", x, y, (cn, cj), margin)
+
+    if quick:  # a small proof first: most unsat instances need one cell, so skip the rest
+        t0 = time.monotonic()
+        what, value, s = build_trees(
+            net,
+            prop,
+            boxes,
+            min(deadline, t0 + QUICK_SHARE * timeout_s),
+            confirm,
+            max_leaves,
+            None,
+            relaxed,
+            max_splits=QUICK_SPLITS,
+        )
+        stats["quick_proof"] = {"s": round(time.monotonic() - t0, 3), "result": what}
+        if what == "point":
+            value.stats = stats | {"found_by": "certificate"}
+            return value
+        if what == "trees":
+            stats.update(s)
+            return _checked(net, prop, value, stats, check_run)
+        f = FloatNetwork(net)
+        found = _gradient_search(
+            net,
+            f,
+            prop.cases,
+            boxes,
+            _share(search_until),
+            0,
+            stats["search"],
+            range(QUICK_RUNS, len(LEAKS) * CYCLES),
+        )
+        if found is not None:
+            return sat(found, "gradient search")
 
     what, value, s = (build or build_trees)(
         net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed
@@ -737,20 +791,28 @@ def decide_property(
         return value
     if what == "unknown":
         return Answer("unknown", reason=value, stats=stats)
+    return _checked(net, prop, value, stats, check_run)
+
+
+def _checked(net, prop, trees, stats, check_run) -> Answer:
+    """unsat if the kernel accepts the trees (``check_property``), else unknown (a producer
+    bug: never trusted, reported)."""
     try:
         t0 = time.monotonic()
         # the kernel's check in pieces on check_run (a process pool's map) when the trees are big
         run = check_run if stats.get("leaves", 0) >= PARALLEL_CHECK_LEAVES else None
         with interruption.phase("the kernel's check of the certificate"):
-            stats["leaves_checked"] = check_property(net, prop.cases, tuple(value), run)
+            stats["leaves_checked"] = check_property(net, prop.cases, tuple(trees), run)
         stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
         stats["kernel_check_in_pieces"] = run is not None
-    except CheckFailed as e:  # a producer bug: never trusted, reported
+    except CheckFailed as e:
         return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)
-    return Answer("unsat", trees=tuple(value), stats=stats)
+    return Answer("unsat", trees=tuple(trees), stats=stats)
 
 
-def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed):
+def build_trees(
+    net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed, max_splits=None
+):
     """("trees", one tree per case, stats), ("point", confirm's answer, stats) when a cell
     reaches a forbidden output at a point the kernel confirms, or ("unknown", reason, stats):
     in this process, each case by ``build_relaxed_tree`` (if ``relaxed``), else by
@@ -772,8 +834,10 @@ def build_trees(net, prop, boxes, deadline, confirm, max_leaves, progress, relax
 
     for n, (case, box) in enumerate(zip(prop.cases, boxes)):
         try:
-            limits = Limits(deadline, max_leaves, progress)
+            limits = Limits(deadline, max_leaves, progress, max_splits)
             built = build_relaxed_tree(p, case, limits, centre(case)) if relaxed else None
+            if built is None and max_splits is not None:
+                return "unknown", f"case {n}: no relaxed tree", stats
             tree, s = built or build_case_tree(p, case, box, limits)
         except Violated as e:
             found = confirm(e.x)

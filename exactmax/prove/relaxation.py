@@ -711,6 +711,8 @@ def build_relaxed_tree(
         mid = centre[t]
         if not bx[t][0][2] < mid < bx[t][1][2]:
             raise NoCertificate("a cell too small to split")
+        if limits.max_splits is not None and stats["splits"] >= limits.max_splits:
+            raise NoCertificate(f"more than {limits.max_splits} splits")
         stats["splits"] += 1
         a = tuple(ONE if s == t else ZERO for s in range(d))
         ge_rows = rows + [Row(a, -mid)]

@@ -174,16 +174,21 @@ def attack(
     deadline: float,
     seed: int = 0,
     stats: dict | None = None,
+    runs: range | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """(target index, point) proposals: for each leak of LEAKS in turn (CYCLES times), one run
-    of ``ascend`` on every target, each from new random starts.  ``stats["gradient_runs"]``
-    counts the runs."""
-    rng = np.random.default_rng(seed)
-    for leak in LEAKS * CYCLES:
+    of ``ascend`` on every target, each from new random starts; only the runs numbered in
+    ``runs`` (default all).  Run r draws its starts from a generator seeded by (seed, r), so
+    runs 0-1 then 2-9 propose what runs 0-9 do.  ``stats["gradient_runs"]`` counts the runs."""
+    schedule = LEAKS * CYCLES
+    for r in runs if runs is not None else range(len(schedule)):
+        if r >= len(schedule):
+            return
+        rng = np.random.default_rng((seed, r))
         for n, t in enumerate(targets):
             if time.monotonic() > deadline:
                 return
             if stats is not None:
                 stats["gradient_runs"] = stats.get("gradient_runs", 0) + 1
-            for x in ascend(fnet, t, rng, leak, deadline):
+            for x in ascend(fnet, t, rng, schedule[r], deadline):
                 yield n, x
