@@ -41,6 +41,34 @@ def test_farkas_rule_accepts_exact_combinations_and_rejects_others():
     check_entails(empty, (q(0, 0), Q(0)), True, ((0, Q(1)), (1, Q(1))), "empty")
 
 
+def test_the_farkas_rule_in_integers_is_the_rule_in_rationals():
+    """check_entails sums the rows scaled to integers (``Row.scaled``); on rows and multipliers
+    with unlike denominators (3, 7, 2^40, ...) it accepts e = sum y_i row_i + r exactly when
+    r >= 0, and rejects e moved by the smallest amount in any coefficient or in its constant."""
+    import random
+
+    rng = random.Random(3)
+
+    def frac():
+        return Q(rng.randint(-50, 50), rng.choice((1, 3, 7, 2**40, 6, 35)))
+
+    for _ in range(40):
+        d = rng.randint(1, 5)
+        rows = [Row(tuple(frac() for _ in range(d)), frac()) for _ in range(rng.randint(1, 6))]
+        proof = tuple((i, Q(rng.randint(1, 9), rng.choice((1, 5, 2**33))))
+                      for i in rng.sample(range(len(rows)), rng.randint(1, len(rows))))
+        a = tuple(sum((y * rows[i].a[t] for i, y in proof), Q(0)) for t in range(d))
+        c = sum((y * rows[i].c for i, y in proof), Q(0)) + Q(rng.randint(0, 3), 11)
+        check_entails(rows, (a, c), False, proof, "exact")
+        tiny = Q(1, 2**70 * 3)
+        with pytest.raises(CheckFailed):
+            check_entails(rows, (a, c - Q(1, 11) * 4), False, proof, "constant below")
+        t = rng.randrange(d)
+        with pytest.raises(CheckFailed):
+            check_entails(rows, (a[:t] + (a[t] + tiny,) + a[t + 1:], c), False, proof, "coef")
+
+
+
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
     path = tmp_path_factory.mktemp("cert") / "tent.cert.json"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
-from .rational import ZERO, Q, rational
+from .rational import ZERO, Q, Z, rational
 
 Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
@@ -35,9 +35,22 @@ class Row:
     c: Q
     strict: bool = False
     nz: tuple = field(init=False, repr=False, compare=False)  # the (t, a_t) with a_t != 0
+    _scaled: tuple | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "nz", tuple((t, v) for t, v in enumerate(self.a) if v))
+        object.__setattr__(self, "_scaled", None)
+
+    def scaled(self) -> tuple:
+        """(L, ((t, L a_t) for a_t != 0), L c): the row times L, the lcm of its denominators,
+        in integers (computed once)."""
+        if self._scaled is None:
+            nz, c, L = [(t, rational(v)) for t, v in self.nz], rational(self.c), Z(1)
+            for v in (*(v for _, v in nz), c):
+                L = L.lcm(v.q)
+            ints = tuple((t, v.p * (L // v.q)) for t, v in nz)
+            object.__setattr__(self, "_scaled", (L, ints, c.p * (L // c.q)))
+        return self._scaled
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +104,10 @@ def domain_rows(P: Polyhedron) -> list[Row]:
 
 
 def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:
-    """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}."""
-    a, r, used_strict = list(e[0]), e[1], False
+    """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}.  In integers: with row
+    i = N_i / L_i (``Row.scaled``) and y_i = p_i / q_i, sum y_i row_i = sum s_i N_i / D for D a
+    common multiple of the q_i L_i and s_i = p_i D / (q_i L_i)."""
+    terms, D, used_strict = [], Z(1), False
     if not isinstance(proof, tuple | list):
         raise CheckFailed(f"{where}: the Farkas proof is not a list of pairs (row, multiplier)")
     for entry in proof:
@@ -105,12 +120,19 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
             raise CheckFailed(f"{where}: row {i!r:.20} does not exist ({len(rows)} rows here)")
         if not y > 0:
             raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
-        for t, v in rows[i].nz:
-            a[t] -= y * v
-        r -= y * rows[i].c
+        L, ints, c = rows[i].scaled()
+        terms.append((y, L, ints, c))
+        D = D.lcm(y.q * L)
         used_strict = used_strict or rows[i].strict
-    if any(a):
+    a, r = [Z(0)] * len(e[0]), Z(0)  # D sum y_i row_i
+    for y, L, ints, c in terms:
+        s = y.p * (D // (y.q * L))
+        for t, v in ints:
+            a[t] += s * v
+        r += s * c
+    if any(v * D != w for v, w in zip(e[0], a) if v or w):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
+    r = e[1] - Q(r, D)
     if r < 0 or (strict and r == 0 and not used_strict):
         raise CheckFailed(f"{where}: the combination gives {r}, not {'> 0' if strict else '>= 0'}")
 
