@@ -44,13 +44,13 @@ class Row:
     def scaled(self) -> tuple:
         """(L, ((t, L a_t) for a_t != 0), L c): the row times L, the lcm of its denominators,
         in integers (computed once)."""
-        if self._scaled is None:
+        if (s := self._scaled) is None:
             nz, c, L = [(t, rational(v)) for t, v in self.nz], rational(self.c), Z(1)
             for v in (*(v for _, v in nz), c):
                 L = L.lcm(v.q)
-            ints = tuple((t, v.p * (L // v.q)) for t, v in nz)
-            object.__setattr__(self, "_scaled", (L, ints, c.p * (L // c.q)))
-        return self._scaled
+            s = (L, tuple((t, v.p * (L // v.q)) for t, v in nz), c.p * (L // c.q))
+            object.__setattr__(self, "_scaled", s)
+        return s
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +132,9 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
         r += s * c
     if any(v * D != w for v, w in zip(e[0], a) if v or w):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
-    r = e[1] - Q(r, D)
-    if r < 0 or (strict and r == 0 and not used_strict):
-        raise CheckFailed(f"{where}: the combination gives {r}, not {'> 0' if strict else '>= 0'}")
+    k = e[1] - Q(r, D)
+    if k < 0 or (strict and k == 0 and not used_strict):
+        raise CheckFailed(f"{where}: the combination gives {k}, not {'> 0' if strict else '>= 0'}")
 
 
 def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="root", rows=None):
