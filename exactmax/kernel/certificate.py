@@ -19,6 +19,7 @@ score has value v_k, and so has their mean.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
 
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
@@ -200,9 +201,10 @@ def lin_map(n: Lin, vals: list, d: int) -> Affine:
     for i, v in n.x:
         a[i] += v
     for j, c in n.terms:
-        for t, v in enumerate((*vals[j][0], vals[j][1])):
-            if v:
-                a[t] += c * v
+        m, e = vals[j]
+        for t in compress(range(d), m):  # the non-zero entries, found in C
+            a[t] += c * m[t]
+        a[d] += c * e
     return tuple(a[:d]), a[d]
 
 
