@@ -154,6 +154,8 @@ def test_an_open_box_too_deep_for_the_relaxation_is_solved_by_the_max_choice_bui
         what, tree, (stats, opens) = parallel.read_answer(parallel.solve_unit(text))
         assert what == "tree" and opens == [] and "relaxed" not in stats["proofs"]
         subs.append(parallel.tree_of(tree))
+        # solved in this process: the same tree as objects, no JSON round trip
+        assert parallel.solve_unit(text, None, True)[:2] == ("tree", subs[-1])
     assert check_case(p, case, _put(first, iter(subs))) > len(holes)
 
 
