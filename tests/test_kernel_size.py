@@ -16,7 +16,11 @@ only those (on MNIST 256x2 the rows have ~800 entries and ~4 non-zeros: the kern
 one relaxed leaf went from 22 s to 6 s).  Then 37 lines to ``property.py``, 23 once its docstrings were tightened (2,018 in all, the
 core unchanged): the ``Phase`` proof of a conjunction (a case split on which argument of a Max
 node wins, ``refute`` and ``phase_rows``), the ReLU branching that MNIST's hard instances need
-(256x2: 7 more of the 8 that timed out).  The physical caps below are those counts,
+(256x2: 7 more of the 8 that timed out).  Then 22 lines to the core (``certificate.py``,
+1,025; 2,040 in all): the Farkas rule summed in integers (``Row.scaled``, one common
+denominator per proof), which checks ACAS Xu's relaxed leaves (multipliers of ~180 bits) twice
+as fast; 40 over the 2,000 and 25 over the 1,000 ceilings, a debt for a compaction pass or a
+change of what the kernel holds.  The physical caps below are those counts,
 so the kernel cannot grow unnoticed (lower them as it shrinks); the code lines are capped at
 1,500 and 1,000.
 """
@@ -59,7 +63,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2018, 1003)  # the whole kernel, its core
+PHYSICAL_CAP = (2040, 1025)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -36,15 +36,13 @@ class Row:
     c: Q
     strict: bool = False
     nz: tuple = field(init=False, repr=False, compare=False)  # the (t, a_t) with a_t != 0
-    _scaled: tuple | None = field(init=False, repr=False, compare=False)
+    _scaled: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "nz", tuple((t, v) for t, v in enumerate(self.a) if v))
-        object.__setattr__(self, "_scaled", None)
 
     def scaled(self) -> tuple:
-        """(L, ((t, L a_t) for a_t != 0), L c): the row times L, the lcm of its denominators,
-        in integers (computed once)."""
+        """(L, ((t, L a_t) for a_t != 0), L c), L the lcm of its denominators (computed once)."""
         if (s := self._scaled) is None:
             nz, c, L = [(t, rational(v)) for t, v in self.nz], rational(self.c), Z(1)
             for v in (*(v for _, v in nz), c):
