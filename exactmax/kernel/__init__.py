@@ -1,2 +1,1 @@
-"""The trusted kernel: the only code that can make exactmax say "proved".  It imports only the
-standard library and the rational backend (``rational.py``)."""
+"""The trusted kernel: only it can make exactmax say "proved"; it imports only stdlib and flint."""

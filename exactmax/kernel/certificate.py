@@ -1,20 +1,16 @@
 """Split-tree certificates: two programs agree on a polyhedron P (certificates.md).
-
-Rows are constraints a . x + c >= 0 (> 0 if strict): P's rows b_i - A_i x >= 0 in order, then
-one per split on the way down, so a row keeps its index in the subtree below.  A ``Split`` on
-h = a . x + c sends h >= 0 to ``ge`` and -h > 0 to ``lt``, so the leaves partition P.  An
-``Empty`` leaf has Farkas multipliers for 0 > 0.  Choices (of a Max node's argument, of a
-Hardmax node's key) stated at a split or leaf hold on every cell below; each is checked on the
-first cell of the path where the maps its node reads are known (rows only grow going down, so
-what holds on a cell holds below it).  At a ``Leaf`` both programs are affine on the cell, and
-their outputs must agree.
-
+Rows are constraints a . x + c >= 0 (> 0 if strict): P's rows b_i - A_i x >= 0 in order, then one
+per split on the way down (a row keeps its index in the subtree below).  A ``Split`` on
+h = a . x + c sends h >= 0 to ``ge`` and -h > 0 to ``lt``: the leaves partition P.  An ``Empty``
+leaf has Farkas multipliers for 0 > 0.  A choice (a Max node's argument, a Hardmax node's key)
+stated at a split or leaf holds on every cell below; it is checked on the first cell of the path
+where the maps its node reads are known (rows only grow going down, so what holds on a cell
+holds below it).  At a ``Leaf`` both programs are affine on the cell; their outputs must agree.
 Farkas rule (``check_entails``): y_i > 0 on rows i with e - sum y_i row_i = r constant; then
 e >= r on the cell, so e >= 0 if r >= 0, and e > 0 if r > 0 or a strict row has y_i > 0.
-Hardmax (ties averaged), key k against key j: s_k - s_j > 0 on the cell, or s_k - s_j >= 0 and,
-on the cell plus the row s_j - s_k >= 0 (their tie set), v_j = v_k.  Then every key of maximal
-score has value v_k, and so has their mean.
-"""
+Hardmax (ties averaged), key k against key j: s_k - s_j > 0 on the cell, or s_k - s_j >= 0 and
+v_j = v_k on the cell plus the row s_j - s_k >= 0 (their tie set).  Then every key of maximal
+score has value v_k, and so has their mean."""
 
 from __future__ import annotations
 
@@ -61,9 +57,8 @@ class TieProof:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node
-    (proofs[j]: s_k - s_j > 0, or a TieProof), for every j, k included (as Coq's
-    ``Checker.max_ok``); None: "the two maps are equal", refused where they differ."""
+    """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node (proofs[j]:
+    s_k - s_j > 0 or a TieProof), every j (k too; ``Checker.max_ok``); None: equal maps, checked."""
 
     k: int
     proofs: tuple[Farkas | TieProof | None, ...]
@@ -137,11 +132,10 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
 
 
 def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="root", rows=None):
-    """(leaf, rows of its cell, choices, maps, where) for every leaf over P (or the cell of
-    ``rows``), depth first (ge before lt).  choices[s]: node of program s -> choice in force (a
-    restatement replaces it, and that node and the later ones are computed afresh); maps[s][i]:
-    node i's map on the cell, None while unknown; the nodes of needs[s] get theirs in node order
-    (``_chosen`` for Max and Hardmax).  Empty leaves checked here; a = 0 splits: ``zero_split``."""
+    """(leaf, rows of its cell, choices, maps, where) per leaf over P (or the cell of ``rows``),
+    depth first (ge before lt), Empty leaves checked.  choices[s]: node of program s -> choice in
+    force (restated: replaced, and that node and later ones recomputed); maps[s][i]: node i's map
+    on the cell or None, set in node order for needs[s].  a = 0 splits: ``zero_split``."""
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
     stack: list[tuple] = [(tree, list(rows or domain_rows(P)), [{} for _ in programs], maps, where)]
     while stack:
@@ -193,8 +187,7 @@ def _reads(node) -> list[int]:
 
 
 def lin_map(n: Lin, vals: list, d: int) -> Affine:
-    """The map of a Lin node: its x-coefficients and constant plus sum_j c_j (m_j, e_j), from
-    the maps (m_j, e_j) of the nodes it reads."""
+    """A Lin node's map: its x-coefficients and constant plus sum_j c_j M_j (M_j: node j's map)."""
     a = [ZERO] * d + [n.c]
     for i, v in n.x:
         a[i] += v
@@ -249,8 +242,7 @@ def check_equal_on_domain(
     f: Program, g: Program, P: Polyhedron, tree: Tree, outputs: tuple[int, ...] | None = None
 ) -> int:
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
-    ``outputs`` (default: all; only the nodes these read are evaluated); returns the number of
-    leaves.  Raises CheckFailed naming the leaf and the reason otherwise."""
+    ``outputs`` (default: all; only the nodes these read are evaluated); returns the leaves."""
     if not f.dim == g.dim == P.dim or len(f.outputs) != len(g.outputs):
         raise CheckFailed("the programs differ in input or output size, or from the domain")
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
@@ -269,10 +261,9 @@ def check_equal_on_domain(
 
 
 def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) -> bool:
-    """Node i of f and node j of g have the same value on the cell (``Checker.agree_out``):
-    by ``_agree``, or (the composite rule) both are Lin nodes with the same x-coefficients and
-    constant and a one-to-one matching of their terms, with equal weights, on nodes that agree
-    by ``_agree``."""
+    """Node i of f and node j of g have the same value on the cell (``Checker.agree_out``): by
+    ``_agree``, or (the composite rule) both are Lin nodes with the same x-coefficients and
+    constant and a one-to-one matching of their terms, equal weights, on nodes that ``_agree``."""
     if _agree(f, g, vf, vg, i, j):
         return True
     fi, gj = f.nodes[i], g.nodes[j]

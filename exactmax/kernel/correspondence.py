@@ -1,19 +1,16 @@
-"""Layer correspondences: two Maxout networks equal on all of Q^d, checked piece by piece.
-
-A and B have input dimension d and depth D.  A correspondence gives, for l = 1..D, an affine
-map (M_l, m_l) from B's layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l for
-every x in Q^d, and (C_0) holds with M_0 = I, m_0 = 0.  Given (C_{l-1}) and h = h^B_{l-1}(x),
-unit i of A's layer l is the max of the set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} +
-b_j) of h, one per piece; row i of (C_l) reads m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].
-If c_u >= 0 wherever unit u of B has two or more distinct pieces, then c_u max_k B_{u,k} =
-max_k c_u B_{u,k} (units with c_u = 0 drop out), and a sum of maxima is the max of the sums
-(each piece chosen independently, the same unit twice included): the right side is the max of
-S_B = {m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one piece k_u per unit}.  S_A = S_B as sets
-of affine maps gives equal maxima at every h: (C_l).  The outputs y_A = O_A h^A_D + o_A =
-O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I without an output map) agree
-when y_A - y_B = sum_u c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of maxima as above, is
-the single map 0.  Then A(x) = B(x) for every x in Q^d.
-"""
+"""Layer correspondences: two Maxout networks equal on all of Q^d, checked piece by piece.  A and B
+have input dimension d and depth D.  A correspondence gives, for l = 1..D, an affine map (M_l, m_l)
+from B's layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l for every x in Q^d ((C_0)
+holds with M_0 = I, m_0 = 0).  Given (C_{l-1}) and h = h^B_{l-1}(x), unit i of A's layer l is the
+max of the set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} + b_j) of h, one per piece; row i of
+(C_l) reads m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].  If c_u >= 0 wherever unit u of B has
+two or more distinct pieces, then c_u max_k B_{u,k} = max_k c_u B_{u,k} (units with c_u = 0 drop
+out), and a sum of maxima is the max of the sums (each piece chosen independently, the same unit
+twice included): the right side is the max of S_B = {m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one
+piece k_u per unit}.  S_A = S_B as sets of affine maps gives equal maxima at every h: (C_l).  The
+outputs y_A = O_A h^A_D + o_A = O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I
+without an output map) agree when y_A - y_B = sum_u c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of
+maxima as above, is the single map 0: then A = B on Q^d."""
 
 from __future__ import annotations
 
@@ -61,8 +58,7 @@ def _sum_of_maxima(c: Vector, const, units, n: int, where: str) -> set:
 
 
 def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondence) -> int:
-    """Accept iff ``cert`` proves A(x) = B(x) for every x in Q^d (module docstring); returns
-    the number of units compared."""
+    """Accept iff ``cert`` proves A = B on Q^d (module docstring); returns the units compared."""
     if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
         raise CheckFailed("correspondence: both models must be Maxout networks")
     try:

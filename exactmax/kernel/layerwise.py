@@ -1,24 +1,19 @@
-"""Layer-by-layer certificates compose (certificates.md, pitfall 5).
-
-A Maxout network N with layers Phi_1..Phi_D against a Transformer T with three sub-layers per
-Maxout layer; encode(h)_t = place(h) + p_t is the token state holding h in its first
-coordinates on top of the positional vector p_t.  If
+"""Layer-by-layer certificates compose (certificates.md, pitfall 5).  A Maxout network N with
+layers Phi_1..Phi_D against a Transformer T with three sub-layers per Maxout layer; the token
+state encode(h)_t = place(h) + p_t holds h in its first coordinates over the position p_t.  If
   (E) the embedding is place, so the initial state is encode(x);
   (B) B_0 contains the domain P, and B_l the interval image of B_{l-1} under Phi_l (computed
       here exactly), so h^l(x) is in B_l for every x in P;
   (B') or, with ``image``, layer 1's claims are over P itself, and B_1 contains h^1(P) by
       Farkas proofs over P's rows: for unit i some piece is >= lower_i and every piece <= upper_i;
-  (S) for every layer l and h in B_{l-1}, group l maps encode(h) to encode(Phi_l(h)) (Phi_D
-      with the output map y = A h + c): ordinary certificates over B_{l-1} (P under (B')), one
-      per group of segment outputs;
+  (S) for every l and h in B_{l-1}, group l maps encode(h) to encode(Phi_l(h)) (Phi_D with the
+      output map y = A h + c): certificates over B_{l-1} (P under (B')), one per output group;
   (R) the read-out returns y from encode(y);
 then by induction the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
-(M) A merged Transformer (2D + 1 sub-layers, the clean-up of layer l and the gate of layer
-l + 1 in one feed-forward sub-layer M_l) is checked as the unmerged U: M_l replaced by the
-certificate's C_l then F_{l+1}, with M_l(s) = F_{l+1}(C_l(s)) for every token state s
-(``same_feedforward``), so T = U as functions.  Against another Maxout network of the same
-widths, (S) reads Phi^N_l = Phi^T_l on B_{l-1}, with no embedding or read-out.
-"""
+(M) A merged Transformer (2D + 1 sub-layers: layer l's clean-up and layer l + 1's gate in one
+feed-forward sub-layer M_l) is checked as the unmerged U: M_l replaced by the certificate's C_l then
+F_{l+1}, M_l(s) = F_{l+1}(C_l(s)) for every token state s (``same_feedforward``), so T = U.  Against
+a Maxout network of the same widths, (S) reads Phi^N_l = Phi^T_l on B_{l-1}; no (E) or (R)."""
 
 from __future__ import annotations
 
@@ -41,8 +36,7 @@ class Claim:
 
 @dataclass(frozen=True, slots=True)
 class UnitImage:
-    """Over P's rows: piece ``lower_piece`` is >= the unit's lower bound in B_1, and piece j
-    is <= its upper bound (``upper[j]``)."""
+    """For unit i of (B'), over P's rows: piece ``lower_piece`` >= lower_i, piece j <= upper_i."""
 
     lower_piece: int
     lower: Farkas
@@ -95,9 +89,8 @@ def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
 
 
 def layer_programs(net: MaxoutNetwork, other, l: int):
-    """The two programs layer l's claims compare: the encoded Maxout layer against the
-    Transformer's three sub-layers, or against the same layer of another Maxout network (one
-    token, no positional vector: encode is place)."""
+    """The programs layer l's claims compare: the encoded Maxout layer against the Transformer's
+    three sub-layers, or layer l of another Maxout network (one token, p_0 = 0: encode = place)."""
     if isinstance(other, Transformer):
         return (
             program.program_of_encoded_layer(net, l, other.positions, other.d_model),
@@ -163,9 +156,8 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
 
 
 def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
-    """(M): tf with each merged feed-forward sub-layer M_l (index 2 + 2 l, l < D - 1) replaced
-    by u's sub-layers 2 + 3 l and 3 + 3 l, checked to compose to M_l; all else is tf's (as
-    Coq's ``Layerwise.unmerge``)."""
+    """(M): tf, each merged feed-forward M_l (sub-layer 2 + 2 l, l < D - 1) replaced by u's
+    sub-layers 2 + 3 l, 3 + 3 l (checked to compose to M_l), all else tf's (Coq's ``unmerge``)."""
     n = len(tf.sublayers)
     if n < 3 or n % 2 == 0:
         raise CheckFailed(f"layerwise: {n} sub-layers are not 2 D + 1")

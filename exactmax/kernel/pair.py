@@ -1,14 +1,10 @@
-"""Two models compared up to a tolerance on a domain P, as a property (``property.py``) of
-the pair program x -> (A(x), B(x)) (``program_of_pair``), whose outputs are
-y = (a, b) in Q^n x Q^n:
-
+"""Two models compared up to a tolerance on a domain P, as a property (``property.py``) of the pair
+program x -> (A(x), B(x)) (``program_of_pair``), whose outputs are y = (a, b) in Q^n x Q^n:
 - epsilon E: |A(x) - B(x)|_inf <= E for every x in P.  Forbidden, for each output o, the
   one-row conjunctions a_o - b_o - E > 0 and b_o - a_o - E > 0 (in that order, o by o).
-- top-1 (E = None): argmax A(x) = argmax B(x) as sets, for every x in P (ties included: every
-  index maximal in A(x) is maximal in B(x), and the other way round).  An index i maximal in
-  a but not in b is some k with b_k > b_i, so forbidden, for each i != k, the conjunction
-  {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then the same with a and b exchanged.
-"""
+- top-1 (E = None): argmax A(x) = argmax B(x) as sets (ties included), for every x in P.  An
+  index i maximal in a but not in b is some k with b_k > b_i, so forbidden, for each i != k, the
+  conjunction {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then with a and b exchanged."""
 
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ from .rational import ONE, ZERO, Q, rational
 
 
 def program_of_pair(f: Program, g: Program) -> Program:
-    """The program x -> (f(x), g(x)): f's nodes, then g's with each reference j moved to
-    j + len(f.nodes); outputs f's, then g's."""
+    """x -> (f(x), g(x)): f's nodes and outputs, then g's, node j renumbered j + len(f.nodes)."""
     if f.dim != g.dim:
         raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
     s = len(f.nodes)

@@ -1,7 +1,6 @@
-"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and the exact checks of what
-producers (an LP solver, z3) claim about them, each from a witness: a point, or Farkas
-multipliers y >= 0, for which (y^T A) x <= y^T b at every x in P.
-"""
+"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and exact checks of what producers
+(an LP solver, z3) claim about them, each from a witness: a point, or Farkas multipliers
+y >= 0, for which (y^T A) x <= y^T b at every x in P."""
 
 from __future__ import annotations
 
@@ -103,9 +102,8 @@ def check_interior(P: Polyhedron, x: Vector) -> None:
 
 
 def check_flat(P: Polyhedron, y: Vector) -> None:
-    """Accept iff y >= 0, y^T A = 0, y^T b = 0 and y_i > 0 on a row A_i != 0: then
-    sum_i y_i (b_i - A_i x) = 0 with every term >= 0 on P, so A_i x = b_i on P, and P has no
-    interior point."""
+    """Accept iff y >= 0, y^T A = 0, y^T b = 0 and y_i > 0 on a row A_i != 0: then sum_i y_i
+    (b_i - A_i x) = 0, every term >= 0 on P, so A_i x = b_i on P, and P has no interior point."""
     lin, const = _combination(P, y, "flat")
     if any(lin) or const != 0 or not any(v and any(row) for v, row in zip(y, P.A)):
         raise CheckFailed("flat: y^T A or y^T b is not zero, or y has no weight on a non-zero row")

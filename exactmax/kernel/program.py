@@ -1,13 +1,10 @@
-"""Straight-line programs over Q, and the translation of both kinds of network into them.
-
-A program on inputs x in Q^d is a list of nodes, each one rational value: ``Lin``
-v = sum_i a_i x_i + c + sum_j c_j v_j (earlier nodes j); ``Max``: the max of earlier nodes;
-``Hardmax``: pairs (s_j, v_j) of earlier nodes, v = the mean of the v_j whose s_j is maximal.
-Certificates speak about programs; this is the trusted bridge from networks to programs.  One
-identity is used: c ReLU(u) - c ReLU(-u) = c u (two hidden units with opposite pre-activations
-and output columns), so linear maps written with ReLU pairs (the construction's clean-up) stay
-linear.  Every attention query must be constant, else the scores are bilinear: ``Unsupported``.
-"""
+"""Straight-line programs over Q, which certificates speak about, and the trusted translation of
+both kinds of network into them.  A program on x in Q^d is a list of nodes, each a rational value:
+``Lin`` v = sum_i a_i x_i + c + sum_j c_j v_j (earlier nodes j); ``Max``: the max of earlier nodes;
+``Hardmax``: pairs (s_j, v_j) of earlier nodes, v = the mean of the v_j whose s_j is maximal.  One
+identity is used: c ReLU(u) - c ReLU(-u) = c u (two hidden units with opposite pre-activations and
+output columns), so linear maps written with ReLU pairs (the construction's clean-up) stay linear.
+Every attention query must be constant, else the scores are bilinear: ``Unsupported``."""
 
 from __future__ import annotations
 
@@ -52,8 +49,7 @@ class Unsupported(ValueError):
 
 
 def check_shapes(models, domain: Domain) -> None:
-    """Accept iff every model has the shapes its definition needs and the models and the
-    domain have one input dimension."""
+    """Accept iff each model has the shapes it needs, the models and domain one input dimension."""
     try:
         for m in models:
             (check_maxout_shapes if isinstance(m, MaxoutNetwork) else check_transformer_shapes)(m)
@@ -72,8 +68,7 @@ class _Builder:
         self.index: dict = {}
 
     def add(self, node: Node) -> int:
-        """The index of ``node``, added if new (a Lin node keyed by the ints p, q of its
-        numbers: hashing them is much cheaper than hashing an fmpq)."""
+        """``node``'s index, added if new (a Lin node keyed by its numbers' ints p, q, not fmpq)."""
         key: object = node
         if isinstance(node, Lin):
             x, t = (tuple((i, int(v.p), int(v.q)) for i, v in n) for n in (node.x, node.terms))

@@ -1,25 +1,21 @@
 """The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
-
-A case (P, O_1 ... O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) satisfying
-every row of some O_j (rows a . (x, y) + c >= 0, > 0 if strict).  Its certificate is a split
-tree over P (rows and choices as in ``certificate.py``) whose leaves partition P:
-
+A case (P, O_1 ... O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) satisfying every
+row of some O_j (rows a . (x, y) + c >= 0, > 0 if strict).  Its certificate is a split tree over P
+(rows and choices as in ``certificate.py``) whose leaves partition P:
 - ``Empty``: Farkas multipliers for 0 > 0 on the cell;
-- ``Excluded``: choices fixing every Max node the outputs read (y = M x + d on the cell) and,
-  per O_j, a proof that the cell's rows and O_j's (with y = M x + d) have no common point;
-- ``Relaxed`` (``relax``): each Max node i the outputs read that no choice fixes becomes, in
-  node order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (each argument)
-  and u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta proved >= every A_j over the cell's rows and
-  the earlier v's (u_i = A_j itself shows v_i = A_j: no variable); then a proof per O_j as
-  above, y affine in z.  Sound: z = (x, the true values) satisfies every row (in node order,
+- ``Excluded``: choices fixing every Max node the outputs read (y = M x + d on the cell) and, per
+  O_j, a proof that the cell's rows and O_j's (with y = M x + d) have no common point;
+- ``Relaxed`` (``relax``): each Max node i the outputs read that no choice fixes becomes, in node
+  order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (each argument) and
+  u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta proved >= every A_j over the cell's rows and the
+  earlier v's (u_i = A_j itself shows v_i = A_j: no variable); then a proof per O_j as above, y
+  affine in z.  Sound: z = (x, the true values) satisfies every row (in node order,
   v_i = max_j A_j >= A_j, and u_i >= every A_j >= ... by the proofs, so u_i >= v_i).
-
-A proof is Farkas multipliers for 0 > 0, or a ``Phase``: a split on which argument of Max node
-i attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with a proof for
-that cell.  Sound: at the true z every node's map is its value (a variable by construction, a
-node fixed by a choice or by u_i = A_k through the proofs of A_k >= A_j), so the rows of an
-argmax k hold.  (A ReLU, with the relaxation's rows: v = a, a >= 0, or v = 0, a <= 0.)
-"""
+A proof is Farkas multipliers for 0 > 0, or a ``Phase``: a split on which argument of Max node i
+attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with a proof for that
+cell.  Sound: at the true z every node's map is its value (a variable by construction, a node
+fixed by a choice or by u_i = A_k through the proofs of A_k >= A_j), so the rows of an argmax k
+hold.  (A ReLU, with the relaxation's rows: v = a, a >= 0, or v = 0, a <= 0.)"""
 
 from __future__ import annotations
 
@@ -195,8 +191,7 @@ def phase_rows(args: list, v, k: int) -> list[Row]:
 
 
 def check_property(net: MaxoutNetwork, cases: tuple, trees: tuple, run=None) -> int:
-    """Accept iff every case holds for the network by its tree; returns the number of leaves.
-    ``run``: as for ``check_case``."""
+    """Accept iff every case holds by its tree; returns the leaves; ``run`` as in ``check_case``."""
     if len(cases) != len(trees):
         raise CheckFailed(f"{len(trees)} trees for {len(cases)} cases")
     try:

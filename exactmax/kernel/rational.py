@@ -1,9 +1,6 @@
-"""The one exact rational backend, chosen here and imported everywhere: python-flint's ``fmpq``
-(and its matrices).  Measured in ``benchmarks/eval.py``: 100x faster than ``fractions.Fraction``
-(gmpy2's ``mpq`` gains a small constant); and ``fmpq`` raises ``TypeError`` when a float is
-mixed in, where ``Fraction`` and ``mpq`` return a float: exactness is a type property.  Every
-number enters the kernel through ``rational``.
-"""
+"""The one exact rational backend: python-flint's ``fmpq``, 100x faster than ``fractions.Fraction``
+(``benchmarks/eval.py``); it raises ``TypeError`` when a float is mixed in (``Fraction`` returns a
+float): exactness is a type property.  Every number enters the kernel through ``rational``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,17 @@
-"""A checked upper bound on the error of softmax attention in the construction (§3).
-
-With exact gates (|z~^l| <= C_l), the construction's Transformer with softmax attention at scale
-lam computes, over n equal tokens t (a unit with fewer pieces repeats its last one),
-
+"""A checked upper bound on the error of softmax attention in the construction (§3): with exact
+gates (|z~^l| <= C_l), its Transformer with softmax attention at scale lam computes, over n equal
+tokens t (a unit with fewer pieces repeats its last one),
     h~^0 = x,   z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t},   h~^l_i = S(z~^l_{i,.}),
     S(v) = <v, softmax(lam v)>,   y~ = A h~^D + c,
-
 and hardmax (max_t z^l_{i,t}) gives the Maxout network N.  With gaps g_t = max v - v_t >= 0,
 D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.  On a box of gaps: numerator
 <= sum_t max g e^{-lam g} (each <= 1/(e lam)), denominator >= max(1, sum_t e^{-lam gh_t});
 D <= W((n - 1)/e)/lam (<= (n - 1)/(e lam)); D <= sum_t psi(lam g_t)/lam with psi(x) =
 x/(e^x + 1) (the denominator is >= 1 + e^{-lam g_t}); the lower bound exchanges the ends.  Per
 unit, with e = h~ - h, d_t = w_t . e and hardmax gaps g: h~_i - h_i = (max z~ - max z) - D(z~),
-max z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v: the tokens that
-may be an argmax of v on the cell).
-
-``cell_bound`` runs on ``EXACT`` (rationals rounded outward to a 2^-64 grid; e^{-a} by
-alternating Taylor sums; e > E_LOWER) in the checker, and on the untrusted search's balls.
-"""
+max z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v: the tokens that may
+be an argmax of v on the cell).  ``cell_bound`` runs on ``EXACT`` (rationals rounded outward; e^{-a}
+by alternating Taylor sums; e > E_LOWER) in the checker, and on the untrusted search's balls."""
 
 from __future__ import annotations
 
@@ -174,9 +168,8 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=No
             z = zt if li == 0 else [A.dot(p.w, H, p.b) for p in ps]
             (gl, gh), (gtl, gth) = _gaps(A, ps, H), _gaps(A, ps, Ht)
             d = [A.dot(p.w, E, A.zero) for p in ps]
-            # max z~ - max z = max_a (d_a - g_a); a token whose gap may be 0 may be an argmax
             dg = _max_of(A, [A.sub(v, A.box(l, u)) for v, l, u in zip(d, gl, gh)])
-            d_lo = min(A.lo(v) for v, g in zip(d, gl) if g == 0)
+            d_lo = min(A.lo(v) for v, g in zip(d, gl) if g == 0)  # cand: gap may be 0
             d_hi = max(A.hi(v) for v, g in zip(d, gtl) if g == 0)
             D = A.box(*A.deviation(gtl, gth, lam))
             e = A.sub(A.meet(A.box(d_lo, d_hi), dg), D)
