@@ -67,6 +67,12 @@ KNOWN = {("test_nano.onnx", "test_nano.vnnlib"): "unsat",
          ("test_unsat.onnx", "test_prop.vnnlib"): "unsat"}
 
 
+def fail(message: str) -> SystemExit:
+    """Print ``vnncomp.py: error: MESSAGE`` (one line) and return the exit of status 2 to raise."""
+    print(f"vnncomp.py: error: {message}", file=sys.stderr)
+    return SystemExit(2)
+
+
 def read_instances(path: str) -> list[tuple[str, str, float, str]]:
     """The lines (onnx, vnnlib, limit, expected) of an instances.csv, paths as written."""
     rows = []
@@ -78,7 +84,7 @@ def read_instances(path: str) -> list[tuple[str, str, float, str]]:
             try:
                 limit = float(cells[2])
             except (IndexError, ValueError):
-                raise SystemExit(f"vnncomp.py: error: {path}:{n}: expected onnx,vnnlib,timeout, "
+                raise fail(f"{path}:{n}: expected onnx,vnnlib,timeout, "
                                  f"got {','.join(cells)!r}") from None
             known = KNOWN.get((os.path.basename(cells[0]), os.path.basename(cells[1])), "?")
             rows.append((cells[0], cells[1], limit, cells[3] if len(cells) > 3 else known))
@@ -189,7 +195,7 @@ def neuralsat_main(venv: str) -> str:
                          capture_output=True, text=True)
     path = os.path.join(os.path.dirname(out.stdout.strip()), "main.py")
     if out.returncode or not os.path.isfile(path):
-        raise SystemExit(f"vnncomp.py: error: NeuralSAT not found in {venv} (its package 'src' "
+        raise fail(f"NeuralSAT not found in {venv} (its package 'src' "
                          "with main.py); install it: VENV/bin/pip install neuralsat==0.2.17")
     return path
 
@@ -267,21 +273,26 @@ def summarise(rows: list, tools: list[str], runs: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("instances", nargs="?", default=DEFAULT_DIR,
                     help="instances.csv, or the folder holding it")
-    ap.add_argument("--peers", default="", help="comma-separated: marabou, neuralsat")
-    ap.add_argument("--peers-venv", default=os.environ.get("EXACTMAX_PEERS_VENV"),
+    ap.add_argument("--peers", default="", metavar="TOOLS",
+                    help="comma-separated: marabou, neuralsat")
+    ap.add_argument("--peers-venv", default=os.environ.get("EXACTMAX_PEERS_VENV"), metavar="VENV",
                     help="the virtual environment holding the peers ($EXACTMAX_PEERS_VENV)")
-    ap.add_argument("--sample", type=int, help="a seeded sample of N instances, in file order")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cores", type=int, default=1, help="CPUs per tool (default 1)")
-    ap.add_argument("--timeout", type=float, help="override every instance's time limit")
-    ap.add_argument("--cert-dir", help="keep exactmax's certificates and counterexamples here")
+    ap.add_argument("--sample", type=int, metavar="N",
+                    help="a seeded sample of N instances, in file order")
+    ap.add_argument("--seed", type=int, default=0, metavar="S",
+                    help="the sample's seed (default 0)")
+    ap.add_argument("--cores", type=int, default=1, metavar="N", help="CPUs per tool (default 1)")
+    ap.add_argument("--timeout", type=float, metavar="S",
+                    help="override every instance's time limit")
+    ap.add_argument("--cert-dir", metavar="DIR",
+                    help="keep exactmax's certificates and counterexamples here")
     ap.add_argument("--no-recheck", action="store_true",
                     help="skip check-cert on exactmax's unsat certificates")
-    ap.add_argument("--log", help="append every run here (JSON lines)")
+    ap.add_argument("--log", metavar="RUNS.jsonl", help="append every run here (JSON lines)")
     ap.add_argument("--resume", action="store_true", help="skip the runs already in --log")
     args = ap.parse_args()
     path = args.instances
@@ -290,20 +301,24 @@ def main() -> int:
     if args.instances == DEFAULT_DIR:
         benchdata.require("vnncomp2022-test", "instances.csv")
     if not os.path.isfile(path):
-        raise SystemExit(f"vnncomp.py: error: {path}: no such file (expected an instances.csv)")
+        raise fail(f"{path}: no such file (expected an instances.csv)")
     base = os.path.dirname(os.path.abspath(path))
     peers = [p for p in args.peers.split(",") if p]
     for p in peers:
         if p not in ("marabou", "neuralsat"):
-            raise SystemExit(f"vnncomp.py: error: --peers: unknown tool {p!r} "
+            raise fail(f"--peers: unknown tool {p!r} "
                              "(expected marabou, neuralsat)")
     if peers and not (args.peers_venv and os.path.isdir(args.peers_venv)):
-        raise SystemExit("vnncomp.py: error: --peers needs --peers-venv VENV (or "
+        raise fail("--peers needs --peers-venv VENV (or "
                          "$EXACTMAX_PEERS_VENV): a virtual environment with maraboupy==2.0.0 and "
                          "neuralsat==0.2.17 (see this script's docstring)")
+    marabou = os.path.join(args.peers_venv or "", "bin", "Marabou")
+    if "marabou" in peers and not os.path.isfile(marabou):
+        raise fail(f"{marabou}: no Marabou here; install it: "
+                         "VENV/bin/pip install maraboupy==2.0.0")
     ncpu = os.cpu_count() or 1
     if not 0 < args.cores <= ncpu:
-        raise SystemExit(f"vnncomp.py: error: --cores: expected 1..{ncpu}, got {args.cores}")
+        raise fail(f"--cores: expected 1..{ncpu}, got {args.cores}")
     cpus = set(range(ncpu - args.cores, ncpu))
     main_py = neuralsat_main(args.peers_venv) if "neuralsat" in peers else ""
     tools = ["exactmax", *peers]

@@ -28,7 +28,7 @@ def harness():
         sys.path.remove(BENCH)
 
 
-def test_the_sample_is_exactmax_vnncomps(harness, tmp_path):
+def test_the_sample_is_exactmax_vnncomps(harness, tmp_path, capsys):
     path = tmp_path / "instances.csv"
     path.write_text("".join(f"n{i}.onnx,p{i}.vnnlib,{10 + i}\n" for i in range(30)) + "# note\n")
     rows = harness.read_instances(str(path))
@@ -38,8 +38,11 @@ def test_the_sample_is_exactmax_vnncomps(harness, tmp_path):
     assert harness.sample(rows, None, 32) == rows
     bad = tmp_path / "bad.csv"
     bad.write_text("a.onnx,b.vnnlib,soon\n")
-    with pytest.raises(SystemExit, match="bad.csv:1: expected onnx,vnnlib,timeout"):
+    with pytest.raises(SystemExit) as e:
         harness.read_instances(str(bad))
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "bad.csv:1: expected onnx,vnnlib,timeout" in err and len(err.splitlines()) == 1
 
 
 def test_wrong_is_decided_by_exact_evidence_only(harness):

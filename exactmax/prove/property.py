@@ -730,7 +730,7 @@ def decide_property(
     boxes = prop.boxes or (None,) * len(prop.cases)
     # the quick proof: after the random search and QUICK_RUNS gradient runs, a small relaxed
     # tree; most unsat instances need one cell (ACAS Xu properties 3 and 4), and their
-    # remaining gradient runs (8 of 10: about 3 s) would be spent for nothing
+    # remaining gradient runs (9 of 10: about 3 s) would be spent for nothing
     quick = search and relaxed and QUICK_SPLITS is not None
 
     def sat(found, how):
