@@ -352,6 +352,12 @@ def model_to_json(model: Model) -> dict:
     return obj
 
 
+GZIP_LEVEL = 1
+"""zlib's level for ``.gz`` outputs: certificates are large and written on every answer; level 1
+compresses ACAS Xu 4-9 property 1's (171 MB of JSON) in 1.0 s instead of 5.7 s at gzip's default
+9, into a file 22% larger (64 MB instead of 53 MB)."""
+
+
 def write_json_atomic(path: str, obj: object, compact: bool = False) -> None:
     """Write JSON to ``path`` all at once (see ``write_bytes_atomic``).  ``.gz`` paths are
     gzip-compressed.  ``compact`` (for certificates, which can be large): no indentation, so
@@ -361,7 +367,7 @@ def write_json_atomic(path: str, obj: object, compact: bool = False) -> None:
     if path.endswith(".gz"):
         import gzip
 
-        data = gzip.compress(data, mtime=0)
+        data = gzip.compress(data, GZIP_LEVEL, mtime=0)
     write_bytes_atomic(path, data)
 
 

@@ -39,7 +39,7 @@ from .certificates import (
 )
 from .errors import InputError
 from .jsonfile import Cursor
-from .models import MAXOUT, model_to_json, read_model, write_bytes_atomic
+from .models import GZIP_LEVEL, MAXOUT, model_to_json, read_model, write_bytes_atomic
 from .nesting import collection_paused
 from .numbers import q_str
 
@@ -129,7 +129,7 @@ def write_property_certificate(path: str, doc: dict) -> None:
     if path.endswith(".gz"):
         import gzip
 
-        data = gzip.compress(data, mtime=0)
+        data = gzip.compress(data, GZIP_LEVEL, mtime=0)
     write_bytes_atomic(path, data)
 
 
