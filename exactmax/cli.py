@@ -584,7 +584,10 @@ def build_parser() -> argparse.ArgumentParser:
         "process: a certificate that export-coq can export",
     )
     ck.add_argument(
-        "--json", action="store_true", help='print {"result": "sat" | "unsat" | "unknown", ...}'
+        "--json",
+        action="store_true",
+        help='print {"verdict": "sat" | "unsat" | "unknown", "trust": ..., "reason": ..., '
+        '"stats": ..., ...}',
     )
     parallel_options(ck, "solve the work units (sub-boxes of the input set)")
     ck.set_defaults(run=_command("prove.property_command", "run_check"), whole_timeout=True)
