@@ -10,7 +10,7 @@ checkout; where to get it: docs/benchmarks.md, "Benchmark data", and ``benchdata
 fresh child process:
 
 - ``--route library`` (default): ``prove.property.decide_property`` (the counterexample search,
-  then per case the relaxed branch and bound of ``prove/relaxation.py``, falling back to
+  then per case the relaxed branch and bound of ``engine/relaxation.py``, falling back to
   ``build_case_tree``), then the kernel's ``check_property`` of the certificate; also written to
   a certificate file and read back by ``exactmax check-cert`` when ``--recheck``.
 - ``--route cli``: ``exactmax check NET PROP --timeout T --cert C.json`` as a user runs it.

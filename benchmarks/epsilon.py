@@ -99,7 +99,8 @@ def pruned(net: MaxoutNetwork, fraction: float, seed: int):
 def lower_bound(a, b, box, seconds: float):
     """(exact gap at the search's best point, the point, time): every smaller E is false."""
     from exactmax.kernel.pair import pair_case
-    from exactmax.prove.tolerance import FloatProgram, programs, search
+    from exactmax.engine.pair import programs
+    from exactmax.prove.tolerance import FloatProgram, search
     t0 = time.monotonic()
     _, q = programs(a, b)
     big = Q(10) ** 30

@@ -18,7 +18,7 @@ widths or one layer each, a layer correspondence first (``prove/correspondence.p
 all of Q^d), then the short counterexample search (``SHORT_SEARCH``), then ``verify_equal``
 with ``--route`` as ``certificate_kind`` ("auto": the layerwise certificate where it applies,
 else a layer correspondence, else the pair-property route; "equivalence": the
-split tree for A - B = 0 of exactmax/prove/certify.py); "proved" only after the kernel
+split tree for A - B = 0 of exactmax/engine/certify.py); "proved" only after the kernel
 accepted the certificate (``trust`` kernel-checked), "refuted" only at a point the kernel
 evaluated.  Time: wall time of the two steps.
 
@@ -48,8 +48,8 @@ from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
 from exactmax.prove.command import SHORT_SEARCH
 from exactmax.prove.verify import (Verdict, VerifyOptions, correspondence_first,
-                                   verify_by_correspondence, verify_equal)
-from exactmax.search import SearchOptions, refute_by_search
+                                   refute_by_search, verify_by_correspondence, verify_equal)
+from exactmax.search import SearchOptions
 
 D_IN = 4
 

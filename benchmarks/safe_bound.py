@@ -16,17 +16,17 @@ its JSON, the multipliers as exact "p/q" text) and the kernel's check time.
 Queries:
 - issue #21's equivalence suite (``benchmarks/equiv.py``'s generator and seed, its --quick
   configurations, the equal pairs), by two routes: "equivalence" (the split tree of
-  ``prove/certify.py``; its Farkas questions go to ``floatlp.farkas``) and "pair" (the
-  pair-property route of ``equiv``: ``tolerance`` -> ``property.build_case_tree``, whose
-  Farkas questions go to the cell LP ``property._CellLP.farkas`` first, then to the oracle).
+  ``engine/certify.py``; its Farkas questions go to ``floatlp.farkas``) and "pair" (the
+  pair-property route of ``equiv``: ``tolerance`` -> ``casetree.build_case_tree``, whose
+  Farkas questions go to the cell LP ``casetree._CellLP.farkas`` first, then to the oracle).
 - ACAS Xu 1-6 and 1-7, properties 1-4 (``benchmarks/acasxu.py``'s files), with relaxed leaves
   (the default of ``exactmax check``) and without (``--no-relax``).
 
-The cell LP of ``prove/property.py`` reconstructs its row duals by its own support solve.  The
+The cell LP of ``engine/casetree.py`` reconstructs its row duals by its own support solve.  The
 child replaces ``_CellLP.farkas`` by the same code with one step put first, unless
-``property.py`` already calls the safe bound: ``floatlp.from_dual(rows, e, False, y,
+``casetree.py`` already calls the safe bound: ``floatlp.from_dual(rows, e, False, y,
 bounds)`` on the float row duals y, the bound rows found once per cell (the change proposed
-for ``property.py``, which this benchmark measures; with ``EXACTMAX_SAFE_BOUND=0`` the step is
+for ``casetree.py``, which this benchmark measures; with ``EXACTMAX_SAFE_BOUND=0`` the step is
 skipped and the code is the original's).
 """
 
@@ -51,16 +51,15 @@ NETS = {"1-6": "test_unsat.onnx", "1-7": "test_sat.onnx"}
 # ----------------------------------------------------------------------- in the child
 
 def _patch_cell_lp(counts):
-    """``property._CellLP.farkas`` with the safe bound first (unless property.py has it),
+    """``casetree._CellLP.farkas`` with the safe bound first (unless casetree.py has it),
     counting how each question was answered into ``counts``."""
     import inspect
 
     import numpy as np
 
+    from exactmax.engine import casetree, floatlp
     from exactmax.kernel.rational import ZERO
-    from exactmax.prove import floatlp
-    from exactmax.prove import property as prop
-    cls = prop._CellLP
+    cls = casetree._CellLP
     native = "safe_bound" in inspect.getsource(cls.farkas) or "from_dual" in \
         inspect.getsource(cls.farkas)
     counts["cell_lp_native_safe_bound"] = native
@@ -96,7 +95,7 @@ def _patch_cell_lp(counts):
                 counts["cell_lp_safe_bound"] += 1
                 return pr, True
         support = [i for i, v in enumerate(y) if v > 1e-12]
-        lam = prop._support_solve([self.rows[i].a for i in support], a)
+        lam = casetree._support_solve([self.rows[i].a for i in support], a)
         counts["cell_lp_support_solve_s"] += time.perf_counter() - t1
         if lam is None or any(v < 0 for v in lam):
             counts["cell_lp_declined"] += 1
@@ -114,7 +113,7 @@ def _patch_cell_lp(counts):
 
 def _count_oracle(counts):
     """Count the z3 calls made inside the exact oracle's Farkas questions, and its time."""
-    from exactmax.prove import certify
+    from exactmax.engine import certify
     inner = certify._Oracle.farkas
 
     def farkas(self, rows, e, strict, point=None):
@@ -160,7 +159,7 @@ def _certificate_bytes(tree) -> int:
 def child(spec: dict) -> dict:
     from collections import Counter
 
-    from exactmax.prove import floatlp
+    from exactmax.engine import floatlp
     counts: Counter = Counter()
     _patch_cell_lp(counts)
     _count_oracle(counts)
@@ -215,8 +214,8 @@ def scaling(dims, per_dim: int, seed: int) -> list[dict]:
     from exactmax.kernel.certificate import Row, check_entails, domain_rows
     from exactmax.kernel.polyhedron import Box
     from exactmax.kernel.rational import Q
-    from exactmax.prove import floatlp
-    from exactmax.prove.certify import _solve
+    from exactmax.engine import floatlp
+    from exactmax.engine.certify import _solve
     rng = random.Random(seed)
     out = []
     for d in dims:

@@ -35,7 +35,7 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "tests", "qualit
 from exactmax.construct.transformer import compile_transformer   # noqa: E402
 from exactmax.io import load_model                                # noqa: E402
 from exactmax.kernel.program import Unsupported                   # noqa: E402
-from exactmax.prove.smt import find_difference                    # noqa: E402
+from exactmax.engine.smt import find_difference                    # noqa: E402
 from exactmax.prove.verify import VerifyOptions, program_of, refute, verify_equal  # noqa: E402
 from exactmax.search import SearchOptions, find_counterexample    # noqa: E402
 from mutants import BROKEN                                        # noqa: E402

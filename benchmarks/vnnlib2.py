@@ -30,13 +30,13 @@ import benchdata  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
 DEFAULT_DIR = benchdata.folder("vnncomp2022-test")
 
+from exactmax.engine.casetree import violation  # noqa: E402
 from exactmax.io import load_model  # noqa: E402
 from exactmax.io.numbers import parse_rational  # noqa: E402
 from exactmax.io.property_certificate import decimal_text  # noqa: E402
 from exactmax.io.vnnlib import Atom, SList, parse_sexprs, read_vnnlib  # noqa: E402
 from exactmax.io.vnnlib2 import read_query  # noqa: E402
 from exactmax.kernel.rational import Q  # noqa: E402
-from exactmax.prove.property import violation  # noqa: E402
 
 from vnncomp import KNOWN  # noqa: E402
 

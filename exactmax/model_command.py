@@ -170,7 +170,7 @@ def _domain_summary(dom: Domain | None) -> dict:
         if not empty:
             out.update(lower=[q_str(v) for v in dom.lower], upper=[q_str(v) for v in dom.upper])
         return out
-    from .prove.lp import analyze_domain  # z3 is imported only when a polyhedron needs it
+    from .engine.lp import analyze_domain  # z3 is imported only when a polyhedron needs it
 
     r = analyze_domain(dom)
     out = {"kind": "polyhedron", "constraints": len(dom.b), "empty": r.empty, "bounded": r.bounded}

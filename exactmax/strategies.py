@@ -240,7 +240,7 @@ def tie_points(model, dom: Domain, base=None):
     draws whose projection leaves the domain are rejected.  A model without any max (or
     whose maxima are over one distinct piece) has no tie set: the strategy is then
     ``nothing()``.  Raises ``Unsupported`` for bilinear attention scores."""
-    from .search.counterexample import program_of
+    from .kernel.program import program_of
     from .search.ties import project_to_tie, ties_of
 
     p = program_of(model)

@@ -793,7 +793,7 @@ def domain_points(dom, rng, n: int = 60) -> list[tuple[Fraction, ...]]:
     if isinstance(dom, Box):
         lo, hi = [to_fraction(v) for v in dom.lower], [to_fraction(v) for v in dom.upper]
     else:
-        from exactmax.prove.lp import analyze_domain
+        from exactmax.engine.lp import analyze_domain
         r = analyze_domain(dom)
         if r.empty or r.lower is None:
             return []
@@ -842,7 +842,7 @@ def claim_holds(path: str, rng, z3_timeout_s: float = 20.0) -> tuple[bool, str]:
         how = "own z3 encoding"
     else:
         from exactmax.kernel.program import program_of_maxout, program_of_transformer
-        from exactmax.prove.smt import find_difference
+        from exactmax.engine.smt import find_difference
         prog = [program_of_maxout(m) if isinstance(m, MaxoutNetwork) else
                 program_of_transformer(m) for m in (a, b)]
         verdict, x = find_difference(prog[0], prog[1], P, z3_timeout_s)

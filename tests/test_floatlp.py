@@ -7,11 +7,11 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from exactmax.engine import floatlp
+from exactmax.engine.certify import _Oracle, _solve
 from exactmax.kernel.certificate import Row, check_entails
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.rational import Q
-from exactmax.prove import floatlp
-from exactmax.prove.certify import _Oracle, _solve
 
 pytestmark = pytest.mark.skipif(not floatlp.available(), reason="highspy is not installed")
 

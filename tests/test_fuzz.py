@@ -390,7 +390,7 @@ def test_the_limit_stops_a_step_that_never_checks_it(tmp_path, capsys, monkeypat
     import time
     import z3
     from exactmax import interruption
-    import exactmax.prove.lp as lp
+    import exactmax.engine.lp as lp
 
     def endless(dom):
         while True:
@@ -442,7 +442,7 @@ def test_numbers_beyond_floats_make_the_float_guided_routes_unknown_not_crash(tm
     reason, and equiv goes on to the exact route."""
     from exactmax.io.models import load_model
     from exactmax.kernel.rational import Q
-    from exactmax.prove.floatlp import BEYOND_FLOATS
+    from exactmax.engine.floatlp import BEYOND_FLOATS
     from exactmax.prove.tolerance import decide_tolerance
     net = json.load(open(os.path.join(os.path.dirname(__file__), "..", "examples",
                                       "tent.json")))

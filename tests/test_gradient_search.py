@@ -14,12 +14,12 @@ import time
 
 import numpy as np
 
+from exactmax.engine.casetree import violation
 from exactmax.io.vnnlib import read_vnnlib
 from exactmax.kernel.affine import Affine
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.rational import Q
-from exactmax.prove.property import (_box_around, _gradient_search, search_counterexample,
-                                     violation)
+from exactmax.prove.property import _box_around, _gradient_search, search_counterexample
 from exactmax.search.gradient import FloatNetwork
 
 

@@ -286,7 +286,7 @@ def processes_marked(mark):
 # every process of the run, the pool's workers included, imports this first (PYTHONPATH)
 STUCK_UNITS = f"""
 import sys
-import exactmax.prove.parallel as _par
+import exactmax.engine.parallel as _par
 def _stuck(text, progress=None):
     sys.stderr.write("a unit starts\\n"); sys.stderr.flush()
     {STUCK_IN_C}

@@ -1,4 +1,4 @@
-"""Work units (#21, prove/parallel.py): tree builders with a cell budget hand back their open
+"""Work units (#21, engine/parallel.py): tree builders with a cell budget hand back their open
 cells, which are solved as units on an Executor (this process, a process pool, a Dask
 cluster) and put in place; the certificate is the same byte for byte whatever the workers
 (and the same as one uninterrupted walk's); a placeholder left in or a subtree in the wrong
@@ -24,6 +24,10 @@ from test_epsilon import pruned, random_relu, relu_net, write
 from test_property import _deep_relu_net
 
 from exactmax.cli import main
+from exactmax.engine import parallel
+from exactmax.engine.casetree import OpenCell, build_case_tree
+from exactmax.engine.certify import Limits
+from exactmax.engine.relaxation import OpenBox, build_relaxed_tree
 from exactmax.io.models import model_to_json
 from exactmax.io.vnnlib import read_vnnlib
 from exactmax.kernel.certificate import Split
@@ -32,10 +36,7 @@ from exactmax.kernel.maxout import evaluate_maxout
 from exactmax.kernel.program import program_of_maxout
 from exactmax.kernel.property import check_case
 from exactmax.kernel.rational import Q
-from exactmax.prove import parallel
-from exactmax.prove.certify import Limits
-from exactmax.prove.property import OpenCell, build_case_tree
-from exactmax.prove.relaxation import OpenBox, build_relaxed_tree
+from exactmax.prove.property import decide_property_split
 
 HEAD = "".join(f"(declare-const X_{i} Real)\n(assert (>= X_{i} -1)) (assert (<= X_{i} 1))\n"
                for i in range(3)) + "(declare-const Y_0 Real)\n"
@@ -139,7 +140,7 @@ def test_an_open_box_too_deep_for_the_relaxation_is_solved_by_the_max_choice_bui
     MAX_DEPTH) is solved, through JSON as on a worker, by the Max-choice builder from that
     box with no maps known (the relaxed tree states no choices above it): the subtrees put
     in place give a tree the kernel accepts."""
-    from exactmax.prove import relaxation
+    from exactmax.engine import relaxation
     p, case, box = _case(files)
     first, _ = build_relaxed_tree(p, case, Limits(time.monotonic() + 120), lambda x: None, 1)
     holes = _holes(first, [])
@@ -247,13 +248,12 @@ def test_an_unknown_unit_makes_the_answer_unknown(files):
     net = _deep_relu_net(7)
     prop = read_vnnlib(str(files / "unsat.vnnlib"))
     ex = _OneUnitUnknown("case 0, cell root, open cell 1")
-    a = parallel.decide_property_split(net, prop, 60, 20000, False, ex, 0, 2)
+    a = decide_property_split(net, prop, 60, 20000, False, ex, 0, 2)
     assert a.result == "unknown" and a.trees is None
     assert a.reason == "case 0, cell root, open cell 1: z3 could not decide a cell"
     assert "case 0, cell root, open cell 0" in ex.seen   # the other open cell was solved
     # the same query without the tampering is unsat: the unknown came from that unit
-    a = parallel.decide_property_split(net, prop, 60, 20000, False, parallel.InlineExecutor(),
-                                       0, 2)
+    a = decide_property_split(net, prop, 60, 20000, False, parallel.InlineExecutor(), 0, 2)
     assert a.result == "unsat"
     # the cell budget across units
     r, out = check(files, "--workers", "2", "--max-leaves", "3")

@@ -1,4 +1,4 @@
-"""Phase splits in relaxed leaves (``kernel.property.Phase``, ``prove/phases.py``): a cell that
+"""Phase splits in relaxed leaves (``kernel.property.Phase``, ``engine/phases.py``): a cell that
 no relaxation closes is split on which argument of a Max node wins, each branch proved by its
 own Farkas multipliers; the kernel accepts such proofs only when every branch is refuted."""
 
@@ -12,6 +12,9 @@ import pytest
 import z3
 from test_property import relu_net
 
+from exactmax.engine import relaxation
+from exactmax.engine.casetree import violation
+from exactmax.engine.smt import domain_constraints, encode_program, rat
 from exactmax.io.jsonfile import Cursor
 from exactmax.io.property_certificate import property_certificate_to_json, read_property_certificate
 from exactmax.io.vnnlib import read_vnnlib
@@ -22,9 +25,7 @@ from exactmax.kernel.polyhedron import Polyhedron
 from exactmax.kernel.program import Max, program_of_maxout
 from exactmax.kernel.property import Case, Phase, Relaxed, Upper, check_case, check_property
 from exactmax.kernel.rational import Q
-from exactmax.prove import relaxation
-from exactmax.prove.property import decide_property, violation
-from exactmax.prove.smt import domain_constraints, encode_program, rat
+from exactmax.prove.property import decide_property
 
 ONE, ZERO = Q(1), Q(0)
 

@@ -8,7 +8,7 @@ from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.polyhedron import (Box, Polyhedron, check_empty, check_member,
                                         check_upper_bound)
 from exactmax.kernel.rational import Q
-from exactmax.prove.lp import analyze_domain, check_unbounded
+from exactmax.engine.lp import analyze_domain, check_unbounded
 from strategies_local import vectors
 
 

@@ -6,12 +6,12 @@ import z3
 from hypothesis import given, settings, strategies as st
 
 from exactmax.construct.transformer import CompileOptions, compile_transformer
+from exactmax.engine.smt import encode_program, from_z3, rat
 from exactmax.kernel.maxout import evaluate_maxout
 from exactmax.kernel.program import Unsupported, program_of_maxout, program_of_transformer
 from exactmax.kernel.rational import Q
-from exactmax.vectorized.program import evaluate_program
 from exactmax.kernel.transformer import Attention, Head, evaluate_transformer
-from exactmax.prove.smt import encode_program, from_z3, rat
+from exactmax.vectorized.program import evaluate_program
 from strategies_local import maxout_networks, transformers, vectors
 from test_construction import boxes, points_in, with_ties_at
 

@@ -359,7 +359,7 @@ def test_the_tree_builder_on_a_deeper_network_box_and_polyhedron(tmp_path, polyh
 def test_float_guides_made_exact():
     """The producer's float helpers: the exact support solve (square and not, singular), and
     the float nudge across a new row (a point strictly inside both, or None)."""
-    from exactmax.prove.property import _float_nudge, _support_solve
+    from exactmax.engine.casetree import _float_nudge, _support_solve
     vs = [(Q(1), Q(0)), (Q(1), Q(1))]
     assert _support_solve(vs, (Q(3), Q(2))) == [Q(1), Q(2)]
     assert _support_solve([(Q(1), Q(1)), (Q(2), Q(2))], (Q(3), Q(3))) is not None   # singular

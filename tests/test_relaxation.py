@@ -1,5 +1,5 @@
 """The relaxed leaf of property certificates (kernel/property.py ``Relaxed``, ``relax``) and
-its producer (prove/relaxation.py): certificates accepted, every kind of wrong number
+its producer (engine/relaxation.py): certificates accepted, every kind of wrong number
 rejected, the JSON round trip, and export-coq's refusal."""
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def test_optimised_slopes_of_the_hidden_layers_close_the_root_cell(tmp_path):
 
 
 def test_a_zero_slope_gives_an_empty_proof_not_zero_multipliers():
-    from exactmax.prove.relaxation import _proof
+    from exactmax.engine.relaxation import _proof
     assert _proof({3: Q(1, 2), 5: Q(1)}, Q(0)) == ()
     assert _proof({3: Q(1, 2), 5: Q(0)}, Q(2)) == ((3, Q(1)),)
 
@@ -193,7 +193,7 @@ def test_an_input_whose_halves_gain_nothing_is_not_split_forever():
     beats the cell's own bound: when every split leaves the cell as it was or worse (the
     narrow inputs' halves are the cell again; the wide ones' relaxations got worse), the smear
     decides, which sends the split to the wide input."""
-    from exactmax.prove.relaxation import LOOKAHEAD_GAIN, split_scores
+    from exactmax.engine.relaxation import LOOKAHEAD_GAIN, split_scores
 
     smear = np.array([1e-5, 30.0, 20.0, 1e-5, 1e-5])
     own = -49.03

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exactmax.engine import certify, floatlp
+from exactmax.engine.certify import _Oracle, _solve
 from exactmax.kernel.certificate import Row, check_entails, domain_rows
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.polyhedron import Box, Polyhedron
 from exactmax.kernel.rational import ZERO, Q
-from exactmax.prove import certify, floatlp
-from exactmax.prove.certify import _Oracle, _solve
 
 pytestmark = pytest.mark.skipif(not floatlp.available(), reason="highspy is not installed")
 

@@ -18,13 +18,13 @@ from onnx import helper, numpy_helper
 from test_onnx import build
 
 from exactmax.cli import main
+from exactmax.engine.casetree import violation
 from exactmax.io import InputError, load_model
 from exactmax.io.vnnlib2 import read_property, read_query
 from exactmax.kernel.certificate import Row
 from exactmax.kernel.maxout import evaluate_maxout
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.rational import Q
-from exactmax.prove.property import violation
 from exactmax.prove.vnnlib_interface import CAPABILITIES
 
 V2 = "(vnnlib-version <2.0>)\n"

@@ -65,7 +65,7 @@ def certified_bounding_box(domain: Domain):
         if domain.is_empty():
             raise DomainError("the domain box is empty (some lower bound exceeds its upper bound)")
         return domain.lower, domain.upper, None
-    from ..prove.lp import analyze_domain
+    from ..engine.lp import analyze_domain
 
     r = analyze_domain(domain)
     if r.empty:
@@ -102,7 +102,7 @@ def layer_bounds(net: MaxoutNetwork, domain: Domain, method: str = "auto") -> li
     for index, layer in enumerate(net.layers):
         z_lo, z_hi = [], []
         if index == 0 and method == "lp":
-            from ..prove.lp import affine_ranges_over
+            from ..engine.lp import affine_ranges_over
 
             first = iter(
                 affine_ranges_over(

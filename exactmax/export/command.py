@@ -9,7 +9,7 @@ import sys
 from .. import jsonout
 from ..exits import EXIT_INPUT, EXIT_OK, EXIT_REFUTED, EXIT_VACUOUS, UsageError
 from ..io import InputError
-from ..prove.command import about_json, about_line, claim_about
+from ..prove.about import about_json, about_line, claim_about
 
 
 def _export_construction(args) -> int:

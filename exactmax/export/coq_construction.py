@@ -301,8 +301,8 @@ def _gates_box(net, gates, domain: Box) -> tuple[str, str, str, str]:
 def _gates_poly(net, gates, domain) -> tuple[str, str, str, str]:
     """(definitions, the packed boxes, the check, the theorem applied) for a polyhedron: the
     first layer by Farkas multipliers over its rows, B_1 by rule (B'), then interval images."""
+    from ..engine.lp import DualLP
     from ..kernel.polyhedron import check_upper_bound
-    from ..prove.lp import DualLP
 
     P = domain.as_polyhedron()
     lp = DualLP(P)

@@ -1,7 +1,8 @@
 """``exactmax verify`` and ``exactmax equiv``: two models equal on a domain, proved with a
 certificate the kernel checks, refuted by a point the kernel evaluated, unknown, or vacuous
-(the domain empty); and what every such answer is about (``claim_about``), which check-cert
-and export-coq print too."""
+(the domain empty), with what every such answer is about (``about.claim_about``, which
+check-cert and export-coq print too); and ``check-cert``, which hands property and
+pair-property certificates to their commands."""
 
 from __future__ import annotations
 
@@ -11,20 +12,25 @@ from typing import Any
 
 from .. import jsonout
 from ..exits import (
-    EXIT_INPUT,
     EXIT_OK,
     EXIT_REFUTED,
     EXIT_SOLVER_ONLY,
     EXIT_UNKNOWN,
-    EXIT_VACUOUS,
     UsageError,
 )
 from ..io import InputError, load_model
 from ..io.models import model_domain
 from ..io.numbers import q_str
 from ..kernel.maxout import MaxoutNetwork
-from ..kernel.polyhedron import Box
 from ..progress import cells_certified
+from .about import (
+    about_json,
+    about_line,
+    answer_vacuous,
+    cert_rejected,
+    certificate_not_written,
+    claim_about,
+)
 
 
 def _verify_models(args, a, b, names, started: float | None = None) -> int:
@@ -243,104 +249,6 @@ def certificate_kind_of(args) -> str:
     return kind
 
 
-def claim_about(a, b, dom, witness=None):
-    """(what a verdict is about: both models' and the domain's sha256, the domain's kind,
-    dimension and whether it is full-dimensional; the kernel-checked domain facts, from
-    ``witness`` when given)."""
-    from ..io.certificates import content_hash
-    from ..io.models import domain_to_json, model_to_json
-    from .domain import domain_facts
-
-    facts = domain_facts(dom, witness)
-    about = {
-        "a_sha256": content_hash(model_to_json(a)),
-        "b_sha256": content_hash(model_to_json(b)),
-        "domain": {
-            "kind": "box" if isinstance(dom, Box) else "polyhedron",
-            "dimension": dom.dim,
-            "sha256": content_hash(domain_to_json(dom)),
-            "empty": facts.empty,
-            "full_dimensional": facts.full_dimensional,
-        },
-    }
-    return about, facts
-
-
-def pair_hashes(a, b, dom) -> dict:
-    """The ``sha256`` of an answer about two models on a domain: of their canonical JSON."""
-    from ..io.certificates import content_hash
-    from ..io.models import domain_to_json, model_to_json
-
-    return {
-        "a": content_hash(model_to_json(a)),
-        "b": content_hash(model_to_json(b)),
-        "domain": content_hash(domain_to_json(dom)),
-    }
-
-
-def about_json(about) -> dict:
-    """The ``--json`` keys of what an answer is about: ``sha256`` (of "a", "b" and the
-    "domain") and ``about`` (the domain's kind, dimension, emptiness, full dimension)."""
-    return {
-        "sha256": {
-            "a": about["a_sha256"],
-            "b": about["b_sha256"],
-            "domain": about["domain"]["sha256"],
-        },
-        "about": {"domain": {k: v for k, v in about["domain"].items() if k != "sha256"}},
-    }
-
-
-def about_line(about) -> str:
-    d = about["domain"]
-    shape = (
-        "empty"
-        if d["empty"]
-        else "full-dimensional"
-        if d["full_dimensional"]
-        else "lower-dimensional: no interior point, the claim holds on a thin set only"
-    )
-    return (
-        f"about: A sha256 {about['a_sha256'][:16]}..., B sha256 "
-        f"{about['b_sha256'][:16]}..., domain {d['kind']} in dimension {d['dimension']} "
-        f"({shape}), sha256 {d['sha256'][:16]}..."
-    )
-
-
-def certificate_not_written(error: str) -> int:
-    """The verdict stands (printed above); then the error, on stderr: exit 2."""
-    sys.stdout.flush()
-    print(f"exactmax: error: {error} (the certificate was not written)", file=sys.stderr)
-    return EXIT_INPUT
-
-
-def answer_vacuous(args, about, binding=None, options: str = "") -> int:
-    """The domain is empty (kernel-checked Farkas multipliers): a claim about it says
-    nothing, so it is its own answer, never "proved" or "valid".  ``binding``: check-cert's
-    comparison with the user's files."""
-    if args.json:
-        print(
-            jsonout.dumps(
-                {
-                    "verdict": "vacuous",
-                    "trust": "kernel-checked",
-                    "reason": "the domain is empty",
-                    **about_json(about),
-                }
-                | ({"files": binding.as_json()} if binding is not None else {})
-            )
-        )
-    else:
-        print(
-            "vacuous: the domain is empty (Farkas multipliers checked by the kernel); "
-            "every claim about it holds and says nothing"
-        )
-        print("  " + about_line(about))
-        if binding is not None:
-            print("  " + binding.line(options))
-    return EXIT_VACUOUS
-
-
 SHORT_SEARCH: dict[str, Any] = dict(max_examples=40, max_explicit=200, time_budget_s=0.5)
 """The budget of the search that verify and equiv run first (--no-search skips it)."""
 
@@ -353,9 +261,9 @@ def _short_search(args, a, b, dom):
     """(Refuted verdict or None, search record or None): the short search before a proof."""
     if args.no_search:
         return None, None
-    from ..search import SearchOptions, refute_by_search
+    from ..search import SearchOptions
     from ..search.counterexample import model_size
-    from .verify import Verdict
+    from .verify import Verdict, refute_by_search
 
     size = model_size(a) + model_size(b)
     if size > SHORT_SEARCH_MAX_WEIGHTS:
@@ -530,22 +438,3 @@ def certificate_kind_written(cert) -> str:
     if isinstance(cert, LayerwiseCertificate):
         return "layerwise"
     return "equivalence"
-
-
-def cert_rejected(args, reason: str, sha: dict, binding) -> int:
-    """check-cert: the kernel rejected the certificate (exit 1), with its reason."""
-    if args.json:
-        print(
-            jsonout.dumps(
-                {
-                    "verdict": "rejected",
-                    "trust": None,
-                    "reason": reason,
-                    "sha256": sha,
-                    "files": binding.as_json(),
-                }
-            )
-        )
-    else:
-        print(f"rejected: {reason}")
-    return EXIT_REFUTED

@@ -1,7 +1,7 @@
 """What is known about a domain, with witnesses the kernel checks: empty (Farkas multipliers),
 or non-empty and full-dimensional (an interior point), or non-empty and lower-dimensional (a
 member point, and multipliers showing some constraints are equalities on it).  A box needs no
-witness; a polyhedron asks z3 (``prove/lp.py``) for them, or takes them from a certificate,
+witness; a polyhedron asks z3 (``engine/lp.py``) for them, or takes them from a certificate,
 where ``exactmax verify --cert`` stores them so that ``check-cert`` needs no solver.
 """
 
@@ -29,7 +29,7 @@ def domain_facts(dom: Domain, witness: dict | None = None) -> DomainFacts:
         return DomainFacts(False, all(lo < hi for lo, hi in zip(dom.lower, dom.upper)))
     P = dom.as_polyhedron()
     if witness is None:
-        from .lp import find_emptiness, find_point, flat_multipliers, interior_point
+        from ..engine.lp import find_emptiness, find_point, flat_multipliers, interior_point
 
         x = interior_point(P)
         if x is not None:

@@ -19,6 +19,14 @@ import time
 
 from .. import interruption
 from ..construct.bounds import round_outward
+from ..engine.certify import (
+    CounterexampleFound,
+    Limits,
+    NoCertificate,
+    _Oracle,
+    build_certificate,
+    same_max_leaf,
+)
 from ..kernel.affine import Affine
 from ..kernel.certificate import _max_args, domain_rows
 from ..kernel.errors import CheckFailed
@@ -36,14 +44,6 @@ from ..kernel.polyhedron import Box, Domain, Polyhedron
 from ..kernel.program import Lin, _opposite_pairs
 from ..kernel.rational import ONE, ZERO, Q
 from ..kernel.transformer import FeedForward, Transformer
-from .certify import (
-    CounterexampleFound,
-    Limits,
-    NoCertificate,
-    _Oracle,
-    build_certificate,
-    same_max_leaf,
-)
 
 
 class LayerDiffers(NoCertificate):
@@ -99,7 +99,7 @@ def _differs_at(f, g, outs, points):
 
 def _bounding_box(P: Polyhedron, deadline: float):
     """The tightest box around P, with (upper, lower) Farkas multipliers per coordinate."""
-    from .lp import bound_multipliers
+    from ..engine.lp import bound_multipliers
 
     lo, hi, proofs = [], [], []
     for i in range(P.dim):

@@ -23,8 +23,8 @@ def check_property_cert(args, root) -> int:
     from ..io.property_certificate import read_property_certificate
     from ..kernel.errors import CheckFailed
     from ..kernel.property import check_property
+    from .about import cert_rejected
     from .binding import PROPERTY_OPTIONS, compare_property_files, refuse_binding
-    from .command import cert_rejected
 
     net, prop, trees, hashes = read_property_certificate(root)
     binding = compare_property_files(args, hashes)
@@ -101,10 +101,11 @@ def _hashes(args, net, prop) -> dict:
 def run_check(args) -> int:
     """``check NET PROP.vnnlib``: sat (exit 1) with an exact counterexample, unsat (exit 0)
     with a kernel-checked certificate, unknown (exit 3) with the reason."""
+    from ..engine.parallel import workers_of
     from ..io.jsonfile import read_text_file
     from ..io.models import check_outputs, write_bytes_atomic
     from ..io.property_certificate import counterexample_text, property_certificate_to_json
-    from .parallel import decide_property_split, workers_of
+    from .property import decide_property_split
 
     started = time.monotonic()
     check_outputs(
@@ -209,8 +210,8 @@ def run_check(args) -> int:
 
 def run_replay(args) -> int:
     """``replay NET PROP CEX``: is another tool's counterexample one, exactly?"""
+    from ..engine.casetree import row_value, violation
     from ..io.property_certificate import read_counterexample
-    from .property import row_value, violation
 
     net, prop = _network_and_property(args)
     x, y_file = read_counterexample(args.counterexample, net.input_dim, net.out_dim)

@@ -18,11 +18,11 @@ import time
 
 import z3
 
+from ..engine.smt import domain_constraints, encode_program, from_z3, rat
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Domain
 from ..kernel.program import Hardmax, Lin, Max, Program, program_of_maxout
 from ..kernel.rational import ZERO, Q
-from .smt import domain_constraints, encode_program, from_z3, rat
 
 
 def compose(prefix: Program, seg: Program) -> Program:

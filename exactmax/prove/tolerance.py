@@ -7,19 +7,15 @@ random points of the domain's box, then a local search around the best points, i
 the score of a point is the largest over the conjunctions of the least row value (for epsilon,
 max_o |A_o(x) - B_o(x)| - E).  Every candidate is made exact (a float is the dyadic rational it
 denotes), clipped into the box, and re-evaluated by the kernel's evaluators
-(``evaluate_maxout``, ``evaluate_transformer``).  Then ``prove.property.build_case_tree`` builds
-a split tree for the pair program, and the kernel checks it (``check_pair_property``).
-
-The tree builder speaks of Max nodes; a hardmax head whose every score is its value (the
-compiled Transformer's max) is the max of its values, so it is handed over as a Max node and
-its choice restated for the kernel as a Hardmax choice: key k over key j by the Max proof of
-v_k - v_j >= 0 as the dominance, and, on their tie set {v_j - v_k >= 0} (the cell's rows plus
-that row), v_j - v_k >= 0 by that row alone and v_k - v_j >= 0 by the same Max proof.
+(``evaluate_maxout``, ``evaluate_transformer``).  Then ``engine.casetree.build_case_tree``
+builds a split tree for the pair program (with every max-like hardmax head as a Max node, its
+choices restated for the kernel: ``engine/pair.py``), and the kernel checks it
+(``check_pair_property``).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import concurrent.futures as cf
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,25 +23,19 @@ from typing import Any
 import numpy as np
 
 from .. import interruption
-from ..kernel.certificate import Choice, Empty, Split, TieProof, domain_rows
+from ..engine.casetree import Violated, build_case_tree
+from ..engine.certify import Limits, NoCertificate
+from ..engine.floatlp import unknown_beyond_floats
+from ..engine.pair import programs, restate
+from ..engine.parallel import DEFAULT_SPLIT_DEPTH, split_case_trees
+from ..kernel.certificate import domain_rows
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
-from ..kernel.pair import check_pair_property, pair_case, program_of_pair
+from ..kernel.pair import check_pair_property, pair_case
 from ..kernel.polyhedron import Box
-from ..kernel.program import (
-    Hardmax,
-    Lin,
-    Max,
-    Program,
-    Unsupported,
-    program_of_maxout,
-    program_of_transformer,
-)
-from ..kernel.rational import ONE, Q
+from ..kernel.program import Lin, Max, Program, Unsupported
+from ..kernel.rational import Q
 from ..kernel.transformer import evaluate_transformer
-from .certify import Limits, NoCertificate
-from .floatlp import unknown_beyond_floats
-from .property import Violated, build_case_tree
 
 
 @dataclass
@@ -92,60 +82,6 @@ def refutes(a, b, x, epsilon: Q | None) -> Answer | None:
     if (g > epsilon) if epsilon is not None else sets[0] != sets[1]:
         return Answer("refuted", tuple(x), (ya, yb), g, o, sets)
     return None
-
-
-# ----------------------------------------------------------------------- the programs
-
-
-def programs(a, b) -> tuple[Program, Program]:
-    """(the pair program x -> (A(x), B(x)) the kernel checks against, the same with every
-    hardmax node whose scores are its values written as a Max node, for the tree builder).
-    Raises NoCertificate for any other hardmax node."""
-    f, g = (
-        program_of_maxout(m) if isinstance(m, MaxoutNetwork) else program_of_transformer(m)
-        for m in (a, b)
-    )
-    p = program_of_pair(f, g)
-    nodes = []
-    for i, n in enumerate(p.nodes):
-        if isinstance(n, Hardmax):
-            if not all(s == v for s, v in n.pairs):
-                raise NoCertificate(
-                    f"node {i}: an attention head whose scores are not its "
-                    "values (only the max-like heads of compiled Transformers "
-                    "are supported here)"
-                )
-            n = Max(tuple(v for _, v in n.pairs))
-        nodes.append(n)
-    return p, Program(p.dim, tuple(nodes), p.outputs)
-
-
-def restate(p: Program, tree, first_rows: int):
-    """The tree with every choice of a hardmax node of p restated as a Hardmax choice (see
-    the module's docstring); ``first_rows``: the domain's rows (a node at depth t has
-    first_rows + t rows)."""
-
-    def choice(side, index, ch: Choice, rows: int):
-        if not isinstance(p.nodes[index], Hardmax):
-            return side, index, ch
-        # a Max choice's proofs, restated: Farkas tuples (TieProofs come from Hardmax choices)
-        proofs = tuple(
-            None if pr is None else TieProof(pr, ((rows, ONE),), pr)  # type: ignore[arg-type]
-            for pr in ch.proofs
-        )
-        return side, index, Choice(ch.k, proofs)
-
-    def walk(t, rows):
-        if isinstance(t, Empty):
-            return t
-        chs = tuple(choice(side, index, ch, rows) for side, index, ch in t.choices)
-        if isinstance(t, Split):
-            return Split(t.a, t.c, walk(t.ge, rows + 1), walk(t.lt, rows + 1), chs)
-        return dataclasses.replace(t, choices=chs)  # a leaf: Excluded (or any with choices)
-
-    if not any(isinstance(n, Hardmax) for n in p.nodes):
-        return tree
-    return walk(tree, first_rows)
 
 
 # ----------------------------------------------------------------------- the search
@@ -300,8 +236,9 @@ def decide_tolerance(
 ) -> Answer:
     """proved (a tree the kernel accepted) / refuted (an exact point, re-evaluated) / unknown
     for |A - B|_inf <= epsilon on dom, or (epsilon None) the same arg max sets.  ``build``
-    makes the pair program's tree (default ``build_tree``, in this process; ``parallel``
-    passes one that uses work units) with the same arguments and answers."""
+    makes the pair program's tree (default ``build_tree``, in this process;
+    ``decide_tolerance_split`` passes one that uses work units) with the same arguments and
+    answers."""
     start = time.monotonic()
     deadline = start + timeout_s
     stats: dict = {}
@@ -379,3 +316,41 @@ def build_tree(q, case, box, deadline, confirm, max_leaves, progress):
     except NoCertificate as e:
         return "unknown", str(e), {}
     return "tree", tree, {"leaves": s["leaves"], "splits": s["splits"]}
+
+
+@unknown_beyond_floats(Answer)
+def decide_tolerance_split(
+    a,
+    b,
+    dom,
+    epsilon,
+    timeout_s: float,
+    max_leaves: int,
+    run_search: bool,
+    executor: cf.Executor,
+    depth: int = DEFAULT_SPLIT_DEPTH,
+    unit_cells: int | None = None,
+    progress_shown: bool = False,
+):
+    """``decide_tolerance`` with the pair program's tree built from work units
+    (``engine.parallel``'s ``split_case_trees``): the same search, answers and kernel check."""
+    from ..io.models import model_to_json
+
+    def build(q, case, box, deadline, confirm, max_leaves, progress):
+        what, value, s = split_case_trees(
+            "pair",
+            [model_to_json(a), model_to_json(b)],
+            [case],
+            [box],
+            case.inputs.dim,
+            deadline,
+            max_leaves,
+            executor,
+            depth,
+            unit_cells,
+            confirm,
+            progress_shown,
+        )
+        return what, (value[0] if what not in ("point", "unknown") else value), s
+
+    return decide_tolerance(a, b, dom, epsilon, timeout_s, max_leaves, run_search, build=build)

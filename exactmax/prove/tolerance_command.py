@@ -13,10 +13,11 @@ from ..io import InputError
 from ..io.models import model_domain
 from ..io.numbers import q_str
 from ..progress import shown
-from .command import (
+from .about import (
     about_json,
     about_line,
     answer_vacuous,
+    cert_rejected,
     certificate_not_written,
     claim_about,
 )
@@ -53,7 +54,8 @@ def _statement(epsilon, names) -> str:
 
 def run_tolerance(args, a, b, names, started: float) -> int:
     """``equiv A B --epsilon E`` / ``--top1`` of two loaded models."""
-    from .parallel import decide_tolerance_split, workers_of
+    from ..engine.parallel import workers_of
+    from .tolerance import decide_tolerance_split
 
     epsilon = tolerance_of(args)
     dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
@@ -245,7 +247,6 @@ def check_pair_cert(args) -> int:
     from ..kernel.pair import check_pair_property
     from ..kernel.program import Unsupported
     from .binding import PAIR_OPTIONS, compare_pair_files, refuse_binding
-    from .command import cert_rejected
 
     a, b, dom, epsilon, tree, hashes = load_pair_certificate(args.cert)
     binding = compare_pair_files(args, hashes, a.input_dim)

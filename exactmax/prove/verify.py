@@ -23,8 +23,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import interruption
+from ..engine.certify import CounterexampleFound, Limits, NoCertificate, build_certificate
+from ..engine.smt import find_difference
 from ..kernel.certificate import Tree, check_equal_on_domain
 from ..kernel.correspondence import Correspondence
 from ..kernel.errors import CheckFailed
@@ -34,10 +37,11 @@ from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
 from ..kernel.transformer import Transformer, evaluate_transformer
-from .certify import CounterexampleFound, Limits, NoCertificate, build_certificate
 from .layerwise import LayerDiffers, build_layerwise
 from .pullback import layer_difference_points
-from .smt import find_difference
+
+if TYPE_CHECKING:
+    from ..search.counterexample import SearchOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,18 @@ def refute(a, b, domain: Domain, x) -> Verdict | None:
     if ya == yb:
         return None
     return Verdict("refuted", x=tuple(x), outputs=(ya, yb))
+
+
+def refute_by_search(a, b, domain: Domain, options: SearchOptions):
+    """(verdict, result): a Refuted verdict when the search (``search.find_counterexample``)
+    finds a point and the kernel (``refute``: domain membership, both models evaluated again)
+    confirms it, else None; ``result`` is the search's own record."""
+    from ..search import find_counterexample
+
+    r = find_counterexample(a, b, domain, options)
+    if not r.found:
+        return None, r
+    return refute(a, b, domain, r.x), r
 
 
 def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions()) -> Verdict:

@@ -167,7 +167,8 @@ def _late(start: float, timeout_s: float) -> bool:
 
 
 def _decide_property(query: Query, net: MaxoutNetwork, timeout_s: float, start: float) -> Outcome:
-    from .property import decide_property, violation
+    from ..engine.casetree import violation
+    from .property import decide_property
 
     prop = query.property
     assert prop is not None

@@ -241,7 +241,7 @@ def run(args) -> int:
             compact=True,
         )
     if args.plot:
-        from ..prove.lp import analyze_domain
+        from ..engine.lp import analyze_domain
 
         rep = analyze_domain(domain)
         box = domain if isinstance(domain, Box) else Box(rep.lower, rep.upper)

@@ -6,7 +6,7 @@ Producer (untrusted), checked by the kernel (``kernel/regions.py``):
    ReLUs, Hardmax nodes for attention heads).  Cells are explored depth first from the
    domain: at a point strictly inside the cell, each Max / Hardmax node of the outputs' cone
    picks its argmax k; a Farkas proof that A_k >= A_j on the closed cell is sought for every
-   other argument j (``prove/certify.py``'s oracle: exact fast paths, then z3 over Q).  When
+   other argument j (``engine/certify.py``'s oracle: exact fast paths, then z3 over Q).  When
    one fails, A_k - A_j takes both signs inside the cell, so the split on A_k - A_j >= 0 /
    < 0 gives two cells with non-empty interior; choices proved before the failure are stated
    once at the split.  A leaf is a cell where every choice is proved: the program is affine
@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 
 import z3
 
+from ..engine.certify import NoCertificate, _nudge, _Oracle, _SplitOn, _walk
+from ..engine.lp import analyze_domain
+from ..engine.smt import from_z3, rat
 from ..kernel.affine import Matrix, Vector
 from ..kernel.certificate import Row, Split, TieProof, cone, domain_rows
 from ..kernel.maxout import MaxoutNetwork
@@ -37,9 +40,6 @@ from ..kernel.polyhedron import Box, Domain, Polyhedron
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
 from ..kernel.rational import Q
 from ..kernel.regions import Region, check_merges, check_regions
-from ..prove.certify import NoCertificate, _nudge, _Oracle, _SplitOn, _walk
-from ..prove.lp import analyze_domain
-from ..prove.smt import from_z3, rat
 from .geometry import polygon, segment_on_line
 
 

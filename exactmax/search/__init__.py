@@ -4,7 +4,7 @@ on a property's margin in floats (``gradient``); every point it reports was eval
 kernel.  The names below load ``counterexample`` (and hypothesis) on first use only, so that
 ``gradient`` does not pay for them."""
 
-__all__ = ["SearchOptions", "SearchResult", "find_counterexample", "refute_by_search"]
+__all__ = ["SearchOptions", "SearchResult", "find_counterexample"]
 
 
 def __getattr__(name: str):

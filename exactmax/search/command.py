@@ -59,12 +59,12 @@ def run(args) -> int:
                 "softmax attention has no exact "
                 "value; search compares Maxout networks and hardmax Transformers",
             )
-    from ..prove.lp import analyze_domain
+    from ..engine.lp import analyze_domain
 
     if dom.is_empty() if isinstance(dom, Box) else analyze_domain(dom).empty:
         raise UsageError("the domain is empty: there is no point to search; give a non-empty one")
     r = find_counterexample(a, b, dom, SearchOptions(max_examples=max_examples, seed=seed))
-    from ..prove.command import pair_hashes
+    from ..prove.about import pair_hashes
 
     out: dict[str, Any] = {
         "verdict": "refuted" if r.found else "unknown",

@@ -133,7 +133,7 @@ class _Geometry:
         if isinstance(dom, Box):
             centre = tuple((lo + hi) / 2 for lo, hi in zip(dom.lower, dom.upper))
             return _Geometry(dom, V, dom.lower, dom.upper, centre)
-        from ..prove.lp import analyze_domain  # z3 only for a polyhedron
+        from ..engine.lp import analyze_domain  # z3 only for a polyhedron
 
         r = analyze_domain(dom)
         if r.empty:
@@ -428,15 +428,3 @@ def find_counterexample(
         time_s=time.monotonic() - s.start,
         stats=stats,
     )
-
-
-def refute_by_search(a, b, domain: Domain, options: SearchOptions):
-    """(verdict, result): a Refuted verdict when the search finds a point and the kernel
-    (``prove.verify.refute``: domain membership, both models evaluated again) confirms it,
-    else None; ``result`` is the search's own record."""
-    from ..prove.verify import refute
-
-    r = find_counterexample(a, b, domain, options)
-    if not r.found:
-        return None, r
-    return refute(a, b, domain, r.x), r

@@ -21,7 +21,7 @@ inactive, as a leaky ReLU has).  No single leak suits every network, so ``attack
 through ``LEAKS``, one run per leak and case.
 
 Floats only guide: every point proposed here is re-checked in exact arithmetic by the caller
-(``prove.property.violation``, the kernel's evaluator) before it is called a counterexample.
+(``engine.casetree.violation``, the kernel's evaluator) before it is called a counterexample.
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def first_layer_multipliers(net: MaxoutNetwork, domain: Domain):
     that the layer-1 ranges are bounded over the polyhedron itself, not its bounding box."""
     if isinstance(domain, Box):
         return None
-    from ..prove.lp import bound_multipliers
+    from ..engine.lp import bound_multipliers
 
     P = domain.as_polyhedron()
     out = []

@@ -2,7 +2,7 @@
 a process pool, or a Dask cluster) and assembled into one tree: parallel branch and bound.
 
 The mathematics.  Let D be the case's input set with rows R_1 .. R_m (``domain_rows``).  The
-tree builders (``property.build_case_tree``, and for networks first
+tree builders (``casetree.build_case_tree``, and for networks first
 ``relaxation.build_relaxed_tree``) walk D's split tree depth first, as the kernel does: a node
 at path pi has the rows R_1 .. R_m followed by the split rows on pi, in order, and the choices
 stated at the nodes above it hold on it.  A work unit is one node of that tree: the builder is
@@ -65,9 +65,6 @@ from ..kernel.certificate import Choice, Empty, Row, Split, TieProof, domain_row
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case, Excluded, Phase, Relaxed, Upper
 from ..kernel.rational import ZERO, Q
-from .floatlp import unknown_beyond_floats
-from .property import Answer as _PropertyAnswer
-from .tolerance import Answer as _ToleranceAnswer
 
 DEFAULT_SPLIT_DEPTH = 0
 """Levels of input bisection made before any unit is solved (0: the first unit is the whole
@@ -217,7 +214,7 @@ def open_json(cell) -> dict:
     """An open cell as JSON: exact numbers as "p/q" text, floats as JSON numbers (Python
     writes and reads a float's shortest repr, the same float; nan and inf as NaN and
     Infinity)."""
-    from .property import OpenCell
+    from .casetree import OpenCell
 
     if isinstance(cell, OpenCell):
         return {
@@ -242,7 +239,7 @@ def open_json(cell) -> dict:
 
 def open_of(item: dict):
     """The open cell of ``open_json``."""
-    from .property import OpenCell
+    from .casetree import OpenCell
     from .relaxation import OpenBox
 
     rows = _rows_of(item["rows"])
@@ -324,15 +321,15 @@ def _program(kind: str, models_json: list):
             assert isinstance(net, MaxoutNetwork)  # a "maxout" unit's model
             _programs[key] = program_of_maxout(net), models
         else:
-            from .tolerance import programs
+            from .pair import programs
 
             _programs[key] = programs(*models)[1], models
     return _programs[key]
 
 
 def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
-    """As ``property.decide_property`` does first, for a network (kind "maxout"): the tree
-    of relaxed leaves (``relaxation.build_relaxed_tree``; None where it does not apply), a
+    """As ``prove.property.decide_property`` does first, for a network (kind "maxout"): the
+    tree of relaxed leaves (``relaxation.build_relaxed_tree``; None where it does not apply), a
     cell centre that is a counterexample (in floats, then exactly) raising Violated."""
     if kind != "maxout":
         return None
@@ -343,7 +340,7 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
     import numpy as np
 
     from ..search.gradient import FloatNetwork
-    from .property import Violated, _margins, violation
+    from .casetree import Violated, _margins, violation
 
     net = models[0]
     fnet = FloatNetwork(net)
@@ -363,7 +360,7 @@ def _build(u: dict, p, models, case: Case, box, limits):
     the unit asks for it), else the Max-choice builder; at the unit's open cell if it has
     one.  An open box the relaxed builder cannot finish (deeper than its MAX_DEPTH) is solved
     by the Max-choice builder from that box, with no maps known (no choices above it)."""
-    from .property import OpenCell, build_case_tree
+    from .casetree import OpenCell, build_case_tree
 
     cells, boxes = u["budget"] or (None, None)
     start = None if u.get("start") is None else open_of(u["start"])
@@ -391,7 +388,7 @@ def tree_json(tree, opens: list) -> dict:
     among the open cells, depth first, ge before lt) with its state appended to ``opens``."""
     from ..io.certificates import _choice
     from ..io.property_certificate import _tree
-    from .property import OpenCell
+    from .casetree import OpenCell
     from .relaxation import OpenBox
 
     if isinstance(tree, OpenCell | OpenBox):
@@ -416,8 +413,8 @@ def solve_unit(text: str, progress=None, inline: bool = False):
     ``inline`` (a unit solved in this process): a tree answer as ``read_answer`` gives it, the
     tree itself with ``Hole`` placeholders (``tree_holes``): no JSON round trip (on ACAS Xu
     property 1, 0.6 M numbers written and read again, about 2.5 s)."""
+    from .casetree import Violated
     from .certify import Limits, NoCertificate
-    from .property import Violated
 
     u = json.loads(text)
     with _unit_lock:
@@ -461,7 +458,7 @@ def solve_unit(text: str, progress=None, inline: bool = False):
 def tree_holes(tree, opens: list):
     """The tree with each open cell replaced by Hole(i), its state appended to ``opens``, in
     the order of ``tree_json`` (depth first, ge before lt)."""
-    from .property import OpenCell
+    from .casetree import OpenCell
     from .relaxation import OpenBox
 
     if isinstance(tree, OpenCell | OpenBox):
@@ -636,7 +633,7 @@ class Workers:
             try:
                 forkserver = mp.get_context("forkserver")
                 forkserver.set_forkserver_preload(
-                    ["exactmax.prove.parallel", "exactmax.prove.property"]
+                    ["exactmax.engine.parallel", "exactmax.engine.casetree"]
                 )
                 ctx: BaseContext = forkserver
             except ValueError:
@@ -867,55 +864,7 @@ def split_case_trees(
     return "trees", [assemble(r) for r in roots], stats
 
 
-# ----------------------------------------------------------------------- deciding
-
-
-@unknown_beyond_floats(_PropertyAnswer)
-def decide_property_split(
-    net,
-    prop,
-    timeout_s: float,
-    max_leaves: int,
-    search: bool,
-    executor: cf.Executor,
-    depth: int = DEFAULT_SPLIT_DEPTH,
-    unit_cells: int | None = None,
-    progress_shown: bool = False,
-    relaxed: bool = True,
-):
-    """``property.decide_property`` with the trees built from work units
-    (``split_case_trees`` for all cases at once): the same search, answers and kernel check.
-    ``relaxed`` False: no relaxed leaves (a certificate export-coq takes)."""
-    from ..io.models import model_to_json
-    from .property import decide_property
-
-    def build(net, prop, boxes, deadline, confirm, max_leaves, progress, relaxed):
-        return split_case_trees(
-            "maxout",
-            [model_to_json(net)],
-            list(prop.cases),
-            list(boxes),
-            net.input_dim,
-            deadline,
-            max_leaves,
-            executor,
-            depth,
-            unit_cells,
-            confirm,
-            progress_shown,
-            relaxed,
-        )
-
-    return decide_property(
-        net,
-        prop,
-        timeout_s,
-        max_leaves,
-        search,
-        relaxed=relaxed,
-        build=build,
-        check_run=check_map(executor),
-    )
+# ----------------------------------------------------------------------- workers
 
 
 def check_map(executor: cf.Executor):
@@ -929,45 +878,6 @@ def check_map(executor: cf.Executor):
 
     n = max(1, getattr(executor, "_max_workers", 1))
     return functools.partial(executor.map, chunksize=max(1, PIECES // (4 * n)))
-
-
-@unknown_beyond_floats(_ToleranceAnswer)
-def decide_tolerance_split(
-    a,
-    b,
-    dom,
-    epsilon,
-    timeout_s: float,
-    max_leaves: int,
-    run_search: bool,
-    executor: cf.Executor,
-    depth: int = DEFAULT_SPLIT_DEPTH,
-    unit_cells: int | None = None,
-    progress_shown: bool = False,
-):
-    """``tolerance.decide_tolerance`` with the pair program's tree built from work units
-    (``split_case_trees``): the same search, answers and kernel check."""
-    from ..io.models import model_to_json
-    from .tolerance import decide_tolerance
-
-    def build(q, case, box, deadline, confirm, max_leaves, progress):
-        what, value, s = split_case_trees(
-            "pair",
-            [model_to_json(a), model_to_json(b)],
-            [case],
-            [box],
-            case.inputs.dim,
-            deadline,
-            max_leaves,
-            executor,
-            depth,
-            unit_cells,
-            confirm,
-            progress_shown,
-        )
-        return what, (value[0] if what not in ("point", "unknown") else value), s
-
-    return decide_tolerance(a, b, dom, epsilon, timeout_s, max_leaves, run_search, build=build)
 
 
 def default_workers() -> int:
