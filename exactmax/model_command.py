@@ -12,7 +12,7 @@ from .construct.size import parameter_count
 from .exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from .io import load_model
 from .io.models import model_domain
-from .io.numbers import NumberSyntaxError, parse_rational, q_str, quote
+from .io.numbers import NumberSyntaxError, approx_point, parse_rational, point_lines, q_str, quote
 from .kernel.affine import dot
 from .kernel.maxout import MaxoutNetwork, evaluate_maxout
 from .kernel.polyhedron import Box, Domain
@@ -73,7 +73,10 @@ def run_eval(args) -> int:
         if isinstance(model, MaxoutNetwork)
         else evaluate_transformer(model, x)
     )
-    print(jsonout.dumps({"output": [q_str(v) for v in y]}) if args.json else _output_line(y))
+    if args.json:
+        print(jsonout.dumps({"output": [q_str(v) for v in y], "output_approx": approx_point(y)}))
+    else:
+        print(point_lines("y", y, indent=""))
     return EXIT_OK
 
 

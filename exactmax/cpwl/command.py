@@ -7,7 +7,7 @@ import json
 from .. import jsonout
 from ..construct.size import parameter_count
 from ..exits import UsageError
-from ..io.numbers import q_str
+from ..io.numbers import LONG_EXACT, approx_point, q_str
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box
 
@@ -162,6 +162,8 @@ def run(args) -> int:
         print(line)
         if c["verdict"] == "refuted":
             print("  x = (" + ", ".join(c["x"]) + ")")
+            if max(map(len, c["x"])) > LONG_EXACT:
+                print("  x ~ (" + ", ".join(c["x_approx"]) + ")")
     return code
 
 
@@ -214,6 +216,7 @@ def check_chain(net: MaxoutNetwork, ref: MaxoutNetwork, timeout_s: float) -> dic
             "cells": v.stats.get("leaves_checked"),
             "time_s": round(v.stats.get("time_s", 0.0), 3),
             "x": [q_str(t) for t in v.x] if v.x is not None else None,
+            "x_approx": approx_point(v.x) if v.x is not None else None,
         }
     result["transformer"]["tokens"] = tf.n_tokens
     result["transformer"]["sublayers"] = len(tf.sublayers)
@@ -357,6 +360,7 @@ def run_approx(args) -> int:
         "bound_is": "exact" if a.bound_exact else "upper bound",
         "max_error": q_str(err[0]) if err else None,
         "max_error_at": [q_str(v) for v in err[1]] if err else None,
+        "max_error_at_approx": approx_point(err[1]) if err else None,
     }
     if args.json:
         print(jsonout.dumps(out))
@@ -377,6 +381,11 @@ def run_approx(args) -> int:
             f"true maximum error: max (f - g) = {out['max_error']} (exact), at x = ("
             + ", ".join(out["max_error_at"])
             + ")"
+            + (
+                f" ~ ({', '.join(out['max_error_at_approx'])})"
+                if max(map(len, out["max_error_at"])) > LONG_EXACT
+                else ""
+            )
         )
     else:
         print("true maximum error: not computed (d > 2)")

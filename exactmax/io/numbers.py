@@ -96,6 +96,26 @@ def approx(value) -> str:
     return f"{'-' if p < 0 else ''}{float(m):.6g}e+{k}"
 
 
+def approx_point(values) -> list[str]:
+    """Each coordinate to six significant digits (``approx``): the point as people read it,
+    given beside its exact text (``--json``: the ``..._approx`` keys)."""
+    return [approx(v) for v in values]
+
+
+def point_lines(name: str, values, sep: str = " = ", indent: str = "  ") -> str:
+    """``x = (exact, ...)`` and, when some coordinate's exact text is longer than
+    ``LONG_EXACT`` characters (a fraction of 40 digits, say; not 1/6), a second line
+    ``x ~ (0.123457, ...)``."""
+    exact = [q_str(v) for v in values]
+    text = f"{indent}{name}{sep}({', '.join(exact)})"
+    if max(map(len, exact), default=0) <= LONG_EXACT:
+        return text
+    return text + f"\n{indent}{name} ~ ({', '.join(approx_point(values))})"
+
+
+LONG_EXACT = 12
+
+
 def _int(digits: str) -> Z:
     """An optionally signed run of ASCII digits, read by FLINT (no decimal digit limit)."""
     return Z(digits[1:] if digits.startswith("+") else digits)

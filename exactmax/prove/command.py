@@ -20,7 +20,7 @@ from ..exits import (
 )
 from ..io import InputError, load_model
 from ..io.models import model_domain
-from ..io.numbers import q_str
+from ..io.numbers import approx_point, point_lines, q_str
 from ..kernel.maxout import MaxoutNetwork
 from ..progress import cells_certified
 from .about import (
@@ -173,10 +173,12 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         assert v.x is not None and v.outputs is not None  # a refutation carries its point
         out["counterexample"] = {
             "x": [q_str(t) for t in v.x],
+            "x_approx": approx_point(v.x),
             "outputs": {
                 names[0]: [q_str(t) for t in v.outputs[0]],
                 names[1]: [q_str(t) for t in v.outputs[1]],
             },
+            "outputs_approx": {n: approx_point(y) for n, y in zip(names, v.outputs)},
         }
     if args.json:
         print(jsonout.dumps(out))
@@ -214,9 +216,10 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             f"refuted: {names[0]} and {names[1]} differ at a point of the domain "
             f"(evaluated by the kernel{by})"
         )
-        print("  x = (" + ", ".join(out["counterexample"]["x"]) + ")")
-        for name in names:
-            print(f"  {name}: (" + ", ".join(out["counterexample"]["outputs"][name]) + ")")
+        assert v.x is not None and v.outputs is not None
+        print(point_lines("x", v.x))
+        for name, y in zip(names, v.outputs):
+            print(point_lines(name, y, ": "))
     else:
         print(f"unknown: {v.reason}")
     if not args.json:

@@ -11,7 +11,7 @@ from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..interruption import phase
 from ..io import InputError, load_model
-from ..io.numbers import approx, q_str
+from ..io.numbers import approx, approx_point, point_lines, q_str
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import Q
 from ..progress import shown
@@ -151,7 +151,9 @@ def run_check(args) -> int:
     if a.result == "sat":
         out.update(
             x=[q_str(v) for v in a.x],
+            x_approx=approx_point(a.x),
             y=[q_str(v) for v in a.y],
+            y_approx=approx_point(a.y),
             case=a.where[0],
             conjunction=a.where[1],
             margin=q_str(a.margin),
@@ -185,8 +187,8 @@ def run_check(args) -> int:
             f"output constraint {a.where[1]} of case {a.where[0]} (least row value "
             f"{q_str(a.margin)}, about {approx(a.margin)})"
         )
-        print("  x = (" + ", ".join(out["x"]) + ")")
-        print("  y = (" + ", ".join(out["y"]) + ")")
+        print(point_lines("x", a.x))
+        print(point_lines("y", a.y))
         if args.counterexample:
             print(f"  written in VNN-COMP's format to {args.counterexample}")
     elif a.result == "unsat":
@@ -221,7 +223,9 @@ def run_replay(args) -> int:
         "trust": None,  # the point is the evidence (decided exactly, f(x) by the kernel)
         "sha256": _hashes(args, net, prop),
         "x": [q_str(v) for v in x],
+        "x_approx": approx_point(x),
         "y": [q_str(v) for v in y],
+        "y_approx": approx_point(y),
     }
     if y_file is not None:
         out["y_file_max_error"] = q_str(max(abs(a - b) for a, b in zip(y, y_file)))
@@ -264,8 +268,8 @@ def run_replay(args) -> int:
         print(jsonout.dumps(out))
     else:
         print(verdict)
-        print("  x = (" + ", ".join(out["x"]) + ")")
-        print("  f(x) = (" + ", ".join(out["y"]) + ")")
+        print(point_lines("x", x))
+        print(point_lines("f(x)", y))
         if y_file is not None:
             print(f"  the file's Y values differ from f(x) by at most {out['y_file_max_error']}")
     return EXIT_OK if n is not None else EXIT_REFUTED

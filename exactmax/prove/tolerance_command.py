@@ -11,7 +11,7 @@ from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError
 from ..io.models import model_domain
-from ..io.numbers import q_str
+from ..io.numbers import approx_point, point_lines, q_str
 from ..progress import shown
 from .about import (
     about_json,
@@ -129,7 +129,9 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     if v.verdict == "refuted":
         ce = {
             "x": [q_str(t) for t in v.x],
+            "x_approx": approx_point(v.x),
             "outputs": {n: [q_str(t) for t in y] for n, y in zip(names, v.outputs)},
+            "outputs_approx": {n: approx_point(y) for n, y in zip(names, v.outputs)},
             "found_by": v.stats.get("found_by"),
         }
         if epsilon is None:
@@ -162,9 +164,9 @@ def run_tolerance(args, a, b, names, started: float) -> int:
                 f"{float(v.gap):.6g}) > {q_str(epsilon)} at a point of the domain, in "
                 f"output {v.output} (evaluated by the kernel)"
             )
-        print("  x = (" + ", ".join(ce["x"]) + ")")
-        for n in names:
-            print(f"  {n}: (" + ", ".join(ce["outputs"][n]) + ")")
+        print(point_lines("x", v.x))
+        for n, y in zip(names, v.outputs):
+            print(point_lines(n, y, ": "))
     else:
         print(f"unknown: {v.reason}")
     if not args.json:

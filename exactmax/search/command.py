@@ -9,7 +9,7 @@ from .. import jsonout
 from ..exits import EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
 from ..io.models import model_domain
-from ..io.numbers import q_str, quote
+from ..io.numbers import approx_point, point_lines, q_str, quote
 from ..kernel.polyhedron import Box
 from ..kernel.transformer import HARDMAX, Attention
 
@@ -90,6 +90,8 @@ def run(args) -> int:
             names[0]: [q_str(t) for t in r.outputs[0]],
             names[1]: [q_str(t) for t in r.outputs[1]],
         }
+        out["x_approx"] = approx_point(r.x)
+        out["outputs_approx"] = {n: approx_point(y) for n, y in zip(names, r.outputs)}
     if args.json:
         print(jsonout.dumps(out))
     elif r.found:
@@ -99,9 +101,10 @@ def run(args) -> int:
             f"{'try' if r.tried == 1 else 'tries'}"
             f"{', then shrunk' if r.stats.get('shrunk') else ''})"
         )
-        print("  x = (" + ", ".join(out["x"]) + ")")
-        for name in names:
-            print(f"  {name}: (" + ", ".join(out["outputs"][name]) + ")")
+        assert r.x is not None and r.outputs is not None
+        print(point_lines("x", r.x))
+        for name, y in zip(names, r.outputs):
+            print(point_lines(name, y, ": "))
     else:
         print(
             f"none found in {r.tried} tries ({r.time_s:.2f} s): {names[0]} and {names[1]} "
