@@ -27,6 +27,7 @@ from .exits import (  # noqa: F401
 )
 from .interruption import Terminated, TimeLimit
 from .io import InputError
+from .io.models import domain_arguments, domain_source
 
 # --------------------------------------------------------------------------------- parser
 
@@ -80,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         "lines and # comments skipped); prints one output per point, or "
         '{"outputs": [[...], ...]} with --json',
     )
-    e.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    domain_arguments(e, "the model's")
     e.add_argument("--json", action="store_true", help='print {"output": ["p/q", ...]}')
     e.add_argument(
         "--softmax-lambda",
@@ -114,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TF.json",
         help="where to write the exactmax/transformer file (written atomically)",
     )
-    c.add_argument("--domain", metavar="D.json", help="domain file (default: the network's)")
+    domain_arguments(c, "the network's")
     c.add_argument(
         "--report",
         action="store_true",
@@ -160,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(run=_command("construct.command"))
 
     def verify_options(p):
-        p.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+        domain_arguments(p, "the model's")
         p.add_argument(
             "--cert",
             metavar="OUT.json[.gz]",
@@ -311,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("a", metavar="A.json", help="a Maxout network or hardmax Transformer")
     s.add_argument("b", metavar="B.json", help="the model to compare it with")
-    s.add_argument("--domain", metavar="D.json", help="domain file (default: A's, else B's)")
+    domain_arguments(s, "A's, else B's")
     s.add_argument(
         "--max-examples",
         default="1000",
@@ -499,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop a Softmax that produces the output (it keeps the argmax: for "
         "properties about the largest output only)",
     )
+    domain_arguments(m, "none: the ONNX graph has none")
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
     m.set_defaults(run=_command("model_command", "run_import"), supervised=True)
 
@@ -615,7 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
         "checked by the kernel).",
     )
     i.add_argument("model", metavar="MODEL.json")
-    i.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    domain_arguments(i, "the model's")
     i.add_argument(
         "--timeout",
         type=float,
@@ -758,6 +760,7 @@ def _run_within_limit(args) -> int:
     from . import interruption
 
     interruption.current_phase = None  # the phases of this command only
+    domain_source(args)  # --box / --domain-from: read through load_domain as args.domain
     seconds = supervisor.whole_timeout(args)
     if seconds is None:
         return args.run(args)

@@ -4,6 +4,7 @@ network it denotes)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -280,13 +281,16 @@ def run_info(args) -> int:
 def run_import(args) -> int:
     """``import NET.onnx -o NET.json``: the exact Maxout network an ONNX file denotes."""
     from .io import model_to_json, write_json_atomic
-    from .io.models import check_outputs
+    from .io.models import check_outputs, load_domain
     from .io.onnxfile import import_onnx
 
-    check_outputs([("-o", args.output)], [("NET.onnx", args.model)])
+    check_outputs([("-o", args.output)], [("NET.onnx", args.model), ("--domain", args.domain)])
     net, rep = import_onnx(args.model, args.drop_final_softmax)
+    if args.domain:  # recorded in the network: every later command's default domain
+        net = dataclasses.replace(net, domain=load_domain(args.domain, net.input_dim))
     write_json_atomic(args.output, model_to_json(net))
     out = dict(rep.as_json(net), output=args.output, parameters=parameter_count(net))
+    out["domain"] = args.domain
     if args.json:
         print(jsonout.dumps(out))
         return EXIT_OK
@@ -306,4 +310,6 @@ def run_import(args) -> int:
         + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
         + ("; the final Softmax dropped" if rep.dropped_softmax else "")
     )
+    if args.domain:
+        print(f"  domain recorded: {args.domain.removeprefix('--domain-from ')}")
     return EXIT_OK

@@ -286,23 +286,17 @@ def add_approx_parser(sub) -> None:
 
 def parse_box(text: str) -> Box:
     """ "lo,hi;lo,hi" -> Box; UsageError naming the side and the problem."""
-    from ..io.numbers import NumberSyntaxError, parse_rational
+    from ..io.numbers import NumberSyntaxError, parse_intervals
     from ..kernel.polyhedron import Box
 
-    lower, upper = [], []
-    for i, side in enumerate(text.split(";")):
-        parts = [t.strip() for t in side.split(",")]
-        if len(parts) != 2:
-            raise UsageError(f'--box: side {i}: expected "lo,hi", got {side.strip()!r}')
-        try:
-            lo, hi = (parse_rational(t) for t in parts)
-        except NumberSyntaxError as e:
-            raise UsageError(f"--box: side {i}: {e}") from None
+    try:
+        sides = parse_intervals(text)
+    except NumberSyntaxError as e:
+        raise UsageError(f"--box: {e}") from None
+    for i, (lo, hi) in enumerate(sides):
         if not lo < hi:
             raise UsageError(f"--box: side {i}: expected lo < hi, got {lo}, {hi}")
-        lower.append(lo)
-        upper.append(hi)
-    return Box(tuple(lower), tuple(upper))
+    return Box(tuple(lo for lo, _ in sides), tuple(hi for _, hi in sides))
 
 
 def run_approx(args) -> int:

@@ -27,7 +27,7 @@ from ..kernel.transformer import (
 from .errors import InputError
 from .jsonfile import Cursor, describe, plain, plural, read_json_file
 from .nesting import collection_paused
-from .numbers import q_str
+from .numbers import NumberSyntaxError, parse_intervals, q_str
 
 MAXOUT = "exactmax/maxout"
 TRANSFORMER = "exactmax/transformer"
@@ -95,11 +95,97 @@ def read_model(root: Cursor, formats: tuple[str, ...] = (MAXOUT, TRANSFORMER)) -
     return read_maxout(root) if fmt == MAXOUT else read_transformer(root)
 
 
+BOX_OPTION, FROM_OPTION = "--box ", "--domain-from "
+"""How ``--box TEXT`` and ``--domain-from PROP.vnnlib`` travel in place of a domain file's path
+(``domain_source``): every command reads its domain through ``load_domain``, and every message
+that names the domain's source then names the option and its value."""
+
+
+def domain_arguments(p, default: str) -> None:
+    """``--domain D.json``, ``--box "lo,hi;..."`` and ``--domain-from PROP.vnnlib`` on parser
+    ``p`` (at most one of them: ``domain_source``)."""
+    p.add_argument("--domain", metavar="D.json", help=f"domain file (default: {default})")
+    p.add_argument(
+        "--box",
+        metavar="LO,HI;...",
+        help='the domain as a box: "lo,hi" per input (exact numbers) separated by ";"; one '
+        '"lo,hi" alone bounds every input',
+    )
+    p.add_argument(
+        "--domain-from",
+        metavar="PROP.vnnlib",
+        help="the domain is this VNN-LIB property's input set",
+    )
+
+
+def domain_source(args) -> None:
+    """Fold ``--box`` / ``--domain-from`` (if the command has them) into ``args.domain``."""
+    given = [
+        (flag, v)
+        for flag, v in (
+            (BOX_OPTION, getattr(args, "box", None)),
+            (FROM_OPTION, getattr(args, "domain_from", None)),
+        )
+        if v is not None
+    ]
+    if len(given) + bool(getattr(args, "domain", None)) > 1:
+        from ..exits import UsageError
+
+        raise UsageError("give at most one of --domain, --box and --domain-from")
+    if given:
+        args.domain = given[0][0] + given[0][1]
+
+
 def load_domain(path: str, dim: int | None = None) -> Domain:
-    """Read an exactmax/domain file (a box or a polyhedron), of dimension ``dim`` if given."""
+    """Read an exactmax/domain file (a box or a polyhedron), of dimension ``dim`` if given; or
+    the domain of ``--box`` or ``--domain-from`` (``domain_source``)."""
+    if path.startswith(BOX_OPTION):
+        return box_of_text(path[len(BOX_OPTION) :], dim)
+    if path.startswith(FROM_OPTION):
+        return domain_of_property(path[len(FROM_OPTION) :], dim)
     root = Cursor(path, "", read_json_file(path, _domain_shape))
     kind, f = _domain_shape(root)
     return _domain_body(kind, f[kind], dim)
+
+
+def box_of_text(text: str, dim: int | None) -> Box:
+    """The box of ``--box "lo,hi;lo,hi;..."`` (exact numbers, one side per input; a single side
+    stands for every input when the dimension is known)."""
+    where = f"--box {text}"
+    try:
+        sides = parse_intervals(text)
+    except NumberSyntaxError as e:
+        raise InputError(where, "", str(e)) from None
+    if len(sides) == 1 and dim is not None:
+        sides *= dim
+    if dim is not None and len(sides) != dim:
+        raise InputError(
+            where, "", f'{len(sides)} sides "lo,hi" separated by ";" for a model of {dim} inputs'
+        )
+    for i, (lo, hi) in enumerate(sides):
+        if lo > hi:
+            raise InputError(where, "", f"side {i}: lo = {lo} is above hi = {hi}: no point")
+    return Box(tuple(lo for lo, _ in sides), tuple(hi for _, hi in sides))
+
+
+def domain_of_property(path: str, dim: int | None) -> Domain:
+    """The input set of the VNN-LIB property at ``path`` (``--domain-from``): a box when its
+    constraints bound each input, else a polyhedron; a property whose cases have different
+    input sets is refused (no one domain)."""
+    from .vnnlib2 import read_property
+
+    prop = read_property(path)
+    if dim is not None and prop.n_x != dim:
+        raise InputError(path, "", f"declares {prop.n_x} inputs X_i, the model has {dim}")
+    if len({c.inputs for c in prop.cases}) != 1:
+        raise InputError(
+            path,
+            "",
+            f"its {len(prop.cases)} cases have different input sets: "
+            "no one domain (split the file, one input set each)",
+        )
+    box = prop.boxes[0] if prop.boxes else None
+    return box if box is not None else prop.cases[0].inputs
 
 
 def model_domain(model: Model, path: str | None) -> Domain | None:

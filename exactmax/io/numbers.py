@@ -31,9 +31,13 @@ def to_fraction(value: Q) -> Fraction:
 
 def q_str(value: Q) -> str:
     """Canonical text of a rational: ``"-3"`` or ``"p/q"`` in lowest terms, q > 0 (through
-    Python's ints: a third faster than ``str`` of an fmpq, which certificates feel)."""
+    Python's ints, a third faster than ``str`` of an fmpq, which certificates feel; FLINT's
+    ``str`` past Python's limit of 4,300 digits for int to text)."""
     v = rational(value)
-    return str(int(v.p)) if v.q == 1 else f"{int(v.p)}/{int(v.q)}"
+    try:
+        return str(int(v.p)) if v.q == 1 else f"{int(v.p)}/{int(v.q)}"
+    except ValueError:
+        return str(v)
 
 
 EXPECTED = 'expected an integer, a decimal or "p/q"'
@@ -94,6 +98,23 @@ def approx(value) -> str:
     while m < 1:
         m, k = m * 10, k - 1
     return f"{'-' if p < 0 else ''}{float(m):.6g}e+{k}"
+
+
+def parse_intervals(text: str) -> list[tuple[Q, Q]]:
+    """``"lo,hi;lo,hi;..."`` (exact numbers) -> [(lo, hi), ...]; NumberSyntaxError naming the
+    side: ``side 1: expected "lo,hi", got '2'``.  (``--box`` of approx-convex and of the
+    commands that take a domain.)"""
+    out = []
+    for i, side in enumerate(text.split(";")):
+        parts = [t.strip() for t in side.split(",")]
+        if len(parts) != 2:
+            raise NumberSyntaxError(f'side {i}: expected "lo,hi", got {side.strip()!r}')
+        try:
+            lo, hi = (parse_rational(t) for t in parts)
+        except NumberSyntaxError as e:
+            raise NumberSyntaxError(f"side {i}: {e}") from None
+        out.append((lo, hi))
+    return out
 
 
 def approx_point(values) -> list[str]:

@@ -8,6 +8,7 @@ import time
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_UNKNOWN, UsageError
 from ..exits import EXIT_REFUTED as EXIT_REJECTED
+from ..io.models import domain_arguments
 
 DESCRIPTION = (
     "Count exactly the activation regions (argmax / ReLU / attention patterns with non-empty "
@@ -33,7 +34,7 @@ def add_parser(sub) -> None:
         metavar="MODEL.json",
         help="an exactmax/maxout network or exactmax/transformer (hardmax)",
     )
-    r.add_argument("--domain", metavar="D.json", help="domain file (default: the model's)")
+    domain_arguments(r, "the model's")
     r.add_argument(
         "--sawtooth",
         metavar="K,d,D",

@@ -17,6 +17,7 @@ import time
 
 from .. import jsonout
 from ..exits import EXIT_OK, EXIT_UNKNOWN, UsageError
+from ..io.models import domain_arguments
 from ..io.numbers import q_str
 from ..kernel.rational import Q
 
@@ -48,7 +49,7 @@ def add_parser(sub) -> None:
         help="the Transformer (default: compile NET); it must be exactmax "
         "compile's construction of NET, e.g. compiled with --slack",
     )
-    p.add_argument("--domain", metavar="D.json", help="domain file (default: the network's)")
+    domain_arguments(p, "the network's")
     p.add_argument(
         "--epsilon",
         metavar="E",
