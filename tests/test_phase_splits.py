@@ -168,11 +168,12 @@ def test_phase_splits_agree_with_z3_on_random_networks(tmp_path, monkeypatch):
     """The engine with phase splits at every cell (no input splitting needed) against z3's
     exact answer, on random ReLU networks and properties with two disjuncts of one or two
     rows: unsat only with a kernel-checked certificate, sat only at a point the kernel's
-    evaluation confirms, and the answer z3's; some of the unsat answers need phase splits."""
+    evaluation confirms, and the answer z3's; some of the unsat answers need phase splits, and
+    some branches tighten upper functions (``Tighten``)."""
     from exactmax.kernel.maxout import evaluate_maxout
 
     monkeypatch.setattr(relaxation, "PHASES_ABOVE", 0)
-    seen = {"sat": 0, "unsat": 0, "phases": 0}
+    seen = {"sat": 0, "unsat": 0, "phases": 0, "tightened": 0}
     for seed in range(16):
         net = _random_net(seed, 3, (5, 5))
         rng = np.random.default_rng(100 + seed)
@@ -189,10 +190,11 @@ def test_phase_splits_agree_with_z3_on_random_networks(tmp_path, monkeypatch):
         if a.result == "unsat":
             assert check_property(net, prop.cases, a.trees) >= 1
             seen["phases"] += a.stats["proofs"].get("phase_leaves", 0) > 0
+            seen["tightened"] += a.stats["proofs"].get("tightened", 0) > 0
         else:
             assert violation(net, prop.cases, a.x)[0] is not None
         seen[a.result] += 1
-    assert seen["sat"] >= 2 and seen["phases"] >= 3, seen
+    assert seen["sat"] >= 2 and seen["phases"] >= 3 and seen["tightened"] >= 1, seen
 
 
 def test_export_coq_refuses_phase_proofs_in_any_leaf():
@@ -229,3 +231,55 @@ def test_malformed_phases_are_refused_in_one_line_by_the_reader_and_the_kernel(t
         _read_proof(Cursor("c.json", "", nested(MAX_PHASE_DEPTH + 1)))
     with pytest.raises(InputError, match="at least 1 branch"):
         _read_proof(Cursor("c.json", "", {"phase": {"node": 3, "branches": []}}))
+
+
+def test_a_branch_may_tighten_an_upper_function_and_each_wrong_part_is_rejected(tmp_path):
+    """``Tighten`` (kernel.property): in branch 0 of the hand case (x >= 0 wins, row 7: x >= 0),
+    u' = x is proved >= both arguments (u' - x = 0; u' - 0 = x by row 7), so row 9: x - v >= 0
+    is added, and rows 6 + 9 give -1/4.  Rejected: u' = x without the proof of x >= 0, or at
+    the root (x >= 0 does not hold there), on a Lin node, with a missing upper function, or
+    followed by a proof that does not refute."""
+    from exactmax.kernel.property import Tighten
+
+    net, p, case, node = _relu_case()
+    up, lin = _hand_leaf(node).uppers[0], p.nodes[node].args[0]
+    own = Upper((ONE, ZERO), ZERO, ((), ((7, ONE),)))
+
+    def leaf(branch0):
+        return Relaxed((), (up,), (Phase(node, (branch0, ((5, ONE), (8, ONE)))),))
+
+    good = leaf(Tighten((node,), (own,), ((6, ONE), (9, ONE))))
+    assert check_case(p, case, good) == 1
+    bad = [
+        leaf(Tighten((node,), (Upper((ONE, ZERO), ZERO, ((), ())),), ((6, ONE), (9, ONE)))),
+        leaf(Tighten((lin,), (own,), ((6, ONE), (9, ONE)))),
+        leaf(Tighten((node, node), (own,), ((6, ONE), (9, ONE)))),
+        leaf(Tighten((node,), (own,), ((6, ONE),))),
+        leaf(Tighten((node,), (Upper((ONE,), ZERO, ((),)),), ((6, ONE), (9, ONE)))),
+        Relaxed((), (up,), (Tighten((node,), (Upper((ONE, ZERO), ZERO, ((), ((1, ONE),))),),
+                                    ((6, ONE), (7, ONE))),)),  # at the root: x >= 0 unproved
+    ]
+    for b in bad:
+        with pytest.raises(CheckFailed):
+            check_case(p, case, b)
+    # the certificate file: written, schema-valid, read back equal; malformed ones refused
+    path, prop = _prop_file(tmp_path, 1, -1, 1, [[([1], 0.25), ([1], "(+ X_0 0.25)")]])
+    model = tmp_path / "net.json"
+    model.write_text("{}")
+    doc = json.loads(json.dumps(property_certificate_to_json(
+        net, str(model), path, open(path).read(), (good,), {})))
+    from exactmax import schemas
+
+    schemas.validator("property-certificate").validate(doc)
+    net2, prop2, trees2, _ = read_property_certificate(Cursor("c.json", "", doc))
+    assert trees2 == (good,) and check_property(net2, prop2.cases, trees2) == 1
+    # and through the work units' own reader (trees cross processes as this JSON)
+    from exactmax.engine.parallel import _proof_of
+    from exactmax.io.property_certificate import _proof
+
+    assert _proof_of(json.loads(json.dumps(_proof(good.proofs[0])))) == good.proofs[0]
+    text = json.dumps(doc)
+    for old, new, says in (('"nodes": [', '"nodes": [0, ', "upper function"),
+                           ('"then": ', '"than": ', "then")):
+        with pytest.raises(Exception, match=says):
+            read_property_certificate(Cursor("c.json", "", json.loads(text.replace(old, new, 1))))

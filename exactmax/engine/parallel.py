@@ -63,7 +63,7 @@ from .. import interruption
 from ..io.numbers import q_str
 from ..kernel.certificate import Choice, Empty, Row, Split, TieProof, domain_rows
 from ..kernel.polyhedron import Box, Polyhedron
-from ..kernel.property import Case, Excluded, Phase, Relaxed, Upper
+from ..kernel.property import Case, Excluded, Phase, Relaxed, Tighten, Upper
 from ..kernel.rational import ZERO, Q
 
 DEFAULT_SPLIT_DEPTH = 0
@@ -522,19 +522,22 @@ def tree_of(t: dict):
     r = t["relaxed"]
     return Relaxed(
         tuple(_choice_of(c) for c in r["choices"]),
-        tuple(
-            Upper(
-                tuple(_q(v) for v in u["lambda"]),
-                _q(u["beta"]),
-                tuple(_farkas_of(p) for p in u["proofs"]),
-            )
-            for u in r["uppers"]
-        ),
+        tuple(_upper_of(u) for u in r["uppers"]),
         tuple(_proof_of(p) for p in r["proofs"]),
     )
 
 
+def _upper_of(u) -> Upper:
+    return Upper(
+        tuple(_q(v) for v in u["lambda"]), _q(u["beta"]), tuple(_farkas_of(p) for p in u["proofs"])
+    )
+
+
 def _proof_of(p):
+    if isinstance(p, dict) and "tighten" in p:
+        t = p["tighten"]
+        uppers = tuple(_upper_of(u) for u in t["uppers"])
+        return Tighten(tuple(t["nodes"]), uppers, _proof_of(t["then"]))
     if isinstance(p, dict):
         return Phase(p["phase"]["node"], tuple(_proof_of(b) for b in p["phase"]["branches"]))
     return _farkas_of(p)

@@ -36,8 +36,8 @@ import numpy as np
 from .. import interruption
 from ..kernel.certificate import Row, lin_map
 from ..kernel.program import Lin, Max
-from ..kernel.property import Phase, _argument, compose, phase_rows, relax
-from ..kernel.rational import ZERO, Q
+from ..kernel.property import Phase, Tighten, Upper, _argument, compose, phase_rows, relax
+from ..kernel.rational import ONE, ZERO, Q
 from .certify import NoCertificate
 from .floatlp import dyadic, new_solver
 
@@ -54,6 +54,11 @@ stays within what JSON, pickle (the kernel's check on worker processes) and the 
 (``io/property_certificate.MAX_PHASE_DEPTH``, 200) take."""
 BITS = 40
 """Significant bits the float multipliers keep (any rounding is sound; the kernel checks)."""
+TIGHTEN = int(os.environ.get("EXACTMAX_PHASE_TIGHTEN", "16"))
+"""In a branch left open, this many ReLU nodes after the split (those whose upper row holds
+the bound up most: LP dual times gap) get upper functions of their own from their bounds on
+the branch (two LPs each; ``kernel.property.Tighten``); 0: the leaf's upper functions only."""
+GRID = 2**16  # the tightened bounds rounded outward to 1/GRID, as ``relaxation`` does
 
 
 class Unclosed(Exception):
@@ -174,14 +179,16 @@ def prove_conjunction(
         t_star = -h.getInfo().objective_function_value
         return t_star, np.array(sol.col_value), np.array(sol.row_dual)
 
-    def exact(cell: list[Row], y) -> tuple | None:
+    def exact(cell: list[Row], y, target=None) -> tuple | None:
+        """The duals y made exact: Farkas multipliers of 0 > 0 (proof or None); with a map
+        ``target`` e, (multipliers, B) such that e >= B on the cell by them."""
         lam: dict = {}
-        top = float(y.max()) if len(y) else 0.0
+        top = float(np.abs(y).max()) if len(y) else 0.0
         for r in np.flatnonzero(y > 1e-12 * top).tolist():
             q = dyadic(float(y[r]), BITS)
             if q:
                 lam[lp_of[r]] = q
-        res = [ZERO] * D
+        res = [ZERO] * D if target is None else [-w for w in target[0]]
         K = ZERO
         for i, q in lam.items():
             for t, w in cell[i].nz:
@@ -207,13 +214,87 @@ def prove_conjunction(
             if g:
                 i, k, _ = prob.box[t][1 if g > 0 else 0]
                 K += use(i, -g / k)
-        if K < 0 and not any(res):
-            return tuple(sorted(lam.items()))
-        return None
+        if any(res):
+            return None
+        if target is not None:  # sum lam row = e's linear part + K >= 0: e >= e_c - K
+            return {i: q for i, q in lam.items() if q}, target[1] - K
+        return tuple(sorted(lam.items())) if K < 0 else None
+
+    def bound_lp(cost: np.ndarray):
+        """min cost . z over the branch with t = 0 (every row >= 0): (optimum, row duals)."""
+        h.changeColBounds(D, 0.0, 0.0)
+        h.changeColsCost(D + 1, np.arange(D + 1, dtype=np.int32), np.append(cost, 0.0))
+        try:
+            h.setOptionValue("solver", "simplex")
+            h.setOptionValue("simplex_iteration_limit", SIMPLEX_ITERATIONS)
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                return None
+            return np.array(h.getSolution().row_dual)
+        finally:
+            h.changeColBounds(D, -inf, inf)
+            cost0 = np.zeros(D + 1)
+            cost0[D] = -1.0
+            h.changeColsCost(D + 1, np.arange(D + 1, dtype=np.int32), cost0)
+
+    def tighten(cell: list[Row], pick: int, fixed: frozenset, z, y):
+        """New upper functions, proved on the cell, for the TIGHTEN ReLU nodes after ``pick``
+        that hold the bound up most: [(node, Upper, row u - v >= 0)]."""
+        zt = np.append(z[:D], 1.0)
+        scored = []
+        for i, t, r_ge0, r_up in prob.var:
+            args = p.nodes[i].args
+            if i <= pick or i in fixed or r_ge0 < 0 or len(args) != 2:
+                continue
+            amaps, _ = prob.node_maps(i)
+            gap = z[t] - max(float(a @ zt) for a in amaps)
+            score = gap * (max(float(y[lp_pos[r_up]]), 0.0) + 1e-3)
+            if score > 1e-12:
+                scored.append((score, i, t))
+        out: list = []
+        cell = list(cell)
+        for _, i, t in sorted(sorted(scored, reverse=True)[:TIGHTEN], key=lambda c: c[1]):
+            node = p.nodes[i]
+            k0 = 0 if not any(prob.vals[node.args[0]][0]) and not prob.vals[node.args[0]][1] else 1
+            ka = 1 - k0  # the argument a (the other is 0)
+            a = prob.vals[node.args[ka]]
+            fa = np.array([float(w) for w in a[0]])
+            neg_a = (tuple(-w for w in a[0]), -a[1])
+            lo_y, hi_y = bound_lp(fa), bound_lp(-fa)
+            if lo_y is None or hi_y is None:
+                continue
+            lo, hi = exact(cell, lo_y, a), exact(cell, hi_y, neg_a)
+            if lo is None or hi is None:
+                continue
+            (ml, Lx), (mu, nUx) = lo, hi
+            Ux = -nUx
+            lam = [ZERO, ZERO]
+            proofs: list = [(), ()]
+            if Lx >= 0:  # v = a on the branch
+                lam[ka] = ONE
+                proofs[k0] = _scaled(ml, ONE)
+                beta = ZERO
+            elif Ux <= 0:  # v = 0
+                proofs[ka] = _scaled(mu, ONE)
+                beta = ZERO
+            else:
+                L, U = Q((Lx * GRID).floor(), GRID), Q((Ux * GRID).ceil(), GRID)
+                su = Q((U / (U - L) * GRID).floor(), GRID)
+                beta = max(-su * L, U - su * U)
+                lam[ka] = su
+                proofs[ka], proofs[k0] = _scaled(mu, ONE - su), _scaled(ml, su)
+            u = Upper(tuple(lam), beta, tuple(proofs))
+            uf = lin_map(Lin((), beta, tuple(enumerate(lam))), [prob.vals[j] for j in node.args], D)
+            row = Row(tuple(w - (ONE if c == t else ZERO) for c, w in enumerate(uf[0])), uf[1])
+            out.append((i, u, row))
+            add([row], [False])  # in the LP at once: the next nodes' bounds use it
+            lp_of.append(len(cell))
+            cell.append(row)
+        return out
 
     count = [0]
 
-    def branch(path_rows: list[Row], fixed: frozenset, depth: int):
+    def branch(path_rows: list[Row], fixed: frozenset, depth: int, pick_parent: int = -1):
         interruption.check()
         if depth > MAX_DEPTH:
             raise Unclosed(f"a phase path deeper than {MAX_DEPTH}")
@@ -226,11 +307,19 @@ def prove_conjunction(
         if t_star < -MARGIN * (1 + abs(t_star)):
             proof = exact(cell, y)
             if proof is not None:
-                count[0] += 1
-                stats["proofs"]["phase_leaves"] = stats["proofs"].get("phase_leaves", 0) + 1
-                if count[0] > max_leaves:
-                    raise Unclosed(f"more than {max_leaves} phase leaves")
-                return proof
+                return closed(proof)
+        if TIGHTEN and pick_parent >= 0:
+            n_before = h.getNumRow()
+            new = tighten(cell, pick_parent, fixed, z, y)  # their rows added to the LP
+            if new:
+                key = "tightened"
+                stats["proofs"][key] = stats["proofs"].get(key, 0) + len(new)
+                try:
+                    then = branch(path_rows + [r for _, _, r in new], fixed, depth, -1)
+                finally:
+                    h.deleteRows(len(new), np.arange(n_before, n_before + len(new), dtype=np.int32))
+                    del lp_of[n_before:]
+                return Tighten(tuple(i for i, _, _ in new), tuple(u for _, u, _ in new), then)
         best, pick = 0.0, None
         zt = np.append(z[:D], 1.0)
         for i, t, _, r_up in prob.var:
@@ -255,14 +344,26 @@ def prove_conjunction(
             add(own, [True] * len(own))
             lp_of.extend(range(len(cell), len(cell) + len(own)))
             try:
-                branches.append(branch(path_rows + own, fixed | {pick}, depth + 1))
+                branches.append(branch(path_rows + own, fixed | {pick}, depth + 1, pick))
             finally:
                 h.deleteRows(len(own), np.arange(n_before, n_before + len(own), dtype=np.int32))
                 del lp_of[n_before:]
         stats["proofs"]["phase_splits"] = stats["proofs"].get("phase_splits", 0) + 1
         return Phase(pick, tuple(branches))
 
+    def closed(proof):
+        count[0] += 1
+        stats["proofs"]["phase_leaves"] = stats["proofs"].get("phase_leaves", 0) + 1
+        if count[0] > max_leaves:
+            raise Unclosed(f"more than {max_leaves} phase leaves")
+        return proof
+
     return branch([], frozenset(), 0)
+
+
+def _scaled(m: dict, scale: Q) -> tuple:
+    """The multipliers m times scale, in row order; none when scale is 0."""
+    return tuple((i, scale * y) for i, y in sorted(m.items()) if y) if scale else ()
 
 
 def _inside(v: float, bounds) -> Q:

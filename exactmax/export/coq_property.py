@@ -27,7 +27,7 @@ import os
 import sys
 
 from ..kernel.certificate import Empty, Split
-from ..kernel.property import Excluded, Phase, Relaxed
+from ..kernel.property import Excluded, Phase, Relaxed, Tighten
 from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _Tables, _TreeWriter
 
 
@@ -285,11 +285,12 @@ def one_line(message: str, limit: int = 400) -> str:
 
 
 def _has_relaxed(tree) -> bool:
-    """Has the tree a ``Relaxed`` leaf or a ``Phase`` proof (rules of the Python kernel only)?"""
+    """Has the tree a ``Relaxed`` leaf or a ``Phase`` or ``Tighten`` proof (rules of the Python
+    kernel only)?"""
     todo = [tree]
     while todo:
         node = todo.pop()
-        if isinstance(node, Relaxed) or any(isinstance(p, Phase) for p in _proofs(node)):
+        if isinstance(node, Relaxed) or any(isinstance(p, Phase | Tighten) for p in _proofs(node)):
             return True
         if isinstance(node, Split):
             todo += [node.ge, node.lt]

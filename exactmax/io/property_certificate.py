@@ -26,7 +26,7 @@ import json
 
 from .. import __version__
 from ..kernel.certificate import Empty, Split
-from ..kernel.property import Excluded, Phase, Relaxed, Upper
+from ..kernel.property import Excluded, Phase, Relaxed, Tighten, Upper
 from ..kernel.rational import Q
 from .certificates import (
     _choice,
@@ -59,10 +59,22 @@ def file_sha256(path: str) -> str:
 
 
 def _proof(p) -> list | dict:
-    """A conjunction's proof: Farkas multipliers, or a phase split of them."""
+    """A conjunction's proof: Farkas multipliers, a phase split of them, or tightened upper
+    functions then a proof."""
     if isinstance(p, Phase):
         return {"phase": {"node": p.node, "branches": [_proof(b) for b in p.branches]}}
+    if isinstance(p, Tighten):
+        uppers = [_upper(u) for u in p.uppers]
+        return {"tighten": {"nodes": list(p.nodes), "uppers": uppers, "then": _proof(p.then)}}
     return _farkas(p)
+
+
+def _upper(u: Upper) -> dict:
+    return {
+        "lambda": [q_str(v) for v in u.lam],
+        "beta": q_str(u.beta),
+        "proofs": [_farkas(p) for p in u.proofs],
+    }
 
 
 def _tree(t) -> dict:
@@ -79,14 +91,7 @@ def _tree(t) -> dict:
         return {
             "relaxed": {
                 "choices": [_choice(*c) for c in t.choices],
-                "uppers": [
-                    {
-                        "lambda": [q_str(v) for v in u.lam],
-                        "beta": q_str(u.beta),
-                        "proofs": [_farkas(p) for p in u.proofs],
-                    }
-                    for u in t.uppers
-                ],
+                "uppers": [_upper(u) for u in t.uppers],
                 "proofs": [_proof(p) for p in t.proofs],
             }
         }
@@ -142,14 +147,21 @@ def _read_excluded(cur: Cursor):
 
 
 def _read_proof(cur: Cursor, depth: int = 0):
-    """Farkas multipliers, or {"phase": {"node": i, "branches": [P, ...]}}, nested at most
-    MAX_PHASE_DEPTH deep (read recursively: refused in one line before Python's recursion
-    limit, whatever the JSON parser allows)."""
+    """Farkas multipliers, {"phase": {"node": i, "branches": [P, ...]}} or {"tighten":
+    {"nodes": [i, ...], "uppers": [U, ...], "then": P}}, nested at most MAX_PHASE_DEPTH deep
+    (read recursively: refused in one line before Python's recursion limit, whatever the JSON
+    parser allows)."""
     if not isinstance(cur.value, dict):
         return _read_farkas(cur)
     if depth >= MAX_PHASE_DEPTH:
         raise cur.error(f"phase splits nested more than {MAX_PHASE_DEPTH} deep")
-    f = cur.fields(("phase",))["phase"].fields(("node", "branches"))
+    kind, body = cur.one_of(("phase", "tighten"))
+    if kind == "tighten":
+        f = body.fields(("nodes", "uppers", "then"))
+        nodes = tuple(n.integer(0) for n in f["nodes"].items(min_length=1, what="node"))
+        uppers = f["uppers"].items(len(nodes), what="upper function", why="one per node")
+        return Tighten(nodes, tuple(map(_read_upper, uppers)), _read_proof(f["then"], depth + 1))
+    f = body.fields(("node", "branches"))
     branches = f["branches"].items(min_length=1, what="branch")
     return Phase(f["node"].integer(0), tuple(_read_proof(b, depth + 1) for b in branches))
 

@@ -1,21 +1,20 @@
 """The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
 A case (P, O_1 ... O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) satisfying every
 row of some O_j (rows a . (x, y) + c >= 0, > 0 if strict).  Its certificate is a split tree over P
-(rows and choices as in ``certificate.py``) whose leaves partition P:
-- ``Empty``: Farkas multipliers for 0 > 0 on the cell;
-- ``Excluded``: choices fixing every Max node the outputs read (y = M x + d on the cell) and, per
-  O_j, a proof that the cell's rows and O_j's (with y = M x + d) have no common point;
-- ``Relaxed`` (``relax``): each Max node i the outputs read that no choice fixes becomes, in node
-  order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (each argument) and
-  u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta proved >= every A_j over the cell's rows and the
-  earlier v's (u_i = A_j itself shows v_i = A_j: no variable); then a proof per O_j as above, y
-  affine in z.  Sound: z = (x, the true values) satisfies every row (in node order,
-  v_i = max_j A_j >= A_j, and u_i >= every A_j >= ... by the proofs, so u_i >= v_i).
-A proof is Farkas multipliers for 0 > 0, or a ``Phase``: a split on which argument of Max node i
-attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with a proof for that
-cell.  Sound: at the true z every node's map is its value (a variable by construction, a node
-fixed by a choice or by u_i = A_k through the proofs of A_k >= A_j), so the rows of an argmax k
-hold.  (A ReLU, with the relaxation's rows: v = a, a >= 0, or v = 0, a <= 0.)"""
+(rows and choices as in ``certificate.py``) whose leaves partition P: ``Empty`` (Farkas
+multipliers for 0 > 0 on the cell); ``Excluded`` (choices fixing every Max node the outputs read,
+y = M x + d on the cell, and per O_j a proof that the cell's rows and O_j's have no common
+point); ``Relaxed`` (``relax``): each Max node i the outputs read that no choice fixes becomes, in
+node order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (each argument) and
+u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta proved >= every A_j over the cell's rows and the
+earlier v's (u_i = A_j itself shows v_i = A_j: no variable); then a proof per O_j as above, y
+affine in z.  Sound: z = (x, the true values) satisfies every row (in node order, v_i = max_j A_j
+>= A_j, and u_i >= every A_j by the proofs, so u_i >= v_i).  A proof is Farkas multipliers for
+0 > 0; or a ``Phase``: a split on which argument of Max node i attains v_i, branch k adding
+A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with a proof for that cell (at the true z every
+node's map is its value, so the rows of an argmax k hold; a ReLU: v = a, a >= 0, or v = 0,
+a <= 0); or a ``Tighten``: for Max nodes i in turn, u proved >= every A_j on the rows so far and
+u - v_i >= 0 added, then a proof (at the true z, v_i = max_j A_j <= u)."""
 
 from __future__ import annotations
 
@@ -56,6 +55,13 @@ class Phase:
 
 
 @dataclass(frozen=True, slots=True)
+class Tighten:
+    nodes: tuple[int, ...]  # Max nodes of the cone, in order: for each, the row u - v_i >= 0
+    uppers: tuple[Upper, ...]  # is added, u proved >= every A_j on the rows so far
+    then: object  # the proof (Farkas, Phase or Tighten) of the cell with those rows
+
+
+@dataclass(frozen=True, slots=True)
 class Relaxed:
     choices: Choices
     uppers: tuple[Upper, ...]  # one per Max node of the cone without a map, in index order
@@ -79,17 +85,23 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
         if i not in up:
             continue
         u, args = up[i], [vals[j] for j in node.args]
-        if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
-            raise CheckFailed(f"{at}, node {i}: an upper function of the wrong shape")
-        uf = cert.lin_map(Lin((), u.beta, tuple(enumerate(u.lam))), args, D)
-        for j, (A, pr) in enumerate(zip(args, u.proofs)):
-            check_entails(rows, _sub(uf, A), False, pr, f"{at}, node {i}, upper >= argument {j}")
+        uf = upper_map(u, args, rows, D, f"{at}, node {i}")
         if (k := _argument(u)) is not None:
             vals[i] = args[k]
         else:
             vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
             rows += [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
     return vals, rows
+
+
+def upper_map(u: Upper, args: list, rows: list[Row], D: int, at: str):
+    """u = sum_j lam_j A_j + beta as a map over z, after checking u - A_j >= 0 on the rows."""
+    if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
+        raise CheckFailed(f"{at}: an upper function of the wrong shape")
+    uf = cert.lin_map(Lin((), u.beta, tuple(enumerate(u.lam))), args, D)
+    for j, (A, pr) in enumerate(zip(args, u.proofs)):
+        check_entails(rows, _sub(uf, A), False, pr, f"{at}, upper >= argument {j}")
+    return uf
 
 
 def _argument(u: Upper) -> int | None:  # j if u = A_j (lam = e_j, beta = 0): v = A_j
@@ -169,20 +181,31 @@ def check_piece(p: Program, case: Case, piece: tuple) -> int:
 
 
 def refute(p: Program, need, vals: list, rows: list[Row], proof, zero, at: str) -> None:
-    """Accept iff ``proof`` (Farkas, or a ``Phase`` refuting each branch) shows no z has rows."""
+    """Accept iff ``proof`` (Farkas, ``Phase`` or ``Tighten``) shows no z has rows."""
     todo = [(rows, proof, at)]
     while todo:
         rows, proof, at = todo.pop()
-        if not isinstance(proof, Phase):
+        if not isinstance(proof, Phase | Tighten):
             check_entails(rows, zero, True, proof, at)
             continue
-        i = proof.node
-        node = p.nodes[i] if type(i) is int and i in need else None
-        if not isinstance(node, Max) or not node.args or len(proof.branches) != len(node.args):
-            raise CheckFailed(f"{at}: a phase split needs a Max node and a branch per argument")
-        args = [vals[j] for j in node.args]
-        for k, branch in enumerate(proof.branches):
-            todo.append((rows + phase_rows(args, vals[i], k), branch, f"{at}, {i}={k}"))
+        ids = proof.nodes if isinstance(proof, Tighten) else (proof.node,)
+        ok = [type(i) is int and i in need for i in ids]
+        nodes = [n for i, o in zip(ids, ok) if o and isinstance(n := p.nodes[i], Max) and n.args]
+        if len(nodes) != len(ids):
+            raise CheckFailed(f"{at}: a phase split or a tightening needs Max nodes")
+        if isinstance(proof, Phase):
+            args, i = [vals[j] for j in nodes[0].args], ids[0]
+            if len(proof.branches) != len(args):
+                raise CheckFailed(f"{at}: a phase split needs a branch per argument")
+            for k, branch in enumerate(proof.branches):
+                todo.append((rows + phase_rows(args, vals[i], k), branch, f"{at}, {i}={k}"))
+            continue
+        if len(proof.uppers) != len(ids) or not all(isinstance(u, Upper) for u in proof.uppers):
+            raise CheckFailed(f"{at}: not one upper function per tightened node")
+        for i, n, u in zip(ids, nodes, proof.uppers):
+            uf = upper_map(u, [vals[j] for j in n.args], rows, len(zero[0]), f"{at}, {i}")
+            rows = rows + [Row(*_sub(uf, vals[i]))]
+        todo.append((rows, proof.then, f"{at}, tightened"))
 
 
 def phase_rows(args: list, v, k: int) -> list[Row]:
