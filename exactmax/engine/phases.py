@@ -54,10 +54,12 @@ stays within what JSON, pickle (the kernel's check on worker processes) and the 
 (``io/property_certificate.MAX_PHASE_DEPTH``, 200) take."""
 BITS = 40
 """Significant bits the float multipliers keep (any rounding is sound; the kernel checks)."""
-TIGHTEN = int(os.environ.get("EXACTMAX_PHASE_TIGHTEN", "16"))
-"""In a branch left open, this many ReLU nodes after the split (those whose upper row holds
-the bound up most: LP dual times gap) get upper functions of their own from their bounds on
-the branch (two LPs each; ``kernel.property.Tighten``); 0: the leaf's upper functions only."""
+_T = os.environ.get("EXACTMAX_PHASE_TIGHTEN", "16").strip()
+TIGHTEN = int(_T) if _T.isdigit() else 16
+"""In a branch left open, this many ReLU nodes after the split (the largest gap between their
+relaxed and true values at the LP optimum, weighted by the dual of their upper row) get upper
+functions of their own from their bounds on the branch (two LPs each;
+``kernel.property.Tighten``); 0: the leaf's upper functions only (not a number: 16)."""
 GRID = 2**16  # the tightened bounds rounded outward to 1/GRID, as ``relaxation`` does
 
 
@@ -254,6 +256,9 @@ def prove_conjunction(
         out: list = []
         cell = list(cell)
         for _, i, t in sorted(sorted(scored, reverse=True)[:TIGHTEN], key=lambda c: c[1]):
+            interruption.check()
+            if time.monotonic() > deadline:  # the nodes tightened so far are kept
+                break
             node = p.nodes[i]
             k0 = 0 if not any(prob.vals[node.args[0]][0]) and not prob.vals[node.args[0]][1] else 1
             ka = 1 - k0  # the argument a (the other is 0)
