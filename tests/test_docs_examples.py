@@ -16,13 +16,24 @@ run, and nothing else:
 - a duration, a decimal number followed by `` s`` (``0.04 s``, ``2.2 s``), and a JSON value of
   a key ending in ``_s`` (``"time_s": 6.147``) match any number in their place.
 
+Python examples (docs/python-api.md) are fenced blocks of language ``pycon``: lines
+``>>> STATEMENT`` (lines ``... `` after it continue it), each followed by what it prints (the
+value of an expression as the interpreter echoes it; an exception as
+``Traceback (most recent call last):`` and its last line, so an expected traceback is written
+with a ``...`` line between the two), compared with the same allowances.  They run in order, in
+one Python process per page (started in the page's folder at its first example, so one
+example's names and files are there for the next), between the page's console commands.
+
 An exit status outside 0-5 (70 is a bug) fails the example, and so does an output line
 ``exactmax: error: ...`` with any status but 2. Commands that are shown but not run (long
 benchmarks, installs) are written in ``sh`` blocks without a ``$`` prompt; a ``$`` prompt
 anywhere else than in a ``console`` block fails :func:`test_every_prompt_is_in_a_console_block`,
-so an example cannot escape the run by its fence.
+and a ``>>>`` prompt anywhere else than in a ``pycon`` block fails
+:func:`test_every_python_prompt_is_in_a_pycon_block`, so an example cannot escape the run by its
+fence.
 
-``python tests/test_docs_examples.py --count`` prints how many examples CI runs;
+``python tests/test_docs_examples.py --count`` prints how many examples CI runs (commands and
+Python examples);
 ``python tests/test_docs_examples.py --show docs/PAGE.md`` runs a page and prints what each
 command printed (to write a new example).
 """
@@ -63,6 +74,7 @@ class Step:
     line: int
     command: str
     expected: str
+    python: bool = False    # a ``>>>`` example of a pycon block (its source in ``command``)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -129,6 +141,86 @@ def steps(text: str, file: str = "<text>") -> list[Step]:
     return out
 
 
+def python_steps(text: str, file: str = "<text>") -> list[Step]:
+    """The examples of every ``pycon`` block of a page, in order, with their outputs: a
+    ``>>> `` line and the ``... `` lines after it are the source, the lines up to the next
+    ``>>> `` what it prints (a line ``...`` alone is the wildcard, not a continuation)."""
+    out = []
+    for f in fences(text, file):
+        if f.lang != "pycon":
+            continue
+        if f.lines and not f.lines[0].startswith(">>> "):
+            raise ValueError(f"{file}:{f.line + 1}: a pycon block must start with '>>> '")
+        i = 0
+        while i < len(f.lines):
+            start = i
+            source = [f.lines[i][4:]]
+            i += 1
+            while i < len(f.lines) and f.lines[i].startswith("... "):
+                source.append(f.lines[i][4:])
+                i += 1
+            expected = []
+            while i < len(f.lines) and not f.lines[i].startswith(">>> "):
+                expected.append(f.lines[i])
+                i += 1
+            out.append(Step(file, f.line + 1 + start, "\n".join(source), "\n".join(expected),
+                            python=True))
+    return out
+
+
+def page_steps_of(text: str, file: str = "<text>") -> list[Step]:
+    """The console commands and the Python examples of a page, in the page's order."""
+    return sorted(steps(text, file) + python_steps(text, file), key=lambda s: s.line)
+
+
+PYTHON_DRIVER = r"""
+import contextlib, io, json, sys, traceback
+namespace = {"__name__": "__main__"}
+for line in sys.stdin:
+    source = json.loads(line)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            exec(compile(source + "\n", "<pycon>", "single"), namespace)
+        except Exception as e:
+            out.write("Traceback (most recent call last):\n")
+            out.write("".join(traceback.format_exception_only(type(e), e)))
+    sys.__stdout__.write(json.dumps(out.getvalue()) + "\n")
+    sys.__stdout__.flush()
+"""
+"""Runs a page's Python examples one by one, as the interactive interpreter would (``single``
+mode: an expression's value is echoed), in one namespace; each example's source comes in as one
+JSON line on stdin, what it printed goes out as one JSON line."""
+
+
+class PythonSession:
+    """The Python process of a page's examples (``PYTHON_DRIVER``), started in ``folder``."""
+
+    def __init__(self, folder: str):
+        self.process = subprocess.Popen([sys.executable, "-c", PYTHON_DRIVER], cwd=folder,
+                                        env=_env(), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+
+    def run(self, s: Step) -> str:
+        import select
+
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(s.command) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], TIMEOUT_S)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise AssertionError(f"{s.file}:{s.line}: >>> {s.command}\nno answer within "
+                                 f"{TIMEOUT_S} s, or the Python process ended")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
 _TIME = re.compile(r"\d+(?:\.\d+)? s\b")
 _JSON_TIME = re.compile(r'("\w*_s": )-?\d+(?:\.\d+)?')
 
@@ -193,29 +285,39 @@ def _env() -> dict[str, str]:
 
 
 def run_steps(page_steps: list[Step], folder: str) -> list[tuple[Step, int, str]]:
-    """Run the steps in order in ``folder``; ``cd DIR`` moves there for the following steps."""
+    """Run the steps in order in ``folder``; ``cd DIR`` moves there for the following commands.
+    Python examples run in one ``PythonSession`` of the page, in ``folder`` (status 0)."""
     cwd = folder
     results = []
     env = _env()
-    for s in page_steps:
-        bare = s.command.split("#")[0].strip()
-        m = re.fullmatch(r"cd (\S+)", bare)
-        if m:
-            cwd = os.path.normpath(os.path.join(cwd, m.group(1)))
-            if not cwd.startswith(folder) or not os.path.isdir(cwd):
-                raise AssertionError(f"{s.file}:{s.line}: cd {m.group(1)}: no such folder")
-            results.append((s, 0, ""))
-            continue
-        p = subprocess.run(["bash", "-c", s.command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=TIMEOUT_S)
-        results.append((s, p.returncode, p.stdout))
+    python = None
+    try:
+        for s in page_steps:
+            if s.python:
+                python = python or PythonSession(folder)
+                results.append((s, 0, python.run(s)))
+                continue
+            bare = s.command.split("#")[0].strip()
+            m = re.fullmatch(r"cd (\S+)", bare)
+            if m:
+                cwd = os.path.normpath(os.path.join(cwd, m.group(1)))
+                if not cwd.startswith(folder) or not os.path.isdir(cwd):
+                    raise AssertionError(f"{s.file}:{s.line}: cd {m.group(1)}: no such folder")
+                results.append((s, 0, ""))
+                continue
+            p = subprocess.run(["bash", "-c", s.command], cwd=cwd, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+            results.append((s, p.returncode, p.stdout))
+    finally:
+        if python is not None:
+            python.close()
     return results
 
 
 def check_step(s: Step, status: int, output: str) -> None:
     """Raise AssertionError unless the step printed what the page says, with a sound status."""
-    where = f"{s.file}:{s.line}: $ {s.command}"
+    where = f"{s.file}:{s.line}: {'>>>' if s.python else '$'} {s.command}"
     if not matches(s.expected, output):
         raise AssertionError(f"{where}\n--- the page says:\n{s.expected}\n--- it printed "
                              f"(exit {status}):\n{output}")
@@ -228,8 +330,8 @@ def check_step(s: Step, status: int, output: str) -> None:
 
 
 def run_page(text: str, file: str) -> int:
-    """Run every console example of a page; the number of commands run."""
-    page_steps = steps(text, file)
+    """Run every console and Python example of a page; the number of examples run."""
+    page_steps = page_steps_of(text, file)
     if not page_steps:
         return 0
     folder = workspace()
@@ -278,6 +380,23 @@ def test_every_prompt_is_in_a_console_block(rel):
             in_fence = not in_fence
         elif not in_fence:
             assert not re.match(r"^ {4,}\$ ", line), f"{rel}:{n}: an indented '$ ' example"
+
+
+@pytest.mark.parametrize("rel", doc_files())
+def test_every_python_prompt_is_in_a_pycon_block(rel):
+    """A ``>>> `` prompt outside a pycon block would be a Python example that CI never runs."""
+    text = _read(rel)
+    for f in fences(text, rel):
+        if f.lang != "pycon":
+            bad = [l for l in f.lines if l.startswith(">>> ")]
+            kind = f.lang or "plain"
+            assert not bad, f"{rel}:{f.line}: a '>>> ' prompt in a {kind} block: {bad[0]}"
+    in_fence = False
+    for n, line in enumerate(text.split("\n"), 1):
+        if re.match(r"^\s*```", line):
+            in_fence = not in_fence
+        elif not in_fence:
+            assert not re.match(r"^\s*>>> ", line), f"{rel}:{n}: a '>>> ' example outside a fence"
 
 
 @pytest.mark.parametrize("rel", doc_files())
@@ -441,24 +560,76 @@ def test_a_prompt_outside_a_console_block_is_found():
         fences("```console\n$ ls\n")
 
 
+PYCON_PAGE = """
+```pycon
+>>> import exactmax as xm
+>>> net = xm.load("examples/tent.json")
+>>> net.input_dim, net.out_dim
+{out}
+>>> for d in (1, 2):
+...     print(d * net.input_dim)
+2
+4
+```
+
+```console
+$ ls examples/tent.json
+examples/tent.json
+```
+
+```pycon
+>>> xm.load("examples/none.json")
+Traceback (most recent call last):
+...
+exactmax.io.errors.InputError: examples/none.json: no such file
+```
+"""
+
+
+def test_the_harness_runs_python_examples():
+    assert run_page(PYCON_PAGE.format(out="(2, 1)"), "<page>") == 6
+    s = python_steps(PYCON_PAGE)
+    assert [x.command for x in s][3] == "for d in (1, 2):\n    print(d * net.input_dim)"
+    assert s[3].expected == "2\n4" and s[4].expected.startswith("Traceback")
+    assert [x.python for x in page_steps_of(PYCON_PAGE)] == [True] * 4 + [False, True]
+
+
+@pytest.mark.parametrize("out", ["(2, 2)", "", "(2, 1)\nmore"])
+def test_the_harness_rejects_a_wrong_python_output(out):
+    with pytest.raises(AssertionError, match="the page says"):
+        run_page(PYCON_PAGE.format(out=out), "<page>")
+
+
+def test_the_harness_rejects_an_unexpected_exception():
+    page = "```pycon\n>>> 1 / 0\n1\n```\n"
+    with pytest.raises(AssertionError, match="ZeroDivisionError: division by zero"):
+        run_page(page, "<page>")
+    with pytest.raises(ValueError, match="must start with '>>> '"):
+        python_steps("```pycon\n1 + 1\n```\n")
+
+
 def _main(argv: list[str]) -> int:
     if argv[:1] == ["--count"]:
-        total = 0
+        total = total_python = 0
         for rel in doc_files():
             n = sum(1 for s in steps(_read(rel), rel)
                     if not re.fullmatch(r"cd \S+", s.command.split("#")[0].strip()))
-            total += n
-            print(f"  {rel}: {n}")
-        print(f"documentation examples executed by CI: {total} commands (cd not counted) in "
-              f"{len(doc_files())} pages (tests/test_docs_examples.py)")
+            m = len(python_steps(_read(rel), rel))
+            total, total_python = total + n, total_python + m
+            print(f"  {rel}: {n}" + (f" (and {m} Python examples)" if m else ""))
+        print(f"documentation examples executed by CI: {total} commands (cd not counted) and "
+              f"{total_python} Python examples in {len(doc_files())} pages "
+              "(tests/test_docs_examples.py)")
         return 0
     if argv[:1] == ["--show"]:
         for rel in argv[1:]:
-            page_steps = steps(_read(rel), rel)
+            page_steps = page_steps_of(_read(rel), rel)
             folder = workspace()
             for s, status, output in run_steps(page_steps, folder):
                 ok = matches(s.expected, output)
-                print(f"{'   ' if ok else 'XXX'} {rel}:{s.line} (exit {status})\n$ {s.command}\n"
+                prompt = (">>> " + s.command.replace("\n", "\n... ") if s.python
+                          else "$ " + s.command)
+                print(f"{'   ' if ok else 'XXX'} {rel}:{s.line} (exit {status})\n{prompt}\n"
                       f"{output}", end="" if output.endswith("\n") or not output else "\n")
             shutil.rmtree(folder, ignore_errors=True)
         return 0

@@ -12,31 +12,15 @@ from ..kernel.maxout import MaxoutNetwork
 
 def run(args) -> int:
     """``compile NET.json -o TF.json``: the construction's Transformer of a Maxout network
-    (gate constants from sound exact bounds over the domain), written atomically, and its
-    size against the network's (``size_report``)."""
+    (gate constants from sound exact bounds over the domain, ``compile_checked``), written
+    atomically, and its size against the network's (``compile_report``)."""
     from ..io import model_to_json, write_json_atomic
     from ..io.models import check_outputs
-    from .bounds import DomainError
-    from .size import size_report
-    from .transformer import CompileOptions, compile_transformer
+    from .transformer import CompileOptions
 
     check_outputs([("-o", args.output)], [("NET.json", args.model), ("--domain", args.domain)])
-    net = load_model(args.model)
-    if not isinstance(net, MaxoutNetwork):
-        raise InputError(
-            args.model,
-            "format",
-            'expected an "exactmax/maxout" network to compile, got a Transformer',
-        )
-    dom = model_domain(net, args.domain)
-    if dom is None:
-        raise InputError(
-            args.model,
-            "",
-            "the construction needs a bounded, non-empty domain "
-            'and the network has none; add a "domain" entry (a box or a '
-            "polyhedron) or pass --domain FILE",
-        )
+    net = network_to_compile(load_model(args.model), args.model)
+    dom = domain_to_compile(model_domain(net, args.domain), args.model)
     try:
         slack = parse_rational(args.slack)
     except NumberSyntaxError as e:
@@ -46,26 +30,9 @@ def run(args) -> int:
     opts = CompileOptions(
         merged=args.merged, positional=args.positional, bounds=args.bounds, slack=slack
     )
-    try:
-        c = compile_transformer(net, dom, opts)
-    except DomainError as e:
-        where, path = (args.domain, "") if args.domain else (args.model, "domain")
-        raise InputError(
-            where,
-            path,
-            f"the construction needs a bounded, non-empty "
-            f"domain, but {e}; give a bounded one (a box, or a polyhedron "
-            'A x <= b with bounded feasible set) in the "domain" entry or with '
-            "--domain FILE",
-        ) from None
+    c = compile_checked(net, dom, opts, args.model, args.domain)
     write_json_atomic(args.output, model_to_json(c.transformer))
-    rep = size_report(net, c.transformer, args.merged)
-    rep.update(
-        output=args.output,
-        bounds=c.bounds_method,
-        gate_constants=[q_str(g) for g in c.gates],
-        variant={"merged": args.merged, "positional": args.positional},
-    )
+    rep = compile_report(net, c, args.output)
     if args.json:
         rep["ratio_params"] = round(rep["ratio_params"], 4)
         rep["ratio_nonzero"] = round(rep["ratio_nonzero"], 4)
@@ -99,3 +66,67 @@ def run(args) -> int:
             "positions and the read-out)."
         )
     return EXIT_OK
+
+
+def network_to_compile(net, name: str) -> MaxoutNetwork:
+    """The network of compile (``name``: where it was read): a Maxout network, else an
+    InputError."""
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(
+            name,
+            "format",
+            'expected an "exactmax/maxout" network to compile, got a Transformer',
+        )
+    return net
+
+
+def domain_to_compile(dom, name: str):
+    """The domain of compile, if there is one; else an InputError about the network
+    ``name``, which has none."""
+    if dom is None:
+        raise InputError(
+            name,
+            "",
+            "the construction needs a bounded, non-empty domain "
+            'and the network has none; add a "domain" entry (a box or a '
+            "polyhedron) or pass --domain FILE",
+        )
+    return dom
+
+
+def compile_checked(net: MaxoutNetwork, dom, opts, name: str, domain_name: str | None):
+    """``compile_transformer(net, dom, opts)`` (a ``Compiled``), with compile's errors: no
+    domain, or one that is empty or unbounded, is an InputError naming where it came from
+    (``domain_name``, None: the network ``name``'s own)."""
+    from .bounds import DomainError
+    from .transformer import compile_transformer
+
+    try:
+        return compile_transformer(net, domain_to_compile(dom, name), opts)
+    except DomainError as e:
+        where, path = (domain_name, "") if domain_name else (name, "domain")
+        raise InputError(
+            where,
+            path,
+            f"the construction needs a bounded, non-empty "
+            f"domain, but {e}; give a bounded one (a box, or a polyhedron "
+            'A x <= b with bounded feasible set) in the "domain" entry or with '
+            "--domain FILE",
+        ) from None
+
+
+def compile_report(net: MaxoutNetwork, c, output: str | None) -> dict:
+    """What compile reports of the compilation ``c`` of ``net`` (``size_report``: sub-layers,
+    tokens, heads, d_model, parameters per layer and in total), with where it was written
+    (``output``), the bounds' method, the gate constants and the variant."""
+    from .size import size_report
+
+    merged = c.options.merged
+    rep = size_report(net, c.transformer, merged)
+    rep.update(
+        output=output,
+        bounds=c.bounds_method,
+        gate_constants=[q_str(g) for g in c.gates],
+        variant={"merged": merged, "positional": c.options.positional},
+    )
+    return rep

@@ -34,152 +34,34 @@ from .about import (
 
 
 def _verify_models(args, a, b, names, started: float | None = None) -> int:
-    """verify / equiv of two loaded models; ``--timeout`` counts from ``started`` (the
-    command's start: compiling and the pre-search are part of the limit)."""
-    from .verify import Verdict, VerifyOptions, verify_equal
-
-    started = time.monotonic() if started is None else started
+    """verify / equiv of two loaded models (``decide_equal``), the certificate written
+    (``equality_certificate``) and the answer printed; ``--timeout`` counts from ``started``
+    (the command's start: compiling and the pre-search are part of the limit)."""
     dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
-    if dom is None:
-        raise UsageError("no domain: give one with --domain FILE or in the first model")
-    if a.input_dim != b.input_dim:
-        raise UsageError(
-            f"{names[0]} has input dimension {a.input_dim} but {names[1]} has {b.input_dim}"
-        )
-    if dom.dim != a.input_dim:
-        raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    kind = certificate_kind_of(args)
-    about, facts = claim_about(a, b, dom)
-    if facts.empty:
+    v, about, facts = decide_equal(
+        a,
+        b,
+        dom,
+        names,
+        timeout=args.timeout,
+        max_leaves=args.max_leaves,
+        strategy=args.strategy,
+        certificate_kind=getattr(args, "certificate_kind", None) or "auto",
+        search=not args.no_search,
+        progress=None if args.json else cells_certified(args),
+        started=started,
+    )
+    if v is None:
         return answer_vacuous(args, about)
-    from .verify import correspondence_first, verify_by_correspondence
-
-    v, found, tried = None, None, False
-    pre: dict = {}
-    if correspondence_first(a, b, kind, args.strategy):  # milliseconds, before the search
-        tried = True
-        v = verify_by_correspondence(a, b, pre)
-        if v is not None:
-            v.stats["time_s"] = time.monotonic() - started
-    if v is None:
-        v, found = _short_search(args, a, b, dom)
-    if v is None:
-        left = args.timeout - (time.monotonic() - started)
-        if left > 0:
-            v = verify_equal(
-                a,
-                b,
-                dom,
-                VerifyOptions(
-                    timeout_s=left,
-                    max_leaves=args.max_leaves,
-                    strategy=args.strategy,
-                    certificate_kind=kind,
-                    correspondence=not tried,
-                    progress=None if args.json else cells_certified(args),
-                ),
-            )
-        else:
-            v = Verdict(
-                "unknown",
-                reason=f"timeout after {args.timeout:g} s (spent before the proof began)",
-                stats={"time_s": 0.0},
-            )
-    if found is not None:
-        v.stats["search"] = found
-    if "correspondence_failed" in pre:
-        v.stats.setdefault("correspondence_failed", pre["correspondence_failed"])
     cert_error = None
     if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
         from ..io import write_json_atomic
-        from ..io.certificates import certificate_to_json
 
         try:
-            if v.stats.get("certificate_kind") == "pair-property":  # A = B as |A - B| <= 0
-                from ..io.pair_certificate import pair_certificate_to_json
-                from ..kernel.rational import Q
-
-                write_json_atomic(
-                    args.cert,
-                    pair_certificate_to_json(
-                        a,
-                        b,
-                        dom,
-                        Q(0),
-                        v.certificate,
-                        {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats},
-                    ),
-                    compact=True,
-                )
-            else:
-                write_json_atomic(
-                    args.cert,
-                    certificate_to_json(
-                        a,
-                        b,
-                        dom,
-                        v.certificate,
-                        {
-                            k: val
-                            for k, val in v.stats.items()
-                            if k in ("leaves", "splits", "strategy")
-                        },
-                        facts.witness,
-                    ),
-                    compact=True,
-                )
+            write_json_atomic(args.cert, equality_certificate(a, b, dom, v, facts), compact=True)
         except InputError as e:  # the verdict stands; say it, then the error, exit 2
             cert_error = str(e)
-    out = {
-        "verdict": v.verdict,
-        "trust": v.trust,  # null for a refutation: the point is the evidence
-        "reason": v.reason,
-        "time_s": round(v.stats.get("time_s", 0.0), 3),
-        **about_json(about),
-        "counterexample": None,
-        "stats": {
-            k: val
-            for k, val in v.stats.items()
-            if k
-            in (
-                "leaves",
-                "splits",
-                "lp_calls",
-                "float_lp_calls",
-                "program_nodes",
-                "strategy",
-                "layerwise_failed",
-                "layers",
-                "correspondence_failed",
-                "same_max",
-                "differs_in_layer",
-                "search",
-            )
-        },
-        "certificate": args.cert
-        if args.cert and v.trust == "kernel-checked" and cert_error is None
-        else None,
-        "certificate_kind": (
-            v.stats.get("certificate_kind") or certificate_kind_written(v.certificate)
-            if v.verdict == "proved" and v.trust == "kernel-checked"
-            else None
-        ),
-    }
-    if cert_error is not None:
-        out["certificate_error"] = cert_error
-    if v.verdict == "refuted":
-        assert v.x is not None and v.outputs is not None  # a refutation carries its point
-        out["counterexample"] = {
-            "x": [q_str(t) for t in v.x],
-            "x_approx": approx_point(v.x),
-            "outputs": {
-                names[0]: [q_str(t) for t in v.outputs[0]],
-                names[1]: [q_str(t) for t in v.outputs[1]],
-            },
-            "outputs_approx": {n: approx_point(y) for n, y in zip(names, v.outputs)},
-        }
+    out = equality_json(v, about, names, args.cert, cert_error)
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":
@@ -231,6 +113,165 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
 
 
+def decide_equal(
+    a,
+    b,
+    dom,
+    names,
+    *,
+    timeout: float,
+    max_leaves: int = 20000,
+    strategy: str = "auto",
+    certificate_kind: str = "auto",
+    search: bool = True,
+    progress=None,
+    started: float | None = None,
+):
+    """What verify and equiv decide about A = B on the domain ``dom`` (None: there is none,
+    a usage error), before anything is printed or written: (the verdict, what it is about,
+    the kernel-checked domain facts); the verdict is None when the domain is empty (the
+    answer is "vacuous").  A layer correspondence first where one may exist (milliseconds),
+    then the short search (``search``), then the proof (``verify_equal``) with what is left
+    of ``timeout`` seconds counted from ``started``."""
+    from .verify import Verdict, VerifyOptions, verify_equal
+
+    started = time.monotonic() if started is None else started
+    if dom is None:
+        raise UsageError("no domain: give one with --domain FILE or in the first model")
+    if a.input_dim != b.input_dim:
+        raise UsageError(
+            f"{names[0]} has input dimension {a.input_dim} but {names[1]} has {b.input_dim}"
+        )
+    if dom.dim != a.input_dim:
+        raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
+    if timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {timeout}")
+    kind = checked_certificate_kind(certificate_kind, strategy)
+    about, facts = claim_about(a, b, dom)
+    if facts.empty:
+        return None, about, facts
+    from .verify import correspondence_first, verify_by_correspondence
+
+    v, found, tried = None, None, False
+    pre: dict = {}
+    if correspondence_first(a, b, kind, strategy):  # milliseconds, before the search
+        tried = True
+        v = verify_by_correspondence(a, b, pre)
+        if v is not None:
+            v.stats["time_s"] = time.monotonic() - started
+    if v is None:
+        v, found = _short_search(search, a, b, dom)
+    if v is None:
+        left = timeout - (time.monotonic() - started)
+        if left > 0:
+            v = verify_equal(
+                a,
+                b,
+                dom,
+                VerifyOptions(
+                    timeout_s=left,
+                    max_leaves=max_leaves,
+                    strategy=strategy,
+                    certificate_kind=kind,
+                    correspondence=not tried,
+                    progress=progress,
+                ),
+            )
+        else:
+            v = Verdict(
+                "unknown",
+                reason=f"timeout after {timeout:g} s (spent before the proof began)",
+                stats={"time_s": 0.0},
+            )
+    if found is not None:
+        v.stats["search"] = found
+    if "correspondence_failed" in pre:
+        v.stats.setdefault("correspondence_failed", pre["correspondence_failed"])
+    return v, about, facts
+
+
+def equality_certificate(a, b, dom, v, facts) -> dict:
+    """The JSON object ``--cert`` writes for a kernel-checked proof of A = B on ``dom``
+    (``decide_equal``'s verdict ``v`` and domain facts): an exactmax/pair-property-certificate
+    for A = B as |A - B| <= 0, else an exactmax/certificate."""
+    from ..io.certificates import certificate_to_json
+
+    if v.stats.get("certificate_kind") == "pair-property":  # A = B as |A - B| <= 0
+        from ..io.pair_certificate import pair_certificate_to_json
+        from ..kernel.rational import Q
+
+        return pair_certificate_to_json(
+            a,
+            b,
+            dom,
+            Q(0),
+            v.certificate,
+            {k: v.stats[k] for k in ("leaves", "splits") if k in v.stats},
+        )
+    return certificate_to_json(
+        a,
+        b,
+        dom,
+        v.certificate,
+        {k: val for k, val in v.stats.items() if k in ("leaves", "splits", "strategy")},
+        facts.witness,
+    )
+
+
+EQUALITY_STATS = (
+    "leaves",
+    "splits",
+    "lp_calls",
+    "float_lp_calls",
+    "program_nodes",
+    "strategy",
+    "layerwise_failed",
+    "layers",
+    "correspondence_failed",
+    "same_max",
+    "differs_in_layer",
+    "search",
+)
+"""The statistics of a verify / equiv answer that ``--json`` prints (``stats``)."""
+
+
+def equality_json(v, about, names, cert: str | None, cert_error: str | None) -> dict:
+    """The ``--json`` object of verify / equiv (``jsonout.dumps`` adds the common keys):
+    ``decide_equal``'s verdict ``v`` and ``about``, the models' ``names``, the certificate's
+    path ``cert`` (None: not asked for) and the error that kept it from being written."""
+    out = {
+        "verdict": v.verdict,
+        "trust": v.trust,  # null for a refutation: the point is the evidence
+        "reason": v.reason,
+        "time_s": round(v.stats.get("time_s", 0.0), 3),
+        **about_json(about),
+        "counterexample": None,
+        "stats": {k: val for k, val in v.stats.items() if k in EQUALITY_STATS},
+        "certificate": cert
+        if cert and v.trust == "kernel-checked" and cert_error is None
+        else None,
+        "certificate_kind": (
+            v.stats.get("certificate_kind") or certificate_kind_written(v.certificate)
+            if v.verdict == "proved" and v.trust == "kernel-checked"
+            else None
+        ),
+    }
+    if cert_error is not None:
+        out["certificate_error"] = cert_error
+    if v.verdict == "refuted":
+        assert v.x is not None and v.outputs is not None  # a refutation carries its point
+        out["counterexample"] = {
+            "x": [q_str(t) for t in v.x],
+            "x_approx": approx_point(v.x),
+            "outputs": {
+                names[0]: [q_str(t) for t in v.outputs[0]],
+                names[1]: [q_str(t) for t in v.outputs[1]],
+            },
+            "outputs_approx": {n: approx_point(y) for n, y in zip(names, v.outputs)},
+        }
+    return out
+
+
 CERTIFICATE_KINDS = ("auto", "equivalence", "pair-property")
 """--certificate-kind: "equivalence" is an exactmax/certificate (layerwise or a split tree
 for A - B = 0; export-coq reads it), "pair-property" an exactmax/pair-property-certificate
@@ -243,11 +284,17 @@ pair-property one."""
 
 def certificate_kind_of(args) -> str:
     """--certificate-kind, checked against --strategy."""
-    kind = getattr(args, "certificate_kind", None) or "auto"
-    if kind == "pair-property" and args.strategy != "auto":
+    return checked_certificate_kind(
+        getattr(args, "certificate_kind", None) or "auto", args.strategy
+    )
+
+
+def checked_certificate_kind(kind: str, strategy: str) -> str:
+    """A certificate kind (``CERTIFICATE_KINDS``), checked against the strategy."""
+    if kind == "pair-property" and strategy != "auto":
         raise UsageError(
             f"--certificate-kind pair-property goes with --strategy auto (a "
-            f"{args.strategy} certificate is an equivalence certificate)"
+            f"{strategy} certificate is an equivalence certificate)"
         )
     return kind
 
@@ -260,9 +307,10 @@ SHORT_SEARCH_MAX_WEIGHTS = 20000
 """Larger models skip it (preparing their evaluators and tie sets alone takes seconds)."""
 
 
-def _short_search(args, a, b, dom):
-    """(Refuted verdict or None, search record or None): the short search before a proof."""
-    if args.no_search:
+def _short_search(search: bool, a, b, dom):
+    """(Refuted verdict or None, search record or None): the short search before a proof
+    (none unless ``search``)."""
+    if not search:
         return None, None
     from ..search import SearchOptions
     from ..search.counterexample import model_size
@@ -298,38 +346,50 @@ def run_verify(args) -> int:
     equals NET on the domain: proved, refuted, unknown or vacuous (``_verify_models``)."""
     started = time.monotonic()
     _check_cert_path(args, [("NET.json", args.model), ("--transformer", args.transformer)])
-    from ..construct.bounds import DomainError
-    from ..construct.transformer import compile_transformer
-
-    net = load_model(args.model)
-    if not isinstance(net, MaxoutNetwork):
-        raise InputError(
-            args.model,
-            "format",
-            'expected an "exactmax/maxout" network (use '
-            "exactmax equiv to compare two arbitrary models)",
-        )
+    net = network_to_verify(load_model(args.model), args.model)
     if args.transformer:
         tf = load_model(args.transformer)
         names = (args.model, args.transformer)
     else:
         dom = model_domain(net, args.domain)
-        if dom is None:
-            raise InputError(
-                args.model,
-                "",
-                'no domain to compile and verify on; add a "domain" entry or pass --domain FILE',
-            )
-        try:
-            tf = compile_transformer(net, dom).transformer
-        except DomainError as e:
-            raise InputError(
-                args.domain or args.model,
-                "" if args.domain else "domain",
-                f"the construction needs a bounded, non-empty domain, but {e}",
-            ) from None
+        tf = compiled_to_verify(net, dom, args.model, args.domain)
         names = (args.model, "its compiled Transformer")
     return _verify_models(args, net, tf, names, started)
+
+
+def network_to_verify(net, name: str) -> MaxoutNetwork:
+    """The network of verify (``name``: where it was read): a Maxout network, else an
+    InputError."""
+    if not isinstance(net, MaxoutNetwork):
+        raise InputError(
+            name,
+            "format",
+            'expected an "exactmax/maxout" network (use '
+            "exactmax equiv to compare two arbitrary models)",
+        )
+    return net
+
+
+def compiled_to_verify(net: MaxoutNetwork, dom, name: str, domain_name: str | None):
+    """The Transformer verify checks by default: ``net`` compiled on ``dom`` (the domain
+    read from ``domain_name``, None: the network's own), or an InputError naming where."""
+    from ..construct.bounds import DomainError
+    from ..construct.transformer import compile_transformer
+
+    if dom is None:
+        raise InputError(
+            name,
+            "",
+            'no domain to compile and verify on; add a "domain" entry or pass --domain FILE',
+        )
+    try:
+        return compile_transformer(net, dom).transformer
+    except DomainError as e:
+        raise InputError(
+            domain_name or name,
+            "" if domain_name else "domain",
+            f"the construction needs a bounded, non-empty domain, but {e}",
+        ) from None
 
 
 def run_equiv(args) -> int:

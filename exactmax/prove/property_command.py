@@ -65,27 +65,47 @@ def _network_and_property(args):
     from ..io.vnnlib2 import read_property as read_vnnlib  # VNN-LIB 1.0 or 2.0
 
     net = load_model(args.model)
+    network_of_property(net, args.model)
+    with phase(f"reading the property {args.property}"):
+        prop = read_vnnlib(args.property)
+    property_matched(net, prop, args.property)
+    return net, prop
+
+
+def network_of_property(net, name: str) -> MaxoutNetwork:
+    """The network of check / replay (``name``: where it was read): a Maxout network, else an
+    InputError."""
     if not isinstance(net, MaxoutNetwork):
         raise InputError(
-            args.model,
+            name,
             "format",
             "expected a Maxout network (an .onnx file or "
             'an "exactmax/maxout" one), got a Transformer',
         )
-    with phase(f"reading the property {args.property}"):
-        prop = read_vnnlib(args.property)
+    return net
+
+
+def property_matched(net, prop, name: str):
+    """The property (``name``: where it was read), if its inputs and outputs are the
+    network's; else an InputError."""
     if (prop.n_x, prop.n_y) != (net.input_dim, net.out_dim):
         raise InputError(
-            args.property,
+            name,
             "",
             f"declares {prop.n_x} inputs X_i and {prop.n_y} "
             f"outputs Y_j, but the network has {net.input_dim} inputs and "
             f"{net.out_dim} outputs",
         )
-    return net, prop
+    return prop
 
 
 def _hashes(args, net, prop) -> dict:
+    return property_hashes(net, args.model, prop)
+
+
+def property_hashes(net, model_path: str | None, prop) -> dict:
+    """The ``sha256`` of a check answer: the network's canonical JSON, its file (None when it
+    was not read from one) and the property's text."""
     from ..io.certificates import content_hash
     from ..io.models import model_to_json
     from ..io.property_certificate import file_sha256
@@ -93,54 +113,64 @@ def _hashes(args, net, prop) -> dict:
     with phase("hashing the network and the property"):
         return {
             "model": content_hash(model_to_json(net)),
-            "model_file": file_sha256(args.model),
+            "model_file": file_sha256(model_path) if model_path is not None else None,
             "property": prop.sha256,
         }
 
 
-def run_check(args) -> int:
-    """``check NET PROP.vnnlib``: sat (exit 1) with an exact counterexample, unsat (exit 0)
-    with a kernel-checked certificate, unknown (exit 3) with the reason."""
+def decide_check(
+    net,
+    prop,
+    *,
+    timeout: float,
+    parallel,
+    max_leaves: int = 20000,
+    search: bool = True,
+    relaxed: bool = True,
+    progress_shown: bool = False,
+    started: float | None = None,
+):
+    """What ``check`` decides about the property ``prop`` of ``net`` (dimensions matched),
+    before anything is printed or written: the ``property.Answer`` (sat, unsat or unknown) of
+    the work units of ``parallel`` (``workers_of``: workers, scheduler, split_depth,
+    unit_cells) with what is left of ``timeout`` seconds from ``started``, and whether the
+    time limit ended it (then its reason says so)."""
     from ..engine.parallel import workers_of
-    from ..io.jsonfile import read_text_file
-    from ..io.models import check_outputs, write_bytes_atomic
-    from ..io.property_certificate import counterexample_text, property_certificate_to_json
     from .property import decide_property_split
 
-    started = time.monotonic()
-    check_outputs(
-        [("--cert", args.cert), ("--counterexample", args.counterexample)],
-        [("NET", args.model), ("PROP.vnnlib", args.property)],
-    )
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    net, prop = _network_and_property(args)
-    sha = _hashes(args, net, prop)  # before the units: the limit leaves them what remains
-    with phase("the work units"), workers_of(args) as executor:  # --no-relax: no Relaxed leaves
-        left = args.timeout - (time.monotonic() - started)
+    started = time.monotonic() if started is None else started
+    with phase("the work units"), workers_of(parallel) as executor:  # relaxed False: no Relaxed
+        left = timeout - (time.monotonic() - started)
         a = decide_property_split(
             net,
             prop,
             max(left, 0.1),
-            args.max_leaves,
-            not args.no_search,
+            max_leaves,
+            search,
             executor,
-            args.split_depth,
-            args.unit_cells,
-            shown(args),
-            relaxed=not getattr(args, "no_relax", False),
+            parallel.split_depth,
+            parallel.unit_cells,
+            progress_shown,
+            relaxed=relaxed,
         )
     timed_out = a.result == "unknown" and (
-        time.monotonic() >= started + args.timeout or "time limit" in (a.reason or "")
+        time.monotonic() >= started + timeout or "time limit" in (a.reason or "")
     )
     if timed_out:  # the units answered by themselves at the limit: say where it passed
         a.reason = f"timeout in the work units: {a.reason}"
+    return a, timed_out
+
+
+def check_json(a, sha: dict, time_s: float, timed_out: bool) -> dict:
+    """The ``--json`` object of check (``jsonout.dumps`` adds the common keys), before any
+    file is written (``certificate`` and ``counterexample_file`` are null): ``decide_check``'s
+    answer ``a``, the ``sha256`` of what it is about, the seconds since the command's start."""
     out = {
         "verdict": a.result,
         # unsat rests on a certificate the kernel checked; sat's evidence is its point
         "trust": "kernel-checked" if a.result == "unsat" else None,
         "reason": a.reason,
-        "time_s": round(time.monotonic() - started, 3),
+        "time_s": time_s,
         "sha256": sha,
         "stats": a.stats,
         "certificate": None,
@@ -158,25 +188,63 @@ def run_check(args) -> int:
             conjunction=a.where[1],
             margin=q_str(a.margin),
         )
-        if args.counterexample:
-            write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
-            out["counterexample_file"] = args.counterexample
+    return out
+
+
+def property_certificate(net, model_path: str, prop_path: str, a) -> dict:
+    """The JSON object ``check --cert`` writes for ``decide_check``'s unsat answer ``a``: the
+    network and the property's text embedded (read again from ``prop_path``), bound by their
+    sha256."""
+    from ..io.jsonfile import read_text_file
+    from ..io.property_certificate import property_certificate_to_json
+
+    text = read_text_file(prop_path, "a VNN-LIB text file")
+    return property_certificate_to_json(
+        net,
+        model_path,
+        prop_path,
+        text,
+        a.trees,
+        {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats},
+    )
+
+
+def run_check(args) -> int:
+    """``check NET PROP.vnnlib``: sat (exit 1) with an exact counterexample, unsat (exit 0)
+    with a kernel-checked certificate, unknown (exit 3) with the reason."""
+    from ..io.models import check_outputs, write_bytes_atomic
+    from ..io.property_certificate import counterexample_text
+
+    started = time.monotonic()
+    check_outputs(
+        [("--cert", args.cert), ("--counterexample", args.counterexample)],
+        [("NET", args.model), ("PROP.vnnlib", args.property)],
+    )
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    net, prop = _network_and_property(args)
+    sha = _hashes(args, net, prop)  # before the units: the limit leaves them what remains
+    a, timed_out = decide_check(
+        net,
+        prop,
+        timeout=args.timeout,
+        parallel=args,
+        max_leaves=args.max_leaves,
+        search=not args.no_search,
+        relaxed=not getattr(args, "no_relax", False),
+        progress_shown=shown(args),
+        started=started,
+    )
+    out = check_json(a, sha, round(time.monotonic() - started, 3), timed_out)
+    if a.result == "sat" and args.counterexample:
+        write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
+        out["counterexample_file"] = args.counterexample
     if a.result == "unsat" and args.cert:
         from ..io.property_certificate import write_property_certificate
 
         with phase(f"writing the certificate {args.cert}"):
-            text = read_text_file(args.property, "a VNN-LIB text file")
-            write_property_certificate(
-                args.cert,
-                property_certificate_to_json(
-                    net,
-                    args.model,
-                    args.property,
-                    text,
-                    a.trees,
-                    {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats},
-                ),
-            )
+            doc = property_certificate(net, args.model, args.property, a)
+            write_property_certificate(args.cert, doc)
         out["certificate"] = args.cert
     if args.json:
         print(jsonout.dumps(out))

@@ -25,24 +25,31 @@ from .about import (
 
 def tolerance_of(args):
     """epsilon (exact, >= 0) or None for --top1, from the command line."""
+    return tolerance(args.epsilon, args.top1, args.norm, args.strategy)
+
+
+def tolerance(epsilon: str | None, top1: bool, norm: str | None = None, strategy: str = "auto"):
+    """epsilon (exact, >= 0, from its text) or None for top-1, checked against the other
+    options of equiv."""
     from ..io.numbers import NumberSyntaxError, parse_rational
 
-    if args.top1 and args.epsilon is not None:
+    if top1 and epsilon is not None:
         raise UsageError("--epsilon and --top1 ask different questions; give one")
-    if args.norm is not None and args.epsilon is None:
+    if norm is not None and epsilon is None:
         raise UsageError("--norm goes with --epsilon")
-    if args.strategy != "auto":
+    if strategy != "auto":
         raise UsageError("--strategy is for equality (no --epsilon, no --top1)")
-    if args.top1:
+    if top1:
         return None
+    assert epsilon is not None  # equiv asks with --epsilon or --top1
     try:
-        e = parse_rational(args.epsilon)
+        e = parse_rational(epsilon)
     except NumberSyntaxError as err:
         raise UsageError(
-            f'--epsilon: expected an exact number ("1/100", "0.01"), got {args.epsilon!r}: {err}'
+            f'--epsilon: expected an exact number ("1/100", "0.01"), got {epsilon!r}: {err}'
         ) from None
     if e < 0:
-        raise UsageError(f"--epsilon: expected a number >= 0, got {args.epsilon}")
+        raise UsageError(f"--epsilon: expected a number >= 0, got {epsilon}")
     return e
 
 
@@ -52,13 +59,31 @@ def _statement(epsilon, names) -> str:
     return f"|{names[0]}(x) - {names[1]}(x)|_inf <= {q_str(epsilon)}"
 
 
-def run_tolerance(args, a, b, names, started: float) -> int:
-    """``equiv A B --epsilon E`` / ``--top1`` of two loaded models."""
+def decide_tolerance(
+    a,
+    b,
+    dom,
+    epsilon,
+    names,
+    *,
+    timeout: float,
+    parallel,
+    max_leaves: int = 20000,
+    search: bool = True,
+    progress_shown: bool = False,
+    started: float | None = None,
+):
+    """What ``equiv --epsilon`` / ``--top1`` decides about A and B on the domain ``dom`` (None:
+    there is none, a usage error), before anything is printed or written: (the answer, what it
+    is about, the kernel-checked domain facts).  The answer is None when the domain is empty
+    (vacuous); a ``verify.Verdict`` (proved, everywhere) when the two are Maxout networks
+    related layer by layer (``_by_correspondence``), else the ``tolerance.Answer`` of the
+    branch and bound on the work units of ``parallel`` (``workers_of``: workers, scheduler,
+    split_depth, unit_cells) with what is left of ``timeout`` seconds from ``started``."""
     from ..engine.parallel import workers_of
     from .tolerance import decide_tolerance_split
 
-    epsilon = tolerance_of(args)
-    dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
+    started = time.monotonic() if started is None else started
     if dom is None:
         raise UsageError("no domain: give one with --domain FILE or in the first model")
     if a.input_dim != b.input_dim:
@@ -69,59 +94,91 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         raise UsageError(f"{names[0]} has {a.out_dim} outputs but {names[1]} has {b.out_dim}")
     if dom.dim != a.input_dim:
         raise UsageError(f"the domain has dimension {dom.dim}, the models {a.input_dim}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    if timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {timeout}")
     about, facts = claim_about(a, b, dom)
     if facts.empty:
-        return answer_vacuous(args, about)
-    proved = _by_correspondence(args, a, b, dom, epsilon, names, about, started)
+        return None, about, facts
+    proved = _by_correspondence(a, b)
     if proved is not None:
-        return proved
-    with workers_of(args) as executor:
-        left = max(args.timeout - (time.monotonic() - started), 0.1)
+        return proved, about, facts
+    with workers_of(parallel) as executor:
+        left = max(timeout - (time.monotonic() - started), 0.1)
         v = decide_tolerance_split(
             a,
             b,
             dom,
             epsilon,
             left,
-            args.max_leaves,
-            not args.no_search,
+            max_leaves,
+            search,
             executor,
-            args.split_depth,
-            args.unit_cells,
-            shown(args),
+            parallel.split_depth,
+            parallel.unit_cells,
+            progress_shown,
         )
-    cert_error = None
-    if args.cert and v.verdict == "proved":
-        from ..io import write_json_atomic
-        from ..io.pair_certificate import pair_certificate_to_json
+    return v, about, facts
 
-        try:
-            write_json_atomic(
-                args.cert,
-                pair_certificate_to_json(
-                    a, b, dom, epsilon, v.tree, {k: v.stats[k] for k in ("leaves", "splits")}
-                ),
-                compact=True,
-            )
-        except InputError as e:
-            cert_error = str(e)
+
+def tolerance_certificate(a, b, dom, epsilon, v) -> dict:
+    """The JSON object ``--cert`` writes for ``decide_tolerance``'s proof ``v``: the layer
+    correspondence (an exactmax/certificate, A = B everywhere), or the pair-property
+    certificate of |A - B| <= epsilon (top-1: epsilon None)."""
+    from .verify import Verdict
+
+    if isinstance(v, Verdict):
+        from ..io.certificates import certificate_to_json
+
+        return certificate_to_json(a, b, dom, v.certificate, {"strategy": "correspondence"})
+    from ..io.pair_certificate import pair_certificate_to_json
+
+    return pair_certificate_to_json(
+        a, b, dom, epsilon, v.tree, {k: v.stats[k] for k in ("leaves", "splits")}
+    )
+
+
+def _property_json(epsilon) -> dict:
+    return (
+        {"kind": "top1"}
+        if epsilon is None
+        else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"}
+    )
+
+
+def tolerance_json(
+    v, about, epsilon, names, cert: str | None, cert_error: str | None, time_s: float
+) -> dict:
+    """The ``--json`` object of ``equiv --epsilon`` / ``--top1`` (``jsonout.dumps`` adds the
+    common keys): ``decide_tolerance``'s answer ``v`` and ``about``, the models' ``names``,
+    the certificate's path ``cert`` (None: not asked for) and the error that kept it from
+    being written, the seconds since the command's start."""
+    from .verify import Verdict
+
+    if isinstance(v, Verdict):  # by a layer correspondence: A = B everywhere
+        return {
+            "verdict": "proved",
+            "trust": "kernel-checked",
+            "reason": None,
+            "time_s": time_s,
+            **about_json(about),
+            "property": _property_json(epsilon),
+            "counterexample": None,
+            "stats": {"strategy": "correspondence", "units": v.stats.get("leaves_checked")},
+            "certificate_kind": "correspondence",
+            "everywhere": True,
+            "certificate": cert if cert and cert_error is None else None,
+        } | ({"certificate_error": cert_error} if cert_error else {})
     stats = {k: (q_str(val) if k == "largest_gap_seen" else val) for k, val in v.stats.items()}
     out = {
         "verdict": v.verdict,
         "trust": "kernel-checked" if v.verdict == "proved" else None,
         "reason": v.reason,
-        "time_s": round(time.monotonic() - started, 3),
+        "time_s": time_s,
         **about_json(about),
-        "property": {"kind": "top1"}
-        if epsilon is None
-        else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
+        "property": _property_json(epsilon),
         "counterexample": None,
         "stats": stats,
-        "certificate": args.cert
-        if args.cert and v.verdict == "proved" and cert_error is None
-        else None,
+        "certificate": cert if cert and v.verdict == "proved" and cert_error is None else None,
         "certificate_kind": "pair-property" if v.verdict == "proved" else None,
     }
     if cert_error is not None:
@@ -140,8 +197,51 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         else:
             ce["gap"], ce["output"] = q_str(v.gap), v.output
         out["counterexample"] = ce
+    return out
+
+
+def run_tolerance(args, a, b, names, started: float) -> int:
+    """``equiv A B --epsilon E`` / ``--top1`` of two loaded models (``decide_tolerance``),
+    the certificate written (``tolerance_certificate``) and the answer printed."""
+    from .verify import Verdict
+
+    epsilon = tolerance_of(args)
+    dom = model_domain(a, args.domain) if args.domain else (a.domain or b.domain)
+    v, about, facts = decide_tolerance(
+        a,
+        b,
+        dom,
+        epsilon,
+        names,
+        timeout=args.timeout,
+        parallel=args,
+        max_leaves=args.max_leaves,
+        search=not args.no_search,
+        progress_shown=shown(args),
+        started=started,
+    )
+    if v is None:
+        return answer_vacuous(args, about)
+    everywhere = isinstance(v, Verdict)  # a layer correspondence
+    cert_error = None
+    if args.cert and (everywhere or v.verdict == "proved"):
+        from ..io import write_json_atomic
+
+        try:
+            write_json_atomic(args.cert, tolerance_certificate(a, b, dom, epsilon, v), compact=True)
+        except InputError as e:
+            cert_error = str(e)
+    t = round(time.monotonic() - started, 3)
+    out = tolerance_json(v, about, epsilon, names, args.cert, cert_error, t)
     if args.json:
         print(jsonout.dumps(out))
+    elif everywhere:
+        print(
+            f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
+            f"the domain, since {names[0]} = {names[1]} on all of Q^{a.input_dim} (a layer "
+            f"correspondence of {out['stats']['units']} units), {t:.2f} s"
+            + (f"; certificate written to {args.cert}" if args.cert and cert_error is None else "")
+        )
     elif v.verdict == "proved":
         print(
             f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
@@ -173,14 +273,16 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         print("  " + about_line(about))
     if cert_error is not None:
         return certificate_not_written(cert_error)
+    if everywhere:
+        return EXIT_OK
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
 
 
-def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int | None:
+def _by_correspondence(a, b):
     """Two Maxout networks of one depth related layer by layer (a rewrite): A = B on all of
     Q^d by a correspondence the kernel checked, so |A - B| = 0 <= epsilon and the arg max sets
-    agree everywhere; the exit status, or None where there is no correspondence (milliseconds
-    for unrelated networks)."""
+    agree everywhere; its verdict, or None where there is no correspondence (milliseconds for
+    unrelated networks)."""
     from ..kernel.maxout import MaxoutNetwork
     from .verify import verify_by_correspondence
 
@@ -188,56 +290,7 @@ def _by_correspondence(args, a, b, dom, epsilon, names, about, started) -> int |
         b.layers
     ):
         return None
-    v = verify_by_correspondence(a, b)
-    if v is None:
-        return None
-    cert_error = None
-    if args.cert:
-        from ..io import write_json_atomic
-        from ..io.certificates import certificate_to_json
-
-        try:
-            write_json_atomic(
-                args.cert,
-                certificate_to_json(a, b, dom, v.certificate, {"strategy": "correspondence"}),
-                compact=True,
-            )
-        except InputError as e:
-            cert_error = str(e)
-    t = round(time.monotonic() - started, 3)
-    units = v.stats.get("leaves_checked")
-    if args.json:
-        print(
-            jsonout.dumps(
-                {
-                    "verdict": "proved",
-                    "trust": "kernel-checked",
-                    "reason": None,
-                    "time_s": t,
-                    **about_json(about),
-                    "property": {"kind": "top1"}
-                    if epsilon is None
-                    else {"kind": "epsilon", "epsilon": q_str(epsilon), "norm": "inf"},
-                    "counterexample": None,
-                    "stats": {"strategy": "correspondence", "units": units},
-                    "certificate_kind": "correspondence",
-                    "everywhere": True,
-                    "certificate": args.cert if args.cert and cert_error is None else None,
-                }
-                | ({"certificate_error": cert_error} if cert_error else {})
-            )
-        )
-    else:
-        print(
-            f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
-            f"the domain, since {names[0]} = {names[1]} on all of Q^{a.input_dim} (a layer "
-            f"correspondence of {units} units), {t:.2f} s"
-            + (f"; certificate written to {args.cert}" if args.cert and cert_error is None else "")
-        )
-        print("  " + about_line(about))
-    if cert_error is not None:
-        return certificate_not_written(cert_error)
-    return EXIT_OK
+    return verify_by_correspondence(a, b)
 
 
 def check_pair_cert(args) -> int:

@@ -149,7 +149,6 @@ def run(args) -> int:
     from ..io.models import check_outputs
     from ..kernel.maxout import MaxoutNetwork
     from ..kernel.polyhedron import Box
-    from .enumerate import DomainProblem, NoCertificate, TooManyCells, Unsupported, count_regions
 
     check_outputs(
         [("--cert", args.cert), ("--save-model", args.save_model), ("--plot", args.plot)],
@@ -162,14 +161,7 @@ def run(args) -> int:
         model, name = load_model(args.model), args.model
     domain = load_domain(args.domain, model.input_dim) if args.domain else model.domain
     where = args.domain or name
-    if domain is None:
-        raise UsageError(
-            f"{name}: no domain; give one with --domain FILE (a bounded box or polyhedron)"
-        )
-    if domain.dim != model.input_dim:
-        raise InputError(
-            where, "", f"the domain has dimension {domain.dim}, the model's input {model.input_dim}"
-        )
+    region_domain(model, domain, name, where)
     if args.compile:
         if not isinstance(model, MaxoutNetwork):
             raise UsageError("--compile: expected a Maxout network, got a Transformer")
@@ -191,48 +183,23 @@ def run(args) -> int:
             raise UsageError(f"--plot: {problem}")
     if args.save_model:
         write_json_atomic(args.save_model, model_to_json(model))
-    try:
-        rc = count_regions(
-            model,
-            domain,
-            max_cells=args.max_cells,
-            timeout_s=args.timeout,
-            progress=_progress(args),
-            all_units=args.all_units,
-        )
-    except DomainProblem as e:
-        raise InputError(where, "domain", str(e)) from None
-    except Unsupported as e:
-        raise InputError(
-            name, "", f"{e}: its regions are not those of a piecewise linear function"
-        ) from None
-    except (TooManyCells, NoCertificate) as e:
-        reason = str(e)
+    rc = count_checked(
+        model,
+        domain,
+        name,
+        where,
+        max_cells=args.max_cells,
+        timeout=args.timeout,
+        all_units=args.all_units,
+        progress=_progress(args),
+    )
+    if isinstance(rc, str):  # unknown, with the reason
         if args.json:
-            print(
-                jsonout.dumps(
-                    {
-                        "verdict": "unknown",
-                        "reason": reason,
-                        "sha256": {"model": _model_hash(model)},
-                        "model": name,
-                        "activation_regions": None,
-                        "linear_regions": None,
-                    }
-                )
-            )
+            print(jsonout.dumps(unknown_json(model, name, rc)))
         else:
-            print(f"unknown: {name}: {reason}")
+            print(f"unknown: {name}: {rc}")
         return EXIT_UNKNOWN
-    kind = "maxout" if isinstance(model, MaxoutNetwork) else "transformer"
-    units = "all" if args.all_units else "outputs"
-    counts = {
-        "activation_regions": rc.activation_regions,
-        "linear_regions": rc.linear_regions,
-        "cells": len(rc.cells),
-        "distinct_maps": rc.distinct_maps,
-        "merge_components": rc.merge_components,
-    }
+    counts = region_counts(rc)
     if args.cert:
         from .certfile import certificate_to_json
 
@@ -245,6 +212,7 @@ def run(args) -> int:
         from ..engine.lp import analyze_domain
 
         rep = analyze_domain(domain)
+        assert rep.lower is not None and rep.upper is not None  # counted: bounded, non-empty
         box = domain if isinstance(domain, Box) else Box(rep.lower, rep.upper)
         from .plot import plot_regions
 
@@ -253,21 +221,7 @@ def run(args) -> int:
         except OSError as e:
             raise UsageError(f"--plot: cannot write {args.plot}: {e.strerror or e}") from None
     if args.json:
-        out = {
-            "verdict": "counted",
-            "trust": "kernel-checked",  # the cells, maps and merges, by the kernel
-            "time_s": round(rc.stats["time_s"], 3),
-            "sha256": {"model": _model_hash(model)},
-            "model": name,
-            "kind": kind,
-            **counts,
-            "units": units,
-            "linear_certified": rc.distinct_maps == rc.merge_components,
-            "stats": {
-                k: (round(v, 3) if isinstance(v, float) else v)
-                for k, v in rc.stats.items()
-                if k != "time_s"
-            },
+        out = counted_json(model, name, rc, args.all_units) | {
             "certificate": args.cert,
             "plot": args.plot,
         }
@@ -301,6 +255,105 @@ def run(args) -> int:
     if args.plot:
         print(f"  plot written to {args.plot}")
     return EXIT_OK
+
+
+def region_domain(model, domain, name: str, where: str):
+    """The domain regions counts on, if there is one of the model's input dimension (a usage
+    error naming the model ``name``, else an InputError naming ``where`` it came from)."""
+    from ..io import InputError
+
+    if domain is None:
+        raise UsageError(
+            f"{name}: no domain; give one with --domain FILE (a bounded box or polyhedron)"
+        )
+    if domain.dim != model.input_dim:
+        raise InputError(
+            where, "", f"the domain has dimension {domain.dim}, the model's input {model.input_dim}"
+        )
+    return domain
+
+
+def count_checked(
+    model,
+    domain,
+    name: str,
+    where: str,
+    *,
+    max_cells: int = 200000,
+    timeout: float | None = None,
+    all_units: bool = False,
+    progress=None,
+):
+    """``count_regions`` of ``model`` (``name``) on ``domain`` (from ``where``) with the
+    command's answers: the ``RegionCount``; the reason (a str) where it gives up (unknown: too
+    many cells, the time limit, no certificate); an InputError for a domain it cannot count
+    on or a model that is not piecewise linear."""
+    from ..io import InputError
+    from .enumerate import DomainProblem, NoCertificate, TooManyCells, Unsupported, count_regions
+
+    try:
+        return count_regions(
+            model,
+            domain,
+            max_cells=max_cells,
+            timeout_s=timeout,
+            progress=progress,
+            all_units=all_units,
+        )
+    except DomainProblem as e:
+        raise InputError(where, "domain", str(e)) from None
+    except Unsupported as e:
+        raise InputError(
+            name, "", f"{e}: its regions are not those of a piecewise linear function"
+        ) from None
+    except (TooManyCells, NoCertificate) as e:
+        return str(e)
+
+
+def region_counts(rc) -> dict:
+    """The counts of a ``RegionCount`` (what the certificate states, and ``--json`` prints)."""
+    return {
+        "activation_regions": rc.activation_regions,
+        "linear_regions": rc.linear_regions,
+        "cells": len(rc.cells),
+        "distinct_maps": rc.distinct_maps,
+        "merge_components": rc.merge_components,
+    }
+
+
+def unknown_json(model, name: str, reason: str) -> dict:
+    """The ``--json`` object of regions when it gives up (``count_checked``'s reason)."""
+    return {
+        "verdict": "unknown",
+        "reason": reason,
+        "sha256": {"model": _model_hash(model)},
+        "model": name,
+        "activation_regions": None,
+        "linear_regions": None,
+    }
+
+
+def counted_json(model, name: str, rc, all_units: bool) -> dict:
+    """The ``--json`` object of regions for the count ``rc`` of ``model`` (``name``), before
+    the files it wrote (``certificate``, ``plot``)."""
+    from ..kernel.maxout import MaxoutNetwork
+
+    return {
+        "verdict": "counted",
+        "trust": "kernel-checked",  # the cells, maps and merges, by the kernel
+        "time_s": round(rc.stats["time_s"], 3),
+        "sha256": {"model": _model_hash(model)},
+        "model": name,
+        "kind": "maxout" if isinstance(model, MaxoutNetwork) else "transformer",
+        **region_counts(rc),
+        "units": "all" if all_units else "outputs",
+        "linear_certified": rc.distinct_maps == rc.merge_components,
+        "stats": {
+            k: (round(v, 3) if isinstance(v, float) else v)
+            for k, v in rc.stats.items()
+            if k != "time_s"
+        },
+    }
 
 
 def _check(args) -> int:

@@ -104,7 +104,7 @@ def check_domain(domain: Domain) -> tuple[Polyhedron, Box]:
     if not rep.bounded:
         raise DomainProblem(
             "the domain is unbounded (ray "
-            + ", ".join(str(v) for v in rep.unbounded_direction)
+            + ", ".join(str(v) for v in rep.unbounded_direction or ())
             + "); regions are counted on bounded "
             "polyhedra only: give a box or add constraints"
         )
@@ -114,6 +114,7 @@ def check_domain(domain: Domain) -> tuple[Polyhedron, Box]:
             "the domain has an empty interior (it lies in a hyperplane), so "
             "no region has an interior; drop a dimension or widen it"
         )
+    assert rep.lower is not None and rep.upper is not None  # bounded and non-empty
     return P, Box(rep.lower, rep.upper)
 
 
@@ -297,7 +298,7 @@ def count_regions(
     prog = program_of(model)
     P, bbox = check_domain(domain)
     box = domain if isinstance(domain, Box) else None
-    stats = {"cells": 0, "splits": 0, "program_nodes": len(prog.nodes)}
+    stats: dict[str, float] = {"cells": 0, "splits": 0, "program_nodes": len(prog.nodes)}
     tree = _build_tree(
         prog,
         P,
