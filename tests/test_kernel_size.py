@@ -24,7 +24,8 @@ change of what the kernel holds.  The docstrings and comments were then compacte
 changed) to get back under 2,000: 1,985 lines in all, 997 of them the core.  Then 23 lines to
 ``property.py`` (2,008 in all, the core unchanged): ``Tighten``, a branch's own upper
 functions (the check of an upper function shared with ``relax`` as ``upper_map``), which took
-MNIST 256x2 property 6 at 0.03 from 233 phase leaves to 14.  The physical caps
+MNIST 256x2 property 6 at 0.03 from 233 phase leaves to 14; ``property.py``'s docstrings were
+then compacted (AST identical without them) to 2,000.  The physical caps
 below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
 lines are capped at 1,500 and 1,000.
 """
@@ -67,7 +68,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2008, 997)  # the whole kernel, its core
+PHYSICAL_CAP = (2000, 997)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -1,20 +1,17 @@
 """The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
 A case (P, O_1 ... O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) satisfying every
 row of some O_j (rows a . (x, y) + c >= 0, > 0 if strict).  Its certificate is a split tree over P
-(rows and choices as in ``certificate.py``) whose leaves partition P: ``Empty`` (Farkas
-multipliers for 0 > 0 on the cell); ``Excluded`` (choices fixing every Max node the outputs read,
-y = M x + d on the cell, and per O_j a proof that the cell's rows and O_j's have no common
-point); ``Relaxed`` (``relax``): each Max node i the outputs read that no choice fixes becomes, in
-node order, a variable v_i of z = (x, v ...) with the rows v_i - A_j >= 0 (each argument) and
-u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta proved >= every A_j over the cell's rows and the
-earlier v's (u_i = A_j itself shows v_i = A_j: no variable); then a proof per O_j as above, y
-affine in z.  Sound: z = (x, the true values) satisfies every row (in node order, v_i = max_j A_j
->= A_j, and u_i >= every A_j by the proofs, so u_i >= v_i).  A proof is Farkas multipliers for
-0 > 0; or a ``Phase``: a split on which argument of Max node i attains v_i, branch k adding
-A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with a proof for that cell (at the true z every
-node's map is its value, so the rows of an argmax k hold; a ReLU: v = a, a >= 0, or v = 0,
-a <= 0); or a ``Tighten``: for Max nodes i in turn, u proved >= every A_j on the rows so far and
-u - v_i >= 0 added, then a proof (at the true z, v_i = max_j A_j <= u)."""
+(rows, choices: ``certificate.py``) whose leaves are ``Empty`` (Farkas multipliers for 0 > 0 on
+the cell), ``Excluded`` (choices fixing every Max node the outputs read, y = M x + d, and per O_j
+a proof that the cell's rows and O_j's have no common point) or ``Relaxed`` (``relax``): each Max
+node i the outputs read that no choice fixes becomes, in node order, a variable v_i of
+z = (x, v ...) with rows v_i - A_j >= 0 (each argument) and u_i - v_i >= 0, u_i = sum_j lam_j A_j
++ beta proved >= every A_j on the rows so far (u_i = A_j: v_i = A_j, no variable); then a proof
+per O_j, y affine in z.  Sound: z = (x, the true values) meets every row (v_i = max_j A_j <= u_i).
+A proof is Farkas multipliers for 0 > 0; or a ``Phase``: a split on which argument of Max node i
+attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with its own proof (at
+the true z an argmax k's rows hold); or a ``Tighten``: for Max nodes i in turn, u proved >= every
+A_j on the rows so far adds u - v_i >= 0; then a proof (at the true z, v_i = max_j A_j <= u)."""
 
 from __future__ import annotations
 
@@ -118,8 +115,7 @@ def compose(row: Row, ys: list, d: int) -> Row:
 
 
 def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None) -> int:
-    """Accept iff ``tree`` proves the case for p; returns its number of leaves.  ``run``: a
-    ``map`` (a pool's) running ``check_piece``, this kernel's code, on the pieces of ``cut``."""
+    """Accept iff ``tree`` proves the case for p (returns its leaves); ``run``: a pool's map."""
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
@@ -135,10 +131,7 @@ PIECES = 32  # pieces of a tree ``check_case`` hands to ``run`` (several per wor
 
 
 def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
-    """The tree as [(subtree, rows of its cell, where)], splits that state no choices opened
-    breadth first, up to ``parts`` pieces.  Walking each piece from its rows reaches exactly
-    the leaves, rows and maps the whole walk does (such a split passes down its cell's rows and
-    its own, nothing else), so the tree is checked when every piece is, in any order."""
+    """[(subtree, cell rows, where)]: choice-free splits opened, breadth first, to ``parts``."""
     pieces = [(tree, cert.domain_rows(P), where)]
     while len(pieces) < parts:
         opened = [
@@ -157,8 +150,7 @@ def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
 
 
 def check_piece(p: Program, case: Case, piece: tuple) -> int:
-    """Accept iff the subtree of ``piece`` = (subtree, rows of its cell or None for the case's
-    input set, where) proves the case on that cell; returns its number of leaves."""
+    """Accept iff ``piece`` = (subtree, its cell's rows, where) proves the case (its leaves)."""
     tree, rows, where = piece
     need = sorted(cert.cone(p, p.outputs))
     leaves = 0
