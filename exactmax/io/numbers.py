@@ -137,6 +137,13 @@ def point_lines(name: str, values, sep: str = " = ", indent: str = "  ") -> str:
 LONG_EXACT = 12
 
 
+def difference_lines(x, names, outputs) -> str:
+    """A point where models differ: ``x = (...)``, then each model's outputs (``point_lines``)."""
+    return "\n".join(
+        [point_lines("x", x)] + [point_lines(n, y, ": ") for n, y in zip(names, outputs)]
+    )
+
+
 def _int(digits: str) -> Z:
     """An optionally signed run of ASCII digits, read by FLINT (no decimal digit limit)."""
     return Z(digits[1:] if digits.startswith("+") else digits)

@@ -20,7 +20,7 @@ from ..exits import (
 )
 from ..io import InputError, load_model
 from ..io.models import model_domain
-from ..io.numbers import approx_point, point_lines, q_str
+from ..io.numbers import approx_point, difference_lines, q_str
 from ..kernel.maxout import MaxoutNetwork
 from ..progress import cells_certified
 from .about import (
@@ -99,9 +99,7 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
             f"(evaluated by the kernel{by})"
         )
         assert v.x is not None and v.outputs is not None
-        print(point_lines("x", v.x))
-        for name, y in zip(names, v.outputs):
-            print(point_lines(name, y, ": "))
+        print(difference_lines(v.x, names, v.outputs))
     else:
         print(f"unknown: {v.reason}")
     if not args.json:

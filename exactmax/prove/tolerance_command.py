@@ -11,7 +11,7 @@ from .. import jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError
 from ..io.models import model_domain
-from ..io.numbers import approx_point, point_lines, q_str
+from ..io.numbers import approx_point, difference_lines, q_str
 from ..progress import shown
 from .about import (
     about_json,
@@ -264,9 +264,7 @@ def run_tolerance(args, a, b, names, started: float) -> int:
                 f"{float(v.gap):.6g}) > {q_str(epsilon)} at a point of the domain, in "
                 f"output {v.output} (evaluated by the kernel)"
             )
-        print(point_lines("x", v.x))
-        for n, y in zip(names, v.outputs):
-            print(point_lines(n, y, ": "))
+        print(difference_lines(v.x, names, v.outputs))
     else:
         print(f"unknown: {v.reason}")
     if not args.json:

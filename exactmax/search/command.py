@@ -9,7 +9,7 @@ from .. import jsonout
 from ..exits import EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..io import InputError, load_model
 from ..io.models import model_domain
-from ..io.numbers import approx_point, point_lines, q_str, quote
+from ..io.numbers import approx_point, difference_lines, q_str, quote
 from ..kernel.polyhedron import Box
 from ..kernel.transformer import HARDMAX, Attention
 
@@ -102,9 +102,7 @@ def run(args) -> int:
             f"{', then shrunk' if r.stats.get('shrunk') else ''})"
         )
         assert r.x is not None and r.outputs is not None
-        print(point_lines("x", r.x))
-        for name, y in zip(names, r.outputs):
-            print(point_lines(name, y, ": "))
+        print(difference_lines(r.x, names, r.outputs))
     else:
         print(
             f"none found in {r.tried} tries ({r.time_s:.2f} s): {names[0]} and {names[1]} "
