@@ -60,7 +60,9 @@ TIGHTEN = int(_T) if _T.isdigit() else 16
 relaxed and true values at the LP optimum, weighted by the dual of their upper row) get upper
 functions of their own from their bounds on the branch (two LPs each;
 ``kernel.property.Tighten``); 0: the leaf's upper functions only (not a number: 16)."""
-GRID = 2**16  # the tightened bounds rounded outward to 1/GRID, as ``relaxation`` does
+GRID = 2**16
+"""Bounds and slopes of upper functions (the leaf's, ``relaxation``, and a branch's) are rounded
+outward to 1/GRID: every number stays dyadic, which keeps the exact arithmetic short."""
 
 
 class Unclosed(Exception):
@@ -277,17 +279,17 @@ def prove_conjunction(
             proofs: list = [(), ()]
             if Lx >= 0:  # v = a on the branch
                 lam[ka] = ONE
-                proofs[k0] = _scaled(ml, ONE)
+                proofs[k0] = _proof(ml, ONE)
                 beta = ZERO
             elif Ux <= 0:  # v = 0
-                proofs[ka] = _scaled(mu, ONE)
+                proofs[ka] = _proof(mu, ONE)
                 beta = ZERO
             else:
-                L, U = Q((Lx * GRID).floor(), GRID), Q((Ux * GRID).ceil(), GRID)
-                su = Q((U / (U - L) * GRID).floor(), GRID)
+                L, U = _down(Lx), _up(Ux)
+                su = _down(U / (U - L))
                 beta = max(-su * L, U - su * U)
                 lam[ka] = su
-                proofs[ka], proofs[k0] = _scaled(mu, ONE - su), _scaled(ml, su)
+                proofs[ka], proofs[k0] = _proof(mu, ONE - su), _proof(ml, su)
             u = Upper(tuple(lam), beta, tuple(proofs))
             uf = lin_map(Lin((), beta, tuple(enumerate(lam))), [prob.vals[j] for j in node.args], D)
             row = Row(tuple(w - (ONE if c == t else ZERO) for c, w in enumerate(uf[0])), uf[1])
@@ -366,9 +368,18 @@ def prove_conjunction(
     return branch([], frozenset(), 0)
 
 
-def _scaled(m: dict, scale: Q) -> tuple:
-    """The multipliers m times scale, in row order; none when scale is 0."""
+def _proof(m: dict, scale: Q) -> tuple:
+    """The multipliers m scaled, in row order; none when scale is 0 (the kernel wants positive
+    ones)."""
     return tuple((i, scale * y) for i, y in sorted(m.items()) if y) if scale else ()
+
+
+def _down(v: Q) -> Q:
+    return Q((v * GRID).floor(), GRID)
+
+
+def _up(v: Q) -> Q:
+    return Q((v * GRID).ceil(), GRID)
 
 
 def _inside(v: float, bounds) -> Q:

@@ -14,7 +14,7 @@ Farkas multipliers: eliminating v with coefficient c > 0 uses the row v - A >= 0
 as alpha says) with multiplier c, with c < 0 the row u - v >= 0 with multiplier -c; the Lin
 nodes are substituted by their maps (no row); what is left on x is bounded by the cell's box
 rows, and the constant is the proved bound.  The exact bounds are rounded outward to a grid
-of 1/GRID, and so is the slope s <= U / (U - L), with t = max(-s L, (1 - s) U): then
+of 1/GRID (``phases.GRID``), and so is the slope s <= U / (U - L), with t = max(-s L, (1 - s) U): then
 u = s a + t >= 0 and >= a at a = L and at a = U, so on [L, U]; every number stays dyadic, which
 keeps the exact arithmetic short.  u is proved >= a by (1 - s) times the proof of a <= U
 (residual t - (1 - s) U >= 0) and >= 0 by s times the proof of a >= L (residual s L + t >= 0)
@@ -49,8 +49,8 @@ from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from . import phases
 from .certify import Limits, NoCertificate
+from .phases import _down, _proof, _up
 
-GRID = 2**16
 MARGIN = 1e-7
 MAX_DEPTH = 40  # deeper: a bound that no relaxation with a margin closes; give up
 OPT_STEPS = 30  # projected Adam steps on the lower slopes of a cell the fixed slopes leave open
@@ -473,19 +473,6 @@ def _combos(n: int) -> list:
     if n > 2:
         out.append(tuple((q, Q(1, n)) for q in range(n)))
     return out
-
-
-def _proof(m: dict, scale: Q):
-    """The multipliers m scaled; none when scale is 0 (the kernel wants positive ones)."""
-    return tuple((i, scale * y) for i, y in sorted(m.items()) if y) if scale else ()
-
-
-def _down(v: Q) -> Q:
-    return Q((v * GRID).floor(), GRID)
-
-
-def _up(v: Q) -> Q:
-    return Q((v * GRID).ceil(), GRID)
 
 
 def _arg_order(p, i) -> tuple[int, int]:
