@@ -14,11 +14,11 @@ Farkas multipliers: eliminating v with coefficient c > 0 uses the row v - A >= 0
 as alpha says) with multiplier c, with c < 0 the row u - v >= 0 with multiplier -c; the Lin
 nodes are substituted by their maps (no row); what is left on x is bounded by the cell's box
 rows, and the constant is the proved bound.  The exact bounds are rounded outward to a grid
-of 1/GRID (``phases.GRID``), and so is the slope s <= U / (U - L), with t = max(-s L, (1 - s) U): then
-u = s a + t >= 0 and >= a at a = L and at a = U, so on [L, U]; every number stays dyadic, which
-keeps the exact arithmetic short.  u is proved >= a by (1 - s) times the proof of a <= U
-(residual t - (1 - s) U >= 0) and >= 0 by s times the proof of a >= L (residual s L + t >= 0)
-(``Upper``).
+of 1/GRID (``phases.GRID``), and so is the slope s <= U / (U - L), with
+t = max(-s L, (1 - s) U): then u = s a + t >= 0 and >= a at a = L and at a = U, so on [L, U];
+every number stays dyadic, which keeps the exact arithmetic short.  u is proved >= a by
+(1 - s) times the proof of a <= U (residual t - (1 - s) U >= 0) and >= 0 by s times the proof
+of a >= L (residual s L + t >= 0) (``Upper``).
 
 Where the fixed slopes leave a conjunction open, the slopes are optimised in floats
 (alpha-CROWN; untrusted, they only choose): first the output's, per unstable node (with the
