@@ -1,21 +1,29 @@
 """ONNX graphs read as Maxout networks with exact rational weights.
 
 Every float weight (float16/32/64) is the dyadic rational m / 2^e it denotes, read through
-``float.as_integer_ratio()``: nothing is rounded.  The graph is run once symbolically:
+``float.as_integer_ratio()``: nothing is rounded but BatchNormalization's square root (below).
+The graph is run once symbolically on affine tensors (``affine_tensors``: arrays of sparse rows,
+each an exact affine function of one level's units; level 0 is the input):
 
-- a tensor is either a constant (an exact array) or *affine*: an array T of shape (n + 1,) + S
-  with T[0] the constant part and T[1 + v] the coefficient of variable v, the variables being
-  the units of one level (level 0: the network's input, level l: the units of layer l);
-- linear operators (Gemm, MatMul, Add, Sub, Mul/Div by constants, Reshape, Flatten, Squeeze,
-  Unsqueeze, Transpose, Concat, Identity) act on T exactly, so consecutive affine maps are
-  composed exactly;
-- max-like operators (Relu = max(z, 0), variadic Max, ReduceMax, MaxPool) turn every element
-  of an affine tensor of level l into one Maxout unit of layer l + 1 (its pieces: the
-  arguments of the max), and give back the affine tensor "that unit" of level l + 1.
+- linear operators act on the rows exactly, so consecutive affine maps are composed exactly:
+  Gemm, MatMul, Add, Sub, Sum, Mul/Div by constants, Neg, Conv and ConvTranspose (sparse maps:
+  a row holds its window), AveragePool, GlobalAveragePool, ReduceSum, ReduceMean, Pad, Slice,
+  Gather, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Identity;
+  BatchNormalization (inference) is the affine map y = s (x - mean) + B with s = scale /
+  sqrt(var + epsilon): exact when that square root is rational, otherwise s is the double
+  nearest to it (counted in the import report);
+- max-like operators turn every element into one Maxout unit of the next layer, its pieces the
+  arguments of the max: Relu = max(z, 0), Max, ReduceMax, MaxPool, GlobalMaxPool (the window),
+  Abs = max(z, -z), LeakyRelu and PRelu = max(z, a z) (min(z, a z) for a slope a > 1), and
+  through min(u, v) = -max(-u, -v): Min, ReduceMin, Clip (two layers when both bounds are
+  given);
+- tensors of different depths meet (residual connections, Concat of branches): the shallower
+  one is carried to the deeper level through rank-1 units, each equal to its one piece.
 
-Affine tensors of different levels never meet (a skip connection is refused), so the result is
-h^l = max(pieces of h^(l-1)), y = A h^D + c: exactly ``kernel.maxout.MaxoutNetwork``.
-Mathematical semantics over the reals are imported, not float32 arithmetic.
+The result is h^l = max(pieces of h^(l-1)), y = A h^D + c: exactly ``kernel.maxout.
+MaxoutNetwork``, with mixed ranks.  Mathematical semantics over the reals are imported, not
+float32 arithmetic.  Operators that are not piecewise linear (Sigmoid, Tanh, Exp, ...) are
+refused, as is anything whose value depends on the input in a non-affine way.
 """
 
 from __future__ import annotations
@@ -24,27 +32,60 @@ import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 from ..interruption import phase
 from ..kernel.affine import Affine
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
-from ..kernel.rational import ONE, ZERO, Q, RatMatrix
+from ..kernel.rational import ONE, ZERO, Q
+from . import onnx_spatial as spatial
+from .affine_tensors import (
+    CONST,
+    Aff,
+    Layers,
+    add_rows,
+    combination,
+    contract,
+    lift,
+    negate,
+    scale_rows,
+)
 from .errors import InputError
+from .onnx_spatial import Refuse as _Refuse
 
 SUPPORTED = (
     "Gemm",
     "MatMul",
     "Add",
     "Sub",
+    "Sum",
     "Mul",
     "Div",
     "Neg",
     "Relu",
+    "LeakyRelu",
+    "PRelu",
+    "Abs",
+    "Clip",
     "Max",
+    "Min",
     "ReduceMax",
+    "ReduceMin",
+    "ReduceSum",
+    "ReduceMean",
     "MaxPool",
+    "GlobalMaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "Conv",
+    "ConvTranspose",
+    "BatchNormalization",
+    "Pad",
+    "Slice",
+    "Gather",
+    "Shape",
     "Reshape",
     "Flatten",
     "Squeeze",
@@ -57,21 +98,48 @@ SUPPORTED = (
     "Softmax (final, with --drop-final-softmax)",
 )
 SUPPORTED_LINE = "supported: " + ", ".join(SUPPORTED)
+NOT_PIECEWISE_LINEAR = frozenset(
+    "Sigmoid HardSigmoid Tanh Softplus Softsign Exp Log Elu Selu Celu Gelu Mish Erf Sqrt Pow "
+    "Reciprocal Sin Cos Tan Atan Asin Acos Sinh Cosh Asinh Acosh Atanh LogSoftmax HardSwish "
+    "Floor Ceil Round Sign ThresholdedRelu".split()
+)
+"""Operators refused with the reason "not piecewise linear (continuous)": smooth
+nonlinearities, and steps, which are piecewise constant but not continuous."""
 OPSETS = (7, 21)
 MAX_INPUTS = 20_000
-"""Most input numbers read: the affine tensors have (n + 1) x n exact entries per element."""
+"""Most input numbers read."""
+_MANY = 2**31
 _ARITY = {
     "Gemm": (2, 3),
     "MatMul": (2, 2),
     "Add": (2, 2),
     "Sub": (2, 2),
+    "Sum": (1, _MANY),
     "Mul": (2, 2),
     "Div": (2, 2),
     "Neg": (1, 1),
     "Relu": (1, 1),
-    "Max": (1, 2**31),
+    "LeakyRelu": (1, 1),
+    "PRelu": (2, 2),
+    "Abs": (1, 1),
+    "Clip": (1, 3),
+    "Max": (1, _MANY),
+    "Min": (1, _MANY),
     "ReduceMax": (1, 2),
+    "ReduceMin": (1, 2),
+    "ReduceSum": (1, 2),
+    "ReduceMean": (1, 2),
     "MaxPool": (1, 1),
+    "GlobalMaxPool": (1, 1),
+    "AveragePool": (1, 1),
+    "GlobalAveragePool": (1, 1),
+    "Conv": (2, 3),
+    "ConvTranspose": (2, 3),
+    "BatchNormalization": (5, 5),
+    "Pad": (2, 4),
+    "Slice": (3, 5),
+    "Gather": (2, 2),
+    "Shape": (1, 1),
     "Reshape": (1, 2),
     "Flatten": (1, 1),
     "Squeeze": (1, 2),
@@ -80,22 +148,38 @@ _ARITY = {
     "Identity": (1, 1),
     "Dropout": (1, 3),
     "Constant": (0, 0),
-    "Concat": (1, 2**31),
+    "Concat": (1, _MANY),
     "Softmax": (1, 1),
 }
 """(least, most) inputs of each operator; the first ``least`` are required."""
+_REDUCE = ("axes", "keepdims", "noop_with_empty_axes")
+_POOL = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 _ATTRIBUTES = {
     "Gemm": ("alpha", "beta", "transA", "transB"),
-    "ReduceMax": ("axes", "keepdims", "noop_with_empty_axes"),
-    "MaxPool": (
+    "LeakyRelu": ("alpha",),
+    "Clip": ("min", "max"),
+    "ReduceMax": _REDUCE,
+    "ReduceMin": _REDUCE,
+    "ReduceSum": _REDUCE,
+    "ReduceMean": _REDUCE,
+    "MaxPool": _POOL + ("storage_order",),
+    "AveragePool": _POOL + ("count_include_pad",),
+    "Conv": ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"),
+    "ConvTranspose": (
         "auto_pad",
-        "ceil_mode",
         "dilations",
+        "group",
         "kernel_shape",
+        "output_padding",
+        "output_shape",
         "pads",
-        "storage_order",
         "strides",
     ),
+    "BatchNormalization": ("epsilon", "momentum", "training_mode", "spatial"),
+    "Pad": ("mode", "pads", "value"),
+    "Slice": ("starts", "ends", "axes"),
+    "Gather": ("axis",),
+    "Shape": ("start", "end"),
     "Reshape": ("allowzero", "shape"),
     "Flatten": ("axis",),
     "Squeeze": ("axes",),
@@ -108,8 +192,16 @@ _ATTRIBUTES = {
 }
 """The attributes each operator has (those not listed have none); any other name is refused
 rather than ignored (a misspelt ``transb`` would change the meaning)."""
+_FLOAT, _INT, _STRING, _TENSOR, _FLOATS, _INTS = (
+    (1, "a float"),
+    (2, "an integer"),
+    (3, "a string"),
+    (4, "a tensor"),
+    (6, "a list of floats"),
+    (7, "a list of integers"),
+)
 _ATTRIBUTE_TYPES = {
-    **dict.fromkeys(("alpha", "beta", "ratio", "value_float"), (1, "a float")),
+    **dict.fromkeys(("alpha", "beta", "ratio", "value_float", "epsilon", "momentum"), _FLOAT),
     **dict.fromkeys(
         (
             "transA",
@@ -123,25 +215,43 @@ _ATTRIBUTE_TYPES = {
             "seed",
             "is_test",
             "value_int",
+            "group",
+            "count_include_pad",
+            "training_mode",
+            "spatial",
+            "start",
+            "end",
         ),
-        (2, "an integer"),
+        _INT,
     ),
-    "auto_pad": (3, "a string"),
-    "value_floats": (6, "a list of floats"),
-    "value": (4, "a tensor"),
+    **dict.fromkeys(("auto_pad", "mode"), _STRING),
+    "value_floats": _FLOATS,
+    "value": _TENSOR,
     **dict.fromkeys(
-        ("axes", "kernel_shape", "pads", "strides", "dilations", "perm", "value_ints", "shape"),
-        (7, "a list of integers"),
+        (
+            "axes",
+            "kernel_shape",
+            "pads",
+            "strides",
+            "dilations",
+            "perm",
+            "value_ints",
+            "shape",
+            "output_padding",
+            "output_shape",
+            "starts",
+            "ends",
+        ),
+        _INTS,
     ),
+    ("Pad", "value"): _FLOAT,
+    ("Clip", "min"): _FLOAT,
+    ("Clip", "max"): _FLOAT,
 }
 """Each attribute's AttributeProto type (FLOAT 1, INT 2, STRING 3, TENSOR 4, FLOATS 6,
-INTS 7)."""
+INTS 7); (operator, name) where one name has two types."""
 _FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
 _INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
-
-
-class _Refuse(Exception):
-    """An unsupported or malformed node; the message is completed with the node's name."""
 
 
 @dataclass
@@ -155,6 +265,8 @@ class ImportReport:
     max_weight_denominator_bits: int = 0
     max_network_denominator_bits: int = 0
     dropped_softmax: bool = False
+    rounded_square_roots: int = 0
+    carried_units: int = 0
 
     def as_json(self, net: MaxoutNetwork) -> dict:
         return {
@@ -168,23 +280,9 @@ class ImportReport:
             "max_weight_denominator_bits": self.max_weight_denominator_bits,
             "max_network_denominator_bits": self.max_network_denominator_bits,
             "dropped_final_softmax": self.dropped_softmax,
+            "rounded_square_roots": self.rounded_square_roots,
+            "carried_units": self.carried_units,
         }
-
-
-@dataclass
-class _Aff:
-    """An affine tensor of shape T.shape[1:] in the variables of ``level``."""
-
-    T: np.ndarray
-    level: int
-
-    @property
-    def shape(self):
-        return self.T.shape[1:]
-
-
-def _zeros(shape) -> np.ndarray:
-    return np.full(shape, ZERO, dtype=object)
 
 
 _to_q = np.frompyfunc(lambda v: Q(*float(v).as_integer_ratio()), 1, 1)
@@ -196,24 +294,20 @@ def _qs(arr: np.ndarray) -> np.ndarray:
     return np.asarray(_to_q(arr), dtype=object)
 
 
+def _q(v: float) -> Q:
+    return Q(*float(v).as_integer_ratio())
+
+
 def _den_bits(v: Q) -> int:
     return int(v.q).bit_length() - 1
 
 
-_Unit = list[tuple[tuple[Q, ...], Q]]
-"""A maxout unit as its pieces (w, b): the unit computes max over the pieces of w . x + b."""
-
-
-class _Graph:
+class _Graph(Layers):
     def __init__(self, path: str, report: ImportReport):
+        super().__init__(0)
         self.path, self.report = path, report
-        self.layers: list[list[_Unit]] = []  # per layer, its units
 
-    # ------------------------------------------------------------------ values
-    def width(self, level: int) -> int:
-        return self.report.input_dim if level == 0 else len(self.layers[level - 1])
-
-    def exact(self, a: np.ndarray) -> np.ndarray:
+    def exact(self, a) -> np.ndarray:
         """An exact (object) array from a constant."""
         if not isinstance(a, np.ndarray):  # a scalar left by a reduction of a constant
             a = np.asarray(a, dtype=object)
@@ -227,60 +321,9 @@ class _Graph:
             )
         raise _Refuse(f"a constant of type {a.dtype}")
 
-    def padded(self, x: _Aff) -> np.ndarray:
-        """T with a coefficient row for every unit its level has now."""
-        n = self.width(x.level)
-        if x.T.shape[0] == n + 1:
-            return x.T
-        extra = _zeros((n + 1 - x.T.shape[0],) + x.shape)
-        return np.concatenate([x.T, extra])
-
-    def lift(self, c: np.ndarray, level: int) -> np.ndarray:
-        T = _zeros((self.width(level) + 1,) + c.shape)
-        T[0, ...] = self.exact(c)
-        return T
-
-    def common(self, values, what: str):
-        """The level shared by the affine values (None if all are constant) and each value as
-        an array (n + 1,) + S with its own shape, right-aligned for broadcasting."""
-        levels = {v.level for v in values if isinstance(v, _Aff)}
-        if len(levels) > 1:
-            raise _Refuse(
-                f"{what} combines tensors after {sorted(levels)} nonlinear layers "
-                "(a skip connection); only chains of layers are supported"
-            )
-        if not levels:
-            return None, [self.exact(v) for v in values]
-        level = levels.pop()
-        arrays = [self.padded(v) if isinstance(v, _Aff) else self.lift(v, level) for v in values]
-        rank = max(a.ndim for a in arrays)
-        return level, [
-            a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:]) for a in arrays
-        ]
-
-    # ------------------------------------------------------------------ layers
-    def new_units(self, level: int, pieces_per_element: np.ndarray, shape) -> _Aff:
-        """One unit per element (its pieces: ``pieces_per_element[..., j]`` of shape
-        (n + 1,) + S + (k,)) in layer level + 1; the affine tensor of these units."""
-        if level < len(self.layers) - 1:
-            raise _Refuse(
-                "a max of a tensor from before the last nonlinear layer (a skip "
-                "connection); only chains of layers are supported"
-            )
-        if level == len(self.layers):
-            self.layers.append([])
-        units = self.layers[level]
-        start = len(units)
-        P = pieces_per_element.reshape(
-            pieces_per_element.shape[0], -1, pieces_per_element.shape[-1]
-        )
-        count = P.shape[1]
-        for e in range(count):
-            units.append([(tuple(P[1:, e, j]), P[0, e, j]) for j in range(P.shape[2])])
-        T = _zeros((start + count + 1, count))
-        for e in range(count):
-            T[1 + start + e, e] = ONE
-        return _Aff(T.reshape((start + count + 1,) + tuple(shape)), level + 1)
+    def common(self, values, what: str = ""):
+        level, arrays = super().common([v if isinstance(v, Aff) else self.exact(v) for v in values])
+        return level, arrays
 
 
 def _attrs(node) -> dict:
@@ -302,78 +345,79 @@ def _norm_axes(axes, rank: int) -> list[int]:
 
 
 def _shape_of(x) -> tuple:
-    return x.shape if isinstance(x, _Aff) else np.shape(x)
+    return x.shape if isinstance(x, Aff) else np.shape(x)
 
 
 def _structural(x, f):
-    """Apply a shape operation f (on arrays whose first axis is kept) to a value."""
-    if isinstance(x, _Aff):
-        n1 = x.T.shape[0]
-        return _Aff(np.stack([f(x.T[i]) for i in range(n1)]) if n1 else x.T, x.level)
-    return f(x)
+    """Apply a shape operation f (reshape, transpose, indexing) to a value."""
+    return Aff(f(x.E), x.level) if isinstance(x, Aff) else f(x)
 
 
 def _int_values(v, what: str) -> list[int]:
-    if isinstance(v, _Aff) or v.dtype.kind not in "iu":
+    if isinstance(v, Aff) or v.dtype.kind not in "iu":
         raise _Refuse(f"{what} must be a constant integer tensor")
     return [int(t) for t in v.reshape(-1)]
 
 
-def _product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """The exact product of two 2-D object arrays: FLINT's rational matrices (one common
-    denominator, an integer product in C) for large ones, numpy's object loop for small."""
-    if A.shape[0] * A.shape[1] * B.shape[1] < 50_000:
-        return np.matmul(A, B)
-    P = RatMatrix(A.shape[0], A.shape[1], list(A.reshape(-1))) * RatMatrix(
-        B.shape[0], B.shape[1], list(B.reshape(-1))
-    )
-    return np.array(P.entries(), dtype=object).reshape(A.shape[0], B.shape[1])
-
-
-def _right(T: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """np.matmul(T, M) for T of rank >= 2 (the product over its last axis) and M of rank 1
-    or 2."""
-    M2 = M.reshape(-1, 1) if M.ndim == 1 else M
-    out = _product(T.reshape(-1, T.shape[-1]), M2).reshape(T.shape[:-1] + M2.shape[1:])
-    return out.reshape(T.shape[:-1]) if M.ndim == 1 else out
+def _constant_of(g: _Graph, v, what: str) -> np.ndarray:
+    if isinstance(v, Aff):
+        raise _Refuse(f"{what} must be a constant, not a tensor that depends on the input")
+    return g.exact(v)
 
 
 def _matmul(g: _Graph, a, b):
-    if isinstance(a, _Aff) and isinstance(b, _Aff):
+    if isinstance(a, Aff) and isinstance(b, Aff):
         raise _Refuse("a product of two tensors that depend on the input (bilinear)")
-    if not isinstance(a, _Aff) and not isinstance(b, _Aff):
+    if not isinstance(a, Aff) and not isinstance(b, Aff):
         return np.matmul(g.exact(a), g.exact(b))
-    if isinstance(a, _Aff):
+    if isinstance(a, Aff):
         M = g.exact(b)
         if M.ndim > 2 or len(a.shape) == 0:
             raise _Refuse("MatMul of an input-dependent tensor by a constant of rank > 2")
-        return _Aff(_right(g.padded(a), M), a.level)
-    M, T = g.exact(a), g.padded(b)
+        M2 = M.reshape(-1, 1) if M.ndim == 1 else M
+        if a.shape[-1] != M2.shape[0]:
+            raise _Refuse(f"MatMul of shapes {list(a.shape)} and {list(M.shape)}")
+        E = a.E
+        Y = contract(E.reshape(-1, E.shape[-1]), M2).reshape(E.shape[:-1] + M2.shape[1:])
+        return Aff(Y.reshape(E.shape[:-1]) if M.ndim == 1 else Y, a.level)
+    M = g.exact(a)
     if M.ndim > 2 or len(b.shape) == 0:
         raise _Refuse("MatMul of a constant of rank > 2 by an input-dependent tensor")
-    if len(b.shape) == 1:
-        return _Aff(_right(T, M.T), b.level)
-    # M @ T over T's second-to-last axis: bring it first, multiply, put it back
-    moved = np.moveaxis(T, -2, 0)
     rows = M.reshape(1, -1) if M.ndim == 1 else M
-    out = _product(rows, moved.reshape(moved.shape[0], -1)).reshape(
-        rows.shape[:1] + moved.shape[1:]
-    )
-    return _Aff(out[0] if M.ndim == 1 else np.moveaxis(out, 0, -2), b.level)
+    k = b.shape[0] if len(b.shape) == 1 else b.shape[-2]
+    if rows.shape[1] != k:
+        raise _Refuse(f"MatMul of shapes {list(M.shape)} and {list(b.shape)}")
+    if len(b.shape) == 1:
+        Y = contract(b.E.reshape(1, -1), rows.T).reshape(rows.shape[:1])
+        return Aff(Y[0] if M.ndim == 1 else Y, b.level)
+    X = np.moveaxis(b.E, -2, -1)  # (..., q, k)
+    Y = contract(X.reshape(-1, k), rows.T).reshape(X.shape[:-1] + rows.shape[:1])
+    Y = np.moveaxis(Y, -1, -2)  # (..., p, q)
+    return Aff(Y[..., 0, :] if M.ndim == 1 else Y, b.level)
 
 
-def _add(g: _Graph, a, b, sign: int):
-    level, (x, y) = g.common([a, b], "Add/Sub")
+def _add(g: _Graph, a, b, sign: int = 1):
+    level, (x, y) = g.common([a, b])
     if level is None:
         return x + y if sign > 0 else x - y
-    return _Aff(x + y if sign > 0 else x - y, level)
+    _broadcastable(x, y)
+    return Aff(add_rows(x, y if sign > 0 else negate(y)), level)
 
 
-def _scale(g: _Graph, a, c, divide: bool):
-    if isinstance(c, _Aff):
+def _broadcastable(*arrays) -> tuple:
+    try:
+        return np.broadcast_shapes(*(np.shape(a) for a in arrays))
+    except ValueError:
+        raise _Refuse(
+            "shapes " + ", ".join(str(list(np.shape(a))) for a in arrays) + " do not broadcast"
+        ) from None
+
+
+def _scale(g: _Graph, a, c, divide: bool = False):
+    if isinstance(c, Aff):
         raise _Refuse(
             "a product or quotient of two input-dependent tensors"
-            if isinstance(a, _Aff)
+            if isinstance(a, Aff)
             else "division by an input-dependent tensor"
             if divide
             else ""
@@ -383,27 +427,29 @@ def _scale(g: _Graph, a, c, divide: bool):
         if any(v == 0 for v in c.reshape(-1)):
             raise _Refuse("division by zero")
         c = np.asarray(np.frompyfunc(lambda v: ONE / v, 1, 1)(c), dtype=object)
-    if not isinstance(a, _Aff):
+    if not isinstance(a, Aff):
         return g.exact(a) * c
-    T = g.padded(a)
-    rank = max(T.ndim - 1, c.ndim)
-    T = T.reshape(T.shape[:1] + (1,) * (rank - (T.ndim - 1)) + T.shape[1:])
-    return _Aff(T * c.reshape((1,) + (1,) * (rank - c.ndim) + c.shape), a.level)
+    _broadcastable(a.E, c)
+    return Aff(scale_rows(a.E, c), a.level)
 
 
-def _max_units(g: _Graph, values):
-    """Elementwise max of broadcast values: one unit per element."""
+def _max_units(g: _Graph, values, minimum: bool = False):
+    """Elementwise max (min) of broadcast values: one unit per element."""
     if len(values) == 1:
         return values[0]
-    level, arrays = g.common(values, "Max")
+    level, arrays = g.common(values)
     if level is None:
-        return np.maximum.reduce(np.broadcast_arrays(*arrays))
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        reduce = np.minimum.reduce if minimum else np.maximum.reduce
+        return np.asarray(reduce(np.broadcast_arrays(*arrays)), dtype=object)
+    shape = _broadcastable(*arrays)
+    if minimum:
+        arrays = [negate(np.asarray(a)) for a in arrays]
     stacked = np.stack([np.broadcast_to(a, shape) for a in arrays], axis=-1)
-    return g.new_units(level, stacked, shape[1:])
+    u = g.units_of(level, stacked)
+    return Aff(negate(u.E), u.level) if minimum else u
 
 
-def _reduce_max(g: _Graph, x, axes, keepdims: bool):
+def _reduce(g: _Graph, x, axes, keepdims: bool, kind: str):
     S = _shape_of(x)
     axes = sorted(set(_norm_axes(axes, len(S)))) if axes else list(range(len(S)))
     out_shape = (
@@ -411,73 +457,113 @@ def _reduce_max(g: _Graph, x, axes, keepdims: bool):
         if keepdims
         else tuple(d for i, d in enumerate(S) if i not in axes)
     )
-    if not isinstance(x, _Aff):
-        if not np.size(x):
-            return x
-        return np.asarray(g.exact(x).max(axis=tuple(axes), keepdims=keepdims), dtype=object)
-    T = g.padded(x)
-    keep = [i for i in range(len(S)) if i not in axes]
     k = math.prod(S[i] for i in axes)
+    if not isinstance(x, Aff):
+        c = g.exact(x)
+        if kind in ("max", "min") and not c.size:
+            return c
+        f = {"max": c.max, "min": c.min, "sum": c.sum}.get(kind, c.sum)
+        out = f(axis=tuple(axes), keepdims=keepdims)
+        if kind == "mean":
+            out = out / Q(k)
+        return np.asarray(out, dtype=object)
     if k == 0:
-        raise _Refuse("ReduceMax over an empty axis")
-    moved = np.transpose(T, [0] + [1 + i for i in keep] + [1 + i for i in axes])
-    P = moved.reshape(moved.shape[: 1 + len(keep)] + (k,))
-    return g.new_units(x.level, P, out_shape)
+        raise _Refuse(f"a reduction ({kind}) over an empty axis")
+    keep = [i for i in range(len(S)) if i not in axes]
+    moved = np.transpose(x.E, keep + axes)
+    P = moved.reshape(moved.shape[: len(keep)] + (k,))
+    if kind in ("max", "min"):
+        u = _pieces_units(g, x.level, P, kind == "min")
+        return Aff(u.E.reshape(out_shape), u.level)
+    c = ONE if kind == "sum" else ONE / Q(k)
+    flat = P.reshape(-1, k)
+    out = np.empty(flat.shape[0], dtype=object)
+    for i in range(flat.shape[0]):
+        out[i] = combination((c, r) for r in flat[i])
+    return Aff(out.reshape(out_shape), x.level)
 
 
-def _max_pool(g: _Graph, x, a: dict):
-    if not isinstance(x, _Aff):
-        raise _Refuse("MaxPool of a constant")
-    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
-        raise _Refuse("MaxPool with auto_pad SAME_*; write explicit pads")
-    S = x.shape
-    ks = [int(v) for v in a["kernel_shape"]]
-    sp = len(ks)
-    if len(S) != sp + 2:
-        raise _Refuse(f"MaxPool with a {sp}-D kernel on a tensor of rank {len(S)}")
-    st = [int(v) for v in a.get("strides", [1] * sp)]
-    dl = [int(v) for v in a.get("dilations", [1] * sp)]
-    pads = [int(v) for v in a.get("pads", [0] * (2 * sp))]
-    ceil = int(a.get("ceil_mode", 0))
-    if (
-        len(st) != sp
-        or len(dl) != sp
-        or len(pads) != 2 * sp
-        or min(ks + st + dl) < 1
-        or min(pads, default=0) < 0
-        or ceil not in (0, 1)
-    ):
+def _pieces_units(g: _Graph, level: int, P: np.ndarray, minimum: bool) -> Aff:
+    """One unit per element of P (rows of ``level``, shape S + (k,)): the max of its k pieces,
+    or their min as -max(-p)."""
+    if not minimum:
+        return g.units_of(level, P)
+    u = g.units_of(level, negate(P))
+    return Aff(negate(u.E), u.level)
+
+
+def _slope_units(g: _Graph, x, slope: np.ndarray):
+    """max(z, a z) elementwise for slopes a <= 1 (LeakyRelu, PRelu), min(z, a z) for a > 1:
+    z for z >= 0 and a z below, in both cases."""
+    try:
+        shape = np.broadcast_shapes(_shape_of(x), slope.shape)
+    except ValueError:
+        shape = None
+    if shape is None or tuple(shape) != tuple(_shape_of(x)):
         raise _Refuse(
-            f"MaxPool with kernel_shape {ks}, strides {st}, dilations {dl}, pads {pads}, "
-            f"ceil_mode {ceil}: expected {sp} positive strides and dilations, a positive "
-            f"kernel, {2 * sp} pads >= 0 and ceil_mode 0 or 1"
+            f"a slope of shape {list(slope.shape)} does not broadcast to the input's "
+            f"{list(_shape_of(x))}"
         )
-    outs = []
-    for i in range(sp):
-        span = (ks[i] - 1) * dl[i] + 1
-        num = S[2 + i] + pads[i] + pads[sp + i] - span
-        if num < 0:
-            raise _Refuse(f"MaxPool's window ({span}) is larger than the padded input")
-        outs.append((-(-num // st[i]) if ceil else num // st[i]) + 1)
-    T = g.padded(x)
-    import itertools
+    a = np.broadcast_to(slope, shape)
+    if not isinstance(x, Aff):
+        c = g.exact(x)
+        return np.where(np.asarray(c >= 0, dtype=bool), c, a * c).astype(object)
+    low = np.asarray(np.frompyfunc(lambda v: v <= 1, 1, 1)(a), dtype=bool).reshape(shape)
+    E, aE = x.E, scale_rows(x.E, a)
+    P = np.stack([np.where(low, E, negate(E)), np.where(low, aE, negate(aE))], axis=-1)
+    u = g.units_of(x.level, P)
+    return Aff(np.where(low, u.E, negate(u.E)), u.level)
 
-    windows = []
-    for o in itertools.product(*(range(n) for n in outs)):
-        idx = []
-        for off in itertools.product(*(range(k) for k in ks)):
-            pos = tuple(o[i] * st[i] - pads[i] + off[i] * dl[i] for i in range(sp))
-            if all(0 <= p < S[2 + i] for i, p in enumerate(pos)):
-                idx.append(pos)
-        if not idx:
-            raise _Refuse("MaxPool with a window entirely in the padding")
-        windows.append(idx)
-    k = max(len(w) for w in windows)
-    P = _zeros(T.shape[:3] + (len(windows), k))
-    for wi, idx in enumerate(windows):
-        for j in range(k):  # a short window repeats its last piece (max is unchanged)
-            P[:, :, :, wi, j] = T[(slice(None),) * 3 + idx[min(j, len(idx) - 1)]]
-    return g.new_units(x.level, P.reshape(T.shape[:3] + tuple(outs) + (k,)), S[:2] + tuple(outs))
+
+def _sqrt_rounded(t: Q) -> tuple[Q, bool]:
+    """sqrt(t) for a rational t > 0: exact when it is rational, else the double nearest to it
+    (from a 256-bit integer square root); and whether it is exact."""
+    p, q = int(t.p), int(t.q)
+    rp, rq = math.isqrt(p), math.isqrt(q)
+    if rp * rp == p and rq * rq == q:
+        return Q(rp, rq), True
+    K = 256 + max(0, q.bit_length() - p.bit_length())
+    m = math.isqrt((p << (2 * K)) // q)
+    return _q(float(Fraction(m, 1 << K))), False
+
+
+def _batch_norm(g: _Graph, node, inputs, a: dict):
+    """BatchNormalization in inference: y = s (x - mean) + B per channel (axis 1), s = scale /
+    sqrt(var + epsilon) (see ``_sqrt_rounded``)."""
+    if int(a.get("training_mode", 0)):
+        raise _Refuse("BatchNormalization in training mode (batch statistics); only inference")
+    if not int(a.get("spatial", 1)):
+        raise _Refuse("BatchNormalization with spatial 0 (per-activation statistics)")
+    if any(node.output[1:]):
+        raise _Refuse("BatchNormalization's running mean and variance outputs (training only)")
+    x = inputs[0]
+    S = _shape_of(x)
+    if len(S) < 2:
+        raise _Refuse(f"BatchNormalization of a tensor of shape {list(S)}: no channel axis")
+    C = S[1]
+    scale, B, mean, var = (
+        _constant_of(g, v, f"BatchNormalization's {w}").reshape(-1)
+        for v, w in zip(inputs[1:], ("scale", "B", "mean", "var"))
+    )
+    if not all(v.shape == (C,) for v in (scale, B, mean, var)):
+        raise _Refuse(
+            f"BatchNormalization's scale, B, mean and var must each have {C} values (the channels)"
+        )
+    eps = _q(a.get("epsilon", 1e-5))
+    s, shift = np.empty(C, dtype=object), np.empty(C, dtype=object)
+    for c in range(C):
+        d = var[c] + eps
+        if d <= 0:
+            raise _Refuse(f"BatchNormalization's var + epsilon is {d} <= 0 at channel {c}")
+        if scale[c] == 0:
+            s[c] = ZERO
+        else:
+            r, exact = _sqrt_rounded(scale[c] * scale[c] / d)
+            s[c] = r if scale[c] > 0 else -r
+            g.report.rounded_square_roots += not exact
+        shift[c] = B[c] - s[c] * mean[c]
+    tail = (1,) * (len(S) - 2)
+    return _add(g, _scale(g, x, s.reshape((C,) + tail)), shift.reshape((C,) + tail))
 
 
 def _reshape(x, shape: list[int], allowzero: bool):
@@ -514,11 +600,26 @@ def _squeeze(x, axes):
 def _concat(g: _Graph, values, axis: int):
     rank = len(_shape_of(values[0]))
     ax = _norm_axes([axis], rank)[0]
-    level, _ = g.common(values, "Concat")
-    if level is None:
-        return np.concatenate([g.exact(v) for v in values], axis=ax)
-    arrays = [g.padded(v) if isinstance(v, _Aff) else g.lift(v, level) for v in values]
-    return _Aff(np.concatenate(arrays, axis=ax + 1), level)
+    level, arrays = g.common(values)
+    try:
+        out = np.concatenate(arrays, axis=ax)
+    except ValueError:
+        raise _Refuse(
+            f"Concat on axis {axis} of shapes " + ", ".join(str(list(_shape_of(v))) for v in values)
+        ) from None
+    return out if level is None else Aff(out, level)
+
+
+def _gather(g: _Graph, x, indices, axis: int):
+    S = _shape_of(x)
+    ax = _norm_axes([axis], len(S))[0]
+    idx = np.asarray(indices)
+    if isinstance(indices, Aff) or idx.dtype.kind not in "iu":
+        raise _Refuse("Gather's indices must be a constant integer tensor")
+    if idx.size and (idx.min() < -S[ax] or idx.max() >= S[ax]):
+        raise _Refuse(f"Gather's indices leave the axis of size {S[ax]}")
+    idx = np.where(idx < 0, idx + S[ax], idx)
+    return _structural(x, lambda a: np.take(a, idx, axis=ax))
 
 
 def _gemm(g: _Graph, inputs, a: dict):
@@ -537,7 +638,7 @@ def _gemm(g: _Graph, inputs, a: dict):
         raise _Refuse(f"Gemm with alpha {alpha} and beta {beta}: not finite numbers")
     Y = _matmul(g, A, B)
     if alpha != 1.0:
-        Y = _scale(g, Y, _qs(np.array(alpha, dtype=np.float32)), False)
+        Y = _scale(g, Y, _qs(np.array(alpha, dtype=np.float32)))
     if len(inputs) > 2 and inputs[2] is not None:
         C = inputs[2]
         shape_y, shape_c = tuple(_shape_of(Y)), tuple(_shape_of(C))
@@ -549,14 +650,12 @@ def _gemm(g: _Graph, inputs, a: dict):
                 f"{list(shape_y)}"
             )
         if beta != 1.0:
-            C = _scale(g, C, _qs(np.array(beta, dtype=np.float32)), False)
-        Y = _add(g, Y, C, 1)
+            C = _scale(g, C, _qs(np.array(beta, dtype=np.float32)))
+        Y = _add(g, Y, C)
     return Y
 
 
 def _constant(g: _Graph, a: dict):
-    from onnx import numpy_helper
-
     if "value" in a:
         return _tensor(g, a["value"], "value")
     if "value_float" in a:
@@ -567,29 +666,41 @@ def _constant(g: _Graph, a: dict):
         return np.array(a["value_int"], dtype=np.int64)
     if "value_ints" in a:
         return np.array(a["value_ints"], dtype=np.int64)
-    del numpy_helper
     raise _Refuse("a Constant without a value, value_float(s) or value_int(s)")
 
 
-_INPUT_SINCE = {"ReduceMax": ("axes", 18), "Squeeze": ("axes", 13), "Unsqueeze": ("axes", 13)}
-"""Operators whose ``axes`` moved from an attribute to an input at that opset: before it a
-second input, from it the attribute, would be ignored, so either is refused."""
+_INPUT_SINCE = {
+    "ReduceMax": (("axes",), 18),
+    "ReduceMin": (("axes",), 18),
+    "ReduceMean": (("axes",), 18),
+    "ReduceSum": (("axes",), 13),
+    "Squeeze": (("axes",), 13),
+    "Unsqueeze": (("axes",), 13),
+    "Pad": (("pads", "value"), 11),
+    "Slice": (("starts", "ends", "axes"), 10),
+    "Clip": (("min", "max"), 11),
+}
+"""Operators whose attributes moved to inputs at that opset: before it a second input, from
+it the attribute, would be ignored, so either is refused."""
 
 
 def _check_node(node, opset: int) -> None:
     """The operator's number of inputs and outputs, its required inputs present, and no
     attribute it does not have (at this opset)."""
     op = node.op_type
+    if op in NOT_PIECEWISE_LINEAR:
+        raise _Refuse(f"{op} is not piecewise linear, so no Maxout network computes it exactly")
     if op not in _ARITY:
         raise _Refuse(f"unsupported operator {op}")
     least, most = _ARITY[op]
     if op in _INPUT_SINCE:
-        name, since = _INPUT_SINCE[op]
+        names, since = _INPUT_SINCE[op]
         if opset < since:
-            most = 1
-        elif any(a.name == name for a in node.attribute):
+            least, most = 1, 1
+        elif any(a.name in names for a in node.attribute):
             raise _Refuse(
-                f"{op}'s {name} is an input from opset {since} on, not an attribute (opset {opset})"
+                f"{op}'s {' and '.join(names)} are inputs from opset {since} on, not attributes "
+                f"(opset {opset})"
             )
     if op == "Reshape":
         least = 2  # the shape is an input from opset 5 on (exactmax reads opsets 7 to 21)
@@ -602,7 +713,7 @@ def _check_node(node, opset: int) -> None:
             f"inputs, got {n}"
         )
     if any(not name for name in node.input[:least]) or (
-        op in ("Max", "Concat") and "" in node.input
+        op in ("Max", "Min", "Sum", "Concat") and "" in node.input
     ):
         raise _Refuse(f"{op} with a required input left empty")
     if not node.output or not node.output[0]:
@@ -614,9 +725,24 @@ def _check_node(node, opset: int) -> None:
                 f"{op} has no attribute {a.name!r}"
                 + (f" (its attributes: {', '.join(known)})" if known else "")
             )
-        code, kind = _ATTRIBUTE_TYPES[a.name]
+        code, kind = _ATTRIBUTE_TYPES.get((op, a.name)) or _ATTRIBUTE_TYPES[a.name]
         if a.type != code:
             raise _Refuse(f"{op}'s attribute {a.name} must be {kind} (type {a.type})")
+
+
+def _axes_of(a: dict, inputs, opset: int, since: int):
+    if opset >= since:
+        return _int_values(inputs[1], "axes") if len(inputs) > 1 and inputs[1] is not None else None
+    return a.get("axes")
+
+
+def _optional_scalar(g: _Graph, v, what: str):
+    if v is None:
+        return None
+    c = _constant_of(g, v, what)
+    if c.size != 1:
+        raise _Refuse(f"{what} must be a scalar, got shape {list(c.shape)}")
+    return c.reshape(-1)[0]
 
 
 def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
@@ -624,7 +750,7 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     x = inputs[0] if inputs else None
     if op == "Dropout" and len(inputs) > 2 and inputs[2] is not None:
         mode = inputs[2]
-        if isinstance(mode, _Aff) or np.size(mode) != 1 or bool(np.asarray(mode).reshape(-1)[0]):
+        if isinstance(mode, Aff) or np.size(mode) != 1 or bool(np.asarray(mode).reshape(-1)[0]):
             raise _Refuse("Dropout in training mode (random); only inference (training_mode false)")
     if op in ("Identity", "Dropout"):
         return x
@@ -636,36 +762,120 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
         return _matmul(g, inputs[0], inputs[1])
     if op in ("Add", "Sub"):
         return _add(g, inputs[0], inputs[1], 1 if op == "Add" else -1)
+    if op == "Sum":
+        out = inputs[0]
+        for v in inputs[1:]:
+            out = _add(g, out, v)
+        return out
     if op == "Mul":
-        if isinstance(inputs[0], _Aff):
-            return _scale(g, inputs[0], inputs[1], False)
-        return _scale(g, inputs[1], inputs[0], False)
+        if isinstance(inputs[0], Aff):
+            return _scale(g, inputs[0], inputs[1])
+        return _scale(g, inputs[1], inputs[0])
     if op == "Div":
         return _scale(g, inputs[0], inputs[1], True)
     if op == "Neg":
-        return _scale(g, x, np.array(Q(-1), dtype=object), False)
+        return _scale(g, x, np.array(Q(-1), dtype=object))
     if op == "Relu":
         return _max_units(g, [x, np.array(ZERO, dtype=object)])
-    if op == "Max":
-        return _max_units(g, [v for v in inputs if v is not None])
-    if op == "ReduceMax":
-        axes = a.get("axes")
-        if opset >= 18:
-            axes = (
-                _int_values(inputs[1], "axes")
-                if len(inputs) > 1 and inputs[1] is not None
-                else None
-            )
-            if not axes and int(a.get("noop_with_empty_axes", 0)):
-                return x
-        return _reduce_max(g, x, axes, bool(int(a.get("keepdims", 1))))
+    if op == "LeakyRelu":
+        return _slope_units(g, x, np.array(_q(a.get("alpha", 0.01)), dtype=object))
+    if op == "PRelu":
+        return _slope_units(g, x, _constant_of(g, inputs[1], "PRelu's slope"))
+    if op == "Abs":
+        if not isinstance(x, Aff):
+            return np.asarray(abs(g.exact(x)), dtype=object)
+        return g.units_of(x.level, np.stack([x.E, negate(x.E)], axis=-1))
+    if op == "Clip":
+        if opset < 11:
+            lo = _q(a["min"]) if "min" in a else None
+            hi = _q(a["max"]) if "max" in a else None
+        else:
+            lo = _optional_scalar(g, inputs[1] if len(inputs) > 1 else None, "Clip's min")
+            hi = _optional_scalar(g, inputs[2] if len(inputs) > 2 else None, "Clip's max")
+        y = x
+        if lo is not None:
+            y = _max_units(g, [y, np.array(lo, dtype=object)])
+        if hi is not None:
+            y = _max_units(g, [y, np.array(hi, dtype=object)], minimum=True)
+        return y
+    if op in ("Max", "Min"):
+        return _max_units(g, [v for v in inputs if v is not None], op == "Min")
+    if op in ("ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"):
+        since = 13 if op == "ReduceSum" else 18
+        axes = _axes_of(a, inputs, opset, since)
+        if opset >= since and not axes and int(a.get("noop_with_empty_axes", 0)):
+            return x
+        kind = op[len("Reduce") :].lower()
+        return _reduce(g, x, axes, bool(int(a.get("keepdims", 1))), kind)
+    if op in ("GlobalAveragePool", "GlobalMaxPool"):
+        S = _shape_of(x)
+        if len(S) < 3:
+            raise _Refuse(f"{op} of a tensor of shape {list(S)}: no spatial axes")
+        kind = "mean" if op == "GlobalAveragePool" else "max"
+        return _reduce(g, x, list(range(2, len(S))), True, kind)
     if op == "MaxPool":
         if len(node.output) > 1 and node.output[1]:
             raise _Refuse("MaxPool's Indices output")
-        return _max_pool(g, x, a)
+        if not isinstance(x, Aff):
+            raise _Refuse("MaxPool of a constant")
+        P = spatial.max_pool_pieces(x, a)
+        return g.units_of(x.level, P)
+    if op == "AveragePool":
+        return spatial.average_pool(x, a)
+    if op in ("Conv", "ConvTranspose"):
+        W = _constant_of(g, inputs[1], f"{op}'s weights")
+        B = (
+            _constant_of(g, inputs[2], f"{op}'s bias")
+            if len(inputs) > 2 and inputs[2] is not None
+            else None
+        )
+        if not isinstance(x, Aff):
+            raise _Refuse(f"{op} of a constant (fold it before exporting)")
+        return (spatial.conv if op == "Conv" else spatial.conv_transpose)(x, W, B, a)
+    if op == "BatchNormalization":
+        return _batch_norm(g, node, inputs, a)
+    if op == "Pad":
+        mode = a.get("mode", b"constant")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if opset < 11:
+            pads, value, axes = [int(v) for v in a.get("pads", [])], _q(a.get("value", 0.0)), None
+        else:
+            pads = _int_values(inputs[1], "Pad's pads")
+            value = _optional_scalar(g, inputs[2] if len(inputs) > 2 else None, "Pad's value")
+            value = ZERO if value is None else value
+            axes = (
+                _norm_axes(_int_values(inputs[3], "Pad's axes"), len(_shape_of(x)))
+                if len(inputs) > 3 and inputs[3] is not None
+                else None
+            )
+        if not isinstance(x, Aff):
+            x = g.exact(x)
+        return spatial.pad(x, pads, mode, value, axes)
+    if op == "Slice":
+        if opset < 10:
+            starts, ends = [int(v) for v in a["starts"]], [int(v) for v in a["ends"]]
+            axes, steps = ([int(v) for v in a["axes"]] if "axes" in a else None), None
+        else:
+            starts = _int_values(inputs[1], "Slice's starts")
+            ends = _int_values(inputs[2], "Slice's ends")
+            axes = (
+                _int_values(inputs[3], "Slice's axes")
+                if len(inputs) > 3 and inputs[3] is not None
+                else None
+            )
+            steps = (
+                _int_values(inputs[4], "Slice's steps")
+                if len(inputs) > 4 and inputs[4] is not None
+                else None
+            )
+        return spatial.slice_(x, starts, ends, axes, steps)
+    if op == "Gather":
+        return _gather(g, x, inputs[1], int(a.get("axis", 0)))
+    if op == "Shape":
+        S = list(_shape_of(x))
+        start, end = int(a.get("start", 0)), a.get("end")
+        return np.array(S[start : (None if end is None else int(end))], dtype=np.int64)
     if op == "Reshape":
-        if opset < 5:
-            return _reshape(x, list(a["shape"]), False)
         return _reshape(x, _int_values(inputs[1], "the shape"), bool(int(a.get("allowzero", 0))))
     if op == "Flatten":
         S = _shape_of(x)
@@ -676,13 +886,7 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
         new = [math.prod(S[:ax]), math.prod(S[ax:])]
         return _structural(x, lambda t: t.reshape(new))
     if op in ("Squeeze", "Unsqueeze"):
-        axes = a.get("axes")
-        if opset >= 13:
-            axes = (
-                _int_values(inputs[1], "axes")
-                if len(inputs) > 1 and inputs[1] is not None
-                else None
-            )
+        axes = _axes_of(a, inputs, opset, 13)
         if op == "Unsqueeze":
             if axes is None:
                 raise _Refuse("Unsqueeze without axes")
@@ -854,10 +1058,11 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
             f"has {n0} numbers (shape {list(S)}); the reader handles at most {MAX_INPUTS}",
         )
     report.input_dim = n0
-    T = _zeros((n0 + 1, n0))
+    g.input_dim = n0
+    E = np.empty(n0, dtype=object)
     for i in range(n0):
-        T[1 + i, i] = ONE
-    values[real_inputs[0].name] = _Aff(T.reshape((n0 + 1,) + S), 0)
+        E[i] = {i: ONE}
+    values[real_inputs[0].name] = Aff(E.reshape(S), 0)
     out_name = graph.output[0].name
     final = _names_of_the_output(graph, out_name)
     for index, node in enumerate(graph.node):
@@ -903,47 +1108,43 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
 
 
 def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
-    if not isinstance(out, _Aff):
-        out = _Aff(g.lift(np.asarray(out), len(g.layers)), len(g.layers))
-    if out.level != len(g.layers):
-        raise InputError(
-            path,
-            "",
-            "the output does not depend on the last nonlinear layer "
-            "(a skip connection); only chains of layers are supported",
-        )
-    if not g.layers:  # an affine network: one layer of rank-1 units, the identity
-        g.layers.append(
-            [
-                [(tuple(ONE if j == i else ZERO for j in range(g.width(0))), ZERO)]
-                for i in range(g.width(0))
-            ]
-        )
-        T = g.padded(out)
-        out = _Aff(np.concatenate([T[:1], T[1:]]), 1)
-    layers, width = [], g.report.input_dim
+    if not isinstance(out, Aff):
+        out = Aff(lift(g.exact(np.asarray(out))), g.depth)
+    if not g.depth:  # an affine network: one layer of rank-1 units, the identity
+        g.layers.append([[{i: ONE}] for i in range(g.input_dim)])
+        out = Aff(out.E, 1)
+    out = g.carry(out, g.depth)
+    g.report.carried_units = g.carried_units
+    layers, width = [], g.input_dim
     for units in g.layers:
-        layers.append(
-            Layer(
-                tuple(
-                    Unit(tuple(Piece(tuple(w) + (ZERO,) * (width - len(w)), b) for w, b in pieces))
-                    for pieces in units
-                )
-            )
-        )
+        layers.append(Layer(tuple(Unit(tuple(_piece(p, width) for p in ps)) for ps in units)))
         width = len(units)
-    T = g.padded(out).reshape(width + 1, -1)
-    W = tuple(tuple(T[1 + v, i] for v in range(width)) for i in range(T.shape[1]))
-    b = tuple(T[0, i] for i in range(T.shape[1]))
+    rows = out.E.reshape(-1)
+    W, b = [], []
+    for r in rows:
+        w = [ZERO] * width
+        for k, v in r.items():
+            if k != CONST:
+                w[k] = v
+        W.append(tuple(w))
+        b.append(r.get(CONST, ZERO))
     identity = (
         len(W) == width
         and not any(b)
-        and all(W[i][j] == (ONE if i == j else ZERO) for i in range(width) for j in range(width))
+        and all(len(r) == 1 and r.get(i) == ONE for i, r in enumerate(rows))
     )
-    output = None if identity else Affine(W, b, width)
+    output = None if identity else Affine(tuple(W), tuple(b), width)
     return MaxoutNetwork(
-        g.report.input_dim, tuple(layers), output, None, {"imported_from": os.path.basename(path)}
+        g.input_dim, tuple(layers), output, None, {"imported_from": os.path.basename(path)}
     )
+
+
+def _piece(r: dict, width: int) -> Piece:
+    w = [ZERO] * width
+    for k, v in r.items():
+        if k != CONST:
+            w[k] = v
+    return Piece(tuple(w), r.get(CONST, ZERO))
 
 
 def load_onnx(path: str, drop_final_softmax: bool = False) -> MaxoutNetwork:
