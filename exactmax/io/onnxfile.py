@@ -251,6 +251,10 @@ _ATTRIBUTE_TYPES = {
 """Each attribute's AttributeProto type (FLOAT 1, INT 2, STRING 3, TENSOR 4, FLOATS 6,
 INTS 7); (operator, name) where one name has two types."""
 _FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
+_F32_EPSILON = float(np.float32(1e-5))
+_F32_ALPHA = float(np.float32(0.01))
+"""Float attributes' defaults are float32 numbers (as onnxruntime reads them): BatchNormalization's
+epsilon 1e-5 and LeakyRelu's alpha 0.01, rounded to float32."""
 _INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
 
 
@@ -549,7 +553,7 @@ def _batch_norm(g: _Graph, node, inputs, a: dict):
         raise _Refuse(
             f"BatchNormalization's scale, B, mean and var must each have {C} values (the channels)"
         )
-    eps = _q(a.get("epsilon", 1e-5))
+    eps = _q(a.get("epsilon", _F32_EPSILON))
     s, shift = np.empty(C, dtype=object), np.empty(C, dtype=object)
     for c in range(C):
         d = var[c] + eps
@@ -699,8 +703,11 @@ def _check_node(node, opset: int) -> None:
             least, most = 1, 1
         elif any(a.name in names for a in node.attribute):
             raise _Refuse(
-                f"{op}'s {' and '.join(names)} are inputs from opset {since} on, not attributes "
-                f"(opset {opset})"
+                f"{op}'s {' and '.join(names)} "
+                + ("is an input" if len(names) == 1 else "are inputs")
+                + f" from opset {since} on, not "
+                + ("an attribute" if len(names) == 1 else "attributes")
+                + f" (opset {opset})"
             )
     if op == "Reshape":
         least = 2  # the shape is an input from opset 5 on (exactmax reads opsets 7 to 21)
@@ -778,7 +785,7 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     if op == "Relu":
         return _max_units(g, [x, np.array(ZERO, dtype=object)])
     if op == "LeakyRelu":
-        return _slope_units(g, x, np.array(_q(a.get("alpha", 0.01)), dtype=object))
+        return _slope_units(g, x, np.array(_q(a.get("alpha", _F32_ALPHA)), dtype=object))
     if op == "PRelu":
         return _slope_units(g, x, _constant_of(g, inputs[1], "PRelu's slope"))
     if op == "Abs":
