@@ -43,11 +43,40 @@ CLAIM = "A(x) = B(x) for every x in the domain"
 
 
 def content_hash(obj: dict) -> str:
-    """SHA-256 of the canonical JSON of a model or domain object, "meta" left out."""
+    """SHA-256 of the canonical JSON of a model or domain object, "meta" left out, a Maxout
+    piece's weights dense (as every exactmax before sparse weights wrote them, so hashes in
+    older certificates still match)."""
     obj = {k: v for k, v in obj.items() if k != "meta"}
+    if any(
+        isinstance(p["w"], dict)
+        for l in obj.get("layers", ())
+        if "units" in l
+        for u in l["units"]
+        for p in u["pieces"]
+    ):
+        obj["layers"] = [
+            {
+                "units": [
+                    {"pieces": [{**p, "w": _dense(p["w"])} for p in u["pieces"]]}
+                    for u in l["units"]
+                ]
+            }
+            if "units" in l
+            else l
+            for l in obj["layers"]
+        ]
     return hashlib.sha256(
         json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
+
+
+def _dense(w) -> list:
+    if not isinstance(w, dict):
+        return w
+    out = ["0"] * w["size"]
+    for j, v in w["entries"]:
+        out[j] = v
+    return out
 
 
 def _farkas(F) -> list:

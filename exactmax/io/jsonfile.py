@@ -307,7 +307,7 @@ class Cursor:
     def __init__(self, source: str, path: str, value: object, budget: list | None = None):
         self.source, self.path, self.value = source, path, value
         # entries that sparse matrices may still expand to, shared by the whole file
-        self.budget = budget if budget is not None else [MAX_MATRIX_ENTRIES]
+        self.budget = budget if budget is not None else [MAX_MATRIX_ENTRIES, MAX_SPARSE_WEIGHTS]
 
     def error(self, message: str) -> InputError:
         return InputError(self.source, self.path, message)
@@ -412,6 +412,36 @@ class Cursor:
     def vector(self, length: int | None, what: str = "number", why: str = "") -> tuple[Q, ...]:
         return tuple(c.number() for c in self.items(length, what=what, why=why))
 
+    def weights(self, length: int, what: str = "weight", why: str = "") -> tuple[Q, ...]:
+        """A vector of ``length`` numbers: dense (a list) or sparse ``{"size": n, "entries":
+        [[j, v], ...]}`` with 0-based indices, no repeated j, absent entries 0 (the form
+        exactmax writes for mostly-zero weights, such as a convolution's)."""
+        if not isinstance(self.value, dict):
+            return self.vector(length, what, why)
+        f = self.fields(("size", "entries"), what='a vector (a list, or {"size", "entries"})')
+        n = f["size"].integer(0)
+        if n != length:
+            because = f" ({why})" if why else ""
+            raise f["size"].error(f"expected {plural(length, what)}{because}, got {n}")
+        if n > self.budget[1]:
+            raise f["size"].error(
+                f"the sparse vectors of one file may declare at most {MAX_SPARSE_WEIGHTS} "
+                "entries in total"
+            )
+        self.budget[1] -= n
+        dense = [Q(0)] * n
+        seen = set()
+        for e in f["entries"].items(what="entries"):
+            jc, vc = e.items(2, what="fields [index, value]")
+            j = jc.integer(0)
+            if j >= n:
+                raise e.error(f"index {j} outside the size {n}")
+            if j in seen:
+                raise e.error(f"entry {j} given twice")
+            seen.add(j)
+            dense[j] = vc.number()
+        return tuple(dense)
+
     def matrix(
         self, rows: int | None, cols: int | None, rows_why: str = "", cols_why: str = ""
     ) -> tuple:
@@ -458,6 +488,10 @@ class Cursor:
 MAX_MATRIX_ENTRIES = 4 * 10**6
 """Most entries the sparse matrices of one file may declare together (dense copies are
 built), so a small file cannot ask for gigabytes."""
+
+MAX_SPARSE_WEIGHTS = 2 * 10**8
+"""Most entries the sparse weight vectors of one file may declare together (the vectors are
+made dense in memory: 8 bytes per entry), so a small file cannot ask for more than a few GB."""
 
 MAX_FILE_BYTES = 2**30
 """Largest (decompressed) input file."""

@@ -245,7 +245,7 @@ def read_maxout(root: Cursor) -> MaxoutNetwork:
                 pieces = []
                 for pc in uc.fields(("pieces",))["pieces"].items(min_length=1, what="piece"):
                     pf = pc.fields(("w", "b"))
-                    pieces.append(Piece(pf["w"].vector(width, "weight", why), pf["b"].number()))
+                    pieces.append(Piece(pf["w"].weights(width, "weight", why), pf["b"].number()))
                 units.append(Unit(tuple(pieces)))
         else:  # ReLU layer: max(W_i h + b_i, 0), stored as a rank-2 Maxout layer
             rf = body.fields(("W", "b"))
@@ -342,6 +342,14 @@ def _vec(v) -> list[str]:
     return [q_str(x) for x in v]
 
 
+def _weights(w) -> object:
+    """A dense list, or the sparse form when at most a quarter of the entries are non-zero."""
+    nz = [j for j, v in enumerate(w) if v]
+    if len(w) >= 16 and 4 * len(nz) <= len(w):
+        return {"size": len(w), "entries": [[j, q_str(w[j])] for j in nz]}
+    return _vec(w)
+
+
 def _matrix(M, ncols: int) -> object:
     """Dense rows, or the sparse form when at most a quarter of the entries are non-zero."""
     nnz = sum(1 for row in M for v in row if v)
@@ -371,7 +379,7 @@ def model_to_json(model: Model) -> dict:
             "layers": [
                 {
                     "units": [
-                        {"pieces": [{"w": _vec(p.w), "b": q_str(p.b)} for p in u.pieces]}
+                        {"pieces": [{"w": _weights(p.w), "b": q_str(p.b)} for p in u.pieces]}
                         for u in l.units
                     ]
                 }

@@ -1,0 +1,100 @@
+"""Sparse piece weights (#33): a Maxout piece whose weights are mostly zero (a convolution's
+window) is written as ``{"size": n, "entries": [[j, v], ...]}``; read back it is the same
+network, its canonical hash is the dense form's (older certificates still match), the schema
+accepts it, and every malformed sparse vector is refused in one line."""
+
+import json
+
+import pytest
+
+import exactmax.io.jsonfile as jsonfile
+from exactmax.cli import main
+from exactmax.io import load_model, model_to_json, write_json_atomic
+from exactmax.io.certificates import content_hash
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
+from exactmax.kernel.rational import ONE, ZERO, Q
+from exactmax.schemas import validator
+
+N = 20
+
+
+def window_net() -> MaxoutNetwork:
+    """20 inputs; unit i = max(x_i - x_{i+1} + i/7, 0): two non-zeros per piece."""
+    units = []
+    for i in range(N - 1):
+        w = [ZERO] * N
+        w[i], w[i + 1] = ONE, Q(-1)
+        units.append(Unit((Piece(tuple(w), Q(i, 7)), Piece((ZERO,) * N, ZERO))))
+    return MaxoutNetwork(N, (Layer(tuple(units)),))
+
+
+def test_mostly_zero_weights_are_written_sparse_and_read_back_equal(tmp_path):
+    net = window_net()
+    obj = model_to_json(net)
+    w = obj["layers"][0]["units"][3]["pieces"][0]["w"]
+    assert w == {"size": N, "entries": [[3, "1"], [4, "-1"]]}
+    path = str(tmp_path / "n.json")
+    write_json_atomic(path, obj)
+    back = load_model(path)
+    assert back == net
+    x = tuple(Q(j * j, 5) for j in range(N))
+    assert evaluate_maxout(back, x) == evaluate_maxout(net, x)
+    validator("maxout").validate(json.loads(open(path).read()))
+
+
+def test_the_canonical_hash_is_that_of_the_dense_form():
+    obj = model_to_json(window_net())
+    dense = json.loads(json.dumps(obj))
+    for u in dense["layers"][0]["units"]:
+        for p in u["pieces"]:
+            if isinstance(p["w"], dict):
+                full = ["0"] * p["w"]["size"]
+                for j, v in p["w"]["entries"]:
+                    full[j] = v
+                p["w"] = full
+    assert content_hash(obj) == content_hash(dense)
+    dense["layers"][0]["units"][0]["pieces"][0]["w"][0] = "2"  # a different network
+    assert content_hash(obj) != content_hash(dense)
+
+
+BAD = [
+    ({"size": N, "entries": [[N, "1"]]}, "outside the size"),
+    ({"size": N, "entries": [[2, "1"], [2, "3"]]}, "given twice"),
+    ({"size": N - 1, "entries": []}, f"expected {N} weights"),
+    ({"size": N, "entries": [[-1, "1"]]}, ""),
+    ({"size": N, "entries": [[1]]}, "fields [index, value]"),
+    ({"size": N, "entry": []}, ""),
+    ({"size": N, "entries": [[0, "1/0"]]}, ""),
+]
+
+
+@pytest.mark.parametrize("w, expect", BAD)
+def test_a_malformed_sparse_vector_is_refused_in_one_line(tmp_path, capsys, w, expect):
+    obj = model_to_json(window_net())
+    obj["layers"][0]["units"][0]["pieces"][0]["w"] = w
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(obj))
+    assert main(["info", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and expect in err[0]
+    assert "layers[0]" in err[0]
+    structural = "entry" in w or any(len(e) != 2 or e[0] < 0 for e in w.get("entries", []))
+    if structural:  # the schema sees these; index bounds and repeats only the reader
+        assert not validator("maxout").is_valid(obj)
+
+
+def test_the_sparse_vectors_of_one_file_cannot_ask_for_unbounded_memory(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(jsonfile, "MAX_SPARSE_WEIGHTS", 3 * N)
+    orig = jsonfile.Cursor.__init__
+
+    def small_budget(self, source, path, value, budget=None):
+        orig(self, source, path, value, budget if budget is not None else [10**6, 3 * N])
+
+    monkeypatch.setattr(jsonfile.Cursor, "__init__", small_budget)
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps(model_to_json(window_net())))  # 19 sparse vectors of 20
+    assert main(["info", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "at most 60 entries in total" in err and len(err.splitlines()) == 1
