@@ -310,6 +310,17 @@ def run_import(args) -> int:
         + ", ".join(f"{k} x{v}" for k, v in sorted(rep.operators.items()))
         + ("; the final Softmax dropped" if rep.dropped_softmax else "")
     )
+    if rep.carried_units:
+        print(
+            f"  {rep.carried_units} pass-through units (rank 1) carry tensors to a later layer "
+            "(residual connections, branches of different depths)"
+        )
+    if rep.rounded_square_roots:
+        print(
+            f"  {rep.rounded_square_roots} BatchNormalization scales scale/sqrt(var + epsilon) "
+            "are irrational: each is the double nearest to it (the network imported differs "
+            "from the file's real-number meaning by that rounding)"
+        )
     if args.domain:
         print(f"  domain recorded: {args.domain.removeprefix('--domain-from ')}")
     return EXIT_OK
