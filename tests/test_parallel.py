@@ -356,3 +356,40 @@ def test_a_signal_stops_the_coordinator_and_its_workers(tmp_path, sig):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_units_of_a_process_pool_name_the_models_written_once(files, tmp_path, monkeypatch):
+    """The models go to a file once (SharedModels); a unit names them by hash and carries
+    none; its answer is the one the unit with the models inline gives; a file whose content
+    is not the named one makes the unit's answer unknown, never another model's tree."""
+    p, case, box = _case(files)
+    models = [model_to_json(_deep_relu_net(7))]
+    shared = parallel.SharedModels.of("maxout", models, str(tmp_path))
+    args = ("maxout", models, case, parallel.Cell(0, ()), box, time.time() + 120, 20000, True,
+            (10**6, 10**6), None, None)
+    inline = parallel.unit_text(*args)
+    named = parallel.unit_text(*args, shared, False)
+    u = json.loads(named)
+    assert "models" not in u and u["models_sha256"] == shared.sha256
+    assert len(named) < len(inline) / 3
+    monkeypatch.setattr(parallel, "_programs", {})
+    def answer(text):  # the tree and open cells, not the timings
+        what, tree, (stats, opens) = parallel.read_answer(parallel.solve_unit(text))
+        return what, tree, opens, stats["leaves"]
+
+    expect = answer(inline)
+    assert expect[0] == "tree"
+    monkeypatch.setattr(parallel, "_programs", {})
+    assert answer(named) == expect
+    assert shared.sha256 in parallel._programs  # the worker's cache: later units read nothing
+    os.remove(shared.path)
+    assert answer(named) == expect
+    monkeypatch.setattr(parallel, "_programs", {})
+    other = [model_to_json(_deep_relu_net(8))]
+    with open(shared.path, "w") as f:
+        f.write(json.dumps(["maxout", other], separators=(",", ":")))
+    what, reason, _ = parallel.read_answer(parallel.solve_unit(named))
+    assert what == "unknown" and "hash" in reason
+    os.remove(shared.path)
+    what, reason, _ = parallel.read_answer(parallel.solve_unit(named))
+    assert what == "unknown" and "cannot be read" in reason

@@ -37,7 +37,9 @@ over the bisections.  Bisection duplicates the cells of hyperplanes that cross b
 so it is off by default.
 
 The units and their answers are JSON text (z3 terms do not pickle, and a Dask cluster may run
-another machine's Python): in, the network (exactmax JSON), the case's output conjunctions,
+another machine's Python): in, the network (exactmax JSON; for a local process pool, its
+SHA-256 and a file written once that each worker reads on its first unit), the case's output
+conjunctions,
 the unit's input rows, D's box, the open cell to resume at (if any), the wall-clock deadline
 and the budgets; out, the tree (as in a property certificate, with {"open": i} placeholders)
 and its open cells, a point z3 found in a forbidden output region, or the reason for no
@@ -52,8 +54,10 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -269,11 +273,22 @@ def unit_text(
     budget: tuple[int, int] | None = None,
     start: dict | None = None,
     name: str | None = None,
+    shared: SharedModels | None = None,
+    with_models: bool = True,
 ) -> str:
     """The work unit as JSON text.  ``inputs``: the domain's rows, then the bisection's split
     rows of the cell (closed), as A x <= b; ``start``: the open cell to resume at (as
     ``open_json``), None for the whole cell; ``budget``: (cells of the Max-choice builder,
-    leaves of the relaxed builder) before it hands back its open cells, None: no budget."""
+    leaves of the relaxed builder) before it hands back its open cells, None: no budget.
+    ``shared``: the models written once (``SharedModels``): the unit names them by hash and
+    carries them only when ``with_models`` (else a worker reads their file once)."""
+    models: dict = {"models": models_json}
+    if shared is not None:
+        models = {"models_sha256": shared.sha256}
+        if with_models:
+            models["models"] = models_json
+        elif shared.path is not None:
+            models["models_path"] = shared.path
     A = [list(map(q_str, a)) for a in case.inputs.A]
     b = [q_str(v) for v in case.inputs.b]
     for r in cell.rows:
@@ -282,7 +297,7 @@ def unit_text(
     return json.dumps(
         {
             "kind": kind,
-            "models": models_json,
+            **models,
             "cell": name or cell.where(),
             "inputs": {"A": A, "b": b, "dim": case.inputs.dim},
             "outputs": [_rows_json(conj) for conj in case.outputs],
@@ -303,10 +318,66 @@ _programs: dict = {}
 _unit_lock = threading.Lock()  # one unit at a time per process: z3's context, HiGHS state
 
 
-def _program(kind: str, models_json: list):
+@dataclass(frozen=True)
+class SharedModels:
+    """A run's models sent once per worker, not once per unit: their JSON text, its SHA-256
+    (the units name the models by it) and, for a process pool on this machine, the file
+    holding the text (a worker reads it on its first unit; later units find the program in
+    the worker's cache).  A remote (Dask) worker gets the models inside every unit."""
+
+    sha256: str
+    path: str | None
+
+    @staticmethod
+    def of(kind: str, models_json: list, folder: str | None) -> SharedModels:
+        text = json.dumps([kind, models_json], separators=(",", ":"))
+        key = hashlib.sha256(text.encode()).hexdigest()
+        path = None
+        if folder is not None:
+            path = os.path.join(folder, f"models-{key[:16]}.json")
+            with open(path, "w") as f:
+                f.write(text)
+        return SharedModels(key, path)
+
+
+class ModelsUnavailable(Exception):
+    """A unit's shared models file is missing or not the one the unit names."""
+
+
+def _models_of(u: dict) -> tuple[str, list | None]:
+    """(cache key, models JSON or None when the key is cached here) of a unit: its models
+    inline, or read from the shared file, whose content must have the unit's hash."""
+    key = u.get("models_sha256")
+    if key is None:
+        key = hashlib.sha256(
+            json.dumps([u["kind"], u["models"]], sort_keys=True).encode()
+        ).hexdigest()
+        return key, u["models"]
+    if key in _programs:
+        return key, None
+    if "models" in u:
+        return key, u["models"]
+    try:
+        with open(u["models_path"]) as f:
+            text = f.read()
+    except OSError as e:
+        raise ModelsUnavailable(f"the shared models file cannot be read ({e})") from None
+    if hashlib.sha256(text.encode()).hexdigest() != key:
+        raise ModelsUnavailable(
+            f"the shared models file {u['models_path']} does not have the unit's hash"
+        )
+    kind, models = json.loads(text)
+    if kind != u["kind"]:
+        raise ModelsUnavailable("the shared models are of another kind than the unit")
+    return key, models
+
+
+def _program(kind: str, models_json: list | None, key: str | None = None):
     """The tree builder's program of the unit's models (cached per process by content)."""
-    key = hashlib.sha256(json.dumps([kind, models_json], sort_keys=True).encode()).hexdigest()
+    if key is None:
+        key = hashlib.sha256(json.dumps([kind, models_json], sort_keys=True).encode()).hexdigest()
     if key not in _programs:
+        assert models_json is not None  # a key not cached comes with its models
         from ..io.jsonfile import Cursor
         from ..io.models import read_model
         from ..kernel.program import program_of_maxout
@@ -421,7 +492,8 @@ def solve_unit(text: str, progress=None, inline: bool = False):
         started, cpu = time.monotonic(), time.process_time()
         deadline = started + (u["deadline"] - time.time())
         try:
-            p, models = _program(u["kind"], u["models"])
+            key, models_json = _models_of(u)
+            p, models = _program(u["kind"], models_json, key)
             P = Polyhedron(
                 tuple(tuple(_q(v) for v in a) for a in u["inputs"]["A"]),
                 tuple(_q(v) for v in u["inputs"]["b"]),
@@ -441,7 +513,7 @@ def solve_unit(text: str, progress=None, inline: bool = False):
                 )
         except Violated as e:
             return json.dumps({"violated": [q_str(v) for v in e.x]})
-        except NoCertificate as e:
+        except (NoCertificate, ModelsUnavailable) as e:
             return json.dumps({"unknown": str(e)})
         except interruption.TimeLimit:
             return json.dumps({"unknown": "time limit reached while building the certificate"})
@@ -717,11 +789,46 @@ def split_case_trees(
     deadline: float,
     max_leaves: int,
     executor: cf.Executor,
+    *rest,
+):
+    """``_split_case_trees`` with the models written once for a local process pool (a file
+    in a temporary folder, removed afterwards) instead of once per unit."""
+    local = isinstance(executor, cf.ProcessPoolExecutor)
+    folder = tempfile.mkdtemp(prefix="exactmax-units-") if local else None
+    try:
+        shared = SharedModels.of(kind, models_json, folder)
+        return _split_case_trees(
+            kind,
+            models_json,
+            cases,
+            boxes,
+            dim,
+            deadline,
+            max_leaves,
+            executor,
+            *rest,
+            shared=shared,
+        )
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _split_case_trees(
+    kind: str,
+    models_json: list,
+    cases: list,
+    boxes: list,
+    dim: int,
+    deadline: float,
+    max_leaves: int,
+    executor: cf.Executor,
     depth: int,
     unit_cells: int | None,
     confirm,
     progress_shown: bool = False,
     relaxed: bool = True,
+    shared: SharedModels | None = None,
 ):
     """One tree per case, built by work units on ``executor`` (parallel branch and bound).
 
@@ -785,6 +892,10 @@ def split_case_trees(
             budget,
             unit.start,
             unit.where(),
+            shared,
+            shared is None
+            or shared.path is None
+            and not (isinstance(ex, InlineExecutor) and shared.sha256 in _programs),
         )
         if isinstance(ex, InlineExecutor):  # here: the builder's own progress lines
             futures[ex.submit(solve_unit, text, shown, True)] = unit

@@ -344,15 +344,14 @@ def _vec(v) -> list[str]:
 
 def _weights(w) -> object:
     """A dense list, or the sparse form when at most a quarter of the entries are non-zero."""
-    nz = [j for j, v in enumerate(w) if v]
-    if len(w) >= 16 and 4 * len(nz) <= len(w):
-        return {"size": len(w), "entries": [[j, q_str(w[j])] for j in nz]}
+    if len(w) >= 16 and 4 * (len(w) - w.count(ZERO)) <= len(w):  # count: identity first
+        return {"size": len(w), "entries": [[j, q_str(v)] for j, v in enumerate(w) if v]}
     return _vec(w)
 
 
 def _matrix(M, ncols: int) -> object:
     """Dense rows, or the sparse form when at most a quarter of the entries are non-zero."""
-    nnz = sum(1 for row in M for v in row if v)
+    nnz = sum(len(row) - row.count(ZERO) for row in M)
     if len(M) * ncols >= 16 and 4 * nnz <= len(M) * ncols:
         return {
             "shape": [len(M), ncols],
