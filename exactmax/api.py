@@ -8,13 +8,15 @@ command modules (``prove/command.py``'s ``decide_equal``, ``prove/tolerance_comm
 and the same words: a result's ``verdict``, ``trust``, ``reason`` and ``stats`` are those
 of the command's ``--json`` object, built by the same function.
 
-- ``load(path)``, ``import_onnx(path)``: a model file; the exact Maxout network of an ONNX one.
+- ``load(path)``, ``import_onnx(path, report=False)``: a model file; the exact Maxout network
+  of an ONNX one (with ``report=True``, also ``exactmax import``'s report).
 - ``verify(net, transformer=None, domain=None, timeout=60)``: the Transformer (compiled from
   ``net`` when not given) equals ``net`` on the domain (``exactmax verify``).
 - ``equiv(a, b, domain=None, epsilon=None, top1=False, timeout=60)``: ``exactmax equiv``.
 - ``check(net, prop, timeout=60, workers=1)``: a VNN-LIB property, sat / unsat / unknown
   (``exactmax check``).
-- ``compile(net, domain=None)``: the hardmax Transformer and its size (``exactmax compile``).
+- ``compile(net, domain=None, timeout=None)``: the hardmax Transformer and its size
+  (``exactmax compile``; ``TimeoutError`` past the timeout).
 - ``regions(net, domain=None)``: the exact region counts (``exactmax regions``).
 
 A model argument is a path or a loaded model (``MaxoutNetwork`` or ``Transformer``); a domain
@@ -466,17 +468,21 @@ def import_onnx(
     domain=None,
     *,
     box: str | None = None,
-) -> MaxoutNetwork:
+    report: bool = False,
+):
     """The exact Maxout network of an ONNX file (``exactmax import``: every weight the dyadic
-    rational it denotes; ``io.onnxfile.import_onnx``, which also gives the import report),
-    with ``domain`` / ``box`` recorded as its domain when given."""
+    rational it denotes, every piecewise-linear operator lowered to Maxout units), with
+    ``domain`` / ``box`` recorded as its domain when given.  ``report=True``: the pair
+    (network, report), the report being the dict ``exactmax import --json`` prints (layers,
+    operators read, denominators, pass-through units, rounded BatchNormalization scales)."""
     import dataclasses
 
     from .io.onnxfile import import_onnx as read_onnx
 
-    net, _ = read_onnx(_path("path", path), bool(drop_final_softmax))
+    net, rep = read_onnx(_path("path", path), bool(drop_final_softmax))
     dom, _ = _domain(domain, box, net.input_dim)
-    return net if dom is None else dataclasses.replace(net, domain=dom)
+    net = net if dom is None else dataclasses.replace(net, domain=dom)
+    return (net, rep.as_json(net)) if report else net
 
 
 # ------------------------------------------------------------------------ verify, equiv
@@ -846,12 +852,16 @@ def compile(
     positional: str = "onehot",
     bounds: str = "auto",
     slack=0,
+    timeout: float | None = None,
 ) -> Compilation:
     """``exactmax compile``: the hardmax Transformer of the Maxout network ``net`` on the
     domain (``domain`` / ``box``, else the network's own; bounded and non-empty), gate
     constants from sound exact bounds over it, and its size.  ``merged``: 2D + 1 sub-layers;
     ``positional`` "onehot" or "scalar"; ``bounds`` "auto", "interval" or "lp"; ``slack``
-    S >= 0 (exact): C_l = max(1, ceil((1 + S) * bound))."""
+    S >= 0 (exact): C_l = max(1, ceil((1 + S) * bound)).  ``timeout`` seconds (None: no
+    limit): past it, ``TimeoutError`` (a compilation has no "unknown")."""
+    started = time.monotonic()
+    seconds = None if timeout is None else _seconds("timeout", timeout)
     from .construct.command import (
         compile_checked,
         compile_report,
@@ -869,10 +879,17 @@ def compile(
     dom, dom_name = _domain(domain, box, model.input_dim)
     dom = domain_to_compile(dom if dom is not None else model.domain, name)
     opts = CompileOptions(merged=bool(merged), positional=positional, bounds=bounds, slack=s)
-    c = compile_checked(model, dom, opts, name, dom_name)
-    size = compile_report(model, c, None)
-    size.pop("output")
-    return Compilation(c.transformer, size, _fractions(c.gates), c.bounds_method)
+
+    def body() -> Compilation:
+        c = compile_checked(model, dom, opts, name, dom_name)
+        size = compile_report(model, c, None)
+        size.pop("output")
+        return Compilation(c.transformer, size, _fractions(c.gates), c.bounds_method)
+
+    def too_long(reason: str, time_s: float) -> Compilation:
+        raise TimeoutError(f"compile: {reason} ({time_s} s)")
+
+    return _within("compile", seconds, started, body, too_long)
 
 
 def regions(

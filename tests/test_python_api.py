@@ -330,6 +330,24 @@ def test_compile_as_the_command_does(tmp_path):
         j["gate_constants"]
 
 
+def test_compile_past_its_timeout_raises_timeout_error(monkeypatch):
+    import exactmax.construct.command as command
+
+    real = command.compile_checked
+
+    def slow(*args):  # a construction that takes long (Python steps, so the limit can stop it)
+        while True:
+            pass
+
+    monkeypatch.setattr(command, "compile_checked", slow)
+    with pytest.raises(TimeoutError, match="compile: .*0.2 s"):
+        xm.compile(TENT, timeout=0.2)
+    monkeypatch.setattr(command, "compile_checked", real)
+    assert xm.compile(TENT, timeout=60).verdict == "done"  # no limit left behind
+    with pytest.raises(xm.ArgumentError, match="timeout"):
+        xm.compile(TENT, timeout=-1)
+
+
 def test_regions_as_the_command_does(tmp_path):
     rc = xm.regions(TENT)
     j = cli_json("regions", TENT)
@@ -348,11 +366,18 @@ def test_regions_as_the_command_does(tmp_path):
     assert xm.regions(TENT, box="0,1").cells == cli_json("regions", TENT, "--box", "0,1")["cells"]
 
 
-def test_import_onnx_records_a_domain():
+def test_import_onnx_records_a_domain(tmp_path):
     net = xm.import_onnx(RELU, box="0,1")
     assert net.domain == Box((0, 0), (1, 1)) and net.input_dim == 2
     assert xm.import_onnx(RELU).domain is None
     assert xm.load(RELU).layers == net.layers
+    same, report = xm.import_onnx(RELU, box="0,1", report=True)
+    assert same == net
+    assert report["input_dim"] == 2 and report["operators"] == {"Add": 2, "MatMul": 2, "Relu": 1}
+    assert report["layers"] == [{"width": 3, "rank": 2}] and report["carried_units"] == 0
+    out = tmp_path / "relu.json"
+    cli = cli_json("import", RELU, "-o", str(out))
+    assert {k: cli[k] for k in report} == report  # the command's --json, the same keys
 
 
 # ------------------------------------------------------------------------------ bad input
