@@ -13,9 +13,17 @@ The independent side reuses none of exactmax's readers:
 - ``onnx_eval``: the ONNX graph run node by node on numpy object arrays of ``Fraction`` (or of
   z3 terms), the weights read by ``onnx.numpy_helper``, following the operator definitions
   strictly (input counts, attributes by opset, Dropout's training mode, Reshape's allowzero,
-  MaxPool's windows ...); what it cannot evaluate raises ``Invalid``.  A graph that
-  ``onnx.checker.check_model(full_check=True)`` accepts and exactmax imports must evaluate
-  here to exactly exactmax's numbers.
+  the pools' and convolutions' shapes, Clip-6's default bounds, Pad's modes ...); what it
+  cannot evaluate raises ``Invalid``.  Every operator exactmax imports is read: the affine
+  ones, Relu, Max / Min, Abs, LeakyRelu, PRelu, Clip, Sum, the reductions, MaxPool /
+  AveragePool / GlobalMaxPool / GlobalAveragePool, Conv, ConvTranspose, BatchNormalization,
+  Pad, Slice, Gather, Shape and the structure operators.  The linear spatial operators (Conv,
+  ConvTranspose, BatchNormalization, Pad, Slice) and the pools' windows are those of
+  ``tests/onnx_semantics.py`` (the exact interpreter checked against onnxruntime), after this
+  module's own checks of their shapes and attributes; the max-like operators are computed
+  here, so that they also encode to z3 (Abs, LeakyRelu and PRelu by their sign cases, not as
+  a max).  A graph that ``onnx.checker.check_model(full_check=True)`` accepts and exactmax
+  imports must evaluate here to exactly exactmax's numbers.
 - ``PropRef``: a VNN-LIB 1.0 or 2.0 text read by this module's own s-expression reader (names
   X_i / Y_j, or 2.0 tensors X[i, j] flattened row-major), each constant by ``Fraction(text)``;
   a 1.0 text is also parsed by ``z3.parse_smt2_string`` when z3 reads it, and both readings
@@ -35,9 +43,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
-
 import fuzz
+import numpy as np
 
 ROOT = fuzz.ROOT
 
@@ -49,6 +56,7 @@ class Invalid(Exception):
 
 
 # ------------------------------------------------------------------------ ONNX seeds
+
 
 def _f(vals, dtype=np.float32):
     return np.array(vals, dtype=dtype)
@@ -63,15 +71,29 @@ def onnx_seeds() -> dict:
     def init(name, arr):
         return numpy_helper.from_array(np.asarray(arr), name)
 
-    def model(nodes, inits, out_dim, opset, name, elem=TensorProto.FLOAT, ir=None,
-              inputs_also=False, in_shape=(1, 2), out_shape=None):
+    def model(
+        nodes,
+        inits,
+        out_dim,
+        opset,
+        name,
+        elem=TensorProto.FLOAT,
+        ir=None,
+        inputs_also=False,
+        in_shape=(1, 2),
+        out_shape=None,
+    ):
         x = helper.make_tensor_value_info("X", elem, list(in_shape))
         y = helper.make_tensor_value_info("Y", elem, list(out_shape or (1, out_dim)))
-        ins = [x] + ([helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                      for t in inits] if inputs_also else [])
+        ins = [x] + (
+            [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits]
+            if inputs_also
+            else []
+        )
         g = helper.make_graph(nodes, name, ins, [y], inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="exactmax fuzz")
+        m = helper.make_model(
+            g, opset_imports=[helper.make_opsetid("", opset)], producer_name="exactmax fuzz"
+        )
         if ir is not None:
             m.ir_version = ir
         onnx.checker.check_model(m, full_check=True)
@@ -84,98 +106,225 @@ def onnx_seeds() -> dict:
     S = {}
     # Gemm (transB) + Relu + Gemm, opset 13, float32, two outputs
     S["gemm_relu"] = model(
-        [helper.make_node("Gemm", ["X", "W1", "B1"], ["h"], transB=1),
-         helper.make_node("Relu", ["h"], ["r"]),
-         helper.make_node("Gemm", ["r", "W2", "B2"], ["Y"], transB=1, alpha=1.0, beta=1.0)],
+        [
+            helper.make_node("Gemm", ["X", "W1", "B1"], ["h"], transB=1),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Gemm", ["r", "W2", "B2"], ["Y"], transB=1, alpha=1.0, beta=1.0),
+        ],
         [init("W1", _f(W1)), init("B1", _f(B1)), init("W2", _f(W2)), init("B2", _f(B2))],
-        2, 13, "gemm_relu")
+        2,
+        13,
+        "gemm_relu",
+    )
     # MatMul + Add + Relu, two hidden layers, opset 11, float64, one output
     S["matmul_add"] = model(
-        [helper.make_node("MatMul", ["X", "A1"], ["m1"]),
-         helper.make_node("Add", ["m1", "c1"], ["a1"]),
-         helper.make_node("Relu", ["a1"], ["r1"]),
-         helper.make_node("MatMul", ["r1", "A2"], ["m2"]),
-         helper.make_node("Add", ["m2", "c2"], ["a2"]),
-         helper.make_node("Relu", ["a2"], ["r2"]),
-         helper.make_node("MatMul", ["r2", "A3"], ["m3"]),
-         helper.make_node("Add", ["m3", "c3"], ["Y"])],
-        [init("A1", _f(np.array(W1).T, np.float64)), init("c1", _f(B1, np.float64)),
-         init("A2", _f([[1, -1], [0.5, 1], [-0.25, 0.75]], np.float64)),
-         init("c2", _f([0, -0.25], np.float64)),
-         init("A3", _f([[1], [-2]], np.float64)), init("c3", _f([0.125], np.float64))],
-        1, 11, "matmul_add", elem=TensorProto.DOUBLE)
+        [
+            helper.make_node("MatMul", ["X", "A1"], ["m1"]),
+            helper.make_node("Add", ["m1", "c1"], ["a1"]),
+            helper.make_node("Relu", ["a1"], ["r1"]),
+            helper.make_node("MatMul", ["r1", "A2"], ["m2"]),
+            helper.make_node("Add", ["m2", "c2"], ["a2"]),
+            helper.make_node("Relu", ["a2"], ["r2"]),
+            helper.make_node("MatMul", ["r2", "A3"], ["m3"]),
+            helper.make_node("Add", ["m3", "c3"], ["Y"]),
+        ],
+        [
+            init("A1", _f(np.array(W1).T, np.float64)),
+            init("c1", _f(B1, np.float64)),
+            init("A2", _f([[1, -1], [0.5, 1], [-0.25, 0.75]], np.float64)),
+            init("c2", _f([0, -0.25], np.float64)),
+            init("A3", _f([[1], [-2]], np.float64)),
+            init("c3", _f([0.125], np.float64)),
+        ],
+        1,
+        11,
+        "matmul_add",
+        elem=TensorProto.DOUBLE,
+    )
     # ACAS Xu's shape: IR 3, initializers also graph inputs, opset 8, Sub/Div normalisation
     S["acas_ir3"] = model(
-        [helper.make_node("Sub", ["X", "mean"], ["s"]),
-         helper.make_node("Div", ["s", "range"], ["d"]),
-         helper.make_node("Flatten", ["d"], ["fl"]),
-         helper.make_node("MatMul", ["fl", "A1"], ["m1"]),
-         helper.make_node("Add", ["m1", "c1"], ["a1"]),
-         helper.make_node("Relu", ["a1"], ["r1"]),
-         helper.make_node("MatMul", ["r1", "A2"], ["m2"]),
-         helper.make_node("Add", ["m2", "c2"], ["Y"])],
-        [init("mean", _f([0.25, -0.5])), init("range", _f([2, 0.5])),
-         init("A1", _f(np.array(W1).T)), init("c1", _f(B1)),
-         init("A2", _f(np.array(W2).T)), init("c2", _f(B2))],
-        2, 8, "acas_ir3", ir=3, inputs_also=True)
+        [
+            helper.make_node("Sub", ["X", "mean"], ["s"]),
+            helper.make_node("Div", ["s", "range"], ["d"]),
+            helper.make_node("Flatten", ["d"], ["fl"]),
+            helper.make_node("MatMul", ["fl", "A1"], ["m1"]),
+            helper.make_node("Add", ["m1", "c1"], ["a1"]),
+            helper.make_node("Relu", ["a1"], ["r1"]),
+            helper.make_node("MatMul", ["r1", "A2"], ["m2"]),
+            helper.make_node("Add", ["m2", "c2"], ["Y"]),
+        ],
+        [
+            init("mean", _f([0.25, -0.5])),
+            init("range", _f([2, 0.5])),
+            init("A1", _f(np.array(W1).T)),
+            init("c1", _f(B1)),
+            init("A2", _f(np.array(W2).T)),
+            init("c2", _f(B2)),
+        ],
+        2,
+        8,
+        "acas_ir3",
+        ir=3,
+        inputs_also=True,
+    )
     # Maxout by Reshape + ReduceMax (axes as an input, opset 18), then variadic Max
     S["maxout_reducemax"] = model(
-        [helper.make_node("MatMul", ["X", "A"], ["m"]),
-         helper.make_node("Add", ["m", "c"], ["z"]),
-         helper.make_node("Reshape", ["z", "shape"], ["zr"]),
-         helper.make_node("ReduceMax", ["zr", "axes"], ["u"], keepdims=0),
-         helper.make_node("MatMul", ["u", "B"], ["v1"]),
-         helper.make_node("MatMul", ["u", "B2"], ["v2"]),
-         helper.make_node("Max", ["v1", "v2", "floor"], ["w"]),
-         helper.make_node("Neg", ["w"], ["nw"]),
-         helper.make_node("Mul", ["nw", "k"], ["Y"])],
-        [init("A", _f([[1, -1, 0.5, 0, 1, 0.25], [0, 1, -1, 1, 0.5, -0.75]])),
-         init("c", _f([0, 0.5, -0.25, 0, 0.125, 0])),
-         init("shape", np.array([1, 2, 3], dtype=np.int64)),
-         init("axes", np.array([-1], dtype=np.int64)),
-         init("B", _f([[1], [-1]])), init("B2", _f([[0.5], [0.5]])), init("floor", _f([-1])),
-         init("k", _f([-2]))],
-        1, 18, "maxout_reducemax")
+        [
+            helper.make_node("MatMul", ["X", "A"], ["m"]),
+            helper.make_node("Add", ["m", "c"], ["z"]),
+            helper.make_node("Reshape", ["z", "shape"], ["zr"]),
+            helper.make_node("ReduceMax", ["zr", "axes"], ["u"], keepdims=0),
+            helper.make_node("MatMul", ["u", "B"], ["v1"]),
+            helper.make_node("MatMul", ["u", "B2"], ["v2"]),
+            helper.make_node("Max", ["v1", "v2", "floor"], ["w"]),
+            helper.make_node("Neg", ["w"], ["nw"]),
+            helper.make_node("Mul", ["nw", "k"], ["Y"]),
+        ],
+        [
+            init("A", _f([[1, -1, 0.5, 0, 1, 0.25], [0, 1, -1, 1, 0.5, -0.75]])),
+            init("c", _f([0, 0.5, -0.25, 0, 0.125, 0])),
+            init("shape", np.array([1, 2, 3], dtype=np.int64)),
+            init("axes", np.array([-1], dtype=np.int64)),
+            init("B", _f([[1], [-1]])),
+            init("B2", _f([[0.5], [0.5]])),
+            init("floor", _f([-1])),
+            init("k", _f([-2])),
+        ],
+        1,
+        18,
+        "maxout_reducemax",
+    )
     # structure operators: Constant, Unsqueeze / Squeeze (attributes, opset 11), Transpose,
     # Concat, MaxPool, Identity, Dropout, float16 weights
     S["structure_ops"] = model(
-        [helper.make_node("Constant", [], ["W"], value=init("Wc", _f(W1, np.float16).T)),
-         helper.make_node("MatMul", ["X", "W"], ["m"]),
-         helper.make_node("Unsqueeze", ["m"], ["m3"], axes=[1]),
-         helper.make_node("MaxPool", ["m3"], ["p"], kernel_shape=[2], strides=[1],
-                          pads=[1, 0]),
-         helper.make_node("Squeeze", ["p"], ["q"], axes=[1]),
-         helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0]),
-         helper.make_node("Transpose", ["qt"], ["q2"], perm=[1, 0]),
-         helper.make_node("Neg", ["q2"], ["nq"]),
-         helper.make_node("Concat", ["q2", "nq"], ["cat"], axis=1),
-         helper.make_node("Identity", ["cat"], ["idt"]),
-         helper.make_node("Dropout", ["idt"], ["dr"]),
-         helper.make_node("Relu", ["dr"], ["r"]),
-         helper.make_node("Gemm", ["r", "G"], ["Y"], alpha=0.5)],
+        [
+            helper.make_node("Constant", [], ["W"], value=init("Wc", _f(W1, np.float16).T)),
+            helper.make_node("MatMul", ["X", "W"], ["m"]),
+            helper.make_node("Unsqueeze", ["m"], ["m3"], axes=[1]),
+            helper.make_node("MaxPool", ["m3"], ["p"], kernel_shape=[2], strides=[1], pads=[1, 0]),
+            helper.make_node("Squeeze", ["p"], ["q"], axes=[1]),
+            helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0]),
+            helper.make_node("Transpose", ["qt"], ["q2"], perm=[1, 0]),
+            helper.make_node("Neg", ["q2"], ["nq"]),
+            helper.make_node("Concat", ["q2", "nq"], ["cat"], axis=1),
+            helper.make_node("Identity", ["cat"], ["idt"]),
+            helper.make_node("Dropout", ["idt"], ["dr"]),
+            helper.make_node("Relu", ["dr"], ["r"]),
+            helper.make_node("Gemm", ["r", "G"], ["Y"], alpha=0.5),
+        ],
         [init("G", _f([[1], [-1], [0.5], [0.25], [1], [-0.5]], np.float16))],
-        1, 11, "structure_ops", elem=TensorProto.FLOAT16)
+        1,
+        11,
+        "structure_ops",
+        elem=TensorProto.FLOAT16,
+    )
+    # a small CNN (opset 13): Reshape to an image, Pad (a constant), Conv, BatchNormalization
+    # (var + epsilon squares), Relu, MaxPool, AveragePool, Flatten, Gemm
+    S["conv_ops"] = model(
+        [
+            helper.make_node("Reshape", ["X", "img"], ["x4"]),
+            helper.make_node("Pad", ["x4", "pads", "pv"], ["xp"]),
+            helper.make_node("Conv", ["xp", "K", "kb"], ["cv"], kernel_shape=[2, 2]),
+            helper.make_node(
+                "BatchNormalization", ["cv", "bs", "bb", "bm", "bv"], ["bn"], epsilon=0.25
+            ),
+            helper.make_node("Relu", ["bn"], ["r"]),
+            helper.make_node("MaxPool", ["r"], ["mp"], kernel_shape=[1, 2], strides=[1, 1]),
+            helper.make_node("AveragePool", ["mp"], ["ap"], kernel_shape=[2, 1]),
+            helper.make_node("Flatten", ["ap"], ["fl"]),
+            helper.make_node("Gemm", ["fl", "G", "gc"], ["Y"], transB=1),
+        ],
+        [
+            init("img", np.array([1, 1, 1, 2], dtype=np.int64)),
+            init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64)),
+            init("pv", _f(0.25)),
+            init("K", _f([[[[1, -0.5], [0.25, 1]]], [[[-1, 0.5], [0.75, -0.25]]]])),
+            init("kb", _f([0.125, -0.25])),
+            init("bs", _f([1, -0.5])),
+            init("bb", _f([0.25, 0])),
+            init("bm", _f([0.5, -0.25])),
+            init("bv", _f([3.75, 0.75])),
+            init("G", _f([[1, -0.5, 0.25, 0], [0.5, 0.5, -1, 0.25]])),
+            init("gc", _f([0, 0.5])),
+        ],
+        2,
+        13,
+        "conv_ops",
+    )
+    # the piecewise-linear operators and a residual connection (opset 18): LeakyRelu, Abs,
+    # Sum, Clip, Min, PRelu, Slice, ConvTranspose, ReduceMean / ReduceMin / ReduceSum,
+    # GlobalAveragePool, Gather, Shape, and X added to a depth-2 tensor
+    S["residual_ops"] = model(
+        [
+            helper.make_node("Gemm", ["X", "W1", "B1"], ["h"], transB=1),
+            helper.make_node("LeakyRelu", ["h"], ["lr"], alpha=0.125),
+            helper.make_node("Abs", ["h"], ["ab"]),
+            helper.make_node("Sum", ["lr", "ab", "h"], ["s"]),
+            helper.make_node("Clip", ["s", "lo", "hi"], ["c"]),
+            helper.make_node("Min", ["c", "ab"], ["m"]),
+            helper.make_node("Gemm", ["m", "W2", "B2"], ["z"], transB=1),
+            helper.make_node("Add", ["z", "X"], ["res"]),
+            helper.make_node("PRelu", ["res", "slope"], ["p"]),
+            helper.make_node("Slice", ["m", "st", "en", "ax"], ["q"]),
+            helper.make_node("Unsqueeze", ["q", "ax"], ["u"]),
+            helper.make_node("ConvTranspose", ["u", "T"], ["ct"], strides=[1]),
+            helper.make_node("ReduceMean", ["ct", "ax2"], ["rm"], keepdims=0),
+            helper.make_node("ReduceMin", ["q", "ax"], ["mn"]),
+            helper.make_node("ReduceSum", ["q", "ax"], ["rs"]),
+            helper.make_node("GlobalAveragePool", ["ct"], ["ga"]),
+            helper.make_node("Flatten", ["ga"], ["gf"]),
+            helper.make_node("Sum", ["p", "rm", "gf"], ["t1"]),
+            helper.make_node("Sub", ["t1", "mn"], ["t2"]),
+            helper.make_node("Add", ["t2", "rs"], ["t3"]),
+            helper.make_node("Gather", ["t3", "perm"], ["gt"], axis=1),
+            helper.make_node("Shape", ["X"], ["sh"]),
+            helper.make_node("Reshape", ["gt", "sh"], ["Y"]),
+        ],
+        [
+            init("W1", _f(W1)),
+            init("B1", _f(B1)),
+            init("lo", _f(-0.5)),
+            init("hi", _f(2)),
+            init("W2", _f(W2)),
+            init("B2", _f(B2)),
+            init("slope", _f([0.5, 2])),
+            init("st", np.array([1], dtype=np.int64)),
+            init("en", np.array([3], dtype=np.int64)),
+            init("ax", np.array([1], dtype=np.int64)),
+            init("ax2", np.array([2], dtype=np.int64)),
+            init("T", _f([[[1, -0.5]]])),
+            init("perm", np.array([1, 0], dtype=np.int64)),
+        ],
+        2,
+        18,
+        "residual_ops",
+    )
     # a final Softmax (import --drop-final-softmax)
     S["softmax_final"] = model(
-        [helper.make_node("Gemm", ["X", "W1", "B1"], ["h"], transB=1),
-         helper.make_node("Relu", ["h"], ["r"]),
-         helper.make_node("Gemm", ["r", "W2", "B2"], ["z"], transB=1),
-         helper.make_node("Softmax", ["z"], ["Y"], axis=-1)],
+        [
+            helper.make_node("Gemm", ["X", "W1", "B1"], ["h"], transB=1),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Gemm", ["r", "W2", "B2"], ["z"], transB=1),
+            helper.make_node("Softmax", ["z"], ["Y"], axis=-1),
+        ],
         [init("W1", _f(W1)), init("B1", _f(B1)), init("W2", _f(W2)), init("B2", _f(B2))],
-        2, 13, "softmax_final")
+        2,
+        13,
+        "softmax_final",
+    )
     return S
 
 
 def export_seed(tmp: str) -> bytes:
     """tent.json written by ``exactmax export-onnx`` (opset 18: Reshape, ReduceMax, Concat)."""
     out = os.path.join(tmp, "tent.export.onnx")
-    assert fuzz._quiet_main(["export-onnx", os.path.join(fuzz.EX, "tent.json"), "-o",
-                             out]) == 0
+    assert fuzz._quiet_main(["export-onnx", os.path.join(fuzz.EX, "tent.json"), "-o", out]) == 0
     with open(out, "rb") as f:
         return f.read()
 
 
 # ------------------------------------------------------------- the ONNX reference
+
 
 def _as_exact(arr):
     arr = np.asarray(arr)
@@ -185,8 +334,9 @@ def _as_exact(arr):
         a64 = arr.astype(np.float64)
         if not np.all(np.isfinite(a64)):
             raise Invalid("a weight that is not finite")
-        return np.asarray(np.frompyfunc(lambda v: Fraction(float(v)), 1, 1)(a64),
-                          dtype=object).reshape(arr.shape)
+        return np.asarray(
+            np.frompyfunc(lambda v: Fraction(float(v)), 1, 1)(a64), dtype=object
+        ).reshape(arr.shape)
     if arr.dtype.kind in "iub":
         return arr.astype(np.int64)
     raise Invalid(f"element type {arr.dtype}")
@@ -203,6 +353,7 @@ class Arith:
         self.z3 = z3mode
         if z3mode:
             import z3
+
             self._z3 = z3
 
     def const(self, v: Fraction):
@@ -210,21 +361,43 @@ class Arith:
             return v
         return self._z3.RealVal(f"{v.numerator}/{v.denominator}")
 
+    def _terms(self, *vs):
+        return [self.const(v) if isinstance(v, Fraction) else v for v in vs]
+
     def max(self, a, b):
         if not self.z3:
             return a if a >= b else b
-        if isinstance(a, Fraction):
-            a = self.const(a)
-        if isinstance(b, Fraction):
-            b = self.const(b)
+        a, b = self._terms(a, b)
         return self._z3.If(a >= b, a, b)
 
+    def min(self, a, b):
+        if not self.z3:
+            return a if a <= b else b
+        a, b = self._terms(a, b)
+        return self._z3.If(a <= b, a, b)
 
-def _vmax(ar: Arith, arrays):
+    def sign_case(self, v, nonneg, neg):
+        """``nonneg`` where v >= 0, ``neg`` where v < 0 (Abs, LeakyRelu, PRelu as the
+        operator definitions state them, not as a max)."""
+        if not self.z3:
+            return nonneg if v >= 0 else neg
+        v, nonneg, neg = self._terms(v, nonneg, neg)
+        return self._z3.If(v >= 0, nonneg, neg)
+
+
+def _vmax(ar: Arith, arrays, f=None):
     b = np.broadcast_arrays(*arrays)
     out = np.empty(b[0].shape, dtype=object)
     for idx in np.ndindex(out.shape):
-        out[idx] = functools.reduce(ar.max, [a[idx] for a in b])
+        out[idx] = functools.reduce(f or ar.max, [a[idx] for a in b])
+    return out
+
+
+def _elementwise(f, *arrays):
+    b = np.broadcast_arrays(*arrays)
+    out = np.empty(b[0].shape, dtype=object)
+    for idx in np.ndindex(out.shape):
+        out[idx] = f(*(a[idx] for a in b))
     return out
 
 
@@ -237,32 +410,134 @@ def _norm_axis(a, rank, what="axis"):
 
 def _attrs(node):
     from onnx import helper
+
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+_REDUCE = {"axes", "keepdims", "noop_with_empty_axes"}
+_POOL = {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad"}
+_CONV = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
 _ALLOWED = {
-    "Identity": set(), "Neg": set(), "Relu": set(), "Max": set(), "MatMul": set(),
-    "Add": set(), "Sub": set(), "Mul": set(), "Div": set(),
-    "Dropout": {"seed", "ratio", "is_test"}, "Gemm": {"alpha", "beta", "transA", "transB"},
-    "ReduceMax": {"axes", "keepdims", "noop_with_empty_axes"},
-    "MaxPool": {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad",
-                "storage_order"},
-    "Reshape": {"allowzero", "shape"}, "Flatten": {"axis"}, "Squeeze": {"axes"},
-    "Unsqueeze": {"axes"}, "Transpose": {"perm"}, "Concat": {"axis"},
+    "Identity": set(),
+    "Neg": set(),
+    "Relu": set(),
+    "Max": set(),
+    "MatMul": set(),
+    "Add": set(),
+    "Sub": set(),
+    "Mul": set(),
+    "Div": set(),
+    "Dropout": {"seed", "ratio", "is_test"},
+    "Gemm": {"alpha", "beta", "transA", "transB"},
+    "ReduceMax": _REDUCE,
+    "ReduceMin": _REDUCE,
+    "ReduceSum": _REDUCE,
+    "ReduceMean": _REDUCE,
+    "MaxPool": _POOL | {"storage_order"},
+    "AveragePool": _POOL | {"count_include_pad"},
+    "GlobalMaxPool": set(),
+    "GlobalAveragePool": set(),
+    "Conv": _CONV,
+    "ConvTranspose": _CONV | {"output_padding", "output_shape"},
+    "BatchNormalization": {"epsilon", "momentum", "spatial", "training_mode"},
+    "Abs": set(),
+    "Min": set(),
+    "Sum": set(),
+    "LeakyRelu": {"alpha"},
+    "PRelu": set(),
+    "Clip": {"min", "max"},
+    "Pad": {"mode", "pads", "value"},
+    "Slice": {"starts", "ends", "axes"},
+    "Gather": {"axis"},
+    "Shape": {"start", "end"},
+    "Reshape": {"allowzero", "shape"},
+    "Flatten": {"axis"},
+    "Squeeze": {"axes"},
+    "Unsqueeze": {"axes"},
+    "Transpose": {"perm"},
+    "Concat": {"axis"},
     "Constant": {"value", "value_float", "value_floats", "value_int", "value_ints"},
     "Softmax": {"axis"},
 }
-_ARITY = {"Identity": (1, 1), "Neg": (1, 1), "Relu": (1, 1), "Max": (1, 99),
-          "MatMul": (2, 2), "Add": (2, 2), "Sub": (2, 2), "Mul": (2, 2), "Div": (2, 2),
-          "Dropout": (1, 3), "Gemm": (2, 3), "ReduceMax": (1, 2), "MaxPool": (1, 1),
-          "Reshape": (1, 2), "Flatten": (1, 1), "Squeeze": (1, 2), "Unsqueeze": (1, 2),
-          "Transpose": (1, 1), "Concat": (1, 99), "Constant": (0, 0), "Softmax": (1, 1)}
+_SINCE = {
+    ("Shape", "start"): 15,
+    ("Shape", "end"): 15,
+    ("BatchNormalization", "training_mode"): 14,
+    ("AveragePool", "ceil_mode"): 10,
+    ("AveragePool", "dilations"): 19,
+    ("MaxPool", "ceil_mode"): 10,
+    ("MaxPool", "dilations"): 10,
+    ("MaxPool", "storage_order"): 8,
+}
+_UNTIL = {
+    ("BatchNormalization", "spatial"): 9,
+    ("Clip", "min"): 11,
+    ("Clip", "max"): 11,
+    ("Pad", "pads"): 11,
+    ("Pad", "value"): 11,
+    ("Slice", "starts"): 10,
+    ("Slice", "ends"): 10,
+    ("Slice", "axes"): 10,
+}
+"""Attributes an operator has from (``_SINCE``) or before (``_UNTIL``) an opset."""
+_ARITY = {
+    "Identity": (1, 1),
+    "Neg": (1, 1),
+    "Relu": (1, 1),
+    "Max": (1, 99),
+    "MatMul": (2, 2),
+    "Add": (2, 2),
+    "Sub": (2, 2),
+    "Mul": (2, 2),
+    "Div": (2, 2),
+    "Dropout": (1, 3),
+    "Gemm": (2, 3),
+    "ReduceMax": (1, 2),
+    "ReduceMin": (1, 2),
+    "ReduceSum": (1, 2),
+    "ReduceMean": (1, 2),
+    "MaxPool": (1, 1),
+    "AveragePool": (1, 1),
+    "GlobalMaxPool": (1, 1),
+    "GlobalAveragePool": (1, 1),
+    "Conv": (2, 3),
+    "ConvTranspose": (2, 3),
+    "BatchNormalization": (5, 5),
+    "Abs": (1, 1),
+    "Min": (1, 99),
+    "Sum": (1, 99),
+    "LeakyRelu": (1, 1),
+    "PRelu": (2, 2),
+    "Clip": (1, 3),
+    "Pad": (2, 4),
+    "Slice": (3, 5),
+    "Gather": (2, 2),
+    "Shape": (1, 1),
+    "Reshape": (1, 2),
+    "Flatten": (1, 1),
+    "Squeeze": (1, 2),
+    "Unsqueeze": (1, 2),
+    "Transpose": (1, 1),
+    "Concat": (1, 99),
+    "Constant": (0, 0),
+    "Softmax": (1, 1),
+}
+
+
+def _arity(op, opset):
+    """(least, most) inputs of ``op`` at ``opset``; the first ``least`` are required."""
+    if op == "Clip" and opset < 11 or op == "Pad" and opset < 11 or op == "Slice" and opset < 10:
+        return 1, 1
+    if op == "Pad" and opset < 18:
+        return 2, 3
+    return _ARITY[op]
 
 
 def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = False):
     """The outputs (flattened, row-major) of the ONNX ``model`` at the input point ``x``
     (a sequence of Fractions or z3 terms), exactly; ``Invalid`` for what it cannot read."""
     from onnx import numpy_helper
+
     ar = ar or Arith()
     g = model.graph
     opsets = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
@@ -285,15 +560,18 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
     if len(inputs) != 1 or len(g.output) != 1:
         raise Invalid("not one input and one output")
     tt = inputs[0].type.tensor_type
-    if not inputs[0].type.HasField("tensor_type") or tt.elem_type not in (1, 10, 11) or \
-            not tt.HasField("shape"):
+    if (
+        not inputs[0].type.HasField("tensor_type")
+        or tt.elem_type not in (1, 10, 11)
+        or not tt.HasField("shape")
+    ):
         raise Invalid("input type")
     shape = []
     for k, d in enumerate(tt.shape.dim):
         if d.HasField("dim_value") and d.dim_value > 0:
             shape.append(d.dim_value)
         elif k == 0 and not d.HasField("dim_value"):
-            shape.append(1)           # a symbolic batch dimension
+            shape.append(1)  # a symbolic batch dimension
         else:
             raise Invalid("input dimension")
     n = int(np.prod(shape)) if shape else 1
@@ -306,8 +584,11 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
     out_name = g.output[0].name
     # the output and the values it copies unchanged (Identity, Dropout): a Softmax computing
     # one of them is the final one (dropped with --drop-final-softmax)
-    copies = {node.output[0]: node.input[0] for node in g.node
-              if node.op_type in ("Identity", "Dropout") and node.output and node.input}
+    copies = {
+        node.output[0]: node.input[0]
+        for node in g.node
+        if node.op_type in ("Identity", "Dropout") and node.output and node.input
+    }
     final_names, name = {out_name}, out_name
     while copies.get(name) and copies[name] not in final_names:
         name = copies[name]
@@ -318,12 +599,23 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
         op = node.op_type
         if op not in _ARITY:
             raise Invalid(f"operator {op}")
-        lo, hi = _ARITY[op]
+        lo, hi = _arity(op, opset)
         if not lo <= len(node.input) <= hi or len(node.output) < 1:
             raise Invalid(f"{op} with {len(node.input)} inputs")
+        if (
+            any(not k for k in node.input[:lo])
+            or op in ("Max", "Min", "Sum", "Concat")
+            and "" in node.input
+        ):
+            raise Invalid(f"{op} with a required input left empty")
         a = _attrs(node)
         if set(a) - _ALLOWED[op]:
             raise Invalid(f"{op} attributes {sorted(a)}")
+        for k in a:
+            if not _SINCE.get((op, k), 0) <= opset < _UNTIL.get((op, k), 99):
+                raise Invalid(f"{op}'s attribute {k} at opset {opset}")
+        if op == "BatchNormalization" and any(node.output[1:]):
+            raise Invalid("BatchNormalization's training outputs")
         for k in node.input:
             if k and k not in env:
                 raise Invalid(f"input {k} undefined")
@@ -332,11 +624,12 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
             if o and o in env:
                 raise Invalid(f"{o} defined twice")
         try:
-            out = _ref_op(op, ins, a, opset, ar,
-                          final=node.output[0] in final_names and drop_final_softmax)
+            out = _ref_op(
+                op, ins, a, opset, ar, final=node.output[0] in final_names and drop_final_softmax
+            )
         except Invalid:
             raise
-        except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError) as e:
+        except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError, OverflowError) as e:
             raise Invalid(f"{op}: {type(e).__name__}: {e}") from None
         env[node.output[0]] = out
         if op == "MaxPool" and len(node.output) > 1 and node.output[1]:
@@ -347,14 +640,18 @@ def onnx_eval(model, x, ar: Arith | None = None, drop_final_softmax: bool = Fals
     y = np.asarray(env[out_name])
     if y.dtype != object:
         y = _as_exact(y).astype(object)
-        y = np.asarray(np.frompyfunc(lambda v: Fraction(int(v)) if not isinstance(
-            v, Fraction) else v, 1, 1)(y), dtype=object)
+        y = np.asarray(
+            np.frompyfunc(lambda v: Fraction(int(v)) if not isinstance(v, Fraction) else v, 1, 1)(
+                y
+            ),
+            dtype=object,
+        )
     return [ar.const(v) if isinstance(v, Fraction) else v for v in y.reshape(-1)]
 
 
-def _ints(t, what):
-    if t is None or not _is_int(t):
-        raise Invalid(f"{what}: not an integer tensor")
+def _ints(t, what, rank=None):
+    if t is None or not _is_int(t) or rank is not None and t.ndim != rank:
+        raise Invalid(f"{what}: not an integer tensor" + (f" of rank {rank}" if rank else ""))
     return [int(v) for v in t.reshape(-1)]
 
 
@@ -363,6 +660,179 @@ def _num(t):
     if _is_int(t):
         raise Invalid("integer arithmetic")
     return t
+
+
+FLT_MAX = Fraction(float(np.finfo(np.float32).max))
+
+
+def _sem():
+    """tests/onnx_semantics.py, whose linear spatial operators (Conv, ConvTranspose,
+    BatchNormalization, Pad, Slice) and windows the reference reuses."""
+    import onnx_semantics
+
+    return onnx_semantics
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _scalar(t, what):
+    t = _num(t)
+    if t is None or t.size != 1:
+        raise Invalid(f"{what}: not a scalar")
+    return t.reshape(-1)[0]
+
+
+def _reduce(ar: Arith, X, axes, keep, kind):
+    axes = [_norm_axis(v, X.ndim) for v in axes] or list(range(X.ndim))
+    if len(set(axes)) != len(axes):
+        raise Invalid("repeated axes")
+    if any(X.shape[k] == 0 for k in axes):
+        raise Invalid("empty reduction")
+    rest = [k for k in range(X.ndim) if k not in axes]
+    moved = np.transpose(X, rest + axes)
+    flat = moved.reshape(moved.shape[: len(rest)] + (-1,))
+    f = {"max": ar.max, "min": ar.min}.get(kind, lambda u, v: u + v)
+    out = np.empty(flat.shape[:-1], dtype=object)
+    for idx in np.ndindex(out.shape):
+        out[idx] = functools.reduce(f, list(flat[idx]))
+        if kind == "mean":
+            out[idx] = out[idx] * Fraction(1, flat.shape[-1])
+    if keep:
+        out = out.reshape([1 if k in axes else X.shape[k] for k in range(X.ndim)])
+    return out
+
+
+def _window_attrs(op, a, n, with_pads=True):
+    """Strides, dilations, pads and auto_pad of a sliding window over n spatial axes, checked;
+    the attributes with auto_pad as text (onnx_semantics' reading)."""
+    auto = _text(a.get("auto_pad", "NOTSET"))
+    if auto not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise Invalid(f"{op}: auto_pad {auto!r}")
+    s = [int(v) for v in a.get("strides", [1] * n)]
+    d = [int(v) for v in a.get("dilations", [1] * n)]
+    p = [int(v) for v in a.get("pads", [0] * 2 * n)]
+    if len(s) != n or len(d) != n or len(p) != 2 * n or min(s + d) < 1 or min(p) < 0:
+        raise Invalid(f"{op}: strides, dilations or pads")
+    if with_pads and "pads" in a and auto != "NOTSET" and (auto != "VALID" or any(p)):
+        raise Invalid(f"{op}: pads with auto_pad {auto}")
+    return {**a, "auto_pad": auto, "strides": s, "dilations": d, "pads": p}, s, d, p, auto
+
+
+def _outputs(op, sizes, k, s, d, p, auto, ceil=False):
+    """The output sizes of a window sliding over ``sizes`` (none empty, the window no larger
+    than the padded input)."""
+    n = len(sizes)
+    if auto in ("NOTSET", "VALID"):
+        q = p if auto == "NOTSET" else [0] * 2 * n
+        if any(sizes[t] + q[t] + q[n + t] < (k[t] - 1) * d[t] + 1 for t in range(n)):
+            raise Invalid(f"{op} window larger than the padded input")
+    outs = _sem()._window_geometry(sizes, k, s, d, p, auto, ceil)[2]
+    if min(outs, default=1) < 1:
+        raise Invalid(f"{op} with an empty output")
+    return outs
+
+
+def _pool_check(op, X, a):
+    if "kernel_shape" not in a:
+        raise Invalid(f"{op} without kernel_shape")
+    k = [int(v) for v in a["kernel_shape"]]
+    sp = len(k)
+    if not sp or X.ndim != sp + 2 or any(v < 1 for v in k):
+        raise Invalid(f"{op} shapes")
+    b, s, d, p, auto = _window_attrs(op, a, sp)
+    if int(a.get("storage_order", 0)) not in (0, 1):
+        raise Invalid("storage_order")
+    ceil = int(a.get("ceil_mode", 0))
+    if ceil not in (0, 1):
+        raise Invalid("ceil_mode")
+    _outputs(op, X.shape[2:], k, s, d, p, auto, bool(ceil))
+    return b, k, bool(ceil)
+
+
+def _conv_check(op, X, W, B, a):
+    """Conv's and ConvTranspose's shapes and attributes as the operators define them; the
+    attributes for onnx_semantics."""
+    if X.ndim < 3 or W.ndim != X.ndim:
+        raise Invalid(f"{op} of ranks {X.ndim} and {W.ndim}")
+    n, C = X.ndim - 2, X.shape[1]
+    G = int(a.get("group", 1))
+    ks = list(W.shape[2:])
+    if G < 1 or min(ks) < 1 or "kernel_shape" in a and [int(v) for v in a["kernel_shape"]] != ks:
+        raise Invalid(f"{op}: group or kernel_shape")
+    if op == "Conv":
+        M = W.shape[0]
+        if W.shape[1] * G != C or M % G or not M:
+            raise Invalid("Conv channels")
+    else:
+        M = W.shape[1] * G
+        if W.shape[0] != C or C % G or not M:
+            raise Invalid("ConvTranspose channels")
+    if B is not None and B.shape != (M,):
+        raise Invalid(f"{op}'s bias shape")
+    b, s, d, p, auto = _window_attrs(op, a, n)
+    if op == "Conv":
+        _outputs(op, X.shape[2:], ks, s, d, p, auto)
+        return b
+    out_pad = [int(v) for v in a.get("output_padding", [0] * n)]
+    if len(out_pad) != n or min(out_pad) < 0:
+        raise Invalid("ConvTranspose's output_padding")
+    full = [s[t] * (X.shape[2 + t] - 1) + out_pad[t] + (ks[t] - 1) * d[t] + 1 for t in range(n)]
+    if "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER"):
+        if "output_shape" in a:
+            shape = [int(v) for v in a["output_shape"]]
+            if len(shape) not in (n, n + 2):
+                raise Invalid("ConvTranspose's output_shape")
+            outs = shape[-n:]
+        else:
+            outs = [X.shape[2 + t] * s[t] for t in range(n)]
+        if any(f < o for f, o in zip(full, outs)):
+            raise Invalid("ConvTranspose's output larger than its full size")
+    else:
+        q = p if auto == "NOTSET" else [0] * 2 * n
+        outs = [full[t] - q[t] - q[n + t] for t in range(n)]
+    if min(outs) < 1:
+        raise Invalid("ConvTranspose with an empty output")
+    return b
+
+
+def _pad(X, i, a, opset):
+    """Pad as the operator defines it: negative pads crop first, then the modes pad."""
+    mode = _text(a.get("mode", "constant"))
+    if mode not in ("constant", "reflect", "edge") + (("wrap",) if opset >= 19 else ()):
+        raise Invalid(f"Pad mode {mode!r}")
+    r = X.ndim
+    if opset < 11:
+        if "pads" not in a:
+            raise Invalid("Pad without pads")
+        pads, value, axes = [int(v) for v in a["pads"]], Fraction(a.get("value", 0.0)), None
+    else:
+        pads = _ints(i[1], "pads", 1)
+        value = _scalar(i[2], "Pad's value") if len(i) > 2 and i[2] is not None else Fraction(0)
+        axes = _ints(i[3], "Pad's axes", 1) if len(i) > 3 and i[3] is not None else None
+    axes = list(range(r)) if axes is None else [_norm_axis(v, r) for v in axes]
+    if len(set(axes)) != len(axes) or len(pads) != 2 * len(axes):
+        raise Invalid("Pad's pads and axes")
+    begin, end = [0] * r, [0] * r
+    for j, ax in enumerate(axes):
+        begin[ax], end[ax] = pads[j], pads[len(axes) + j]
+    if any(X.shape[t] + begin[t] + end[t] < 0 for t in range(r)):
+        raise Invalid("Pad crops more than the tensor")
+    X = X[tuple(slice(max(0, -begin[t]), X.shape[t] - max(0, -end[t])) for t in range(r))]
+    begin, end = [max(0, v) for v in begin], [max(0, v) for v in end]
+    for t in range(r):
+        if (
+            mode != "constant"
+            and (begin[t] or end[t])
+            and (not X.shape[t] or mode == "reflect" and max(begin[t], end[t]) >= X.shape[t])
+        ):
+            raise Invalid(f"Pad {mode} by {max(begin[t], end[t])} of {X.shape[t]} elements")
+    if mode != "wrap":
+        return _sem()._pad(X, begin + end, mode, value, None)
+    for t in range(r):
+        X = np.take(X, [p % X.shape[t] for p in range(-begin[t], X.shape[t] + end[t])], axis=t)
+    return X
 
 
 def _ref_op(op, i, a, opset, ar: Arith, final: bool):
@@ -378,9 +848,10 @@ def _ref_op(op, i, a, opset, ar: Arith, final: bool):
         return x
     if op == "Constant":
         from onnx import numpy_helper
+
         if len(a) != 1:
             raise Invalid("Constant with several values")
-        (k, v), = a.items()
+        ((k, v),) = a.items()
         if k == "value":
             return _as_exact(numpy_helper.to_array(v))
         if opset < 12:
@@ -441,82 +912,135 @@ def _ref_op(op, i, a, opset, ar: Arith, final: bool):
         elif opset < 11:
             raise Invalid("Gemm without C before opset 11")
         return Y
-    if op == "ReduceMax":
+    if op in ("ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"):
         X = _num(x)
-        if opset >= 18:
+        since = 13 if op == "ReduceSum" else 18
+        if opset >= since:
             if "axes" in a:
-                raise Invalid("ReduceMax axes attribute at opset >= 18")
+                raise Invalid(f"{op} axes attribute at opset >= {since}")
             axes = _ints(i[1], "axes") if len(i) > 1 and i[1] is not None else []
             if not axes and int(a.get("noop_with_empty_axes", 0)):
                 return X
         else:
             if len(i) > 1 or "noop_with_empty_axes" in a:
-                raise Invalid("ReduceMax input axes before opset 18")
+                raise Invalid(f"{op} input axes before opset {since}")
             axes = list(a.get("axes", []))
-        axes = [_norm_axis(v, X.ndim) for v in axes] or list(range(X.ndim))
-        if len(set(axes)) != len(axes):
-            raise Invalid("repeated axes")
-        if any(X.shape[k] == 0 for k in axes):
-            raise Invalid("empty reduction")
-        keep = int(a.get("keepdims", 1))
-        rest = [k for k in range(X.ndim) if k not in axes]
-        moved = np.transpose(X, rest + axes)
-        flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
-        out = np.empty(flat.shape[:-1], dtype=object)
-        for idx in np.ndindex(out.shape):
-            out[idx] = functools.reduce(ar.max, list(flat[idx]))
-        if keep:
-            out = out.reshape([1 if k in axes else X.shape[k] for k in range(X.ndim)])
-        return out
-    if op == "MaxPool":
+        return _reduce(ar, X, axes, int(a.get("keepdims", 1)), op[len("Reduce") :].lower())
+    if op in ("GlobalMaxPool", "GlobalAveragePool"):
         X = _num(x)
-        if "kernel_shape" not in a:
-            raise Invalid("MaxPool without kernel_shape")
-        k = [int(v) for v in a["kernel_shape"]]
-        sp = len(k)
-        if X.ndim != sp + 2 or any(v < 1 for v in k):
-            raise Invalid("MaxPool shapes")
-        if opset < 10 and ({"dilations", "ceil_mode"} & set(a)):
-            raise Invalid("MaxPool attributes before opset 10")
-        auto = a.get("auto_pad", b"NOTSET")
-        auto = auto.decode() if isinstance(auto, bytes) else auto
-        if auto not in ("NOTSET", "VALID"):
-            raise Invalid("auto_pad")
-        s = [int(v) for v in a.get("strides", [1] * sp)]
-        d = [int(v) for v in a.get("dilations", [1] * sp)]
-        p = [int(v) for v in a.get("pads", [0] * 2 * sp)]
-        if auto == "VALID" and "pads" in a and any(p):
-            raise Invalid("VALID with pads")
-        if len(s) != sp or len(d) != sp or len(p) != 2 * sp or min(s + d) < 1 or min(p) < 0:
-            raise Invalid("MaxPool attribute lengths")
-        if int(a.get("storage_order", 0)) not in (0, 1):
-            raise Invalid("storage_order")
-        ceil = int(a.get("ceil_mode", 0))
-        if ceil not in (0, 1):
-            raise Invalid("ceil_mode")
-        sizes = X.shape[2:]
-        outs = []
-        for t in range(sp):
-            span = (k[t] - 1) * d[t] + 1
-            num = sizes[t] + p[t] + p[sp + t] - span
-            if num < 0:
-                raise Invalid("MaxPool window larger than the padded input")
-            o = (-(-num // s[t]) if ceil else num // s[t]) + 1
-            if ceil and (o - 1) * s[t] >= sizes[t] + p[t]:
-                o -= 1          # the last window must start inside the input or left pad
-            outs.append(o)
-        Y = np.empty(X.shape[:2] + tuple(outs), dtype=object)
-        for nc in itertools.product(range(X.shape[0]), range(X.shape[1])):
-            for o in itertools.product(*map(range, outs)):
-                vals = []
-                for off in itertools.product(*map(range, k)):
-                    pos = tuple(o[t] * s[t] - p[t] + off[t] * d[t] for t in range(sp))
-                    if all(0 <= pos[t] < sizes[t] for t in range(sp)):
-                        vals.append(X[nc + pos])
-                if not vals:
-                    raise Invalid("a window in the padding")
-                Y[nc + o] = functools.reduce(ar.max, vals)
+        if X.ndim < 3:
+            raise Invalid(f"{op} of a tensor of rank {X.ndim}")
+        return _reduce(ar, X, list(range(2, X.ndim)), 1, "max" if "Max" in op else "mean")
+    if op in ("MaxPool", "AveragePool"):
+        X = _num(x)
+        b, k, ceil = _pool_check(op, X, a)
+        Y = None
+        cip = int(a.get("count_include_pad", 0))
+        for o, outs, inside, padded in _sem()._windows(X, b, k, ceil):
+            if Y is None:
+                Y = np.empty(X.shape[:2] + tuple(outs), dtype=object)
+            count = padded if cip else len(inside)
+            if not inside and (op == "MaxPool" or not count):
+                raise Invalid(f"{op}: a window in the padding")
+            for nc in itertools.product(range(X.shape[0]), range(X.shape[1])):
+                vals = [X[nc + p] for _, p in inside]
+                if op == "MaxPool":
+                    Y[nc + o] = functools.reduce(ar.max, vals)
+                else:
+                    Y[nc + o] = functools.reduce(lambda u, v: u + v, vals, Fraction(0)) / count
+        if Y is None:
+            raise Invalid(f"{op} with an empty output")
         return Y
+    if op in ("Conv", "ConvTranspose"):
+        X, W = _num(x), _num(i[1])
+        B = _num(i[2]) if len(i) > 2 and i[2] is not None else None
+        b = _conv_check(op, X, W, B, a)
+        return (_sem()._conv if op == "Conv" else _sem()._conv_transpose)(X, W, B, b)
+    if op == "BatchNormalization":
+        X = _num(x)
+        if X.ndim < 2:
+            raise Invalid("BatchNormalization of a tensor without channels")
+        if int(a.get("training_mode", 0)):
+            raise Invalid("BatchNormalization in training mode")
+        if int(a.get("spatial", 1)) != 1:
+            raise Invalid("BatchNormalization with spatial 0")
+        params = [_num(t) for t in i[1:5]]
+        if any(t.shape != (X.shape[1],) for t in params):
+            raise Invalid("BatchNormalization's parameters are not one per channel")
+        if any(not isinstance(v, Fraction) for t in params for v in t.reshape(-1)):
+            raise Invalid("BatchNormalization's parameters depend on the input")
+        eps = Fraction(a.get("epsilon", float(np.float32(1e-5))))
+        if any(v + eps <= 0 for v in params[3]):
+            raise Invalid("BatchNormalization's var + epsilon <= 0")
+        return _sem()._batch_norm(X, [X] + params, a, opset)
+    if op == "Abs":
+        return _elementwise(lambda v: ar.sign_case(v, v, -v), _num(x))
+    if op == "LeakyRelu":
+        alpha = Fraction(a.get("alpha", float(np.float32(0.01))))
+        return _elementwise(lambda v: ar.sign_case(v, v, alpha * v), _num(x))
+    if op == "PRelu":
+        X, S = _num(x), _num(i[1])
+        if np.broadcast_shapes(X.shape, S.shape) != X.shape:
+            raise Invalid("PRelu's slope does not broadcast to X")
+        return _elementwise(lambda v, s: ar.sign_case(v, v, s * v), X, S)
+    if op == "Clip":
+        X = _num(x)
+        if opset < 11:  # Clip-6: absent bounds are the float32 extremes
+            lo, hi = Fraction(a.get("min", -FLT_MAX)), Fraction(a.get("max", FLT_MAX))
+        else:
+            lo, hi = (
+                _scalar(i[k], f"Clip's input {k}") if len(i) > k and i[k] is not None else None
+                for k in (1, 2)
+            )
+
+        def clip(v):
+            if lo is not None:
+                v = ar.max(v, lo)
+            return v if hi is None else ar.min(v, hi)
+
+        return _elementwise(clip, X)
+    if op in ("Min", "Sum"):
+        if opset < 8 and len({t.shape for t in i}) > 1:
+            raise Invalid(f"{op} broadcasting before opset 8")
+        return _vmax(ar, [_num(t) for t in i], ar.min if op == "Min" else lambda u, v: u + v)
+    if op == "Pad":
+        return _pad(_num(x), i, a, opset)
+    if op == "Slice":
+        if opset < 10:
+            if "starts" not in a or "ends" not in a:
+                raise Invalid("Slice without starts or ends")
+            starts, ends = list(a["starts"]), list(a["ends"])
+            axes, steps = (list(a["axes"]) if "axes" in a else None), None
+        else:
+            starts, ends = _ints(i[1], "starts", 1), _ints(i[2], "ends", 1)
+            axes, steps = (
+                _ints(i[k], "Slice's input", 1) if len(i) > k and i[k] is not None else None
+                for k in (3, 4)
+            )
+        n = len(starts)
+        if len(ends) != n or any(v is not None and len(v) != n for v in (axes, steps)):
+            raise Invalid("Slice's starts, ends, axes and steps differ in length")
+        if x is None or x.ndim == 0:
+            raise Invalid("Slice of a scalar")
+        axes = [_norm_axis(v, x.ndim) for v in (axes if axes is not None else range(n))]
+        if len(set(axes)) != n or (steps is not None and 0 in steps):
+            raise Invalid("Slice's axes repeated or a step 0")
+        return _sem()._slice(x, starts, ends, axes, steps)
+    if op == "Gather":
+        idx = i[1]
+        if not _is_int(idx) or x is None:
+            raise Invalid("Gather's indices")
+        ax = _norm_axis(a.get("axis", 0), x.ndim)
+        s = x.shape[ax]
+        if idx.size and (idx.min() < -s or idx.max() >= s):
+            raise Invalid("Gather's indices out of range")
+        return np.take(x, np.where(idx < 0, idx + s, idx), axis=ax)
+    if op == "Shape":
+        end = a.get("end")
+        return np.array(
+            list(x.shape)[int(a.get("start", 0)) : None if end is None else int(end)],
+            dtype=np.int64,
+        )
     if op == "Reshape":
         if len(i) != 2 or "shape" in a:
             raise Invalid("Reshape takes its shape as an input")
@@ -539,7 +1063,7 @@ def _ref_op(op, i, a, opset, ar: Arith, final: bool):
         return x.reshape(new)
     if op == "Flatten":
         ax = int(a.get("axis", 1))
-        if not -x.ndim <= ax <= x.ndim:    # (negative axes: opset 11's reading, earlier too)
+        if not -x.ndim <= ax <= x.ndim:  # (negative axes: opset 11's reading, earlier too)
             raise Invalid("Flatten axis")
         ax = ax + x.ndim if ax < 0 else ax
         return x.reshape(int(np.prod(x.shape[:ax])), int(np.prod(x.shape[ax:])))
@@ -592,6 +1116,7 @@ def _ref_op(op, i, a, opset, ar: Arith, final: bool):
 def onnx_valid(model) -> bool:
     """Whether onnx.checker (full check, with shape inference) accepts the model."""
     import onnx
+
     try:
         onnx.checker.check_model(model, full_check=True)
         return True
@@ -601,11 +1126,58 @@ def onnx_valid(model) -> bool:
 
 # -------------------------------------------------------------------- ONNX mutations
 
-OPS = ("Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Neg", "Relu", "Max", "ReduceMax",
-       "MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
-       "Dropout", "Constant", "Concat", "Softmax", "Sigmoid", "Conv", "Abs", "Min", "ArgMax",
-       "Cast", "Gather", "Pad", "Clip", "LeakyRelu", "Sum", "ReduceSum", "Tanh", "If", "Loop",
-       "", "relu", "MatMulInteger")
+OPS = (
+    "Gemm",
+    "MatMul",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Neg",
+    "Relu",
+    "Max",
+    "ReduceMax",
+    "MaxPool",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Identity",
+    "Dropout",
+    "Constant",
+    "Concat",
+    "Softmax",
+    "Sigmoid",
+    "Conv",
+    "Abs",
+    "Min",
+    "ArgMax",
+    "Cast",
+    "Gather",
+    "Pad",
+    "Clip",
+    "LeakyRelu",
+    "Sum",
+    "ReduceSum",
+    "Tanh",
+    "If",
+    "Loop",
+    "",
+    "relu",
+    "MatMulInteger",
+    "ConvTranspose",
+    "BatchNormalization",
+    "AveragePool",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "Slice",
+    "Shape",
+    "PRelu",
+    "ReduceMin",
+    "ReduceMean",
+    "Floor",
+)
 
 
 def _tensor_names(m):
@@ -617,13 +1189,84 @@ def _tensor_names(m):
 
 def _random_attr(rng):
     from onnx import helper
-    name = rng.choice(["transA", "transB", "alpha", "beta", "axis", "axes", "keepdims", "perm",
-                       "allowzero", "kernel_shape", "strides", "pads", "ceil_mode", "dilations",
-                       "noop_with_empty_axes", "auto_pad", "storage_order", "seed", "ratio",
-                       "value_float", "value_ints", "shape", "unknown"])
-    value = rng.choice([0, 1, -1, 2, 3, 7, 2 ** 40, -2 ** 40, 0.5, 2.0, -1.0, 1e30,
-                        float("nan"), float("inf"), [0], [1, 0], [2], [1, 1], [0, 1, 2],
-                        [-1], [3, 3], [], b"SAME_UPPER", b"VALID", b"NOTSET", "abc"])
+
+    name = rng.choice(
+        [
+            "transA",
+            "transB",
+            "alpha",
+            "beta",
+            "axis",
+            "axes",
+            "keepdims",
+            "perm",
+            "allowzero",
+            "kernel_shape",
+            "strides",
+            "pads",
+            "ceil_mode",
+            "dilations",
+            "noop_with_empty_axes",
+            "auto_pad",
+            "storage_order",
+            "seed",
+            "ratio",
+            "value_float",
+            "value_ints",
+            "shape",
+            "unknown",
+            "group",
+            "count_include_pad",
+            "output_padding",
+            "output_shape",
+            "epsilon",
+            "momentum",
+            "training_mode",
+            "spatial",
+            "mode",
+            "start",
+            "end",
+            "starts",
+            "ends",
+            "min",
+            "max",
+        ]
+    )
+    value = rng.choice(
+        [
+            0,
+            1,
+            -1,
+            2,
+            3,
+            7,
+            2**40,
+            -(2**40),
+            0.5,
+            2.0,
+            -1.0,
+            1e30,
+            float("nan"),
+            float("inf"),
+            [0],
+            [1, 0],
+            [2],
+            [1, 1],
+            [0, 1, 2],
+            [-1],
+            [3, 3],
+            [],
+            b"SAME_UPPER",
+            b"VALID",
+            b"NOTSET",
+            "abc",
+            b"SAME_LOWER",
+            b"reflect",
+            b"edge",
+            b"wrap",
+            b"constant",
+        ]
+    )
     if value == []:
         return helper.make_attribute(name, [], attr_type=rng.choice([6, 7]))
     return helper.make_attribute(name, value)
@@ -631,6 +1274,7 @@ def _random_attr(rng):
 
 def _mutate_attr(node, rng):
     from onnx import helper
+
     if not node.attribute or rng.random() < 0.3:
         node.attribute.append(_random_attr(rng))
         return "attribute added"
@@ -642,7 +1286,7 @@ def _mutate_attr(node, rng):
         return "attribute deleted"
     v = helper.get_attribute_value(at)
     if isinstance(v, int):
-        new = rng.choice([v + 1, v - 1, 1 - v, 0, -v, 2 ** 62, -1, 5])
+        new = rng.choice([v + 1, v - 1, 1 - v, 0, -v, 2**62, -1, 5])
     elif isinstance(v, float):
         new = rng.choice([v * 2, -v, 0.0, float("nan"), float("inf"), 1e-45, 3.4e38, 0.5])
     elif isinstance(v, list) and v and isinstance(v[0], int):
@@ -655,7 +1299,7 @@ def _mutate_attr(node, rng):
         new = rng.choice([b"SAME_UPPER", b"SAME_LOWER", b"VALID", b"NOTSET", b"", b"\xff"])
     else:
         new = rng.choice([1, 2.5, "x", [1, 2]])
-    if r < 0.4:           # another attribute type for the same name
+    if r < 0.4:  # another attribute type for the same name
         new = rng.choice([1.5, "x", [1, 2], [1.5], 3])
     if isinstance(new, list) and not new:
         new = [0]
@@ -665,6 +1309,7 @@ def _mutate_attr(node, rng):
 
 def _mutate_initializer(m, rng):
     from onnx import numpy_helper
+
     inits = m.graph.initializer
     if not inits:
         return "none"
@@ -679,15 +1324,30 @@ def _mutate_initializer(m, rng):
         a = arr.copy().reshape(-1)
         j = rng.randrange(a.size)
         big = float(np.finfo(a.dtype).max)
-        a[j] = rng.choice([a[j] * 2, -a[j], 0.0, -0.0, a[j] + 0.25, float("nan"),
-                           float("inf"), -float("inf"), big, -big,
-                           float(np.finfo(a.dtype).tiny) / 2, 1 / 3, 0.1, a[j] + 1])
+        a[j] = rng.choice(
+            [
+                a[j] * 2,
+                -a[j],
+                0.0,
+                -0.0,
+                a[j] + 0.25,
+                float("nan"),
+                float("inf"),
+                -float("inf"),
+                big,
+                -big,
+                float(np.finfo(a.dtype).tiny) / 2,
+                1 / 3,
+                0.1,
+                a[j] + 1,
+            ]
+        )
         t.CopyFrom(numpy_helper.from_array(a.reshape(arr.shape), t.name))
         return "weight changed"
     if r < 0.45 and arr is not None and arr.dtype.kind in "iu" and arr.size:
         a = arr.copy().reshape(-1)
         j = rng.randrange(a.size)
-        a[j] = rng.choice([0, -1, 1, 2, 3, 6, -2, 2 ** 40, a[j] + 1])
+        a[j] = rng.choice([0, -1, 1, 2, 3, 6, -2, 2**40, a[j] + 1])
         t.CopyFrom(numpy_helper.from_array(a.reshape(arr.shape), t.name))
         return "integer tensor changed"
     if r < 0.55:
@@ -702,7 +1362,7 @@ def _mutate_initializer(m, rng):
         elif choice < 0.85 and arr is not None:
             dims = list(reversed(dims))
         else:
-            dims = [rng.choice([0, -1, 2 ** 40])] + dims[1:]
+            dims = [rng.choice([0, -1, 2**40])] + dims[1:]
         del t.dims[:]
         t.dims.extend(dims)
         return "initializer dims"
@@ -741,7 +1401,7 @@ def _mutate_value_info(vi, rng):
         d = tt.shape.dim[rng.randrange(len(tt.shape.dim))]
         c = rng.random()
         if c < 0.5:
-            d.dim_value = rng.choice([0, 1, 2, 3, 4, 6, 2 ** 40])
+            d.dim_value = rng.choice([0, 1, 2, 3, 4, 6, 2**40])
         elif c < 0.8:
             d.dim_param = rng.choice(["N", "batch", "K"])
         else:
@@ -763,12 +1423,36 @@ def _mutate_value_info(vi, rng):
 def mutate_onnx_proto(m, rng) -> str:
     """One graph mutation of the ModelProto ``m`` in place; what was done."""
     from onnx import helper
+
     g = m.graph
     nodes = g.node
-    kind = rng.choice(["op", "op", "attr", "attr", "attr", "init", "init", "init", "input",
-                       "output", "opset", "opset", "ir", "delete-node", "dup-node",
-                       "swap-nodes", "node-input", "node-input", "node-output", "insert",
-                       "insert", "domain", "cycle"])
+    kind = rng.choice(
+        [
+            "op",
+            "op",
+            "attr",
+            "attr",
+            "attr",
+            "init",
+            "init",
+            "init",
+            "input",
+            "output",
+            "opset",
+            "opset",
+            "ir",
+            "delete-node",
+            "dup-node",
+            "swap-nodes",
+            "node-input",
+            "node-input",
+            "node-output",
+            "insert",
+            "insert",
+            "domain",
+            "cycle",
+        ]
+    )
     if kind == "op" and nodes:
         n = rng.choice(nodes)
         n.op_type = rng.choice(OPS)
@@ -788,8 +1472,7 @@ def mutate_onnx_proto(m, rng) -> str:
             del g.output[0]
             return "output deleted"
         if r < 0.3:
-            g.output.append(helper.make_tensor_value_info(rng.choice(_tensor_names(m)), 1,
-                                                          None))
+            g.output.append(helper.make_tensor_value_info(rng.choice(_tensor_names(m)), 1, None))
             return "second output"
         if r < 0.5:
             g.output[0].name = rng.choice(_tensor_names(m) + ["nowhere"])
@@ -798,15 +1481,17 @@ def mutate_onnx_proto(m, rng) -> str:
     if kind == "opset":
         r = rng.random()
         if r < 0.7 and m.opset_import:
-            m.opset_import[0].version = rng.choice([1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
-                                                    17, 18, 19, 21, 22, 25, 2 ** 40])
+            m.opset_import[0].version = rng.choice(
+                [1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 17, 18, 19, 21, 22, 25, 2**40]
+            )
             return f"opset {m.opset_import[0].version}"
         if r < 0.8:
             del m.opset_import[:]
             return "no opset"
         o = m.opset_import.add()
-        o.domain, o.version = rng.choice([("ai.onnx.ml", 3), ("", 13), ("com.microsoft", 1),
-                                          ("ai.onnx", 18)])
+        o.domain, o.version = rng.choice(
+            [("ai.onnx.ml", 3), ("", 13), ("com.microsoft", 1), ("ai.onnx", 18)]
+        )
         return "second opset"
     if kind == "ir":
         m.ir_version = rng.choice([0, 1, 3, 4, 7, 8, 9, 10, 11, 99])
@@ -871,19 +1556,123 @@ def mutate_onnx_proto(m, rng) -> str:
 def _insert_node(m, rng) -> str:
     """A new node on a tensor t (its consumers then read the new node's output)."""
     from onnx import helper, numpy_helper
+
     g = m.graph
     names = [n for n in _tensor_names(m) if n not in {t.name for t in g.initializer}]
     if not names:
         return "none"
     t = rng.choice(names)
     new = t + "_fz"
-    op = rng.choice(["Relu", "Neg", "Identity", "Dropout", "Softmax", "Max", "Add", "Mul",
-                     "Sub", "Flatten", "Transpose", "Unsqueeze+Squeeze", "Div", "Mul-const",
-                     "Add-const", "Relu", "Reshape", "Concat", "MaxPool", "ReduceMax"])
+    op = rng.choice(
+        [
+            "Relu",
+            "Neg",
+            "Identity",
+            "Dropout",
+            "Softmax",
+            "Max",
+            "Add",
+            "Mul",
+            "Sub",
+            "Flatten",
+            "Transpose",
+            "Unsqueeze+Squeeze",
+            "Div",
+            "Mul-const",
+            "Add-const",
+            "Relu",
+            "Reshape",
+            "Concat",
+            "MaxPool",
+            "ReduceMax",
+            "Abs",
+            "LeakyRelu",
+            "Min",
+            "Sum",
+            "PRelu-const",
+            "Clip-const",
+            "Shape+Reshape",
+            "Slice-all",
+            "Pad",
+            "ReduceSum",
+            "ReduceMean",
+        ]
+    )
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 13)
     made = []
-    if op in ("Max", "Add", "Mul", "Sub", "Concat"):
-        made.append(helper.make_node(op, [t, t], [new], **({"axis": -1} if op == "Concat"
-                                                             else {})))
+
+    def const(suffix, arr):
+        g.initializer.append(numpy_helper.from_array(np.asarray(arr), t + suffix))
+        return t + suffix
+
+    if op in ("Abs", "LeakyRelu"):
+        attrs = (
+            {"alpha": rng.choice([0.125, 2.0, -1.0])}
+            if op == "LeakyRelu" and rng.random() < 0.5
+            else {}
+        )
+        made.append(helper.make_node(op, [t], [new], **attrs))
+    elif op in ("Min", "Sum"):
+        made.append(helper.make_node(op, [t] * rng.choice([1, 2, 3]), [new]))
+    elif op == "PRelu-const":
+        made.append(
+            helper.make_node(
+                "PRelu",
+                [t, const("_sl", np.array([rng.choice([0.25, 2.0, -1.0])], dtype=np.float32))],
+                [new],
+            )
+        )
+    elif op == "Clip-const":
+        lo, hi = rng.choice([(-0.5, 1.0), (0.0, 0.0), (1.0, -1.0)])
+        if opset >= 11:
+            made.append(
+                helper.make_node(
+                    "Clip", [t, const("_lo", np.float32(lo)), const("_hi", np.float32(hi))], [new]
+                )
+            )
+        else:
+            made.append(helper.make_node("Clip", [t], [new], min=lo, max=hi))
+    elif op == "Shape+Reshape":
+        made += [
+            helper.make_node("Shape", [t], [t + "_sh"]),
+            helper.make_node("Reshape", [t, t + "_sh"], [new]),
+        ]
+    elif op == "Slice-all":
+        ends = rng.choice([2**63 - 1, -1, 1])
+        if opset >= 10:
+            made.append(
+                helper.make_node(
+                    "Slice",
+                    [
+                        t,
+                        const("_st", np.array([0])),
+                        const("_en", np.array([ends])),
+                        const("_ax", np.array([-1])),
+                    ],
+                    [new],
+                )
+            )
+        else:
+            made.append(helper.make_node("Slice", [t], [new], starts=[0], ends=[ends], axes=[1]))
+    elif op == "Pad":
+        pads = rng.choice([[0, 0, 0, 0], [0, 1, 0, 1], [0, -1, 0, 0], [0, 0, 0, 2]])
+        mode = rng.choice(["constant", "edge", "reflect"])
+        if opset >= 11:
+            made.append(helper.make_node("Pad", [t, const("_p", np.array(pads))], [new], mode=mode))
+        else:
+            made.append(helper.make_node("Pad", [t], [new], pads=pads, mode=mode))
+    elif op in ("ReduceSum", "ReduceMean"):
+        axes = [rng.choice([-1, 0, 1])]
+        if opset >= (13 if op == "ReduceSum" else 18):
+            made.append(
+                helper.make_node(
+                    op, [t, const("_ax", np.array(axes))], [new], keepdims=rng.choice([0, 1])
+                )
+            )
+        else:
+            made.append(helper.make_node(op, [t], [new], axes=axes, keepdims=rng.choice([0, 1])))
+    elif op in ("Max", "Add", "Mul", "Sub", "Concat"):
+        made.append(helper.make_node(op, [t, t], [new], **({"axis": -1} if op == "Concat" else {})))
     elif op == "Div":
         made.append(helper.make_node("Div", [t, t], [new]))
     elif op in ("Mul-const", "Add-const"):
@@ -892,19 +1681,27 @@ def _insert_node(m, rng) -> str:
         g.initializer.append(numpy_helper.from_array(np.array([val], dtype=np.float32), c))
         made.append(helper.make_node(op.split("-")[0], [t, c], [new]))
     elif op == "Unsqueeze+Squeeze":
-        made += [helper.make_node("Unsqueeze", [t], [t + "_u"], axes=[0]),
-                 helper.make_node("Squeeze", [t + "_u"], [new], axes=[0])]
+        made += [
+            helper.make_node("Unsqueeze", [t], [t + "_u"], axes=[0]),
+            helper.make_node("Squeeze", [t + "_u"], [new], axes=[0]),
+        ]
     elif op == "Reshape":
         c = t + "_s"
-        g.initializer.append(numpy_helper.from_array(
-            np.array(rng.choice([[1, -1], [-1], [0, -1], [2, -1], [1, 1, -1]]), dtype=np.int64),
-            c))
+        g.initializer.append(
+            numpy_helper.from_array(
+                np.array(rng.choice([[1, -1], [-1], [0, -1], [2, -1], [1, 1, -1]]), dtype=np.int64),
+                c,
+            )
+        )
         made.append(helper.make_node("Reshape", [t, c], [new]))
     elif op == "MaxPool":
         made.append(helper.make_node("MaxPool", [t], [new], kernel_shape=[rng.choice([1, 2])]))
     elif op == "ReduceMax":
-        made.append(helper.make_node("ReduceMax", [t], [new], axes=[rng.choice([-1, 0, 1])],
-                                     keepdims=rng.choice([0, 1])))
+        made.append(
+            helper.make_node(
+                "ReduceMax", [t], [new], axes=[rng.choice([-1, 0, 1])], keepdims=rng.choice([0, 1])
+            )
+        )
     else:
         made.append(helper.make_node(op, [t], [new]))
     for n in g.node:
@@ -926,12 +1723,13 @@ def _insert_node(m, rng) -> str:
 def mutate_onnx(data: bytes, rng) -> tuple[bytes, str]:
     """(bytes, what) of a mutated ONNX file: one to three graph mutations, or byte edits."""
     import onnx
+
     r = rng.random()
     if r < 0.12:
         n = len(data)
         k = rng.random()
         if k < 0.35:
-            return data[:rng.randrange(n)], "truncated"
+            return data[: rng.randrange(n)], "truncated"
         if k < 0.7:
             b = bytearray(data)
             for _ in range(rng.randint(1, 4)):
@@ -940,8 +1738,9 @@ def mutate_onnx(data: bytes, rng) -> tuple[bytes, str]:
         if k < 0.8:
             return b"", "empty"
         if k < 0.9:
-            return data + bytes(rng.randrange(256) for _ in range(rng.randint(1, 9))), \
-                "garbage appended"
+            return data + bytes(
+                rng.randrange(256) for _ in range(rng.randint(1, 9))
+            ), "garbage appended"
         return rng.choice([b"{}", b"\x00" * 64, b"ONNX", b"\x08\x03" * 3]), "not protobuf"
     m = onnx.load_from_string(data)
     what = [mutate_onnx_proto(m, rng) for _ in range(rng.choice([1, 1, 1, 2, 3]))]
@@ -950,9 +1749,11 @@ def mutate_onnx(data: bytes, rng) -> tuple[bytes, str]:
 
 # ---------------------------------------------------------------- VNN-LIB seeds
 
+
 def _box(n, lo="-1", hi="1", names="X"):
-    return "".join(f"(assert (>= {names}_{i} {lo}))\n(assert (<= {names}_{i} {hi}))\n"
-                   for i in range(n))
+    return "".join(
+        f"(assert (>= {names}_{i} {lo}))\n(assert (<= {names}_{i} {hi}))\n" for i in range(n)
+    )
 
 
 def _decl(nx, ny, order=None):
@@ -966,62 +1767,202 @@ def vnnlib1_seeds() -> list[tuple[str, str, int]]:
     """(name, text, output dimension) of VNN-LIB 1.0 properties over 2 inputs (sat and
     unsat ones, VNN-COMP's shapes, every number form the reader documents)."""
     S = []
-    S.append(("box_y_ge", "; can y reach 1.5?\n" + _decl(2, 1) + _box(2) +
-              "(assert (>= Y_0 1.5))\n", 1))
+    S.append(
+        ("box_y_ge", "; can y reach 1.5?\n" + _decl(2, 1) + _box(2) + "(assert (>= Y_0 1.5))\n", 1)
+    )
     S.append(("box_y_ge_unsat", _decl(2, 1) + _box(2) + "(assert (>= Y_0 40))\n", 1))
-    S.append(("vnncomp_or", "(set-logic QF_LRA)\n" + _decl(2, 2, "reversed") +
-              "(assert (and (>= X_0 -0.5) (<= X_0 0.5) (>= X_1 -1e-1) (<= X_1 1.0e0)))\n"
-              "(assert (or (and (>= Y_0 Y_1)) (and (<= Y_1 -0.75) (>= Y_0 -2))))\n"
-              "(check-sat)\n", 2))
-    S.append(("input_disjunction", _decl(2, 2) +
-              "(assert (or (and (>= X_0 -1) (<= X_0 0) (>= X_1 0) (<= X_1 1))\n"
-              "            (and (>= X_0 0.25) (<= X_0 1) (>= X_1 -1) (<= X_1 -0.5))))\n"
-              "(assert (> (- Y_1 Y_0) (* 2 (+ 1 0.5))))\n", 2))
-    S.append(("polyhedron", _decl(2, 1) + _box(2, "(- 1)", "1") +
-              "(assert (<= (+ X_0 X_1) 0.5))\n(assert (>= (- X_0 (* 0.5 X_1)) -0.25))\n"
-              "(assert (< Y_0 (- 0.125)))\n", 1))
-    S.append(("equalities", _decl(2, 2) + "(assert (= X_0 0.5))\n(assert (= X_1 -0.25))\n"
-              "(assert (or (>= Y_0 100) (<= Y_1 10)))\n", 2))
+    S.append(
+        (
+            "vnncomp_or",
+            "(set-logic QF_LRA)\n"
+            + _decl(2, 2, "reversed")
+            + "(assert (and (>= X_0 -0.5) (<= X_0 0.5) (>= X_1 -1e-1) (<= X_1 1.0e0)))\n"
+            "(assert (or (and (>= Y_0 Y_1)) (and (<= Y_1 -0.75) (>= Y_0 -2))))\n"
+            "(check-sat)\n",
+            2,
+        )
+    )
+    S.append(
+        (
+            "input_disjunction",
+            _decl(2, 2) + "(assert (or (and (>= X_0 -1) (<= X_0 0) (>= X_1 0) (<= X_1 1))\n"
+            "            (and (>= X_0 0.25) (<= X_0 1) (>= X_1 -1) (<= X_1 -0.5))))\n"
+            "(assert (> (- Y_1 Y_0) (* 2 (+ 1 0.5))))\n",
+            2,
+        )
+    )
+    S.append(
+        (
+            "polyhedron",
+            _decl(2, 1)
+            + _box(2, "(- 1)", "1")
+            + "(assert (<= (+ X_0 X_1) 0.5))\n(assert (>= (- X_0 (* 0.5 X_1)) -0.25))\n"
+            "(assert (< Y_0 (- 0.125)))\n",
+            1,
+        )
+    )
+    S.append(
+        (
+            "equalities",
+            _decl(2, 2) + "(assert (= X_0 0.5))\n(assert (= X_1 -0.25))\n"
+            "(assert (or (>= Y_0 100) (<= Y_1 10)))\n",
+            2,
+        )
+    )
     S.append(("box_sum_unsat", _decl(2, 2) + _box(2) + "(assert (>= (+ Y_0 Y_1) 60))\n", 2))
-    S.append(("mixed_rows", _decl(2, 2) + _box(2, "-2", "2") +
-              "(assert (>= (+ Y_0 X_0) (* -1 Y_1)))\n(assert (< X_1 0.75))\n", 2))
+    S.append(
+        (
+            "mixed_rows",
+            _decl(2, 2)
+            + _box(2, "-2", "2")
+            + "(assert (>= (+ Y_0 X_0) (* -1 Y_1)))\n(assert (< X_1 0.75))\n",
+            2,
+        )
+    )
     return S
 
 
 def vnnlib2_seeds() -> list[tuple[str, str, int]]:
     V = "(vnnlib-version <2.0>)\n"
     S = []
-    S.append(("v2_box", V + "(declare-network f (declare-input X real [1,2]) "
-              "(declare-output Y real [1]))\n"
-              "(assert (and (<= -1.0 X[0,0]) (<= X[0,0] 1.0) (<= -1.0 X[0,1]) "
-              "(<= X[0,1] 1.0)))\n(assert (>= Y[0] 1.5))\n", 1))
-    S.append(("v2_or", V + "(declare-network f (declare-input X real [2]) "
-              "(declare-output Y real [2]))\n"
-              "(assert (and (<= -0.5 X[0]) (<= X[0] 0.5) (<= -1.0 X[1]) (<= X[1] 1.0)))\n"
-              "(assert (or (> Y[0] Y[1]) (and (<= Y[1] -0.75) (!= Y[0] 0.0))))\n", 2))
-    S.append(("v2_unsat", V + "(declare-network f (declare-input X real [2]) "
-              "(declare-output Y real [1]))\n"
-              "(assert (and (>= X[0] -1.0) (<= X[0] 1.0) (>= X[1] -1.0) (<= X[1] 1.0)))\n"
-              "(assert (>= (- Y[0] (* 2.0 X[0])) 50.0))\n", 1))
+    S.append(
+        (
+            "v2_box",
+            V + "(declare-network f (declare-input X real [1,2]) "
+            "(declare-output Y real [1]))\n"
+            "(assert (and (<= -1.0 X[0,0]) (<= X[0,0] 1.0) (<= -1.0 X[0,1]) "
+            "(<= X[0,1] 1.0)))\n(assert (>= Y[0] 1.5))\n",
+            1,
+        )
+    )
+    S.append(
+        (
+            "v2_or",
+            V + "(declare-network f (declare-input X real [2]) "
+            "(declare-output Y real [2]))\n"
+            "(assert (and (<= -0.5 X[0]) (<= X[0] 0.5) (<= -1.0 X[1]) (<= X[1] 1.0)))\n"
+            "(assert (or (> Y[0] Y[1]) (and (<= Y[1] -0.75) (!= Y[0] 0.0))))\n",
+            2,
+        )
+    )
+    S.append(
+        (
+            "v2_unsat",
+            V + "(declare-network f (declare-input X real [2]) "
+            "(declare-output Y real [1]))\n"
+            "(assert (and (>= X[0] -1.0) (<= X[0] 1.0) (>= X[1] -1.0) (<= X[1] 1.0)))\n"
+            "(assert (>= (- Y[0] (* 2.0 X[0])) 50.0))\n",
+            1,
+        )
+    )
     return S
 
 
 # ------------------------------------------------------------ s-expression mutations
 
 _TOK = re.compile(r"\s+|;[^\n]*|\(|\)|[^\s();]+")
-_NUM_SWAPS = ("0", "-0", "1e1000", "1e1001", "1e-1000", "-1.5E+2", ".5", "5.", "1/3", "+1",
-              "0x10", "1_0", "NaN", "inf", "-inf", "١", "１", "1e", "--1", "1//2", "1/0",
-              "9" * 400, "0." + "0" * 300 + "1", "3.0", "-3.0", "(- 1)", "(- (- 0.5))",
-              "(/ 1 3)", "(* 2 0.5)", "(+ 0.25 0.25)", "0.30000000000000000000000001", "1e-3",
-              "2.0e0", "1e+1")
-_SYM_SWAPS = ("X_0", "X_1", "X_2", "Y_0", "Y_1", "Y_2", "X_01", "X_00", "X_+1", "x_0", "X0",
-              "X_", "Y_-1", "X_1 ", "X[0]", "X[0,1]", "X[1]", "Y[0]", "Y[1]", "X[0,0]",
-              "X[2]", "X[0,2]", "Y[0,0]", "X_١", "Z_0", "X_999999999999999999999")
-_OP_SWAPS = ("<=", ">=", "<", ">", "=", "==", "!=", "and", "or", "not", "=>", "+", "-", "*",
-             "/", "ite", "distinct", "let", "assert", "declare-const", "declare-fun",
-             "set-logic", "check-sat", "Real", "Int", "real", "float32", "declare-network",
-             "declare-input", "declare-output", "vnnlib-version", "<2.0>", "<1.0>",
-             "equal-to", "isomorphic-to", "declare-hidden")
+_NUM_SWAPS = (
+    "0",
+    "-0",
+    "1e1000",
+    "1e1001",
+    "1e-1000",
+    "-1.5E+2",
+    ".5",
+    "5.",
+    "1/3",
+    "+1",
+    "0x10",
+    "1_0",
+    "NaN",
+    "inf",
+    "-inf",
+    "١",
+    "１",
+    "1e",
+    "--1",
+    "1//2",
+    "1/0",
+    "9" * 400,
+    "0." + "0" * 300 + "1",
+    "3.0",
+    "-3.0",
+    "(- 1)",
+    "(- (- 0.5))",
+    "(/ 1 3)",
+    "(* 2 0.5)",
+    "(+ 0.25 0.25)",
+    "0.30000000000000000000000001",
+    "1e-3",
+    "2.0e0",
+    "1e+1",
+)
+_SYM_SWAPS = (
+    "X_0",
+    "X_1",
+    "X_2",
+    "Y_0",
+    "Y_1",
+    "Y_2",
+    "X_01",
+    "X_00",
+    "X_+1",
+    "x_0",
+    "X0",
+    "X_",
+    "Y_-1",
+    "X_1 ",
+    "X[0]",
+    "X[0,1]",
+    "X[1]",
+    "Y[0]",
+    "Y[1]",
+    "X[0,0]",
+    "X[2]",
+    "X[0,2]",
+    "Y[0,0]",
+    "X_١",
+    "Z_0",
+    "X_999999999999999999999",
+)
+_OP_SWAPS = (
+    "<=",
+    ">=",
+    "<",
+    ">",
+    "=",
+    "==",
+    "!=",
+    "and",
+    "or",
+    "not",
+    "=>",
+    "+",
+    "-",
+    "*",
+    "/",
+    "ite",
+    "distinct",
+    "let",
+    "assert",
+    "declare-const",
+    "declare-fun",
+    "set-logic",
+    "check-sat",
+    "Real",
+    "Int",
+    "real",
+    "float32",
+    "declare-network",
+    "declare-input",
+    "declare-output",
+    "vnnlib-version",
+    "<2.0>",
+    "<1.0>",
+    "equal-to",
+    "isomorphic-to",
+    "declare-hidden",
+)
 
 
 def mutate_sexpr(text: str, rng) -> tuple[str, str]:
@@ -1029,18 +1970,48 @@ def mutate_sexpr(text: str, rng) -> tuple[str, str]:
     toks = [m.group() for m in _TOK.finditer(text)]
     idx = [k for k, t in enumerate(toks) if not t[0].isspace() and t[0] != ";"]
     atoms = [k for k in idx if toks[k] not in "()"]
-    kind = rng.choice(["number", "number", "symbol", "op", "delete", "duplicate", "swap",
-                       "paren", "paren", "assert-drop", "assert-dup", "wrap", "nest",
-                       "negate", "comment", "unicode", "bound", "declare",
-                       # edits that keep a file valid more often: answers to confirm
-                       "value", "value", "value", "relation", "relation", "connective",
-                       "rename", "bound", "wrap", "assert-drop"])
+    kind = rng.choice(
+        [
+            "number",
+            "number",
+            "symbol",
+            "op",
+            "delete",
+            "duplicate",
+            "swap",
+            "paren",
+            "paren",
+            "assert-drop",
+            "assert-dup",
+            "wrap",
+            "nest",
+            "negate",
+            "comment",
+            "unicode",
+            "bound",
+            "declare",
+            # edits that keep a file valid more often: answers to confirm
+            "value",
+            "value",
+            "value",
+            "relation",
+            "relation",
+            "connective",
+            "rename",
+            "bound",
+            "wrap",
+            "assert-drop",
+        ]
+    )
     if kind == "value" and atoms:
         nums = [k for k in atoms if _NUMBER.fullmatch(toks[k])]
         if nums:
             k = rng.choice(nums)
-            toks[k] = _perturb(toks[k], rng) if rng.random() < 0.7 else rng.choice(
-                ["0", "-1", "1", "0.5", "-0.25", "2.0", "1e-3", "-1.5E+1", "3.0"])
+            toks[k] = (
+                _perturb(toks[k], rng)
+                if rng.random() < 0.7
+                else rng.choice(["0", "-1", "1", "0.5", "-0.25", "2.0", "1e-3", "-1.5E+1", "3.0"])
+            )
             return "".join(toks), "value"
     if kind == "relation" and atoms:
         rel = [k for k in atoms if toks[k] in ("<=", ">=", "<", ">", "=", "==", "!=")]
@@ -1066,8 +2037,9 @@ def mutate_sexpr(text: str, rng) -> tuple[str, str]:
                 toks[k] = rng.choice(["X[0]", "X[1]", "Y[0]", "Y[1]", "X[0,0]", "X[0,1]"])
             return "".join(toks), "variable renamed"
     if kind == "number" and atoms:
-        nums = [k for k in atoms if re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?", toks[k],
-                                                  re.I)] or atoms
+        nums = [
+            k for k in atoms if re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?", toks[k], re.I)
+        ] or atoms
         k = rng.choice(nums)
         toks[k] = rng.choice(_NUM_SWAPS + (_perturb(toks[k], rng),) * 4)
         return "".join(toks), "number"
@@ -1105,29 +2077,54 @@ def mutate_sexpr(text: str, rng) -> tuple[str, str]:
         return text + "\n" + f + "\n", "assert twice"
     if kind == "wrap" and asserts:
         f = rng.choice(asserts)
-        inner = f[len("(assert"):-1].strip()
-        other = rng.choice(asserts)[len("(assert"):-1].strip()
-        new = rng.choice([f"(assert (and {inner}))", f"(assert (or {inner}))",
-                          f"(assert (or {inner} {other}))", f"(assert (and {inner} {other}))",
-                          f"(assert (or (and {inner} {other}) {inner}))",
-                          f"(assert (and))", f"(assert (or))", f"(assert {inner} {other})",
-                          f"(assert (not {inner}))"])
+        inner = f[len("(assert") : -1].strip()
+        other = rng.choice(asserts)[len("(assert") : -1].strip()
+        new = rng.choice(
+            [
+                f"(assert (and {inner}))",
+                f"(assert (or {inner}))",
+                f"(assert (or {inner} {other}))",
+                f"(assert (and {inner} {other}))",
+                f"(assert (or (and {inner} {other}) {inner}))",
+                "(assert (and))",
+                "(assert (or))",
+                f"(assert {inner} {other})",
+                f"(assert (not {inner}))",
+            ]
+        )
         return text.replace(f, new, 1), "assert wrapped"
     if kind == "nest" and asserts:
         f = rng.choice(asserts)
-        inner = f[len("(assert"):-1].strip()
+        inner = f[len("(assert") : -1].strip()
         d = rng.choice([5, 200, 2000, 20000])
         op = rng.choice(["and", "or"])
-        return text.replace(f, f"(assert {('(' + op + ' ') * d}{inner}{')' * d})", 1), \
-            f"nesting {d}"
+        return text.replace(
+            f, f"(assert {('(' + op + ' ') * d}{inner}{')' * d})", 1
+        ), f"nesting {d}"
     if kind == "negate" and atoms:
         k = rng.choice(atoms)
         toks[k] = f"(- {toks[k]})"
         return "".join(toks), "negated"
     if kind == "comment":
         k = rng.randrange(len(toks) + 1)
-        toks.insert(k, rng.choice(["; c\n", ";", "\n", "\r\n", "\t", " ; (assert\n",
-                                   "|X_0|", "\"s\"", "#b01", "\x00", "\u00a0"]))
+        toks.insert(
+            k,
+            rng.choice(
+                [
+                    "; c\n",
+                    ";",
+                    "\n",
+                    "\r\n",
+                    "\t",
+                    " ; (assert\n",
+                    "|X_0|",
+                    '"s"',
+                    "#b01",
+                    "\x00",
+                    "\u00a0",
+                ]
+            ),
+        )
         return "".join(toks), "comment/space"
     if kind == "unicode" and idx:
         k = rng.choice(idx)
@@ -1143,7 +2140,7 @@ def mutate_sexpr(text: str, rng) -> tuple[str, str]:
         if r < 0.5:
             m = re.search(r"\(declare-const [^)]*\)\n?", text)
             if m:
-                return text[:m.start()] + text[m.end():], "declaration dropped"
+                return text[: m.start()] + text[m.end() :], "declaration dropped"
         v = rng.choice(["X_0", "X_2", "Y_1", "Y_5", "X_01", "Z"])
         return f"(declare-const {v} Real)\n" + text, "declaration added"
     return text, "none"
@@ -1154,9 +2151,18 @@ def _perturb(tok: str, rng) -> str:
         v = Fraction(tok)
     except (ValueError, ZeroDivisionError):
         return tok
-    w = rng.choice([v + Fraction(1, 4), v - Fraction(1, 2), -v, v * 3, v / 2, Fraction(0),
-                    v + Fraction(1, 1000)])
-    if w.denominator & (w.denominator - 1) == 0 and abs(w) < 10 ** 300:
+    w = rng.choice(
+        [
+            v + Fraction(1, 4),
+            v - Fraction(1, 2),
+            -v,
+            v * 3,
+            v / 2,
+            Fraction(0),
+            v + Fraction(1, 1000),
+        ]
+    )
+    if w.denominator & (w.denominator - 1) == 0 and abs(w) < 10**300:
         return str(float(w))
     return f"{w.numerator}/{w.denominator}"
 
@@ -1177,7 +2183,7 @@ def _top_forms(text: str) -> list[str]:
         elif ch == ")" and depth:
             depth -= 1
             if depth == 0:
-                out.append(text[start:k + 1])
+                out.append(text[start : k + 1])
     return out
 
 
@@ -1313,8 +2319,9 @@ class PropRef:
                 raise Invalid(f"({head})")
             parts = [self.formula(a, X, Y, AND, OR) for a in args]
             return AND(*parts) if head == "and" else OR(*parts)
-        ops = ("<=", ">=", "<", ">", "=") if self.version == 1 else \
-            ("<=", ">=", "<", ">", "==", "!=")
+        ops = (
+            ("<=", ">=", "<", ">", "=") if self.version == 1 else ("<=", ">=", "<", ">", "==", "!=")
+        )
         if head not in ops or len(args) != 2:
             raise Invalid(f"comparison {head}")
         (a, _), (b, _) = self.term(args[0], X, Y), self.term(args[1], X, Y)
@@ -1332,15 +2339,18 @@ class PropRef:
 
     def holds(self, X, Y) -> bool:
         """Every assertion at the exact point (X, Y)."""
+
         def AND(*p):
             return all(p)
 
         def OR(*p):
             return any(p)
+
         return all(self.formula(f, X, Y, AND, OR) for f in self.asserts)
 
     def z3_formulas(self, X, Y):
         import z3
+
         return [self.formula(f, X, Y, z3.And, z3.Or) for f in self.asserts]
 
 
@@ -1383,6 +2393,7 @@ def read_prop_ref(text: str) -> PropRef:
 
 def _check_names(ref, asserts, declared):
     """Every symbol used is declared (1.0), or a tensor element (2.0), or a number."""
+
     def walk(t):
         if isinstance(t, list):
             for s in t[1:]:
@@ -1390,21 +2401,22 @@ def _check_names(ref, asserts, declared):
             return
         if ref.version == 1 and re.fullmatch(r"[XY]_.*", t) and t not in declared:
             raise Invalid(f"{t} not declared")
+
     for a in asserts:
         walk(a)
     zero = [Fraction(0)] * max(ref.n_x, 1), [Fraction(0)] * max(ref.n_y, 1)
-    for a in asserts:     # every term and formula readable
+    for a in asserts:  # every term and formula readable
         ref.formula(a, *zero, lambda *p: all(p), lambda *p: any(p))
 
 
 def _v2_text(text: str) -> str:
     """A 2.0 text with the blanks in tensor indices removed (X[ 0, 1] and Y [1] are X[0,1]
     and Y[1], as the grammar's lexer reads them)."""
-    text = re.sub(r";[^\n]*", "", text)      # comments first: they may hold words and [
-    text = re.sub(r"\b(?!(?:real|Real|float\d*|int\d*|uint\d*|bool)\b)([A-Za-z_]\w*)\s+\[",
-                  r"\1[", text)
-    return re.sub(r"\[([^\]\[()]*)\]", lambda m: "[" + re.sub(r"\s+", "", m.group(1)) + "]",
-                  text)
+    text = re.sub(r";[^\n]*", "", text)  # comments first: they may hold words and [
+    text = re.sub(
+        r"\b(?!(?:real|Real|float\d*|int\d*|uint\d*|bool)\b)([A-Za-z_]\w*)\s+\[", r"\1[", text
+    )
+    return re.sub(r"\[([^\]\[()]*)\]", lambda m: "[" + re.sub(r"\s+", "", m.group(1)) + "]", text)
 
 
 def _read_v2(forms, text):
@@ -1425,8 +2437,11 @@ def _read_v2(forms, text):
         raise Invalid("network declaration")
     shapes = {}
     for d in net[2:]:
-        if not isinstance(d, list) or len(d) != 4 or d[0] not in ("declare-input",
-                                                                  "declare-output"):
+        if (
+            not isinstance(d, list)
+            or len(d) != 4
+            or d[0] not in ("declare-input", "declare-output")
+        ):
             raise Invalid("input or output declaration")
         if d[2] not in ("real", "Real") or not isinstance(d[3], str):
             raise Invalid("element type")
@@ -1447,6 +2462,7 @@ def _read_v2(forms, text):
 def z3_reading(text: str):
     """z3's own parse of a VNN-LIB 1.0 text (its assertions), or None when z3 refuses it."""
     import z3
+
     _Z3_USED.append(1)
     try:
         return list(z3.parse_smt2_string(text))
@@ -1455,6 +2471,7 @@ def z3_reading(text: str):
 
 
 # ---------------------------------------------------------------- the confirmations
+
 
 def read_cex(text: str, n_x: int):
     """The X values of a VNN-COMP counterexample file, read independently."""
@@ -1476,6 +2493,7 @@ def read_cex(text: str, n_x: int):
                 raise Invalid("division by zero")
             return value(t[1]) / d
         raise Invalid("value")
+
     for item in forms[0]:
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
             raise Invalid("item")
@@ -1496,14 +2514,18 @@ def confirm_sat(model, ref: PropRef, x) -> str | None:
     if len(y) != ref.n_y or len(x) != ref.n_x:
         return f"dimensions: x {len(x)}, y {len(y)}, property {ref.n_x}, {ref.n_y}"
     if not ref.holds(x, y):
-        return f"not a counterexample: the assertions fail at x = {[str(v) for v in x]}, " \
+        return (
+            f"not a counterexample: the assertions fail at x = {[str(v) for v in x]}, "
             f"f(x) = {[str(v) for v in y]}"
+        )
     if ref.version == 1:
         parsed = z3_reading(ref.text)
         if parsed is not None:
             import z3
-            sub = [(z3.Real(f"X_{i}"), z3.RealVal(str(v))) for i, v in enumerate(x)] + \
-                [(z3.Real(f"Y_{j}"), z3.RealVal(str(v))) for j, v in enumerate(y)]
+
+            sub = [(z3.Real(f"X_{i}"), z3.RealVal(str(v))) for i, v in enumerate(x)] + [
+                (z3.Real(f"Y_{j}"), z3.RealVal(str(v))) for j, v in enumerate(y)
+            ]
             for a in parsed:
                 if not z3.is_true(z3.simplify(z3.substitute(a, *sub))):
                     return f"z3's reading: {a} fails at the counterexample"
@@ -1518,6 +2540,7 @@ def confirm_unsat(model, ref: PropRef, timeout_s: float = 30.0) -> str | None:
     """None when z3 finds no x with (x, f(x)) satisfying the property (both readings of a
     1.0 text), else why not (sat: the point, checked exactly; unknown)."""
     import z3
+
     _Z3_USED.append(1)
     X = [z3.Real(f"X_{i}") for i in range(ref.n_x)]
     Y = [z3.Real(f"Y_{j}") for j in range(ref.n_y)]
@@ -1539,8 +2562,10 @@ def confirm_unsat(model, ref: PropRef, timeout_s: float = 30.0) -> str | None:
             mdl = s.model()
             x = [_z3_value(mdl.eval(v, model_completion=True)) for v in X]
             why = confirm_sat(model, ref, x)
-            return f"z3 ({'own' if k == 0 else 'z3'} reading) finds a counterexample " \
+            return (
+                f"z3 ({'own' if k == 0 else 'z3'} reading) finds a counterexample "
                 f"x = {[str(v) for v in x]}" + (f" (but: {why})" if why else "")
+            )
         if r != z3.unsat:
             return f"z3 could not decide ({s.reason_unknown()})"
     return None
@@ -1549,6 +2574,7 @@ def confirm_unsat(model, ref: PropRef, timeout_s: float = 30.0) -> str | None:
 def confirm_equal(a, b, timeout_s: float = 30.0) -> str | None:
     """None when z3 finds no x in [-1, 1]^2 where the graphs ``a`` and ``b`` differ."""
     import z3
+
     _Z3_USED.append(1)
     X = [z3.Real(f"X_{i}") for i in range(2)]
     fa, fb = onnx_eval(a, X, Arith(True)), onnx_eval(b, X, Arith(True))
@@ -1564,13 +2590,16 @@ def confirm_equal(a, b, timeout_s: float = 30.0) -> str | None:
     if r == z3.sat:
         mdl = s.model()
         x = [_z3_value(mdl.eval(v, model_completion=True)) for v in X]
-        return f"z3 finds x = {[str(v) for v in x]} where they differ " \
+        return (
+            f"z3 finds x = {[str(v) for v in x]} where they differ "
             f"({onnx_eval(a, x) != onnx_eval(b, x)} exactly)"
+        )
     return f"z3 could not decide ({s.reason_unknown()})"
 
 
 def _z3_value(v) -> Fraction:
     import z3
+
     if z3.is_rational_value(v):
         return Fraction(v.numerator_as_long(), v.denominator_as_long())
     if z3.is_algebraic_value(v):
@@ -1579,43 +2608,65 @@ def _z3_value(v) -> Fraction:
 
 
 def exact_points(rng, n=2, k=4):
-    pts = [tuple(Fraction(0) for _ in range(n)), tuple(Fraction(1) for _ in range(n)),
-           tuple(Fraction(-1, 2) for _ in range(n))]
+    pts = [
+        tuple(Fraction(0) for _ in range(n)),
+        tuple(Fraction(1) for _ in range(n)),
+        tuple(Fraction(-1, 2) for _ in range(n)),
+    ]
     for _ in range(k):
-        pts.append(tuple(Fraction(rng.randint(-40, 40), rng.choice([1, 3, 8, 7, 16]))
-                         for _ in range(n)))
+        pts.append(
+            tuple(Fraction(rng.randint(-40, 40), rng.choice([1, 3, 8, 7, 16])) for _ in range(n))
+        )
     return pts
 
 
 def json_maxout_eval(obj: dict, x):
-    """An exactmax/maxout JSON network evaluated from its text (dense form), exactly."""
+    """An exactmax/maxout JSON network evaluated from its text, exactly (dense or sparse piece
+    weights, {"size": n, "entries": [[j, value], ...]})."""
+
     def num(v):
         return Fraction(v) if isinstance(v, (int, str)) else Fraction(str(v))
+
+    def weights(w, n):
+        if isinstance(w, list):
+            out = [num(v) for v in w]
+        else:
+            out = [Fraction(0)] * w["size"]
+            for j, v in w["entries"]:
+                out[j] = num(v)
+        if len(out) != n:  # every piece gives the weights of the whole layer below
+            raise Invalid(f"a piece of {len(out)} weights on a layer of {n}")
+        return out
+
     h = list(x)
     for layer in obj["layers"]:
         if "relu" in layer:
             raise Invalid("relu layer")
-        h = [max(sum((num(w) * hv for w, hv in zip(p["w"], h)), Fraction(0)) + num(p["b"])
-                 for p in u["pieces"]) for u in layer["units"]]
-        # a dense piece must give every weight of the layer below
-        for u in layer["units"]:
-            for p in u["pieces"]:
-                if not isinstance(p["w"], list):
-                    raise Invalid("sparse weights")
+        h = [
+            max(
+                sum((w * hv for w, hv in zip(weights(p["w"], len(h)), h)), Fraction(0))
+                + num(p["b"])
+                for p in u["pieces"]
+            )
+            for u in layer["units"]
+        ]
     out = obj.get("output")
     if out is None:
         return h
     W = out["W"]
-    if isinstance(W, dict):          # the sparse form: shape and [i, j, value] entries
+    if isinstance(W, dict):  # the sparse form: shape and [i, j, value] entries
         dense = [[Fraction(0)] * W["shape"][1] for _ in range(W["shape"][0])]
         for i, j, v in W["entries"]:
             dense[i][j] = num(v)
         W = dense
-    return [sum((num(w) * hv for w, hv in zip(row, h)), Fraction(0)) + num(c)
-            for row, c in zip(W, out["b"])]
+    return [
+        sum((num(w) * hv for w, hv in zip(row, h)), Fraction(0)) + num(c)
+        for row, c in zip(W, out["b"])
+    ]
 
 
 # ----------------------------------------------------------------------- commands
+
 
 @dataclass(frozen=True)
 class IOCommand:
@@ -1635,54 +2686,161 @@ class IOCommand:
 
 def io_commands() -> list[IOCommand]:
     W = ("--workers", "1")
-    C = [IOCommand("onnx", "import", ("import", "{f}", "-o", "{o}"), 1, check="import"),
-         IOCommand("onnx", "import --drop-final-softmax",
-                   ("import", "{f}", "-o", "{o}", "--drop-final-softmax", "--json"), 1,
-                   check="import-softmax"),
-         IOCommand("onnx", "info", ("info", "{f}"), 1),
-         IOCommand("onnx", "eval", ("eval", "{f}", "--input", "1/3,-1/2", "--json"), 1,
-                   check="eval"),
-         IOCommand("onnx", "export-onnx", ("export-onnx", "{f}", "-o", "{x}"), 1.5,
-                   check="export"),
-         IOCommand("onnx", "check", ("check", "{f}", "{prop}", "--counterexample", "{cex}",
-                                     "--timeout", "5", *W), 2, timeout_s=5, check="check"),
-         IOCommand("onnx", "equiv", ("equiv", "{f}", "{orig}", "--domain", "{box}",
-                                     "--timeout", "3", "--max-leaves", "300", "--json"), 2,
-                   timeout_s=3, check="equiv"),
-         IOCommand("onnx", "search", ("search", "{orig}", "{f}", "--domain", "{box}",
-                                      "--max-examples", "30", "--timeout", "3", "--json"), 1.5,
-                   timeout_s=3, check="equiv"),
-         IOCommand("onnx", "verify", ("verify", "{f}", "--domain", "{box}", "--timeout", "3",
-                                      "--max-leaves", "300", "--cert", "{o}"), 2,
-                   timeout_s=3),
-         IOCommand("onnx", "compile", ("compile", "{f}", "--domain", "{box}", "-o", "{o}",
-                                       "--timeout", "5"), 1.5, timeout_s=5),
-         IOCommand("onnx", "check-cert --model", ("check-cert", "{cert}", "--model", "{f}",
-                                                  "--property", "{uprop}"), 1.5,
-                   check="binding"),
-         IOCommand("vnnlib", "check-cert --property", ("check-cert", "{cert}", "--model",
-                                                       "{net}", "--property", "{f}"), 1.5,
-                   check="binding"),
-         IOCommand("vnnlib2", "check-cert --property", ("check-cert", "{cert}", "--model",
-                                                        "{net}", "--property", "{f}"), 1.5,
-                   check="binding"),
-         IOCommand("vnnlib", "check", ("check", "{net}", "{f}", "--counterexample", "{cex}",
-                                       "--timeout", "5", *W), 2, timeout_s=5, check="check"),
-         IOCommand("vnnlib", "check --no-relax", ("check", "{net}", "{f}", "--no-relax",
-                                                  "--no-search", "--counterexample", "{cex}",
-                                                  "--timeout", "5", *W), 2, timeout_s=5,
-                   check="check"),
-         IOCommand("vnnlib", "replay", ("replay", "{net}", "{f}", "{cexseed}"), 1,
-                   check="replay"),
-         IOCommand("vnnlib2", "check", ("check", "{net}", "{f}", "--counterexample", "{cex}",
-                                        "--timeout", "5", *W), 2, timeout_s=5, check="check"),
-         IOCommand("vnnlib2", "vnnlib verify", ("vnnlib", "verify", "{f}", "--network",
-                                                "f={net}", "--timeout", "5"), 2, timeout_s=5,
-                   check="vnnlib-verify"),
-         IOCommand("vnnlib2", "replay", ("replay", "{net}", "{f}", "{cexseed}"), 1,
-                   check="replay"),
-         IOCommand("counterexample", "replay", ("replay", "{net}", "{prop}", "{f}"), 1,
-                   check="replay")]
+    C = [
+        IOCommand("onnx", "import", ("import", "{f}", "-o", "{o}"), 1, check="import"),
+        IOCommand(
+            "onnx",
+            "import --drop-final-softmax",
+            ("import", "{f}", "-o", "{o}", "--drop-final-softmax", "--json"),
+            1,
+            check="import-softmax",
+        ),
+        IOCommand("onnx", "info", ("info", "{f}"), 1),
+        IOCommand(
+            "onnx", "eval", ("eval", "{f}", "--input", "1/3,-1/2", "--json"), 1, check="eval"
+        ),
+        IOCommand("onnx", "export-onnx", ("export-onnx", "{f}", "-o", "{x}"), 1.5, check="export"),
+        IOCommand(
+            "onnx",
+            "check",
+            ("check", "{f}", "{prop}", "--counterexample", "{cex}", "--timeout", "5", *W),
+            2,
+            timeout_s=5,
+            check="check",
+        ),
+        IOCommand(
+            "onnx",
+            "equiv",
+            (
+                "equiv",
+                "{f}",
+                "{orig}",
+                "--domain",
+                "{box}",
+                "--timeout",
+                "3",
+                "--max-leaves",
+                "300",
+                "--json",
+            ),
+            2,
+            timeout_s=3,
+            check="equiv",
+        ),
+        IOCommand(
+            "onnx",
+            "search",
+            (
+                "search",
+                "{orig}",
+                "{f}",
+                "--domain",
+                "{box}",
+                "--max-examples",
+                "30",
+                "--timeout",
+                "3",
+                "--json",
+            ),
+            1.5,
+            timeout_s=3,
+            check="equiv",
+        ),
+        IOCommand(
+            "onnx",
+            "verify",
+            (
+                "verify",
+                "{f}",
+                "--domain",
+                "{box}",
+                "--timeout",
+                "3",
+                "--max-leaves",
+                "300",
+                "--cert",
+                "{o}",
+            ),
+            2,
+            timeout_s=3,
+        ),
+        IOCommand(
+            "onnx",
+            "compile",
+            ("compile", "{f}", "--domain", "{box}", "-o", "{o}", "--timeout", "5"),
+            1.5,
+            timeout_s=5,
+        ),
+        IOCommand(
+            "onnx",
+            "check-cert --model",
+            ("check-cert", "{cert}", "--model", "{f}", "--property", "{uprop}"),
+            1.5,
+            check="binding",
+        ),
+        IOCommand(
+            "vnnlib",
+            "check-cert --property",
+            ("check-cert", "{cert}", "--model", "{net}", "--property", "{f}"),
+            1.5,
+            check="binding",
+        ),
+        IOCommand(
+            "vnnlib2",
+            "check-cert --property",
+            ("check-cert", "{cert}", "--model", "{net}", "--property", "{f}"),
+            1.5,
+            check="binding",
+        ),
+        IOCommand(
+            "vnnlib",
+            "check",
+            ("check", "{net}", "{f}", "--counterexample", "{cex}", "--timeout", "5", *W),
+            2,
+            timeout_s=5,
+            check="check",
+        ),
+        IOCommand(
+            "vnnlib",
+            "check --no-relax",
+            (
+                "check",
+                "{net}",
+                "{f}",
+                "--no-relax",
+                "--no-search",
+                "--counterexample",
+                "{cex}",
+                "--timeout",
+                "5",
+                *W,
+            ),
+            2,
+            timeout_s=5,
+            check="check",
+        ),
+        IOCommand("vnnlib", "replay", ("replay", "{net}", "{f}", "{cexseed}"), 1, check="replay"),
+        IOCommand(
+            "vnnlib2",
+            "check",
+            ("check", "{net}", "{f}", "--counterexample", "{cex}", "--timeout", "5", *W),
+            2,
+            timeout_s=5,
+            check="check",
+        ),
+        IOCommand(
+            "vnnlib2",
+            "vnnlib verify",
+            ("vnnlib", "verify", "{f}", "--network", "f={net}", "--timeout", "5"),
+            2,
+            timeout_s=5,
+            check="vnnlib-verify",
+        ),
+        IOCommand("vnnlib2", "replay", ("replay", "{net}", "{f}", "{cexseed}"), 1, check="replay"),
+        IOCommand(
+            "counterexample", "replay", ("replay", "{net}", "{prop}", "{f}"), 1, check="replay"
+        ),
+    ]
     return C
 
 
@@ -1691,12 +2849,12 @@ class IOSeed:
     format: str
     name: str
     data: bytes
-    net: str = ""          # companion network (ONNX path) of a property / counterexample
-    prop: str = ""         # companion property of a network / counterexample
-    cexseed: str = ""      # a counterexample file for replay of a property
-    orig: str = ""         # the unmutated file of this seed (for equiv, search, check-cert)
-    uprop: str = ""        # an unsat property of a network seed
-    cert: str = ""         # a property certificate about (network, property) of the seed
+    net: str = ""  # companion network (ONNX path) of a property / counterexample
+    prop: str = ""  # companion property of a network / counterexample
+    cexseed: str = ""  # a counterexample file for replay of a property
+    orig: str = ""  # the unmutated file of this seed (for equiv, search, check-cert)
+    uprop: str = ""  # an unsat property of a network seed
+    cert: str = ""  # a property certificate about (network, property) of the seed
 
 
 class IOSeeds:
@@ -1705,6 +2863,7 @@ class IOSeeds:
 
     def __init__(self, tmp: str):
         import onnx
+
         self.tmp = tmp
         self.models = {}
         s: list[IOSeed] = []
@@ -1720,15 +2879,23 @@ class IOSeeds:
         props2 = vnnlib2_seeds()
         self.box = os.path.join(tmp, "box.json")
         with open(self.box, "w") as f:
-            json.dump({"format": "exactmax/domain", "version": 1,
-                       "box": {"lower": ["-1", "-1"], "upper": ["1", "1"]}}, f)
+            json.dump(
+                {
+                    "format": "exactmax/domain",
+                    "version": 1,
+                    "box": {"lower": ["-1", "-1"], "upper": ["1", "1"]},
+                },
+                f,
+            )
         unsat_of_dim = {1: "box_y_ge_unsat", 2: "box_sum_unsat"}
 
         def certify(net_path, prop_path, tag):
             cert = os.path.join(tmp, f"{tag}.cert.json")
-            code = fuzz._quiet_main(["check", net_path, prop_path, "--cert", cert,
-                                     "--workers", "1"])
+            code = fuzz._quiet_main(
+                ["check", net_path, prop_path, "--cert", cert, "--workers", "1"]
+            )
             return cert if code == 0 else ""
+
         # a property of the right output dimension for each network
         prop_of = {}
         for name, m in nets.items():
@@ -1746,8 +2913,17 @@ class IOSeeds:
                 cert = certify(self.paths[name], up, name)
                 assert cert, name
                 with open(self.paths[name], "rb") as f:
-                    s.append(IOSeed("onnx", name, f.read(), prop=pp, orig=self.paths[name],
-                                    uprop=up, cert=cert))
+                    s.append(
+                        IOSeed(
+                            "onnx",
+                            name,
+                            f.read(),
+                            prop=pp,
+                            orig=self.paths[name],
+                            uprop=up,
+                            cert=cert,
+                        )
+                    )
         # properties: each with the networks of its output dimension
         by_dim = {}
         for name, m in nets.items():
@@ -1765,23 +2941,46 @@ class IOSeeds:
                     pp = os.path.join(tmp, f"{pname}.{net}.vnnlib")
                     with open(pp, "w") as f:
                         f.write(text)
-                    s.append(IOSeed(fmt, f"{pname}@{net}", text.encode(), net=self.paths[net],
-                                    cexseed=cex, orig=pp,
-                                    cert=certify(self.paths[net], pp, f"{pname}.{net}")))
+                    s.append(
+                        IOSeed(
+                            fmt,
+                            f"{pname}@{net}",
+                            text.encode(),
+                            net=self.paths[net],
+                            cexseed=cex,
+                            orig=pp,
+                            cert=certify(self.paths[net], pp, f"{pname}.{net}"),
+                        )
+                    )
         # counterexample files: points inside and outside the input sets
         for k, (pname, text, dim) in enumerate(props1):
             net = by_dim[dim][k % len(by_dim[dim])]
             pp = os.path.join(tmp, f"cex.{pname}.vnnlib")
             with open(pp, "w") as f:
                 f.write(text)
-            for x in ((Fraction(1), Fraction(1)), (Fraction(1, 2), Fraction(-1, 4)),
-                      (Fraction(-3, 8), Fraction(1, 3))):
+            for x in (
+                (Fraction(1), Fraction(1)),
+                (Fraction(1, 2), Fraction(-1, 4)),
+                (Fraction(-3, 8), Fraction(1, 3)),
+            ):
                 y = onnx_eval(nets[net], list(x))
-                s.append(IOSeed("counterexample", f"{pname}@{net}", _cex_text(x, y).encode(),
-                                net=self.paths[net], prop=pp))
-        s.append(IOSeed("onnx", "softmax_final", open(self.paths["softmax_final"],
-                                                      "rb").read(),
-                        prop=prop_of["softmax_final"]))
+                s.append(
+                    IOSeed(
+                        "counterexample",
+                        f"{pname}@{net}",
+                        _cex_text(x, y).encode(),
+                        net=self.paths[net],
+                        prop=pp,
+                    )
+                )
+        s.append(
+            IOSeed(
+                "onnx",
+                "softmax_final",
+                open(self.paths["softmax_final"], "rb").read(),
+                prop=prop_of["softmax_final"],
+            )
+        )
         self.seeds = s
 
     def of(self, fmt: str, command: str = "") -> list[IOSeed]:
@@ -1797,14 +2996,20 @@ def _cex_text(x, y) -> str:
     def t(v):
         if v.denominator == 1:
             return str(v.numerator) if v >= 0 else f"(- {-v.numerator})"
-        return f"(/ {v.numerator} {v.denominator})" if v >= 0 else \
-            f"(- (/ {-v.numerator} {v.denominator}))"
-    items = [f"(X_{i} {t(v)})" for i, v in enumerate(x)] + \
-        [f"(Y_{j} {t(v)})" for j, v in enumerate(y)]
+        return (
+            f"(/ {v.numerator} {v.denominator})"
+            if v >= 0
+            else f"(- (/ {-v.numerator} {v.denominator}))"
+        )
+
+    items = [f"(X_{i} {t(v)})" for i, v in enumerate(x)] + [
+        f"(Y_{j} {t(v)})" for j, v in enumerate(y)
+    ]
     return "sat\n(" + "\n ".join(items) + ")\n"
 
 
 # --------------------------------------------------------------------------- cases
+
 
 @dataclass
 class IOCase:
@@ -1815,7 +3020,7 @@ class IOCase:
     status: int | None
     seconds: float
     failure: str | None
-    confirmed: str = ""         # what the independent check established
+    confirmed: str = ""  # what the independent check established
     err: str = ""
 
 
@@ -1823,8 +3028,9 @@ def pick(rng, cmds):
     return fuzz.pick_command(rng, cmds)
 
 
-def run_io_case(cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds,
-                mutation: tuple | None = None) -> IOCase:
+def run_io_case(
+    cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds, mutation: tuple | None = None
+) -> IOCase:
     """Mutate ``seed`` (or take ``mutation``: (data, what)), run ``cmd`` on it in-process,
     judge it with ``fuzz.judge`` and confirm its answer independently."""
     for name in os.listdir(work):
@@ -1833,6 +3039,7 @@ def run_io_case(cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds,
         # z3 objects of the last confirmation freed now, not by a garbage collection that
         # happens deep in a reader's recursion (their __del__ then prints a RecursionError)
         import gc
+
         gc.collect()
         _Z3_USED.clear()
     if mutation is not None:
@@ -1841,16 +3048,31 @@ def run_io_case(cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds,
         data, what = mutate_onnx(seed.data, rng)
     else:
         data, what = mutate_text(seed.data.decode("utf-8", "surrogatepass"), rng)
-    ext = {"onnx": ".onnx", "vnnlib": ".vnnlib", "vnnlib2": ".vnnlib",
-           "counterexample": ".txt"}[seed.format]
+    ext = {"onnx": ".onnx", "vnnlib": ".vnnlib", "vnnlib2": ".vnnlib", "counterexample": ".txt"}[
+        seed.format
+    ]
     f = os.path.join(work, "input" + ext)
     with open(f, "wb") as fh:
         fh.write(data)
-    outs = {"o": os.path.join(work, "out.json"), "x": os.path.join(work, "out.onnx"),
-            "cex": os.path.join(work, "cex.txt")}
-    argv = [a.format(f=f, net=seed.net, prop=seed.prop, cexseed=seed.cexseed, orig=seed.orig,
-                     uprop=seed.uprop, cert=seed.cert, box=seeds.box, **outs)
-            for a in cmd.argv]
+    outs = {
+        "o": os.path.join(work, "out.json"),
+        "x": os.path.join(work, "out.onnx"),
+        "cex": os.path.join(work, "cex.txt"),
+    }
+    argv = [
+        a.format(
+            f=f,
+            net=seed.net,
+            prop=seed.prop,
+            cexseed=seed.cexseed,
+            orig=seed.orig,
+            uprop=seed.uprop,
+            cert=seed.cert,
+            box=seeds.box,
+            **outs,
+        )
+        for a in cmd.argv
+    ]
     limit = cmd.timeout_s + fuzz.TIMEOUT_MARGIN_S if cmd.timeout_s else cmd.limit_s
     o = fuzz.run_inprocess(argv, limit)
     used = {p for k, p in outs.items() if "{" + k + "}" in " ".join(cmd.argv)}
@@ -1867,21 +3089,28 @@ def run_io_case(cmd: IOCommand, seed: IOSeed, rng, work: str, seeds: IOSeeds,
             failure = f"the independent check cannot read an input exactmax accepted: {e}"
         except Exception as e:  # noqa: BLE001 - a harness error is reported, not hidden
             import traceback
-            failure = f"the harness's check failed: {type(e).__name__}: {e}; " + \
-                traceback.format_exc(limit=-2).replace("\n", " | ")[-400:]
-    return IOCase(cmd.format, seed.name, cmd.name, what, o.status, o.seconds, failure,
-                  confirmed, o.err[-600:])
+
+            failure = (
+                f"the harness's check failed: {type(e).__name__}: {e}; "
+                + traceback.format_exc(limit=-2).replace("\n", " | ")[-400:]
+            )
+    return IOCase(
+        cmd.format, seed.name, cmd.name, what, o.status, o.seconds, failure, confirmed, o.err[-600:]
+    )
 
 
 def _names_file(err: str, argv) -> bool:
     files = [a for a in argv if os.path.sep in a or a.endswith((".onnx", ".vnnlib", ".txt"))]
     files += [a.split("=", 1)[1] for a in argv if "=" in a and os.path.sep in a]
-    return any(p in err or os.path.basename(p) in err for p in files) or \
-        "--" in err.split(":", 2)[-1][:60]
+    return (
+        any(p in err or os.path.basename(p) in err for p in files)
+        or "--" in err.split(":", 2)[-1][:60]
+    )
 
 
 def _load_model(data: bytes):
     import onnx
+
     return onnx.load_from_string(data)
 
 
@@ -1910,9 +3139,11 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
         got = [json_maxout_eval(net, x) for x in pts]
         if got != ref:
             k = next(i for i in range(len(pts)) if got[i] != ref[i])
-            return (f"imported network differs from the graph at x = "
-                    f"{[str(v) for v in pts[k]]}: {[str(v) for v in got[k]]} vs "
-                    f"{[str(v) for v in ref[k]]}"), ""
+            return (
+                f"imported network differs from the graph at x = "
+                f"{[str(v) for v in pts[k]]}: {[str(v) for v in got[k]]} vs "
+                f"{[str(v) for v in ref[k]]}"
+            ), ""
         return None, "import equal at points"
     if kind == "eval" and st == 0:
         got = [Fraction(v) for v in json.loads(o.out)["output"]]
@@ -1928,6 +3159,7 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
         return None, "eval equal"
     if kind == "export" and st == 0:
         import onnx
+
         m = _load_model(model_data)
         back = onnx.load(outs["x"])
         if not onnx_valid(back):
@@ -1940,14 +3172,20 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
         got = [onnx_eval(back, list(x)) for x in pts]
         exact = "weights: exact" in o.out
         # rounded weights: the error scales with the weights' size (outputs may cancel)
-        big = max([abs(v) for t in m.graph.initializer if t.data_type in (1, 10, 11)
-                   for v in _as_exact(_to_array(t)).reshape(-1)] + [Fraction(1)])
+        big = max(
+            [
+                abs(v)
+                for t in m.graph.initializer
+                if t.data_type in (1, 10, 11)
+                for v in _as_exact(_to_array(t)).reshape(-1)
+            ]
+            + [Fraction(1)]
+        )
         for a, b in zip(got, ref):
             if len(a) != len(b):
                 return "export changed the output dimension", ""
             for u, v in zip(a, b):
-                if exact and u != v or abs(u - v) > Fraction(1, 10 ** 9) * max(1, abs(v)) * \
-                        big ** 3:
+                if exact and u != v or abs(u - v) > Fraction(1, 10**9) * max(1, abs(v)) * big**3:
                     return f"export computes {u} where the graph gives {v}", ""
         return None, "export equal" if exact else "export within rounding"
     if kind in ("check", "vnnlib-verify"):
@@ -1956,9 +3194,11 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
         if st == 2:
             return None, ""
         text = (data if seed.format != "onnx" else open(seed.prop, "rb").read()).decode(
-            "utf-8", "surrogatepass")
+            "utf-8", "surrogatepass"
+        )
         m = _load_model(model_data)
-        if seed.format == "onnx":
+        # (unknown, exit 3, may be a time limit reached while reading the graph: no answer)
+        if seed.format == "onnx" and st != 3:
             try:
                 onnx_eval(m, [Fraction(0)] * 2)
             except Invalid as e:
@@ -1990,6 +3230,7 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
         return None, "unknown"
     if kind == "binding":
         import hashlib
+
         with open(seed.orig, "rb") as fh:
             same = hashlib.sha256(fh.read()).digest() == hashlib.sha256(data).digest()
         if st == 0 and not same and seed.format == "onnx":
@@ -2035,8 +3276,11 @@ def confirm(cmd: IOCommand, seed: IOSeed, f: str, data: bytes, o, outs, seeds: I
             return None, "sat confirmed (a difference)"
         if st == 0 and cmd.argv[0] == "equiv":
             why = confirm_equal(m, orig)
-            return (f"proved equal, but {why}", "") if why else (None, "unsat confirmed "
-                                                                  "(no difference)")
+            return (
+                (f"proved equal, but {why}", "")
+                if why
+                else (None, "unsat confirmed (no difference)")
+            )
         return f"{cmd.argv[0]} exit {st}", ""
     if kind == "replay":
         if st == 2:
@@ -2068,12 +3312,13 @@ def _assignment(out: str, ref: PropRef):
     lines = out.splitlines()[1:]
     for k, line in enumerate(lines):
         if line.split(" ")[0] == ref.x_name:
-            return [Fraction(v) for v in lines[k + 1:k + 1 + ref.n_x]]
+            return [Fraction(v) for v in lines[k + 1 : k + 1 + ref.n_x]]
     raise Invalid("no assignment of the input")
 
 
 def _to_array(t):
     from onnx import numpy_helper
+
     return numpy_helper.to_array(t)
 
 
@@ -2081,11 +3326,21 @@ def _input_size(m) -> int:
     inits = {t.name for t in m.graph.initializer}
     for i in m.graph.input:
         if i.name not in inits:
-            return max(1, int(np.prod([d.dim_value if d.dim_value > 0 else 1
-                                       for d in i.type.tensor_type.shape.dim])))
+            return max(
+                1,
+                int(
+                    np.prod(
+                        [
+                            d.dim_value if d.dim_value > 0 else 1
+                            for d in i.type.tensor_type.shape.dim
+                        ]
+                    )
+                ),
+            )
     return 2
 
 
 def _rng_of(data: bytes):
     import random
+
     return random.Random(len(data))

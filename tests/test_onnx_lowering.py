@@ -640,3 +640,71 @@ def test_batchnormalization_in_training_mode_is_refused(tmp_path):
     path = str(tmp_path / "batchnorm_training.onnx")
     onnx.save(model("bn", [n], bn_params(2, [0.5, 2.0]), [1, 2, 3], 15), path)
     _refused(path, tmp_path, "bn", "BatchNormalization", "training", cli=True)
+
+
+# ----------------------------------------------- found by benchmarks/fuzz.py --io (helper-13)
+
+
+def _raw(tmp_path, name, nodes, inits, in_shape, opset=13, elem=F32):
+    """A graph written as given (no shape inference: some of these are malformed)."""
+    dtype = np.float32 if elem == F32 else np.float64
+    tensors = [
+        numpy_helper.from_array(
+            np.asarray(v, dtype=dtype) if np.asarray(v).dtype.kind == "f" else np.asarray(v), k
+        )
+        for k, v in inits.items()
+    ]
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", elem, list(in_shape))],
+        [helper.make_tensor_value_info("y", elem, None)], tensors)  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path = str(tmp_path / f"{name}.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def test_a_max_of_constants_makes_no_empty_layer(tmp_path):
+    """Relu(x - x) is the constant 0: no unit, no layer without units (which no command
+    reads), the network the constant."""
+    path = _raw(tmp_path, "constant_relu", [node("Sub", ["x", "x"], ["d"]),
+                                            node("Relu", ["d"], ["y"])], {}, [1, 2])  # fmt: skip
+    net, _ = import_onnx(path)
+    assert all(layer.width for layer in net.layers)
+    assert evaluate(net, [Fraction(3), Fraction(-5)]) == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "name, nodes, inits, in_shape, needles",
+    [
+        ("bn_epsilon_inf",
+         [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=float("inf"))],
+         bn_params(2, [0.5, 2.0]), [1, 2, 3], ("not a finite number",)),
+        ("leaky_alpha_inf", [node("LeakyRelu", ["x"], ["y"], alpha=float("inf"))], {}, [1, 2],
+         ("not a finite number",)),
+        ("pad_huge", [node("Pad", ["x", "p"], ["y"])], {"p": ints(0, 0, 0, 2**40)}, [1, 2],
+         ("at most", "per tensor")),
+        ("conv_pads_huge", [node("Conv", ["x", "W"], ["y"], pads=[2**40, 0])],
+         {"W": w(1, 1, 1)}, [1, 1, 2], ("at most", "per tensor")),
+        ("bn_params_2d",
+         [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+         {k: np.asarray(v).reshape(2, 1) for k, v in bn_params(2, [0.5, 2.0]).items()},
+         [1, 2, 3], ("shape [2]",)),
+        ("conv_auto_pad_and_pads",
+         [node("Conv", ["x", "W"], ["y"], auto_pad="SAME_UPPER", pads=[0, 0])],
+         {"W": w(1, 1, 2)}, [1, 1, 3], ("auto_pad", "pads")),
+    ],
+)  # fmt: skip
+def test_malformed_or_oversized_graphs_are_refused_in_one_line(
+    name, nodes, inits, in_shape, needles, tmp_path
+):
+    _refused(_raw(tmp_path, name, nodes, inits, in_shape), tmp_path, *needles)
+
+
+def test_clip_before_opset_11_clips_at_the_float32_extremes_by_default(tmp_path):
+    path = _raw(tmp_path, "clip6", [node("MatMul", ["x", "W"], ["h"]),
+                                    node("Clip", ["h"], ["y"])],
+                {"W": np.array([[3e38, 0.0], [3e38, 1.0]])}, [1, 2], opset=8)  # fmt: skip
+    net, _ = import_onnx(path)
+    top = Fraction(float(np.finfo(np.float32).max))
+    assert evaluate(net, [Fraction(1), Fraction(1)]) == [top, 1]
+    assert evaluate(net, [Fraction(-1), Fraction(-1)]) == [-top, -1]

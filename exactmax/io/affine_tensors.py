@@ -152,14 +152,19 @@ class Layers:
     def units_of(self, level: int, pieces: np.ndarray) -> Aff:
         """One unit of layer level + 1 per element of ``pieces`` (shape S + (k,), rows of
         ``level``): the max of its k pieces.  The tensor of these units, of shape S, at level
-        + 1; an element whose pieces are all constant is that constant max instead."""
-        if level == len(self.layers):
-            self.layers.append([])
-        units = self.layers[level]
+        + 1; an element whose pieces are all constant is that constant max instead (and if
+        all are, no unit is made and the constants stay at ``level``)."""
         shape, k = pieces.shape[:-1], pieces.shape[-1]
         flat = pieces.reshape(-1, k)
         constant = constants_mask(flat).all(axis=1)
         out = np.empty(flat.shape[0], dtype=object)
+        if constant.all():  # no unit: the constant maxima, at this level (no empty layer)
+            for e in range(flat.shape[0]):
+                out[e] = const_row(max(p.get(CONST, ZERO) for p in flat[e]))
+            return Aff(out.reshape(shape), level)
+        if level == len(self.layers):
+            self.layers.append([])
+        units = self.layers[level]
         for e in range(flat.shape[0]):
             ps = list(flat[e])
             if constant[e]:
@@ -172,6 +177,8 @@ class Layers:
     def carry(self, x: Aff, level: int) -> Aff:
         """x at ``level`` >= x.level, through rank-1 units (each equal to its one piece); the
         same value carried twice gives the same units."""
+        if constants_mask(x.E).all():  # constants need no unit to reach any level
+            return Aff(x.E, max(level, x.level))
         while x.level < level:
             key = id(x)
             if key in self._carried:

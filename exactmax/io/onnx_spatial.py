@@ -52,8 +52,10 @@ def window_geometry(op: str, sp: tuple, ks: list[int], a: dict, ceil: bool = Fal
     if min(ks + st + dl) < 1 or min(pads) < 0:
         raise Refuse(
             f"{op} with kernel_shape {ks}, strides {st}, dilations {dl}, pads {pads}: expected "
-            "positive kernel, strides and dilations, and pads >= 0"
+            "a positive kernel, positive strides and dilations, and pads >= 0"
         )
+    if auto != "NOTSET" and "pads" in a:
+        raise Refuse(f"{op} with both auto_pad {auto} and pads; ONNX allows one of them")
     span = [(k - 1) * d + 1 for k, d in zip(ks, dl)]
     if auto == "VALID":
         pads = [0] * (2 * n)
@@ -76,7 +78,22 @@ def window_geometry(op: str, sp: tuple, ks: list[int], a: dict, ceil: bool = Fal
         if ceil and (o - 1) * st[i] >= sp[i] + pb[i]:
             o -= 1  # a window starting in the end padding is dropped
         outs.append(o)
+    check_size(op, outs)
     return outs, st, dl, pb, pe
+
+
+MAX_ELEMENTS = 2_000_000
+"""Most elements of one spatial operator's output (before anything is allocated): a pad or
+stride of 2^40 in a small file is refused, not a request for terabytes."""
+
+
+def check_size(op: str, shape) -> None:
+    n = math.prod(int(d) for d in shape)
+    if n > MAX_ELEMENTS:
+        raise Refuse(
+            f"{op} would make a tensor of shape {[int(d) for d in shape]} ({n} elements); the "
+            f"reader handles at most {MAX_ELEMENTS} per tensor"
+        )
 
 
 def window_index(sp, outs, ks, st, dl, pb) -> np.ndarray:
@@ -189,6 +206,8 @@ def conv_transpose(x, W: np.ndarray, B: np.ndarray | None, a: dict) -> Aff:
         )
     span = [(k - 1) * d + 1 for k, d in zip(ks, dl)]
     full = [t * (s - 1) + p + w for t, s, p, w in zip(st, sp, op, span)]
+    if auto != "NOTSET" and "pads" in a:
+        raise Refuse(f"ConvTranspose with both auto_pad {auto} and pads; ONNX allows one of them")
     if "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER"):
         outs = (
             _ints(a, "output_shape", [])[-n:]
@@ -210,6 +229,7 @@ def conv_transpose(x, W: np.ndarray, B: np.ndarray | None, a: dict) -> Aff:
         outs = [f - b - e for f, b, e in zip(full, pb, pads[n:])]
         if min(outs) < 1:
             raise Refuse(f"ConvTranspose's pads {pads} leave an empty output")
+    check_size("ConvTranspose", [N, M] + list(outs))
     grids = np.meshgrid(*[np.arange(s) for s in sp], indexing="ij")
     rows, level = _rows(x)
     plane, P = math.prod(sp), math.prod(outs)
@@ -328,6 +348,7 @@ def pad(x, pads: list[int], mode: str, value, axes: list[int] | None):
         if mode != "constant":
             raise Refuse(f"Pad with mode {mode} of an empty tensor")
     widths = [(max(0, b), max(0, e)) for b, e in zip(begin, end)]
+    check_size("Pad", [d + b + e for d, (b, e) in zip(idx.shape, widths)])
     if mode != "constant":
         for (b, e), d in zip(widths, idx.shape):
             if mode == "reflect" and (b or e) and (b >= d or e >= d):

@@ -253,8 +253,9 @@ INTS 7); (operator, name) where one name has two types."""
 _FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
 _F32_EPSILON = float(np.float32(1e-5))
 _F32_ALPHA = float(np.float32(0.01))
+_F32_MAX = float(np.finfo(np.float32).max)
 """Float attributes' defaults are float32 numbers (as onnxruntime reads them): BatchNormalization's
-epsilon 1e-5 and LeakyRelu's alpha 0.01, rounded to float32."""
+epsilon 1e-5 and LeakyRelu's alpha 0.01, rounded to float32; Clip-6's bounds -+FLT_MAX."""
 _INT_TYPES = (2, 3, 4, 5, 6, 7, 12, 13)
 
 
@@ -299,6 +300,9 @@ def _qs(arr: np.ndarray) -> np.ndarray:
 
 
 def _q(v: float) -> Q:
+    """The exact value of a float attribute; infinity and NaN are refused."""
+    if not math.isfinite(v):
+        raise _Refuse(f"a float attribute is {v}, not a finite number")
     return Q(*float(v).as_integer_ratio())
 
 
@@ -546,12 +550,12 @@ def _batch_norm(g: _Graph, node, inputs, a: dict):
         raise _Refuse(f"BatchNormalization of a tensor of shape {list(S)}: no channel axis")
     C = S[1]
     scale, B, mean, var = (
-        _constant_of(g, v, f"BatchNormalization's {w}").reshape(-1)
+        _constant_of(g, v, f"BatchNormalization's {w}")
         for v, w in zip(inputs[1:], ("scale", "B", "mean", "var"))
     )
     if not all(v.shape == (C,) for v in (scale, B, mean, var)):
         raise _Refuse(
-            f"BatchNormalization's scale, B, mean and var must each have {C} values (the channels)"
+            f"BatchNormalization's scale, B, mean and var must each have shape [{C}] (the channels)"
         )
     eps = _q(a.get("epsilon", _F32_EPSILON))
     s, shift = np.empty(C, dtype=object), np.empty(C, dtype=object)
@@ -793,9 +797,8 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
             return np.asarray(abs(g.exact(x)), dtype=object)
         return g.units_of(x.level, np.stack([x.E, negate(x.E)], axis=-1))
     if op == "Clip":
-        if opset < 11:
-            lo = _q(a["min"]) if "min" in a else None
-            hi = _q(a["max"]) if "max" in a else None
+        if opset < 11:  # attributes, whose defaults are float32's extremes
+            lo, hi = _q(a.get("min", -_F32_MAX)), _q(a.get("max", _F32_MAX))
         else:
             lo = _optional_scalar(g, inputs[1] if len(inputs) > 1 else None, "Clip's min")
             hi = _optional_scalar(g, inputs[2] if len(inputs) > 2 else None, "Clip's max")
