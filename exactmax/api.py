@@ -398,6 +398,7 @@ def _within(
     from . import interruption
 
     interruption.current_phase = None  # the phases of this call only
+    interruption.current_stats.clear()
     deadline = None if seconds is None else started + seconds
     try:
         with interruption.time_limit(deadline, seconds, "timeout"):

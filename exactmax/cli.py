@@ -782,6 +782,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     global _STARTED
     _STARTED = time.monotonic()
+    from . import interruption
+
+    interruption.current_stats.clear()  # how far this command's search gets
     jsonout.start(args.command)
     if from_command_line and supervisor.wanted(args):  # ended from outside: supervisor.py
         return supervisor.run_command(args, lambda: _run(args, True), _STARTED, _Stdout)

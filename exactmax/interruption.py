@@ -40,6 +40,7 @@ and no half-written file is left.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import sys
@@ -70,6 +71,18 @@ def _report(line: str) -> None:
             os.write(_report_fd, (line.replace("\n", " ") + "\n").encode())
         except OSError:  # the supervisor has gone: it ends this process itself
             pass
+
+
+current_stats: dict = {}
+"""How far the command's search got (``note_stats``): an answer "unknown" at the time limit
+reports it, so a run stopped at its deadline still says what it did."""
+
+
+def note_stats(**values) -> None:
+    """Record (and tell the supervisor) how far the work has got, e.g. units answered and
+    cells certified so far."""
+    current_stats.update(values)
+    _report("stats " + json.dumps(current_stats, separators=(",", ":")))
 
 
 class phase:

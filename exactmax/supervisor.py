@@ -31,6 +31,7 @@ the command in the process itself (for a profiler or a debugger).
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -118,6 +119,7 @@ class _Watch:
     def __init__(self):
         self.out = bytearray()
         self.phase = ""
+        self.stats: dict = {}
         self.temporary: set[str] = set()
         self._partial = b""
 
@@ -128,6 +130,11 @@ class _Watch:
             kind, _, arg = raw.decode("utf-8", "replace").partition(" ")
             if kind == "phase":
                 self.phase = arg
+            elif kind == "stats":
+                try:
+                    self.stats = json.loads(arg)
+                except ValueError:  # a line cut by the child's end: keep the last whole one
+                    pass
             elif kind == "tmp":
                 self.temporary.add(arg)
             elif kind == "done":
@@ -169,14 +176,14 @@ def _exit_status(status: int) -> int:
 def run(
     body: Callable[[], int],
     deadline: float | None,
-    timed_out: Callable[[str], int],
+    timed_out: Callable[[str, dict], int],
     write_out: Callable[[bytes, int], int],
 ) -> int:
     """Run ``body`` (the command; it returns the exit status) in a child process and return
     its exit status, after ``write_out(output, status)`` wrote its standard output (and
     returned the status to exit with).  At ``deadline`` (a ``time.monotonic()`` value) plus
-    ``GRACE``: ``timed_out(phase)``'s status, the child ended.  At SIGINT / SIGTERM: 130 / 143,
-    the child ended."""
+    ``GRACE``: ``timed_out(phase, stats so far)``'s status, the child ended.  At SIGINT /
+    SIGTERM: 130 / 143, the child ended."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     out_r, out_w = os.pipe()
@@ -246,7 +253,7 @@ def run(
                 _kill(pid)
                 os.waitpid(pid, 0)
                 watch.remove_temporary()
-                return timed_out(watch.phase)
+                return timed_out(watch.phase, watch.stats)
         _kill(pid, group_only=True)  # what the child left in its group (a pool's server)
         code = _exit_status(status)
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGINT, signal.SIGTERM):
@@ -288,22 +295,27 @@ def wanted(args) -> bool:
     return bool(listed) and available()
 
 
-def time_limit_answer(args, reason: str, started: float) -> int:
+def time_limit_answer(args, reason: str, started: float, stats: dict | None = None) -> int:
     """The answer of a command stopped by its time limit: unknown (exit 3), with the reason
-    and the time since ``started`` (``--json``: ``phase`` too, when it is known); a command
-    with its own words for it (``timeout_answer`` among its defaults: vnnlib verify) says it
-    in them."""
+    and the time since ``started`` (``--json``: ``phase`` too, when it is known, and ``stats``:
+    how far the search got, ``interruption.note_stats``); a command with its own words for it
+    (``timeout_answer`` among its defaults: vnnlib verify) says it in them."""
     custom = getattr(args, "timeout_answer", None)
     if custom is not None:
         return custom(reason)
     elapsed = round(time.monotonic() - started, 3)
+    stats = interruption.current_stats if stats is None else stats
     if getattr(args, "json", False):
         obj: dict[str, object] = {"verdict": "unknown", "reason": reason, "time_s": elapsed}
         if interruption.current_phase:
             obj["phase"] = interruption.current_phase
+        if stats:
+            obj["stats"] = dict(stats)
         print(jsonout.dumps(obj))
     else:
         print(f"unknown: {reason} ({elapsed:.2f} s)")
+        if stats:
+            print("  so far: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.items()))
     return EXIT_UNKNOWN
 
 
@@ -314,13 +326,13 @@ def run_command(args, body: Callable[[], int], started: float, stdout_guard) -> 
     reader keeps the status, a full disk is an input/output error)."""
     seconds = whole_timeout(args)
 
-    def timed_out(phase: str) -> int:
+    def timed_out(phase: str, stats: dict) -> int:
         interruption.current_phase = phase or "the command's work"
         reason = (
             f"timeout in {interruption.current_phase}: no answer within the time limit of "
             f"{seconds:g} s (--timeout); the command was stopped there"
         )
-        return time_limit_answer(args, reason, started)
+        return time_limit_answer(args, reason, started, stats)
 
     def write_out(data: bytes, code: int) -> int:
         out = stdout_guard(sys.stdout.buffer)

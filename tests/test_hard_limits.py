@@ -336,3 +336,33 @@ def test_a_signal_or_the_timeout_during_the_work_units_ends_every_worker(tmp_pat
     time.sleep(0.2)  # the kernel reaps the killed processes
     assert processes_marked(mark) == []
     assert os.listdir(work) == []
+
+
+def test_an_answer_at_the_time_limit_says_how_far_the_search_got(capsys):
+    """The child reports its progress (``interruption.note_stats``) to the supervisor, which
+    ends it at the deadline whatever it is doing and answers unknown with those stats."""
+    from types import SimpleNamespace
+
+    from exactmax import interruption, supervisor
+
+    if not supervisor.available():
+        pytest.skip("no supervisor on this platform")
+
+    def body():
+        interruption.note_stats(units=3, cells_certified=41)
+        interruption.note_stats(cells_certified=42)
+        while True:  # a step that never returns: only the supervisor can end it
+            time.sleep(0.05)
+
+    seen = {}
+
+    def timed_out(phase, stats):
+        seen.update(stats)
+        return supervisor.time_limit_answer(SimpleNamespace(json=True), "the limit", 0.0, stats)
+
+    code = supervisor.run(body, time.monotonic() + 0.5, timed_out, lambda data, c: c)
+    assert code == 3 and seen == {"units": 3, "cells_certified": 42}
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "unknown" and out["stats"] == seen
+    supervisor.time_limit_answer(SimpleNamespace(json=False), "the limit", 0.0, seen)
+    assert "so far: units 3, cells certified 42" in capsys.readouterr().out

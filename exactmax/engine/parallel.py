@@ -870,13 +870,17 @@ def _split_case_trees(
     start = last = time.monotonic()
 
     def inline_progress(leaves):
-        print(
-            f"exactmax: {cells + leaves} cells certified, {time.monotonic() - start:.0f} s",
-            file=sys.stderr,
-            flush=True,
+        interruption.note_stats(
+            units=stats["units"], units_answered=done, cells_certified=cells + leaves
         )
+        if progress_shown:
+            print(
+                f"exactmax: {cells + leaves} cells certified, {time.monotonic() - start:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
-    shown = inline_progress if progress_shown else None
+    shown = inline_progress  # also how far the search got, for an answer at the time limit
 
     def submit(unit, ex=executor):
         n = unit.cell.case
@@ -956,6 +960,13 @@ def _split_case_trees(
                 reasons[unit.key()] = f"{unit.where()}: {value}"
         for unit, t in trees:
             unit.tree = tree_of(t) if isinstance(t, dict) else t
+        if finished:
+            interruption.note_stats(
+                units=stats["units"],
+                units_answered=done,
+                cells_certified=cells,
+                units_running=len(futures),
+            )
         if (-1,) in reasons:
             break
         now = time.monotonic()

@@ -299,7 +299,7 @@ def prove_conjunction(
             cell.append(row)
         return out
 
-    count = [0]
+    count, noted = [0], [time.monotonic()]
 
     def branch(path_rows: list[Row], fixed: frozenset, depth: int, pick_parent: int = -1):
         interruption.check()
@@ -361,6 +361,9 @@ def prove_conjunction(
     def closed(proof):
         count[0] += 1
         stats["proofs"]["phase_leaves"] = stats["proofs"].get("phase_leaves", 0) + 1
+        if time.monotonic() - noted[0] > 2:  # how far it got, for an answer at the time limit
+            noted[0] = time.monotonic()
+            interruption.note_stats(phase_leaves=stats["proofs"]["phase_leaves"])
         if count[0] > max_leaves:
             raise Unclosed(f"more than {max_leaves} phase leaves")
         return proof

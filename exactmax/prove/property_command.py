@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .. import jsonout
+from .. import interruption, jsonout
 from ..exits import EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, UsageError
 from ..interruption import phase
 from ..io import InputError, load_model
@@ -172,7 +172,7 @@ def check_json(a, sha: dict, time_s: float, timed_out: bool) -> dict:
         "reason": a.reason,
         "time_s": time_s,
         "sha256": sha,
-        "stats": a.stats,
+        "stats": a.stats or (dict(interruption.current_stats) if timed_out else a.stats),
         "certificate": None,
         "counterexample_file": None,
     }
@@ -268,6 +268,11 @@ def run_check(args) -> int:
         )
     else:
         print(f"unknown: {a.reason}")
+        if out["stats"] and not a.stats:  # stopped at the time limit: how far it got
+            print(
+                "  so far: "
+                + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in out["stats"].items())
+            )
     if not args.json:
         h = out["sha256"]
         print(
