@@ -1104,16 +1104,16 @@ def import_onnx(path: str, drop_final_softmax: bool = False) -> tuple[MaxoutNetw
         raise InputError(path, f"output {out_name}", "is not computed by any node")
     net = _network(g, values[out_name], path)
     report.output_dim = net.out_dim
-    report.max_network_denominator_bits = max(
-        [_den_bits(v) for l in net.layers for u in l.units for p in u.pieces for v in p.w + (p.b,)]
-        + (
-            [_den_bits(v) for row in net.output.W for v in row]
-            + [_den_bits(v) for v in net.output.b]
-            if net.output is not None
-            else []
-        ),
+    report.max_network_denominator_bits = max(  # over the non-zero entries (a zero has 2^0)
+        (_den_bits(v) for layer in g.layers for unit in layer for r in unit for v in r.values()),
         default=0,
     )
+    if net.output is not None:
+        report.max_network_denominator_bits = max(
+            report.max_network_denominator_bits,
+            max((_den_bits(v) for row in net.output.W for v in row if v), default=0),
+            max((_den_bits(v) for v in net.output.b if v), default=0),
+        )
     return net, report
 
 
