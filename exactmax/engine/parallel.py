@@ -828,6 +828,7 @@ def _split_case_trees(
     confirm,
     progress_shown: bool = False,
     relaxed: bool = True,
+    *,
     shared: SharedModels | None = None,
 ):
     """One tree per case, built by work units on ``executor`` (parallel branch and bound).

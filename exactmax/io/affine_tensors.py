@@ -156,7 +156,7 @@ class Layers:
         all are, no unit is made and the constants stay at ``level``)."""
         shape, k = pieces.shape[:-1], pieces.shape[-1]
         flat = pieces.reshape(-1, k)
-        constant = constants_mask(flat).all(axis=1)
+        constant = np.asarray(constants_mask(flat).all(axis=1), dtype=bool)
         out = np.empty(flat.shape[0], dtype=object)
         if constant.all():  # no unit: the constant maxima, at this level (no empty layer)
             for e in range(flat.shape[0]):

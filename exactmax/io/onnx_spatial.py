@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any, cast
 
 import numpy as np
 
@@ -356,7 +357,7 @@ def pad(x, pads: list[int], mode: str, value, axes: list[int] | None):
     idx = (
         np.pad(idx, widths, mode="constant", constant_values=-1)
         if mode == "constant"
-        else np.pad(idx, widths, mode=mode)
+        else np.pad(idx, widths, mode=cast(Any, mode))
     )
     if isinstance(x, Aff):
         flat = x.E.reshape(-1)

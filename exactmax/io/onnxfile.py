@@ -200,7 +200,7 @@ _FLOAT, _INT, _STRING, _TENSOR, _FLOATS, _INTS = (
     (6, "a list of floats"),
     (7, "a list of integers"),
 )
-_ATTRIBUTE_TYPES = {
+_ATTRIBUTE_TYPES: dict[object, tuple[int, str]] = {
     **dict.fromkeys(("alpha", "beta", "ratio", "value_float", "epsilon", "momentum"), _FLOAT),
     **dict.fromkeys(
         (
@@ -467,14 +467,18 @@ def _reduce(g: _Graph, x, axes, keepdims: bool, kind: str):
     )
     k = math.prod(S[i] for i in axes)
     if not isinstance(x, Aff):
-        c = g.exact(x)
-        if kind in ("max", "min") and not c.size:
-            return c
-        f = {"max": c.max, "min": c.min, "sum": c.sum}.get(kind, c.sum)
-        out = f(axis=tuple(axes), keepdims=keepdims)
-        if kind == "mean":
-            out = out / Q(k)
-        return np.asarray(out, dtype=object)
+        v = g.exact(x)
+        if kind in ("max", "min") and not v.size:
+            return v
+        if kind == "max":
+            r = v.max(axis=tuple(axes), keepdims=keepdims)
+        elif kind == "min":
+            r = v.min(axis=tuple(axes), keepdims=keepdims)
+        else:
+            r = v.sum(axis=tuple(axes), keepdims=keepdims)
+            if kind == "mean":
+                r = r / Q(k)
+        return np.asarray(r, dtype=object)
     if k == 0:
         raise _Refuse(f"a reduction ({kind}) over an empty axis")
     keep = [i for i in range(len(S)) if i not in axes]
@@ -483,11 +487,11 @@ def _reduce(g: _Graph, x, axes, keepdims: bool, kind: str):
     if kind in ("max", "min"):
         u = _pieces_units(g, x.level, P, kind == "min")
         return Aff(u.E.reshape(out_shape), u.level)
-    c = ONE if kind == "sum" else ONE / Q(k)
+    c: Q = ONE if kind == "sum" else ONE / Q(k)
     flat = P.reshape(-1, k)
     out = np.empty(flat.shape[0], dtype=object)
     for i in range(flat.shape[0]):
-        out[i] = combination((c, r) for r in flat[i])
+        out[i] = combination((c, row) for row in flat[i])
     return Aff(out.reshape(out_shape), x.level)
 
 
@@ -882,9 +886,9 @@ def _op(g: _Graph, node, inputs, opset: int, final: bool, drop_softmax: bool):
     if op == "Gather":
         return _gather(g, x, inputs[1], int(a.get("axis", 0)))
     if op == "Shape":
-        S = list(_shape_of(x))
+        dims = list(_shape_of(x))
         start, end = int(a.get("start", 0)), a.get("end")
-        return np.array(S[start : (None if end is None else int(end))], dtype=np.int64)
+        return np.array(dims[start : (None if end is None else int(end))], dtype=np.int64)
     if op == "Reshape":
         return _reshape(x, _int_values(inputs[1], "the shape"), bool(int(a.get("allowzero", 0))))
     if op == "Flatten":
