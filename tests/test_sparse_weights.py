@@ -4,6 +4,7 @@ network, its canonical hash is the dense form's (older certificates still match)
 accepts it, and every malformed sparse vector is refused in one line."""
 
 import json
+import os
 
 import pytest
 
@@ -16,6 +17,7 @@ from exactmax.kernel.rational import ONE, ZERO, Q
 from exactmax.schemas import validator
 
 N = 20
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def window_net() -> MaxoutNetwork:
@@ -98,3 +100,19 @@ def test_the_sparse_vectors_of_one_file_cannot_ask_for_unbounded_memory(
     assert main(["info", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "at most 60 entries in total" in err and len(err.splitlines()) == 1
+
+
+def test_a_large_file_exactmax_writes_reads_back_beyond_the_fixed_sparse_budget(
+    tmp_path, monkeypatch
+):
+    """The sparse forms of a file may declare ENTRIES_PER_CHAR entries per character beyond
+    the fixed budget: a compiled Transformer of MNIST's size (30 M entries in 19 MB) reads
+    back. Here with the fixed budget lowered to 100 entries: the compiled tent reads back,
+    and does not when nothing per character is allowed."""
+    tent = os.path.join(ROOT, "examples", "tent.json")
+    out = tmp_path / "t.json"
+    assert main(["compile", tent, "-o", str(out)]) == 0
+    monkeypatch.setattr(jsonfile, "MAX_MATRIX_ENTRIES", 100)
+    assert main(["info", str(out)]) == 0
+    monkeypatch.setattr(jsonfile, "ENTRIES_PER_CHAR", 0)
+    assert main(["info", str(out)]) == 2

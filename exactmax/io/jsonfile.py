@@ -84,6 +84,7 @@ def read_json_file(path: str, shape=None) -> object:
     whole document is parsed into Python objects (which takes several times the file's
     size)."""
     text = read_text_file(path, "a JSON file")
+    _document_chars[0] = len(text)  # the budget of the sparse forms of this document
     if shape is not None:
         root = shallow_root(text, path)
         if root is not None:
@@ -307,7 +308,7 @@ class Cursor:
     def __init__(self, source: str, path: str, value: object, budget: list | None = None):
         self.source, self.path, self.value = source, path, value
         # entries that sparse matrices may still expand to, shared by the whole file
-        self.budget = budget if budget is not None else [MAX_MATRIX_ENTRIES, MAX_SPARSE_WEIGHTS]
+        self.budget = budget if budget is not None else entry_budget(_document_chars[0])
 
     def error(self, message: str) -> InputError:
         return InputError(self.source, self.path, message)
@@ -426,7 +427,8 @@ class Cursor:
         if n > self.budget[1]:
             raise f["size"].error(
                 f"the sparse vectors of one file may declare at most {MAX_SPARSE_WEIGHTS} "
-                "entries in total"
+                f"entries in total, or {ENTRIES_PER_CHAR} per character of the file "
+                f"({self.budget[1]} left)"
             )
         self.budget[1] -= n
         dense = [Q(0)] * n
@@ -459,9 +461,9 @@ class Cursor:
                     raise f["shape"].error(f"expected {plural(want, name)}{because}, got {got}")
             if r * c > self.budget[0]:
                 raise f["shape"].error(
-                    f"a {r} x {c} matrix is beyond the limit of "
-                    f"{MAX_MATRIX_ENTRIES} entries for the sparse matrices "
-                    "of one file"
+                    f"a {r} x {c} matrix is beyond the limit of the entries the sparse "
+                    f"matrices of one file may declare ({MAX_MATRIX_ENTRIES}, or "
+                    f"{ENTRIES_PER_CHAR} per character of the file; {self.budget[0]} left)"
                 )
             self.budget[0] -= r * c
             dense = [[Q(0)] * c for _ in range(r)]
@@ -484,6 +486,22 @@ class Cursor:
                 cols, cols_why = len(out[-1]), "as in row 0"
         return tuple(out)
 
+
+def entry_budget(chars: int) -> list[int]:
+    """The entries the sparse matrices and the sparse weight vectors of a document of
+    ``chars`` characters may declare (dense copies are built in memory): at least
+    ``MAX_MATRIX_ENTRIES`` and ``MAX_SPARSE_WEIGHTS``, and ``ENTRIES_PER_CHAR`` per character
+    (a compiled Transformer of MNIST's size declares 30 M entries in 19 MB)."""
+    return [
+        max(MAX_MATRIX_ENTRIES, ENTRIES_PER_CHAR * chars),
+        max(MAX_SPARSE_WEIGHTS, ENTRIES_PER_CHAR * chars),
+    ]
+
+
+_document_chars = [0]
+"""The size of the JSON document read last (``read_json_file``): its root Cursor's budget."""
+
+ENTRIES_PER_CHAR = 16
 
 MAX_MATRIX_ENTRIES = 4 * 10**6
 """Most entries the sparse matrices of one file may declare together (dense copies are
