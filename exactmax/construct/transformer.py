@@ -243,15 +243,20 @@ def compile_transformer(
         positions.append(tuple(p))
 
     def attention(l: int) -> Attention:
+        # tuples are immutable, so equal rows are one object: the heads' query, and the
+        # one-element rows of W_O (a wide network has thousands of heads of d_model rows)
+        q = [ZERO] * d_m
+        for s in range(k if options.positional == "onehot" else 1):
+            q[L.P(s)] = ONE
+        query, zero_row, one_row = (tuple(q),), (ZERO,), (ONE,)
         heads = []
         for i in range(net.layers[l].width):
-            q = [ZERO] * d_m
-            for s in range(k if options.positional == "onehot" else 1):
-                q[L.P(s)] = ONE
             e = [ZERO] * d_m
             e[L.Z(i)] = ONE
-            out = tuple((ONE,) if r == L.M(i) else (ZERO,) for r in range(d_m))
-            heads.append(Head((tuple(q),), (tuple(e),), (tuple(e),), out, ONE))
+            read = (tuple(e),)
+            out = [zero_row] * d_m
+            out[L.M(i)] = one_row
+            heads.append(Head(query, read, read, tuple(out), ONE))
         return Attention(tuple(heads))
 
     def gate_ff(l: int, reads) -> FeedForward:
