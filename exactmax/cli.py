@@ -815,6 +815,13 @@ def _run(args, from_command_line: bool) -> int:
         return 130
     except TimeLimit as e:
         return _time_limit_answer(args, e.reason())
+    except MemoryError:  # not a bug: the answer is unknown, and why
+        from . import interruption
+
+        where = interruption.current_phase or "the command's work"
+        return _time_limit_answer(
+            args, f"out of memory in {where}: the process could not get the memory it needed"
+        )
     except Terminated:
         print("exactmax: interrupted (terminated)", file=sys.stderr)
         return 143

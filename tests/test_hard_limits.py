@@ -366,3 +366,17 @@ def test_an_answer_at_the_time_limit_says_how_far_the_search_got(capsys):
     assert out["verdict"] == "unknown" and out["stats"] == seen
     supervisor.time_limit_answer(SimpleNamespace(json=False), "the limit", 0.0, seen)
     assert "so far: units 3, cells certified 42" in capsys.readouterr().out
+
+
+def test_running_out_of_memory_is_an_unknown_answer_not_a_bug(monkeypatch, capsys, tmp_path):
+    import exactmax.construct.command as command
+
+    def too_big(*args):
+        raise MemoryError
+
+    monkeypatch.setattr(command, "compile_checked", too_big)
+    tent = os.path.join(ROOT, "examples", "tent.json")
+    assert main(["compile", tent, "-o", str(tmp_path / "t.json"), "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "unknown" and out["reason"].startswith("out of memory in ")
+    assert not (tmp_path / "t.json").exists()
