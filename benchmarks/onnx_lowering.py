@@ -40,8 +40,11 @@ wait4 reports for that child:
    way).  Without a float64 evaluation the test is ||exact - float32|| > 2^-10 ||exact||.
 4. ``exactmax compile NET.json -o TF.json --json --timeout S`` and ``exactmax verify NET.json
    --transformer TF.json --strategy layerwise --json --timeout S`` over the domain: the
-   Transformer's size, the verdict, time and memory; a timeout, an "unknown" and a refusal
-   (too large) are recorded as they are.  ``--no-compile`` skips this step.
+   Transformer's size, the verdict, time and memory; a timeout, an "unknown", running out of
+   memory and a refusal (too large) are recorded as they are.  When exactmax's reader refuses
+   the file compile wrote (beyond its limits), verify runs again without --transformer (it
+   compiles in memory), and the row says so; when it refuses the file import wrote, eval,
+   compile, verify and check read the .onnx file instead.  ``--no-compile`` skips this step.
 5. ``--check N``: ``exactmax check NET.json PROP --timeout T --json --workers 1`` on the first N
    properties of the network in instances.csv (T: the instance's limit, or --check-timeout).
 
@@ -483,6 +486,12 @@ def last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+def why(r: dict, doc: dict | None) -> str:
+    """The reason of an answer's --json object, else the last line of stderr."""
+    reason = (doc or {}).get("reason") if isinstance(doc, dict) else None
+    return reason[:300] if reason else last_line(r["err"])
+
+
 def outcome(r: dict) -> tuple[str, dict | None]:
     """(status, the --json object or None) of a finished command: "ok", "timeout", "out of
     memory", "refused" (exactmax's one-line error, exit 2), "error N"."""
@@ -492,6 +501,8 @@ def outcome(r: dict) -> tuple[str, dict | None]:
         doc = json.loads(r["out"])
     except ValueError:
         doc = None
+    if isinstance(doc, dict) and "out of memory" in str(doc.get("reason") or ""):
+        return "out of memory", doc  # exactmax's answer unknown for a failed allocation
     if "MemoryError" in r["err"] or r["code"] == -signal.SIGKILL:
         return "out of memory", doc
     if r["code"] == -signal.SIGABRT and r.get("near_limit"):
@@ -589,7 +600,7 @@ def run_net(net: Net, args, runner: Runner, log) -> dict:
         rec["layers"] = [[lay.get("width"), lay.get("rank")] for lay in doc.get("layers", [])]
         rec["json_mib"] = round(os.path.getsize(out_json) / 2**20, 2)
     else:
-        rec["message"] = last_line(r["err"])
+        rec["message"] = why(r, doc)
     record("import", rec)
     note(
         f"  import: {status}, {r['wall_s']:.1f} s, {r['rss_mib']:.0f} MiB"
@@ -638,7 +649,9 @@ def run_net(net: Net, args, runner: Runner, log) -> dict:
             rec["status"] = "no float evaluation"
             rec["message"] = f"onnxruntime: {str(e)[:200]}"
     else:
-        rec["message"] = last_line(r["err"])
+        if status == "ok":  # an answer without outputs: unknown, and why
+            rec["status"] = (doc or {}).get("verdict") or "no outputs"
+        rec["message"] = why(r, doc)
     record("eval", rec)
     if "failure" in rec:
         fl = rec["failure"]
@@ -694,7 +707,7 @@ def run_net(net: Net, args, runner: Runner, log) -> dict:
             rec["status"] = doc.get("verdict") or "?"
             rec["message"] = (doc.get("reason") or "")[:300]
         else:
-            rec["message"] = last_line(r["err"])
+            rec["message"] = why(r, doc)
         record("compile", rec)
         note(
             f"  compile: {rec['status']}, {r['wall_s']:.1f} s, {r['rss_mib']:.0f} MiB"
@@ -732,7 +745,7 @@ def run_net(net: Net, args, runner: Runner, log) -> dict:
             if doc.get("reason"):
                 rec["message"] = doc["reason"][:200]
         else:
-            rec["message"] = last_line(r["err"])
+            rec["message"] = why(r, doc)
         log({"net": net.name, "onnx": net.onnx, "step": "check", **rec})
         checks.append(rec)
         note(
@@ -757,7 +770,7 @@ def verify(runner: Runner, net_json: str, tf_args: list, dom_args: list, limit: 
         if doc.get("reason"):
             rec["message"] = doc["reason"][:300]
     else:
-        rec["message"] = last_line(r["err"])
+        rec["message"] = why(r, doc)
     return rec
 
 
