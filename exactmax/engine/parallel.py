@@ -714,6 +714,8 @@ class Workers:
             except ValueError:
                 ctx = mp.get_context("spawn")
             ex = cf.ProcessPoolExecutor(self.n, mp_context=ctx, initializer=_worker_init)
+            # the models of the units, written once per run (SharedModels), removed on leaving
+            ex.models_folder = tempfile.mkdtemp(prefix="exactmax-units-")  # type: ignore[attr-defined]
         self.executor = ex
         return ex
 
@@ -727,6 +729,7 @@ class Workers:
                     p.terminate()
             for p in procs:
                 p.join(timeout=1.0)
+            shutil.rmtree(getattr(ex, "models_folder", ""), ignore_errors=True)
         elif self.client is not None:
             try:
                 if ex is not None:
@@ -789,47 +792,11 @@ def split_case_trees(
     deadline: float,
     max_leaves: int,
     executor: cf.Executor,
-    *rest,
-):
-    """``_split_case_trees`` with the models written once for a local process pool (a file
-    in a temporary folder, removed afterwards) instead of once per unit."""
-    local = isinstance(executor, cf.ProcessPoolExecutor)
-    folder = tempfile.mkdtemp(prefix="exactmax-units-") if local else None
-    try:
-        shared = SharedModels.of(kind, models_json, folder)
-        return _split_case_trees(
-            kind,
-            models_json,
-            cases,
-            boxes,
-            dim,
-            deadline,
-            max_leaves,
-            executor,
-            *rest,
-            shared=shared,
-        )
-    finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _split_case_trees(
-    kind: str,
-    models_json: list,
-    cases: list,
-    boxes: list,
-    dim: int,
-    deadline: float,
-    max_leaves: int,
-    executor: cf.Executor,
     depth: int,
     unit_cells: int | None,
     confirm,
     progress_shown: bool = False,
     relaxed: bool = True,
-    *,
-    shared: SharedModels | None = None,
 ):
     """One tree per case, built by work units on ``executor`` (parallel branch and bound).
 
@@ -840,6 +807,9 @@ def _split_case_trees(
     evaluated by the kernel), at the deadline, at more than ``max_leaves`` cells in all, or
     with every unit answered; the trees are then assembled by position.  Returns (what, value,
     stats): ("trees", one tree per case), ("point", confirm's answer), ("unknown", reason)."""
+    # the models once per run: a file in the pool's folder (Workers) that each worker reads
+    # on its first unit; inline in every unit for a pool without one, or a Dask cluster
+    shared = SharedModels.of(kind, models_json, getattr(executor, "models_folder", None))
     wall = time.time() + (deadline - time.monotonic())
     roots, first = [], []
     for n, (case, box) in enumerate(zip(cases, boxes)):
@@ -898,8 +868,7 @@ def _split_case_trees(
             unit.start,
             unit.where(),
             shared,
-            shared is None
-            or shared.path is None
+            shared.path is None
             and not (isinstance(ex, InlineExecutor) and shared.sha256 in _programs),
         )
         if isinstance(ex, InlineExecutor):  # here: the builder's own progress lines
