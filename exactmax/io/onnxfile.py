@@ -1131,17 +1131,12 @@ def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
     g.report.carried_units = g.carried_units
     layers, width = [], g.input_dim
     for units in g.layers:
-        layers.append(Layer(tuple(Unit(tuple(_piece(p, width) for p in ps)) for ps in units)))
+        layers.append(
+            Layer(tuple(Unit(tuple(Piece(*_dense(p, width)) for p in ps)) for ps in units))
+        )
         width = len(units)
     rows = out.E.reshape(-1)
-    W, b = [], []
-    for r in rows:
-        w = [ZERO] * width
-        for k, v in r.items():
-            if k != CONST:
-                w[k] = v
-        W.append(tuple(w))
-        b.append(r.get(CONST, ZERO))
+    W, b = zip(*(_dense(r, width) for r in rows)) if len(rows) else ((), ())
     identity = (
         len(W) == width
         and not any(b)
@@ -1153,12 +1148,14 @@ def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
     )
 
 
-def _piece(r: dict, width: int) -> Piece:
+def _dense(r: dict, width: int) -> tuple[tuple, Q]:
+    """(w, b) of the row r = b + w . h, w with one entry per unit of the level (the kernel's
+    dense pieces)."""
     w = [ZERO] * width
     for k, v in r.items():
         if k != CONST:
             w[k] = v
-    return Piece(tuple(w), r.get(CONST, ZERO))
+    return tuple(w), r.get(CONST, ZERO)
 
 
 def load_onnx(path: str, drop_final_softmax: bool = False) -> MaxoutNetwork:
