@@ -329,9 +329,9 @@ class _Graph(Layers):
             )
         raise _Refuse(f"a constant of type {a.dtype}")
 
-    def common(self, values, what: str = ""):
-        level, arrays = super().common([v if isinstance(v, Aff) else self.exact(v) for v in values])
-        return level, arrays
+    def common(self, values):
+        """``Layers.common`` with the constants made exact first."""
+        return super().common([v if isinstance(v, Aff) else self.exact(v) for v in values])
 
 
 def _attrs(node) -> dict:
