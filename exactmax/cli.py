@@ -478,13 +478,18 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser(
         "import",
         help="read an ONNX network as an exact Maxout network",
-        description="Import an ONNX file (Gemm, MatMul, Add, Sub, Mul/Div by "
-        "constants, Relu, Max, ReduceMax and MaxPool forming Maxout units, "
-        "Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Identity, Constant, "
-        "Concat; opsets 7 to 21) as an exactmax/maxout network. Every float "
-        "weight becomes the exact dyadic rational it denotes; consecutive "
-        "affine maps are composed exactly; a ReLU is a rank-2 unit max(z, 0). "
-        "Every command that reads a model also accepts an .onnx file directly.",
+        description="Import an ONNX file (opsets 7 to 21) as an exactmax/maxout network, "
+        "every piecewise-linear operator lowered exactly: affine ones (Gemm, MatMul, Add, "
+        "Sub, Sum, Mul/Div by constants, Conv, ConvTranspose, BatchNormalization, "
+        "AveragePool, GlobalAveragePool, ReduceSum/Mean, Pad, Slice, Gather, Reshape, "
+        "Flatten, Squeeze/Unsqueeze, Transpose, Concat, Identity, Dropout, Constant) are "
+        "composed exactly; Relu, Max, Min, ReduceMax/Min, MaxPool, GlobalMaxPool, Abs, "
+        "LeakyRelu, PRelu and Clip become Maxout units (a ReLU is a rank-2 unit max(z, 0)); "
+        "tensors of different depths (residual connections) meet through rank-1 "
+        "pass-through units. Every float weight becomes the exact dyadic rational it "
+        "denotes (a BatchNormalization scale with an irrational square root: the nearest "
+        "double, reported). Sigmoid, Tanh and other operators that are not piecewise linear "
+        "are refused. Every command that reads a model also accepts an .onnx file directly.",
     )
     m.add_argument("model", metavar="NET.onnx")
     m.add_argument(
