@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kernel.affine import nonzero
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.rational import Q
@@ -42,11 +43,12 @@ class LayerBounds:
 def _affine_range(w, b, lo, hi) -> tuple[Q, Q]:
     """The exact range of w . h + b over the box lo <= h <= hi."""
     low = high = b
-    for c, l, u in zip(w, lo, hi):
+    for j, c in nonzero(w):
+        l, u = lo[j], hi[j]
         if c > 0:
             low += c * l
             high += c * u
-        elif c < 0:
+        else:
             low += c * u
             high += c * l
     return low, high

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernel.affine import Affine
+from ..kernel.affine import Affine, nonzero, row_of
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Domain
 from ..kernel.rational import ONE, ZERO, Q
@@ -86,11 +86,12 @@ class _Sparse:
         if v:
             self.e[i, j] = self.e.get((i, j), ZERO) + v
 
-    def dense(self):
-        out = [[ZERO] * self.cols for _ in range(self.rows)]
+    def matrix(self):
+        """The rows, each sparse where at most a quarter of it is non-zero (``row_of``)."""
+        rows: list[list] = [[] for _ in range(self.rows)]
         for (i, j), v in self.e.items():
-            out[i][j] = v
-        return tuple(tuple(r) for r in out)
+            rows[i].append((j, v))
+        return tuple(row_of(self.cols, r) for r in rows)
 
 
 def _piece(unit, s):
@@ -110,7 +111,7 @@ def _gate_units(
         for s in range(k):
             for i, unit in enumerate(layer.units):
                 p = _piece(unit, s)
-                for j, w in enumerate(p.w):
+                for j, w in nonzero(p.w):
                     W1.add(h, reads(j), w)
                 W1.add(h, L.P(s), 2 * C)
                 b1.append(p.b - C)
@@ -126,15 +127,17 @@ def _gate_units(
         h += 1
     for i, unit in enumerate(layer.units):
         p0 = _piece(unit, 0)  # ReLU(z_0 + C) = z_0 + C
-        for j, w in enumerate(p0.w):
+        for j, w in nonzero(p0.w):
             W1.add(h, reads(j), w)
         b1.append(p0.b + C)
         W2.add(L.Z(i), h, ONE)
         h += 1
         for s in range(1, k):
             p, q = _piece(unit, s), _piece(unit, s - 1)
-            for j, (w, v) in enumerate(zip(p.w, q.w)):
-                W1.add(h, reads(j), w - v)
+            for j, w in nonzero(p.w):
+                W1.add(h, reads(j), w)
+            for j, v in nonzero(q.w):
+                W1.add(h, reads(j), -v)
             W1.add(h, L.P(0), 2 * K)
             b1.append(p.b - q.b - 2 * K * (1 + s) + K)
             W2.add(L.Z(i), h, ONE)
@@ -187,7 +190,7 @@ def _feedforward(d_m: int, build) -> FeedForward:
     n = build(W1, b1, W2, b2)
     W1.rows = n
     W2.cols = n
-    return FeedForward(Affine(W1.dense(), tuple(b1), d_m), Affine(W2.dense(), tuple(b2), n))
+    return FeedForward(Affine(W1.matrix(), tuple(b1), d_m), Affine(W2.matrix(), tuple(b2), n))
 
 
 def _targets(net: MaxoutNetwork, l: int, L: Layout):
@@ -233,9 +236,9 @@ def compile_transformer(
     L = Layout(max(max(widths), m), k, options.positional)
     d_m, D = L.d_model, len(net.layers)
 
-    embedding = [[ZERO] * net.input_dim for _ in range(d_m)]
+    embedding = [row_of(net.input_dim, ()) for _ in range(d_m)]
     for j in range(net.input_dim):
-        embedding[L.H(j)][j] = ONE
+        embedding[L.H(j)] = row_of(net.input_dim, [(j, ONE)])
     positions = []
     for t in range(k):
         p = [ZERO] * d_m
@@ -245,15 +248,11 @@ def compile_transformer(
     def attention(l: int) -> Attention:
         # tuples are immutable, so equal rows are one object: the heads' query, and the
         # one-element rows of W_O (a wide network has thousands of heads of d_model rows)
-        q = [ZERO] * d_m
-        for s in range(k if options.positional == "onehot" else 1):
-            q[L.P(s)] = ONE
-        query, zero_row, one_row = (tuple(q),), (ZERO,), (ONE,)
+        q = [(L.P(s), ONE) for s in range(k if options.positional == "onehot" else 1)]
+        query, zero_row, one_row = (row_of(d_m, q),), (ZERO,), (ONE,)
         heads = []
         for i in range(net.layers[l].width):
-            e = [ZERO] * d_m
-            e[L.Z(i)] = ONE
-            read = (tuple(e),)
+            read = (row_of(d_m, [(L.Z(i), ONE)]),)
             out = [zero_row] * d_m
             out[L.M(i)] = one_row
             heads.append(Head(query, read, read, tuple(out), ONE))
@@ -305,7 +304,7 @@ def compile_transformer(
     tf = Transformer(
         net.input_dim,
         d_m,
-        tuple(tuple(r) for r in embedding),
+        tuple(embedding),
         tuple(positions),
         tuple(subs),
         readout,

@@ -465,6 +465,8 @@ def build_case_tree(
             pt = oracle.interior_point(rows)
             if pt is None:
                 pr = oracle.farkas(rows, zero, True)
+                if pr is None and time.monotonic() > limits.deadline:  # the LP was cut short
+                    raise NoCertificate(_late(limits))
                 if pr is None:
                     raise NoCertificate("an empty cell without a Farkas proof")
                 stats["leaves"] += 1

@@ -501,6 +501,8 @@ def build_certificate(
         p = hint if hint is not None and _inside(rows, hint, box) else oracle.interior_point(rows)
         if p is None:
             pr = oracle.farkas(rows, ((ZERO,) * P.dim, ZERO), True)
+            if pr is None and time.monotonic() > limits.deadline:  # the LP was cut short
+                raise NoCertificate("time limit reached while building the certificate")
             if pr is None:  # pragma: no cover - z3 contradicting itself
                 raise NoCertificate("an empty cell without a Farkas proof")
             stats["leaves"] += 1
@@ -551,12 +553,13 @@ def same_max_leaf(
     box: Box | None,
     outputs: tuple[int, ...],
     oracle: _Oracle,
+    rows: list | None = None,
 ) -> Leaf | None:
     """One leaf over the whole domain by the kernel's same-max rule (a hardmax head whose
     values are a reordering of a Max node's arguments), when the other choices are settled
     on the whole domain; None otherwise.  For the construction every unit is such a case:
-    no split and, on a box, no solver."""
-    rows = domain_rows(P)
+    no split and, on a box, no solver.  ``rows``: domain_rows(P), if known."""
+    rows = rows or domain_rows(P)
     rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
     if not rf and not rg:
         return None

@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..interruption import phase
-from ..kernel.affine import Affine
+from ..kernel.affine import Affine, Row, row_of
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.rational import ONE, ZERO, Q
 from . import onnx_spatial as spatial
@@ -1132,11 +1132,11 @@ def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
     layers, width = [], g.input_dim
     for units in g.layers:
         layers.append(
-            Layer(tuple(Unit(tuple(Piece(*_dense(p, width)) for p in ps)) for ps in units))
+            Layer(tuple(Unit(tuple(Piece(*_piece_of(p, width)) for p in ps)) for ps in units))
         )
         width = len(units)
     rows = out.E.reshape(-1)
-    W, b = zip(*(_dense(r, width) for r in rows)) if len(rows) else ((), ())
+    W, b = zip(*(_piece_of(r, width) for r in rows)) if len(rows) else ((), ())
     identity = (
         len(W) == width
         and not any(b)
@@ -1148,14 +1148,10 @@ def _network(g: _Graph, out, path: str) -> MaxoutNetwork:
     )
 
 
-def _dense(r: dict, width: int) -> tuple[tuple, Q]:
-    """(w, b) of the row r = b + w . h, w with one entry per unit of the level (the kernel's
-    dense pieces)."""
-    w = [ZERO] * width
-    for k, v in r.items():
-        if k != CONST:
-            w[k] = v
-    return tuple(w), r.get(CONST, ZERO)
+def _piece_of(r: dict, width: int) -> tuple[Row, Q]:
+    """(w, b) of the row r = b + w . h, w with one entry per unit of the level (sparse when
+    mostly zero, as a convolution's window is)."""
+    return row_of(width, ((k, v) for k, v in r.items() if k != CONST)), r.get(CONST, ZERO)
 
 
 def load_onnx(path: str, drop_final_softmax: bool = False) -> MaxoutNetwork:

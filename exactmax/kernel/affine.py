@@ -1,13 +1,68 @@
-"""Affine maps x -> W x + b over Q."""
+"""Affine maps x -> W x + b over Q; a weight vector is a tuple or a ``SparseVector``."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .rational import ZERO, Q
 
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SparseVector(Sequence):
+    """The vector of Q^size that is ``values`` at ``indices`` (increasing) and 0 elsewhere; it
+    reads as the dense tuple (length, indexing, iteration, equality, hash); ``nonzero`` reads
+    its entries only.  A convolution's weights are this: a window of a wide layer."""
+
+    size: int
+    indices: tuple[int, ...]
+    values: tuple[Q, ...]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        dense = [ZERO] * self.size
+        for j, v in zip(self.indices, self.values):
+            dense[j] = v
+        return iter(dense)
+
+    def __getitem__(self, j):  # type: ignore[override]
+        if isinstance(j, slice):
+            return tuple(self)[j]
+        j = range(self.size)[j]  # a negative j counts from the end; IndexError outside
+        t = bisect_left(self.indices, j)
+        return self.values[t] if self.indices[t : t + 1] == (j,) else ZERO
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (tuple, list, SparseVector)) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
 Vector = tuple[Q, ...]
-Matrix = tuple[Vector, ...]
+Row = Vector | SparseVector
+Matrix = tuple[Row, ...]
+
+
+def nonzero(v: Sequence) -> Iterable[tuple[int, Q]]:
+    """The pairs (j, v_j) with v_j != 0, in increasing j (a sparse vector's, read directly)."""
+    if isinstance(v, SparseVector):
+        return zip(v.indices, v.values)
+    return ((j, a) for j, a in enumerate(v) if a)
+
+
+def row_of(size: int, entries: Iterable[tuple[int, Q]]) -> Row:
+    """The vector of Q^size with these entries (distinct indices in range; others 0): sparse
+    when it has 16 coordinates or more and at most a quarter of them are non-zero."""
+    e = sorted((j, v) for j, v in entries if v)
+    if any(not 0 <= j < size for j, _ in e):
+        raise ValueError(f"an index outside a vector of size {size}")
+    if size < 16 or 4 * len(e) > size:
+        return tuple(SparseVector(size, tuple(j for j, _ in e), tuple(v for _, v in e)))
+    return SparseVector(size, tuple(j for j, _ in e), tuple(v for _, v in e))
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +76,10 @@ class Affine:
         return len(self.b)
 
 
-def dot(u: Vector, v: Vector) -> Q:
+def dot(u: Sequence, v: Sequence) -> Q:
     """The exact inner product sum_i u_i v_i (zero coefficients skipped)."""
+    if isinstance(v, SparseVector):
+        u, v = v, u
+    if isinstance(u, SparseVector):
+        return sum((a * v[j] for j, a in zip(u.indices, u.values)), ZERO)
     return sum((a * c for a, c in zip(u, v) if a), ZERO)

@@ -239,10 +239,16 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
 
 
 def check_equal_on_domain(
-    f: Program, g: Program, P: Polyhedron, tree: Tree, outputs: tuple[int, ...] | None = None
+    f: Program,
+    g: Program,
+    P: Polyhedron,
+    tree: Tree,
+    outputs: tuple[int, ...] | None = None,
+    rows=None,
 ) -> int:
-    """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P and every output o in
-    ``outputs`` (default: all; only the nodes these read are evaluated); returns the leaves."""
+    """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P (``rows``: domain_rows(P), if
+    known) and every output o in ``outputs`` (default: all; only the nodes these read are
+    evaluated); returns the leaves."""
     if not f.dim == g.dim == P.dim or len(f.outputs) != len(g.outputs):
         raise CheckFailed("the programs differ in input or output size, or from the domain")
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
@@ -250,7 +256,7 @@ def check_equal_on_domain(
         raise CheckFailed("an output index out of range")
     need = [sorted(cone(p, [p.outputs[o] for o in outputs])) for p in (f, g)]
     leaves = 0
-    for node, _, _, (vf, vg), where in walk(tree, P, (f, g), need):
+    for node, _, _, (vf, vg), where in walk(tree, P, (f, g), need, rows=rows):
         leaves += 1
         if not isinstance(node, Leaf | Empty):
             raise CheckFailed(f"{where}: not a split, a leaf or an empty leaf")

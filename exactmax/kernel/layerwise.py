@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import program
+from .affine import nonzero
 from .certificate import Farkas, Tree, check_entails, check_equal_on_domain, domain_rows
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork
@@ -61,9 +62,9 @@ def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
 
 def _range(w, b: Q, box: Box) -> tuple[Q, Q]:
     """(min, max) of w . x + b over the box."""
-    terms = list(zip(w, box.lower, box.upper))
-    lo = sum((c * (l if c > 0 else u) for c, l, u in terms if c), b)
-    return lo, sum((c * (u if c > 0 else l) for c, l, u in terms if c), b)
+    terms = [(c, box.lower[j], box.upper[j]) for j, c in nonzero(w)]
+    lo = sum((c * (l if c > 0 else u) for c, l, u in terms), b)
+    return lo, sum((c * (u if c > 0 else l) for c, l, u in terms), b)
 
 
 def _contains(outer: Box, inner: Box) -> bool:
@@ -146,8 +147,9 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
             cell = domain.as_polyhedron()
         f, g = layer_programs(net, other, l)
         covered: set[int] = set()
+        rows = domain_rows(cell)
         for claim in claims:
-            leaves += check_equal_on_domain(f, g, cell, claim.tree, claim.outputs)
+            leaves += check_equal_on_domain(f, g, cell, claim.tree, claim.outputs, rows)
             covered.update(claim.outputs)
         if covered != set(range(len(f.outputs))):
             missing = sorted(set(range(len(f.outputs))) - covered)[:5]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .affine import nonzero
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
 from .polyhedron import Domain, check_domain
@@ -106,9 +107,8 @@ def _axpy(acc, a: Q, e) -> None:
 def _combine(row, vec, const) -> list:
     """sum_k row[k] vec[k] + const as a mutable expression [xs, c, terms]."""
     acc = [{}, ZERO + const, {}]  # an int or fmpz constant as an fmpq
-    for a, e in zip(row, vec):
-        if a:
-            _axpy(acc, a, e)
+    for k, a in nonzero(row):
+        _axpy(acc, a, vec[k])
     return acc
 
 
@@ -138,14 +138,33 @@ def program_of_maxout(net: MaxoutNetwork) -> Program:
 def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
     """Adjacent hidden units h, h + 1 with opposite rows of W1, entries of b1 and columns of W2,
     scanned left to right (as the construction writes them and Coq's translation reads them)."""
-    W1, b1, W2 = ff.inner.W, ff.inner.b, ff.outer.W
+    W1, b1 = ff.inner.W, ff.inner.b
+    cols: list[dict] = [{} for _ in b1]  # the columns of W2, by their non-zero entries
+    for i, row in enumerate(ff.outer.W):
+        for h, a in nonzero(row):
+            cols[h][i] = a
     pairs, h = {}, 0
     while h + 1 < len(b1):
-        opposite = b1[h + 1] == -b1[h] and all(v == -u for u, v in zip(W1[h], W1[h + 1]))
-        if opposite and all(row[h + 1] == -row[h] for row in W2):
+        opposite = b1[h + 1] == -b1[h] and _opposite(W1[h], W1[h + 1])
+        if opposite and cols[h + 1] == {i: -a for i, a in cols[h].items()}:
             pairs[h] = h + 1
         h += 2 if h in pairs else 1
     return pairs
+
+
+def _opposite(u, v) -> bool:
+    """v = -u (rows of one length)."""
+    return len(u) == len(v) and [(j, -a) for j, a in nonzero(u)] == list(nonzero(v))
+
+
+def _output(row, hidden: dict, x, c) -> list:
+    """x + c + sum_h row[h] hidden[h] over the hidden units kept (a pair's partner is read
+    through h: its column is -row[h] and its value ReLU(-u))."""
+    acc = [dict(x[0]), ZERO + x[1] + c, dict(x[2])]
+    for h, a in nonzero(row):
+        if h in hidden:
+            _axpy(acc, a, hidden[h])
+    return acc
 
 
 def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
@@ -168,8 +187,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                         zero = b.add(Lin((), ZERO, ()))
                         hidden[h] = _expr(terms={b.add(Max((b.node_of(u), zero))): ONE})
                 X[t] = [
-                    _combine([ONE] + [row[h] for h in hidden], [xt[i], *hidden.values()], c)
-                    for i, (row, c) in enumerate(zip(sub.outer.W, sub.outer.b))
+                    _output(row, hidden, x, c) for row, x, c in zip(sub.outer.W, xt, sub.outer.b)
                 ]
             continue
         if sub.kind != "hardmax":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .affine import Affine, Matrix, Vector
+from .affine import Affine, Matrix, SparseVector, Vector, nonzero
 from .maxout import check_matrix
 from .polyhedron import Domain
 from .rational import ZERO, Q, RatMatrix, rational
@@ -107,7 +107,13 @@ def hardmax_winners(scores: list) -> list[int]:
 
 
 def _matrix(M, cols: int) -> RatMatrix:
-    return RatMatrix(len(M), cols, [v for row in M for v in row])
+    if not any(isinstance(row, SparseVector) for row in M):
+        return RatMatrix(len(M), cols, [v for row in M for v in row])
+    out = RatMatrix(len(M), cols)
+    for i, row in enumerate(M):
+        for j, v in nonzero(row):
+            out[i, j] = v
+    return out
 
 
 def evaluate_transformer(tf: Transformer, x) -> Vector:

@@ -272,12 +272,12 @@ def _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats
     groups: dict[tuple[int, int], list[int]] = {}
     for o, pair in enumerate(zip(f.outputs, g.outputs)):
         groups.setdefault(pair, []).append(o)
-    claims, last = [], time.monotonic()
+    claims, last, rows = [], time.monotonic(), domain_rows(cell)
     for outs in groups.values():
         interruption.check()
         if time.monotonic() > limits.deadline:
             raise NoCertificate(f"layer {l + 1}: time limit reached")
-        leaf = same_max_leaf(f, g, cell, cell_box, tuple(outs), oracle)
+        leaf = same_max_leaf(f, g, cell, cell_box, tuple(outs), oracle, rows)
         if leaf is not None:
             stats["leaves"] += 1
             stats["same_max"] += 1
@@ -290,9 +290,7 @@ def _layer_claims(net, tf, l, cell, cell_box, oracle, limits, stats, layer_stats
                 f,
                 g,
                 outs,
-                _sample_points(
-                    cell_box, None if cell_box else oracle.interior_point(domain_rows(cell))
-                ),
+                _sample_points(cell_box, None if cell_box else oracle.interior_point(rows)),
             )
             if h is not None:
                 raise LayerDiffers(l, h, first)
