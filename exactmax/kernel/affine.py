@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .rational import ZERO, Q
+from .rational import ZERO, Q, Z
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -36,7 +36,13 @@ class SparseVector(Sequence):
         return self.values[t] if self.indices[t : t + 1] == (j,) else ZERO
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, (tuple, list, SparseVector)) and tuple(self) == tuple(other)
+        if isinstance(other, SparseVector):
+            return (self.size, self.indices, self.values) == (
+                other.size,
+                other.indices,
+                other.values,
+            )
+        return isinstance(other, (tuple, list)) and tuple(self) == tuple(other)
 
     def __hash__(self) -> int:
         return hash(tuple(self))
@@ -83,3 +89,21 @@ def dot(u: Sequence, v: Sequence) -> Q:
     if isinstance(u, SparseVector):
         return sum((a * v[j] for j, a in zip(u.indices, u.values)), ZERO)
     return sum((a * c for a, c in zip(u, v) if a), ZERO)
+
+
+def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
+    """Raise ValueError unless W is rows x cols (and b, if given, of length rows), TypeError unless
+    every entry is an fmpq, fmpz or int: no bool, float or Fraction (none mixes with fmpq)."""
+    if len(W) != rows or set(map(len, W)) - {cols} or (b is not None and len(b) != rows):
+        raise ValueError(f"{what} is not {rows} x {cols}")
+    for r in (*dict(zip(map(id, W), W)).values(), b or ()):  # a shared row object: once
+        vs, ix = (r.values, r.indices) if isinstance(r, SparseVector) else (r, None)
+        if ix is not None and (
+            len(ix) != len(vs)
+            or list(ix) != sorted(set(ix))
+            or any(not 0 <= j < len(r) for j in ix[:1] + ix[-1:])
+        ):
+            raise ValueError(f"{what}: a sparse row's indices are not increasing within its size")
+        for v in vs:
+            if type(v) is not Q and (isinstance(v, bool) or not isinstance(v, (Z, int))):
+                raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .affine import Affine, Row, SparseVector, Vector, dot
+from .affine import Affine, Row, Vector, check_matrix, dot
 from .polyhedron import Domain
-from .rational import Q, Z, rational
+from .rational import Q, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,24 +53,6 @@ class MaxoutNetwork:
     @property
     def out_dim(self) -> int:
         return self.output.out_dim if self.output is not None else self.widths[-1]
-
-
-def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
-    """Raise ValueError unless W is rows x cols (and b, if given, of length rows), TypeError unless
-    every entry is an fmpq, fmpz or int: no bool, float or Fraction (none mixes with fmpq)."""
-    if len(W) != rows or set(map(len, W)) - {cols} or (b is not None and len(b) != rows):
-        raise ValueError(f"{what} is not {rows} x {cols}")
-    for r in {id(r): r for r in (*W, b or ())}.values():  # a row object shared: checked once
-        ix = r.indices if isinstance(r, SparseVector) else ()
-        if (
-            ix
-            and (list(ix) != sorted(set(ix)) or not 0 <= ix[0] <= ix[-1] < len(r))
-            or len(ix) != len(getattr(r, "values", ()))
-        ):
-            raise ValueError(f"{what}: a sparse row's indices are not increasing within its size")
-        for v in r.values if isinstance(r, SparseVector) else r:
-            if type(v) is not Q and (isinstance(v, bool) or not isinstance(v, (Z, int))):
-                raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")
 
 
 def check_maxout_shapes(net: MaxoutNetwork) -> None:

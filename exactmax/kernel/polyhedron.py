@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .affine import Matrix, Vector, dot
+from .affine import Matrix, Vector, check_matrix, dot
 from .errors import CheckFailed
-from .rational import ZERO, Q, rational
+from .rational import ZERO, Q
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,20 +63,16 @@ Domain = Box | Polyhedron
 def check_domain(domain: Domain, dim: int) -> None:
     """Accept iff the domain is a box or polyhedron of dimension ``dim``, every bound and row of
     that length, one right-hand side per row, every entry an exact rational."""
-    rows: tuple[Vector, ...]
     if isinstance(domain, Box):
-        rows, numbers = (domain.lower, domain.upper), domain.lower + domain.upper
-    elif isinstance(domain, Polyhedron) and domain.dim == dim and len(domain.A) == len(domain.b):
-        rows, numbers = domain.A, tuple(domain.b) + tuple(v for a in domain.A for v in a)
+        W, b = (domain.lower, domain.upper), None
+    elif isinstance(domain, Polyhedron) and domain.dim == dim:
+        W, b = domain.A, domain.b
     else:
         raise CheckFailed(f"the domain is not a box or polyhedron of dimension {dim}")
-    for v in rows:
-        if len(v) != dim:
-            raise CheckFailed(f"the domain has a row of length {len(v)}; the dimension is {dim}")
     try:
-        [rational(v) for v in numbers]
-    except TypeError as e:
-        raise CheckFailed(f"the domain: {e}") from None
+        check_matrix(W, len(W), dim, "its rows", b)
+    except (TypeError, ValueError) as e:
+        raise CheckFailed(f"the domain of dimension {dim}: {e}") from None
 
 
 def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:

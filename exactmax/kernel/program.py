@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .affine import nonzero
+from .affine import Matrix, nonzero, row_of
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_maxout_shapes
 from .polyhedron import Domain, check_domain
@@ -243,9 +243,9 @@ def program_of(model: MaxoutNetwork | Transformer) -> Program:
     return program_of_transformer(model)
 
 
-def place(n: int, d_model: int) -> tuple[tuple[Q, ...], ...]:
+def place(n: int, d_model: int) -> Matrix:
     """The d_model x n matrix that writes h in Q^n into the coordinates 0..n-1 of a token."""
-    return tuple(tuple(ONE if i == j else ZERO for j in range(n)) for i in range(d_model))
+    return tuple(row_of(n, [(i, ONE)] if i < n else ()) for i in range(d_model))
 
 
 def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Program:
