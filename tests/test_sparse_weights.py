@@ -116,3 +116,76 @@ def test_a_large_file_exactmax_writes_reads_back_beyond_the_fixed_sparse_budget(
     assert main(["info", str(out)]) == 0
     monkeypatch.setattr(jsonfile, "ENTRIES_PER_CHAR", 0)
     assert main(["info", str(out)]) == 2
+
+
+# ---------------------------------------------------------------- sparse in memory (#33)
+
+from exactmax.construct.transformer import compile_transformer  # noqa: E402
+from exactmax.kernel.affine import SparseVector, check_matrix, dot, nonzero, row_of  # noqa: E402
+from exactmax.kernel.polyhedron import Box  # noqa: E402
+
+
+def test_a_sparse_vector_reads_as_the_dense_tuple():
+    dense = tuple(Q(j + 1, 2) if j in (2, 7, 19) else ZERO for j in range(N))
+    s = row_of(N, [(19, dense[19]), (2, dense[2]), (7, dense[7])])
+    assert isinstance(s, SparseVector) and s.indices == (2, 7, 19)
+    assert len(s) == N and tuple(s) == dense and list(nonzero(s)) == list(nonzero(dense))
+    assert all(s[j] == dense[j] for j in range(-N, N)) and s[3:9] == dense[3:9]
+    assert s == dense and dense == s and hash(s) == hash(dense) and s.count(ZERO) == N - 3
+    with pytest.raises(IndexError):
+        s[N]
+    other = tuple(Q(j) for j in range(N))
+    assert dot(s, other) == dot(dense, other) == dot(other, s)
+    assert s != row_of(N, [(2, dense[2])]) and s != dense[:-1]
+    assert isinstance(row_of(8, [(1, ONE)]), tuple)  # short: dense
+    assert isinstance(row_of(N, [(j, ONE) for j in range(N // 2)]), tuple)  # half full: dense
+    with pytest.raises(ValueError):
+        row_of(N, [(N, ONE)])
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        SparseVector(N, (5, 3), (ONE, ONE)),  # decreasing
+        SparseVector(N, (3, 3), (ONE, ONE)),  # repeated: dot and iteration would disagree
+        SparseVector(N, (3, N), (ONE, ONE)),  # outside the size
+        SparseVector(N, (-1, 3), (ONE, ONE)),
+        SparseVector(N, (3,), (ONE, ONE)),  # more values than indices
+        SparseVector(N, (3, 4), (ONE,)),
+    ],
+)
+def test_the_kernel_refuses_a_malformed_sparse_row_in_a_model_or_domain(row):
+    with pytest.raises(ValueError, match="sparse row"):
+        check_matrix((row,), 1, N, "w")
+    net = MaxoutNetwork(N, (Layer((Unit((Piece(row, ZERO),)),)),))
+    from exactmax.kernel.maxout import check_maxout_shapes
+    from exactmax.kernel.polyhedron import Polyhedron, check_domain
+    from exactmax.kernel.errors import CheckFailed
+
+    with pytest.raises(ValueError, match="sparse row"):
+        check_maxout_shapes(net)
+    with pytest.raises(CheckFailed, match="sparse row"):
+        check_domain(Polyhedron((row,), (ONE,), N), N)
+    with pytest.raises(TypeError):
+        check_matrix((SparseVector(N, (3,), (1.5,)),), 1, N, "w")
+
+
+def test_sparse_weights_stay_sparse_from_the_file_through_the_construction(tmp_path):
+    """Read back, the pieces of the window network hold 2 entries each, not 20; the compiled
+    Transformer's matrices are sparse rows too, and it equals the network (layerwise proof)."""
+    path = str(tmp_path / "n.json")
+    write_json_atomic(path, model_to_json(window_net()))
+    back = load_model(path)
+    w = back.layers[0].units[4].pieces[0].w
+    assert isinstance(w, SparseVector) and list(nonzero(w)) == [(4, ONE), (5, Q(-1))]
+    dom = Box((ZERO,) * N, (ONE,) * N)
+    tf = compile_transformer(back, dom).transformer
+    ff = tf.sublayers[0]
+    assert sum(isinstance(r, SparseVector) for r in ff.inner.W) == len(ff.inner.W)
+    out = str(tmp_path / "tf.json")
+    write_json_atomic(out, model_to_json(tf))
+    assert load_model(out) == tf
+    cert = str(tmp_path / "c.json")
+    assert main(["verify", path, "--transformer", out, "--strategy", "layerwise", "--box",
+                 ";".join(["0,1"] * N), "--cert", cert]) == 0
+    assert main(["check-cert", cert]) == 0
