@@ -85,10 +85,13 @@ def program_of(model) -> Program:
 
 
 def evaluator_of(model):
-    """The kernel's exact evaluator of either kind of model."""
-    return (
-        MaxoutEvaluator(model) if isinstance(model, MaxoutNetwork) else TransformerEvaluator(model)
-    )
+    """The kernel's exact evaluator of either kind of model (in work proportional to the
+    non-zero weights for a mostly sparse Maxout network)."""
+    from ..vectorized import SparseMaxoutEvaluator, mostly_sparse
+
+    if isinstance(model, MaxoutNetwork):
+        return SparseMaxoutEvaluator(model) if mostly_sparse(model) else MaxoutEvaluator(model)
+    return TransformerEvaluator(model)
 
 
 def model_size(model) -> int:

@@ -12,7 +12,8 @@ evaluators of ``scaled.py`` are the base the others are built on and the fallbac
 
 from __future__ import annotations
 
-from ..kernel.maxout import MaxoutNetwork
+from ..kernel.affine import SparseVector
+from ..kernel.maxout import MaxoutNetwork, check_maxout_shapes, evaluate_maxout
 from .scaled import MaxoutEvaluator, TransformerEvaluator
 
 MAXOUT_FIXED_UNTIL = 200_000
@@ -39,6 +40,33 @@ CHUNK_WORK = 20_000_000
 keeps the digit arrays at tens of megabytes however long the batch is."""
 
 
+def mostly_sparse(net: MaxoutNetwork) -> bool:
+    """At most a quarter of the network's piece weights are non-zero (a convolutional
+    network: each piece reads a window), counted on the stored sparse vectors."""
+    stored = nnz = 0
+    for layer in net.layers:
+        for unit in layer.units:
+            for p in unit.pieces:
+                stored += len(p.w)
+                nnz += len(p.w.values) if isinstance(p.w, SparseVector) else len(p.w)
+    return 4 * nnz <= stored
+
+
+class SparseMaxoutEvaluator:
+    """Exact evaluation in work proportional to the non-zero weights: the kernel's
+    definitional evaluator, whose inner products read a sparse vector's entries only (the
+    dense integer evaluators would multiply every zero of a convolution's pieces)."""
+
+    __slots__ = ("net",)
+
+    def __init__(self, net: MaxoutNetwork):
+        check_maxout_shapes(net)
+        self.net = net
+
+    def evaluate_batch(self, xs) -> list:
+        return [evaluate_maxout(self.net, x) for x in xs]
+
+
 class BatchEvaluator:
     """Exact evaluation of one Maxout network or hardmax Transformer, prepared once: single
     inputs and small batches on fixed-width words, large batches vectorized; the
@@ -52,10 +80,13 @@ class BatchEvaluator:
         from .maxout import VectorizedMaxoutEvaluator
         from .transformer import VectorizedTransformerEvaluator, supports
 
-        self.scaled: MaxoutEvaluator | TransformerEvaluator
+        self.scaled: MaxoutEvaluator | TransformerEvaluator | SparseMaxoutEvaluator
         self.vectorized: VectorizedMaxoutEvaluator | VectorizedTransformerEvaluator | None
         self.fixed: FixedWidthMaxoutEvaluator | FixedWidthTransformerEvaluator | None = None
-        if isinstance(model, MaxoutNetwork):
+        if isinstance(model, MaxoutNetwork) and mostly_sparse(model):
+            self.scaled, self.vectorized = SparseMaxoutEvaluator(model), None
+            self.fixed_until, self.work, self.threshold = 0, 0, 0
+        elif isinstance(model, MaxoutNetwork):
             self.scaled = MaxoutEvaluator(model)
             if AVAILABLE:
                 try:
