@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress
 from typing import TYPE_CHECKING
 
 import z3
@@ -262,7 +263,8 @@ class _Oracle:
         a, c = e
         low = c
         proof = []
-        for i, v in enumerate(a):
+        for i in compress(range(len(a)), a):  # the non-zero entries, found in C
+            v = a[i]
             if v > 0:
                 low += v * self.box.lower[i]
                 proof.append((self.d + i, v))
@@ -420,19 +422,17 @@ def _walk(prog: Program, side: int, rows, point, oracle: _Oracle, known: dict, n
 
 def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
     d = prog.dim
-    vals: list = []
-    for index, node in enumerate(prog.nodes):
-        if index not in needed:
-            vals.append(None)
-            continue
+    vals: list = [None] * len(prog.nodes)
+    for index in sorted(needed):  # in node order: a node reads earlier ones only
+        node = prog.nodes[index]
         ch = known.get((side, index))
         if ch is not None:
-            vals.append(
+            vals[index] = (
                 vals[node.args[ch.k]] if isinstance(node, Max) else vals[node.pairs[ch.k][1]]
             )
             continue
         if isinstance(node, Lin):
-            vals.append(lin_map(node, vals, d))
+            vals[index] = lin_map(node, vals, d)
             continue
         if isinstance(node, Max):
             args = [vals[j] for j in node.args]
@@ -440,7 +440,7 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
             if gap is not None:
                 raise _SplitOn(*gap)
             choices.append((side, index, Choice(k, proofs)))
-            vals.append(args[k])
+            vals[index] = args[k]
             continue
         scores = [vals[s] for s, _ in node.pairs]
         values = [vals[v] for _, v in node.pairs]
@@ -470,7 +470,7 @@ def _walk_nodes(prog, side, rows, point, oracle, known, choices, needed):
                 )
             proofs.append(TieProof(dom, up, low))
         choices.append((side, index, Choice(k, tuple(proofs))))
-        vals.append(values[k])
+        vals[index] = values[k]
     return vals
 
 
