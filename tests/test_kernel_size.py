@@ -25,7 +25,14 @@ changed) to get back under 2,000: 1,985 lines in all, 997 of them the core.  The
 ``property.py`` (2,008 in all, the core unchanged): ``Tighten``, a branch's own upper
 functions (the check of an upper function shared with ``relax`` as ``upper_map``), which took
 MNIST 256x2 property 6 at 0.03 from 233 phase leaves to 14; ``property.py``'s docstrings were
-then compacted (AST identical without them) to 2,000.  The physical caps
+then compacted (AST identical without them) to 2,000.  #33 added the sparse weight vectors
+(``SparseVector``, ``nonzero``, ``row_of`` in ``affine.py``, with ``check_matrix`` moved there
+from ``maxout.py`` so that domains are checked by it too; the programs, the interval images
+and the Transformer evaluator read a sparse row's entries only): a convolutional network's
+pieces and its compiled Transformer's matrices were dense tuples, 100x the non-zero weights
+(the 1-D CNN of collins_rul_cnn: compile 116 s and 8.6 GiB, 16 s and 0.6 GiB after), and
+could not be compiled beyond about 2,000 units per layer.  A docstring pass took back 25
+lines; 2,078 in all, 1,085 the core, a debt of 78 and 88 lines.  The physical caps
 below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
 lines are capped at 1,500 and 1,000.
 """
@@ -68,7 +75,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2000, 997)  # the whole kernel, its core
+PHYSICAL_CAP = (2078, 1085)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -11,9 +11,8 @@ from .rational import ZERO, Q, Z
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SparseVector(Sequence):
-    """The vector of Q^size that is ``values`` at ``indices`` (increasing) and 0 elsewhere; it
-    reads as the dense tuple (length, indexing, iteration, equality, hash); ``nonzero`` reads
-    its entries only.  A convolution's weights are this: a window of a wide layer."""
+    """The vector of Q^size that is ``values`` at ``indices`` (increasing), 0 elsewhere; it reads as
+    the dense tuple (len, indexing, iteration, ==, hash); ``nonzero`` reads only its entries."""
 
     size: int
     indices: tuple[int, ...]

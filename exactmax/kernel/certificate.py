@@ -1,16 +1,14 @@
-"""Split-tree certificates: two programs agree on a polyhedron P (certificates.md).
-Rows are constraints a . x + c >= 0 (> 0 if strict): P's rows b_i - A_i x >= 0 in order, then one
-per split on the way down (a row keeps its index in the subtree below).  A ``Split`` on
-h = a . x + c sends h >= 0 to ``ge`` and -h > 0 to ``lt``: the leaves partition P.  An ``Empty``
-leaf has Farkas multipliers for 0 > 0.  A choice (a Max node's argument, a Hardmax node's key)
-stated at a split or leaf holds on every cell below; it is checked on the first cell of the path
-where the maps its node reads are known (rows only grow going down, so what holds on a cell
-holds below it).  At a ``Leaf`` both programs are affine on the cell; their outputs must agree.
-Farkas rule (``check_entails``): y_i > 0 on rows i with e - sum y_i row_i = r constant; then
-e >= r on the cell, so e >= 0 if r >= 0, and e > 0 if r > 0 or a strict row has y_i > 0.
-Hardmax (ties averaged), key k against key j: s_k - s_j > 0 on the cell, or s_k - s_j >= 0 and
-v_j = v_k on the cell plus the row s_j - s_k >= 0 (their tie set).  Then every key of maximal
-score has value v_k, and so has their mean."""
+"""Split-tree certificates: two programs agree on a polyhedron P (certificates.md).  Rows are
+constraints a . x + c >= 0 (> 0 if strict): P's rows b_i - A_i x >= 0 in order, then one per split
+on the way down.  A ``Split`` on h = a . x + c sends h >= 0 to ``ge`` and -h > 0 to ``lt``: the
+leaves partition P.  ``Empty``: Farkas multipliers for 0 > 0.  ``Leaf``: both programs are affine
+on the cell, their outputs equal.  A choice (a Max node's argument, a Hardmax node's key) stated at
+a split or leaf holds on every cell below; it is checked on the first cell of the path where the
+maps its node reads are known (rows only grow going down).  Farkas rule (``check_entails``): y_i > 0
+on rows i, e - sum y_i row_i = r constant: then e >= r on the cell, so e >= 0 if r >= 0, and e > 0
+if r > 0 or a strict row has y_i > 0.  Hardmax (ties averaged), key k against key j: s_k - s_j > 0
+on the cell, or s_k - s_j >= 0 and v_j = v_k on the cell plus the row s_j - s_k >= 0 (their tie
+set); then every key of maximal score, so their mean, has value v_k."""
 
 from __future__ import annotations
 
@@ -98,8 +96,8 @@ def domain_rows(P: Polyhedron) -> list[Row]:
 
 
 def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:
-    """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}.  In integers: with row
-    i = N_i / L_i (``Row.scaled``) and y_i = p_i / q_i, sum y_i row_i = sum s_i N_i / D for D a
+    """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}.  In integers: with
+    row_i = N_i / L_i (``Row.scaled``) and y_i = p_i / q_i, sum y_i row_i = sum s_i N_i / D for D a
     common multiple of the q_i L_i and s_i = p_i D / (q_i L_i)."""
     terms, D, used_strict = [], Z(1), False
     if not isinstance(proof, tuple | list):
@@ -132,10 +130,9 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
 
 
 def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="root", rows=None):
-    """(leaf, rows of its cell, choices, maps, where) per leaf over P (or the cell of ``rows``),
-    depth first (ge before lt), Empty leaves checked.  choices[s]: node of program s -> choice in
-    force (restated: replaced, and that node and later ones recomputed); maps[s][i]: node i's map
-    on the cell or None, set in node order for needs[s].  a = 0 splits: ``zero_split``."""
+    """(leaf, cell rows, choices, maps, where) per leaf over P (or cell ``rows``), depth first, ge
+    before lt, Empty leaves checked, a = 0 splits iff ``zero_split``; choices[s]: node of program s
+    -> choice in force (restated: replaced, later maps redone); maps[s][i]: node i's map or None."""
     maps: list[list[Affine | None]] = [[None] * len(p.nodes) for p in programs]
     stack: list[tuple] = [(tree, list(rows or domain_rows(P)), [{} for _ in programs], maps, where)]
     while stack:
@@ -246,9 +243,8 @@ def check_equal_on_domain(
     outputs: tuple[int, ...] | None = None,
     rows=None,
 ) -> int:
-    """Accept iff ``tree`` proves f(x)_o = g(x)_o for every x in P (``rows``: domain_rows(P), if
-    known) and every output o in ``outputs`` (default: all; only the nodes these read are
-    evaluated); returns the leaves."""
+    """Accept iff ``tree`` proves f(x)_o = g(x)_o for x in P (``rows``: domain_rows(P), if known),
+    o in ``outputs`` (default: all; only the nodes these read are evaluated); returns the leaves."""
     if not f.dim == g.dim == P.dim or len(f.outputs) != len(g.outputs):
         raise CheckFailed("the programs differ in input or output size, or from the domain")
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
@@ -267,9 +263,8 @@ def check_equal_on_domain(
 
 
 def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) -> bool:
-    """Node i of f and node j of g have the same value on the cell (``Checker.agree_out``): by
-    ``_agree``, or (the composite rule) both are Lin nodes with the same x-coefficients and
-    constant and a one-to-one matching of their terms, equal weights, on nodes that ``_agree``."""
+    """Node i of f = node j of g on the cell (``Checker.agree_out``): they ``_agree``, or are Lin
+    nodes of equal x-part and constant whose terms pair off (equal weights, nodes that agree)."""
     if _agree(f, g, vf, vg, i, j):
         return True
     fi, gj = f.nodes[i], g.nodes[j]
@@ -285,9 +280,8 @@ def outputs_agree(f: Program, g: Program, vf: list, vg: list, i: int, j: int) ->
 
 
 def _agree(f, g, vf, vg, i, j) -> bool:
-    """Equal affine maps on the cell; or (the same-max rule, ``Checker.mvals``) both nodes the
-    max of the same set of affine maps: a max-like node of its arguments', any other node of
-    its own (max{a} = a); a mean over tied maxima is that max."""
+    """Equal maps on the cell, or (same-max rule, ``Checker.mvals``) both the max of one set of
+    maps: a max-like node of its arguments' (a mean of tied maxima: that max), others their own."""
     if vf[i] is not None and vf[i] == vg[j]:
         return True
     mf = [vf[a] for a in _max_args(f.nodes[i])] or [vf[i]]

@@ -1,14 +1,13 @@
-"""Layer correspondences: two Maxout networks equal on all of Q^d, checked piece by piece.  A and B
-have input dimension d and depth D.  A correspondence gives, for l = 1..D, an affine map (M_l, m_l)
-from B's layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l for every x in Q^d ((C_0)
-holds with M_0 = I, m_0 = 0).  Given (C_{l-1}) and h = h^B_{l-1}(x), unit i of A's layer l is the
-max of the set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} + b_j) of h, one per piece; row i of
-(C_l) reads m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].  If c_u >= 0 wherever unit u of B has
-two or more distinct pieces, then c_u max_k B_{u,k} = max_k c_u B_{u,k} (units with c_u = 0 drop
-out), and a sum of maxima is the max of the sums (each piece chosen independently, the same unit
-twice included): the right side is the max of S_B = {m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one
-piece k_u per unit}.  S_A = S_B as sets of affine maps gives equal maxima at every h: (C_l).  The
-outputs y_A = O_A h^A_D + o_A = O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I
+"""Layer correspondences: Maxout networks A and B (input dimension d, depth D) equal on all of Q^d,
+checked piece by piece.  A correspondence gives, for l = 1..D, an affine map (M_l, m_l) from B's
+layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l for every x in Q^d ((C_0):
+M_0 = I, m_0 = 0).  Given (C_{l-1}) and h = h^B_{l-1}(x), unit i of A's layer l is the max of the
+set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} + b_j) of h, one per piece; row i of (C_l) reads
+m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].  If c_u >= 0 wherever unit u of B has two or more
+distinct pieces, then c_u max_k B_{u,k} = max_k c_u B_{u,k} (units with c_u = 0 drop out), and a sum
+of maxima is the max of the sums (pieces chosen independently): the right side is the max of S_B =
+{m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one piece k_u per unit}, so S_A = S_B (as sets of maps)
+gives (C_l).  The outputs y_A = O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I
 without an output map) agree when y_A - y_B = sum_u c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of
 maxima as above, is the single map 0: then A = B on Q^d."""
 
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .affine import Affine, Matrix, Vector, dot
+from .affine import Affine, Matrix, Row, Vector, dot
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_matrix, check_maxout_shapes
 from .rational import ONE, ZERO
@@ -34,12 +33,12 @@ def _columns(M: Matrix) -> list:
     return [[(r, v) for r, v in enumerate(col) if v] for col in zip(*M)]
 
 
-def _pulled_back(w: Vector, b, cols: list, m: Vector) -> tuple[Vector, object]:
+def _pulled_back(w: Row, b, cols: list, m: Vector) -> tuple[Vector, object]:
     """The affine map h -> w . (M h + m) + b as (w M, w . m + b), M given by ``_columns``."""
     return tuple(sum((w[r] * v for r, v in c), ZERO) for c in cols), dot(w, m) + b
 
 
-def _sum_of_maxima(c: Vector, const, units, n: int, where: str) -> set:
+def _sum_of_maxima(c: Row, const, units, n: int, where: str) -> set:
     """S_B for the row c of M_l and the constant m_l[i] (module docstring)."""
     S = {((ZERO,) * n, const)}
     for u, (cu, unit) in enumerate(zip(c, units)):

@@ -54,8 +54,7 @@ class LayerwiseCertificate:
 
 
 def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
-    """The exact interval image of ``box`` under Maxout layer ``layer`` (no output map): each
-    piece's range is exact on a box, and max is monotone."""
+    """The exact interval image of ``box`` under Maxout layer ``layer`` (max is monotone)."""
     ranges = [[_range(p.w, p.b, box) for p in unit.pieces] for unit in net.layers[layer].units]
     return Box(*(tuple(max(r[end] for r in rs) for rs in ranges) for end in (0, 1)))
 
@@ -103,8 +102,7 @@ def layer_programs(net: MaxoutNetwork, other, l: int):
 
 
 def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCertificate) -> int:
-    """Accept iff the certificate proves T(x) = N(x) for every x in the domain (module
-    docstring), T a Transformer or a Maxout network; returns the number of leaves checked."""
+    """Accept iff ``cert`` proves T = N on the domain (T: Transformer or Maxout); returns leaves."""
     program.check_shapes((net, other), domain)
     if not isinstance(net, MaxoutNetwork):
         raise CheckFailed("layerwise: the first model must be a Maxout network")
@@ -202,7 +200,7 @@ def check_first_image(net: MaxoutNetwork, domain: Domain, cert: LayerwiseCertifi
         if not 0 <= im.lower_piece < len(unit.pieces) or len(im.upper) != len(unit.pieces):
             raise CheckFailed(f"{where}: needs a lower piece and one upper proof per piece")
         p = unit.pieces[im.lower_piece]
-        check_entails(rows, (p.w, p.b - box.lower[i]), False, im.lower, f"{where}, lower")
+        check_entails(rows, (tuple(p.w), p.b - box.lower[i]), False, im.lower, f"{where}, lower")
         for j, (p, proof) in enumerate(zip(unit.pieces, im.upper)):
             e = (tuple(-v for v in p.w), box.upper[i] - p.b)
             check_entails(rows, e, False, proof, f"{where}, upper, piece {j}")

@@ -1,6 +1,5 @@
 """Maxout networks over Q: h^0 = x, h^l_i = max_j (w^l_{i,j} . h^{l-1} + b^l_{i,j}), y = A h^D + c.
-``evaluate_maxout`` is this formula in exact rationals: the reference that confirms every refutation
-(``vectorized/`` evaluates faster, untrusted, tested against it)."""
+``evaluate_maxout``: this in exact rationals, the reference that confirms every refutation."""
 
 from __future__ import annotations
 

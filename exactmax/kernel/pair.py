@@ -1,10 +1,9 @@
 """Two models compared up to a tolerance on a domain P, as a property (``property.py``) of the pair
-program x -> (A(x), B(x)) (``program_of_pair``), whose outputs are y = (a, b) in Q^n x Q^n:
-- epsilon E: |A(x) - B(x)|_inf <= E for every x in P.  Forbidden, for each output o, the
-  one-row conjunctions a_o - b_o - E > 0 and b_o - a_o - E > 0 (in that order, o by o).
-- top-1 (E = None): argmax A(x) = argmax B(x) as sets (ties included), for every x in P.  An
-  index i maximal in a but not in b is some k with b_k > b_i, so forbidden, for each i != k, the
-  conjunction {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then with a and b exchanged."""
+program x -> (A(x), B(x)) (``program_of_pair``), outputs y = (a, b) in Q^n x Q^n.  Epsilon E:
+|A(x) - B(x)|_inf <= E on P; forbidden, o by o, the one-row conjunctions a_o - b_o - E > 0 and
+b_o - a_o - E > 0.  Top-1 (E = None): argmax A(x) = argmax B(x) as sets (ties included) on P; an
+index i maximal in a but not in b has some k with b_k > b_i, so forbidden, for each i != k, the
+conjunction {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then with a and b exchanged."""
 
 from __future__ import annotations
 

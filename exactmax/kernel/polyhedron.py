@@ -1,12 +1,11 @@
-"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and exact checks of what producers
-(an LP solver, z3) claim about them, each from a witness: a point, or Farkas multipliers
-y >= 0, for which (y^T A) x <= y^T b at every x in P."""
+"""Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and exact checks of producers' claims
+about them (LP solver, z3) from a witness: a point, or Farkas y >= 0 (y^T A x <= y^T b on P)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .affine import Matrix, Vector, check_matrix, dot
+from .affine import Matrix, Row, Vector, check_matrix, dot
 from .errors import CheckFailed
 from .rational import ZERO, Q
 
@@ -63,10 +62,10 @@ Domain = Box | Polyhedron
 def check_domain(domain: Domain, dim: int) -> None:
     """Accept iff the domain is a box or polyhedron of dimension ``dim``, every bound and row of
     that length, one right-hand side per row, every entry an exact rational."""
-    if isinstance(domain, Box):
-        W, b = (domain.lower, domain.upper), None
-    elif isinstance(domain, Polyhedron) and domain.dim == dim:
+    if isinstance(domain, Polyhedron) and domain.dim == dim:
         W, b = domain.A, domain.b
+    elif isinstance(domain, Box):
+        W, b = (domain.lower, domain.upper), None
     else:
         raise CheckFailed(f"the domain is not a box or polyhedron of dimension {dim}")
     try:
@@ -90,8 +89,7 @@ def check_member(P: Polyhedron, x: Vector) -> None:
 
 
 def check_interior(P: Polyhedron, x: Vector) -> None:
-    """Accept iff x is in P and A_i x < b_i on every row with A_i != 0 (a zero row holds
-    everywhere): x is an interior point, so P is full-dimensional."""
+    """Accept iff x in P and A_i x < b_i on each row A_i != 0: x is interior, P full-dimensional."""
     check_member(P, x)
     if any(any(row) and dot(row, x) == c for row, c in zip(P.A, P.b)):
         raise CheckFailed("interior: the point lies on a constraint")
@@ -112,7 +110,7 @@ def check_empty(P: Polyhedron, y: Vector) -> None:
         raise CheckFailed(f"empty: y^T A is not zero, or y^T b = {const} is not negative")
 
 
-def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
+def check_upper_bound(P: Polyhedron, c: Row, y: Vector) -> Q:
     """Return beta = y^T b after checking y >= 0 and y^T A = c: c . x <= beta on P."""
     lin, const = _combination(P, y, "bound")
     if tuple(lin) != tuple(c):
@@ -121,8 +119,7 @@ def check_upper_bound(P: Polyhedron, c: Vector, y: Vector) -> Q:
 
 
 def check_box_contains(P: Polyhedron, lower: Vector, upper: Vector, proofs, what: str) -> None:
-    """Accept iff ``proofs[i] = (y_up, y_low)`` show x_i <= upper_i and -x_i <= -lower_i on P for
-    every i (``check_upper_bound``): then the box contains P."""
+    """Accept iff proofs[i] = (y_up, y_low) show lower_i <= x_i <= upper_i on P: box contains P."""
     if not len(proofs) == len(lower) == len(upper) == P.dim:
         raise CheckFailed(f"{what}: one pair of Farkas bounds per coordinate is needed")
     for i, (y_up, y_low) in enumerate(proofs):

@@ -1,10 +1,8 @@
-"""Straight-line programs over Q, which certificates speak about, and the trusted translation of
-both kinds of network into them.  A program on x in Q^d is a list of nodes, each a rational value:
-``Lin`` v = sum_i a_i x_i + c + sum_j c_j v_j (earlier nodes j); ``Max``: the max of earlier nodes;
-``Hardmax``: pairs (s_j, v_j) of earlier nodes, v = the mean of the v_j whose s_j is maximal.  One
-identity is used: c ReLU(u) - c ReLU(-u) = c u (two hidden units with opposite pre-activations and
-output columns), so linear maps written with ReLU pairs (the construction's clean-up) stay linear.
-Every attention query must be constant, else the scores are bilinear: ``Unsupported``."""
+"""Straight-line programs over Q and the trusted translation of both kinds of network into them.
+A program on x in Q^d lists nodes, each a value: ``Lin`` v = sum_i a_i x_i + c + sum_j c_j v_j
+(earlier nodes j); ``Max``: the max of earlier nodes; ``Hardmax``: pairs (s_j, v_j) of earlier
+nodes, v the mean of the v_j of maximal s_j.  ReLU pairs stay linear: c ReLU(u) - c ReLU(-u) = c u
+(opposite pre-activations and output columns).  A query depending on x: ``Unsupported``."""
 
 from __future__ import annotations
 
@@ -136,8 +134,7 @@ def program_of_maxout(net: MaxoutNetwork) -> Program:
 
 
 def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
-    """Adjacent hidden units h, h + 1 with opposite rows of W1, entries of b1 and columns of W2,
-    scanned left to right (as the construction writes them and Coq's translation reads them)."""
+    """Adjacent units {h: h + 1} of opposite W1 rows, b1 entries and W2 columns, left to right."""
     W1, b1 = ff.inner.W, ff.inner.b
     cols: list[dict] = [{} for _ in b1]  # the columns of W2, by their non-zero entries
     for i, row in enumerate(ff.outer.W):

@@ -1,6 +1,5 @@
-"""The one exact rational backend: python-flint's ``fmpq``, 100x faster than ``fractions.Fraction``
-(``benchmarks/eval.py``); it raises ``TypeError`` when a float is mixed in (``Fraction`` returns a
-float): exactness is a type property.  Every number enters the kernel through ``rational``."""
+"""The one exact rational: python-flint's ``fmpq`` (100x ``Fraction``'s speed); mixed with a float
+it raises ``TypeError`` (``Fraction`` gives a float).  All numbers enter via ``rational``."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ ONE = Q(1)
 
 
 def rational(value: object) -> Q:
-    """``value`` (an fmpq, fmpz, int or Fraction) as an exact rational; a float, a bool or any
-    other type raises ``TypeError``, so no rounded number reaches the kernel."""
+    """``value`` (fmpq, fmpz, int, Fraction) as an fmpq; any other type (float, bool): TypeError."""
     if isinstance(value, fmpq):
         return value
     if isinstance(value, bool):

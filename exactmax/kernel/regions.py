@@ -1,16 +1,15 @@
 """Region certificates (regions.md): a split tree whose leaves are cells on which a program is
 affine, each with its output map and a point strictly inside.  ``check_regions`` accepts iff the
-leaves partition the domain P; at every leaf the choices in force are proved as in
-``certificate.py`` (so the outputs' cone is affine on the cell), the stated map W x + b is the
-outputs' map, and the point satisfies every row of the cell strictly (the cell has an interior).
-A leaf's activation pattern is, per Max / Hardmax node, the set of arguments whose map equals the
-chosen one's (the argmax set at generic points); one pattern's points form a convex set, so the
-distinct patterns count the activation regions with non-empty interior.  ``check_region_count``
-also checks merges (i, j, q): leaves i and j have the same map, q lies on the hyperplane h = 0 of
-the split separating them, and every row of both cells that is not a multiple of h is positive at
-q, so both closures contain a (d-1)-ball of {h = 0} around q (a shared facet).  The number of
-linear regions lies between the distinct maps and the components of this merge graph (that no
-other same-map pair shares a facet is the producer's claim, unchecked)."""
+leaves partition the domain P and at every leaf the choices in force are proved (``certificate.py``:
+the outputs' cone is affine on the cell), the stated map W x + b is the outputs' map, and the point
+satisfies every row strictly (an interior point).  A leaf's activation pattern is, per Max / Hardmax
+node, the set of arguments whose map equals the chosen one's (the argmax set at generic points); one
+pattern's points form a convex set, so the distinct patterns count the activation regions of
+non-empty interior.  ``check_region_count`` also checks merges (i, j, q): leaves i, j have the same
+map, q is on the hyperplane h = 0 of the split separating them, and every row of both cells not a
+multiple of h is positive at q, so both closures contain a (d-1)-ball of {h = 0} around q (a shared
+facet).  The linear regions number between the distinct maps and the components of this merge graph
+(that no other same-map pair shares a facet is the producer's claim, unchecked)."""
 
 from __future__ import annotations
 

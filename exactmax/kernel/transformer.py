@@ -1,11 +1,10 @@
 """Transformers over Q (construction.md §1), evaluated exactly with hardmax attention: n tokens in
 Q^{d_m}, token t starting as E x + p_t, then sub-layers, each with a residual: attention
 x_t <- x_t + sum_h W_O^h W_V^h sum_{t'} a_h(t', t) x_{t'}, with scores
-s_h(t', t) = lambda_h <W_K^h x_{t'}, W_Q^h x_t> and a_h(., t) *hardmax*: uniform over the keys t'
-of maximal score (ties averaged); feed-forward x_t <- x_t + W_2 ReLU(W_1 x_t + b_1) + b_2.
-Read-out y = R x_{t*} + r for one token t*, or for the token mean.  No layer norm; softmax
-attention has no exact value.  ``evaluate_transformer``: these formulas in exact rationals, the
-reference that confirms every refutation (as ``evaluate_maxout``)."""
+s_h(t', t) = lambda_h <W_K^h x_{t'}, W_Q^h x_t> and a_h(., t) *hardmax*: uniform over the keys t' of
+maximal score; feed-forward x_t <- x_t + W_2 ReLU(W_1 x_t + b_1) + b_2.  Read-out y = R x_{t*} + r
+for one token t*, or for the token mean.  No layer norm; softmax attention has no exact value.
+``evaluate_transformer``: these formulas in exact rationals, which confirm every refutation."""
 
 from __future__ import annotations
 

@@ -63,6 +63,9 @@ class SparseMaxoutEvaluator:
         check_maxout_shapes(net)
         self.net = net
 
+    def evaluate(self, x):
+        return evaluate_maxout(self.net, x)
+
     def evaluate_batch(self, xs) -> list:
         return [evaluate_maxout(self.net, x) for x in xs]
 
