@@ -32,7 +32,8 @@ and the Transformer evaluator read a sparse row's entries only): a convolutional
 pieces and its compiled Transformer's matrices were dense tuples, 100x the non-zero weights
 (the 1-D CNN of collins_rul_cnn: compile 116 s and 8.6 GiB, 16 s and 0.6 GiB after), and
 could not be compiled beyond about 2,000 units per layer.  A docstring pass took back 25
-lines; 2,078 in all, 1,085 the core, a debt of 78 and 88 lines.  The physical caps
+lines; with the W_O rows that are not zero found in C (3 lines), 2,081 in all, 1,088 the
+core, a debt of 81 and 91 lines.  The physical caps
 below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
 lines are capped at 1,500 and 1,000.
 """
@@ -75,7 +76,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2078, 1085)  # the whole kernel, its core
+PHYSICAL_CAP = (2081, 1088)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():
