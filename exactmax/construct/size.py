@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..kernel.affine import SparseVector
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import ZERO
 from ..kernel.transformer import FeedForward, Transformer
@@ -24,7 +25,10 @@ def _count(*matrices) -> tuple[int, int]:
     total = nonzero = 0
     for M in matrices:
         for row in M:
-            if isinstance(row, tuple):
+            if isinstance(row, SparseVector):
+                total += len(row)
+                nonzero += len(row.values)
+            elif isinstance(row, tuple):
                 total += len(row)
                 nonzero += len(row) - row.count(ZERO)  # identity first: fast on shared 0
             else:

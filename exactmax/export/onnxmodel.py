@@ -38,6 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..io.numbers import q_str
+from ..kernel.affine import SparseVector
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.rational import Q
 from ..kernel.transformer import HARDMAX, FeedForward, Transformer
@@ -205,7 +206,7 @@ class _Builder:
             at = place
             place = lambda i, j=None: f"{at}[{i}]" + ("" if j is None else f"[{j}]")  # noqa: E731
         rows = list(rows)
-        if rows and isinstance(rows[0], tuple | list):
+        if rows and isinstance(rows[0], tuple | list | SparseVector):
             ncols = len(rows[0])
             flat = [v for r in rows for v in r]
             a = self._floats(flat, lambda k: place(k // ncols, k % ncols))
