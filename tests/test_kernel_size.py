@@ -33,7 +33,10 @@ pieces and its compiled Transformer's matrices were dense tuples, 100x the non-z
 (the 1-D CNN of collins_rul_cnn: compile 116 s and 8.6 GiB, 16 s and 0.6 GiB after), and
 could not be compiled beyond about 2,000 units per layer.  A docstring pass took back 25
 lines; with the W_O rows that are not zero found in C (3 lines), 2,081 in all, 1,088 the
-core, a debt of 81 and 91 lines.  The physical caps
+core, a debt of 81 and 91 lines.  Then a head's W_O as a ``SparseVector`` of rows (its rows
+that are not zero; 8 lines in ``affine.py`` and the readers of W_O): the construction's heads
+each held d_model row references (full_window_40: 29,000 heads x 38,402 rows, 10 GiB);
+2,089 and 1,096.  The physical caps
 below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
 lines are capped at 1,500 and 1,000.
 """
@@ -76,7 +79,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2081, 1088)  # the whole kernel, its core
+PHYSICAL_CAP = (2089, 1096)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -182,10 +182,45 @@ def test_sparse_weights_stay_sparse_from_the_file_through_the_construction(tmp_p
     tf = compile_transformer(back, dom).transformer
     ff = tf.sublayers[0]
     assert sum(isinstance(r, SparseVector) for r in ff.inner.W) == len(ff.inner.W)
+    W_O = tf.sublayers[1].heads[0].out
+    assert isinstance(W_O, SparseVector) and len(W_O.values) == 1 and len(W_O) == tf.d_model
     out = str(tmp_path / "tf.json")
     write_json_atomic(out, model_to_json(tf))
-    assert load_model(out) == tf
+    back_tf = load_model(out)
+    assert back_tf == tf and isinstance(back_tf.sublayers[1].heads[0].out, SparseVector)
     cert = str(tmp_path / "c.json")
     assert main(["verify", path, "--transformer", out, "--strategy", "layerwise", "--box",
                  ";".join(["0,1"] * N), "--cert", cert]) == 0
     assert main(["check-cert", cert]) == 0
+
+
+def test_a_matrix_of_mostly_zero_rows_reads_as_its_dense_rows():
+    """W_O of a head (d_model x 1, one row not zero) kept as a SparseVector of rows: the dense
+    tuple of rows in every reading, its given rows by ``nonzero``, and the kernel's products
+    (the exact Transformer evaluator, through ``_matrix``) equal the dense matrix's."""
+    from exactmax.kernel.transformer import _matrix
+
+    zero, one = (ZERO, ZERO), (ONE, Q(-2))
+    W = SparseVector(N, (2, 7), (one, (ZERO, Q(3))), zero)
+    dense = tuple(one if i == 2 else (ZERO, Q(3)) if i == 7 else zero for i in range(N))
+    assert W == dense and tuple(W) == dense and hash(W) == hash(dense) and W[7] == (0, 3)
+    assert W[-1] == zero and list(nonzero(W)) == [(2, one), (7, (ZERO, Q(3)))]
+    assert _matrix(W, 2) == _matrix(dense, 2)
+    check_matrix(W, N, 2, "W_O")
+
+
+@pytest.mark.parametrize(
+    "W, why",
+    [
+        (SparseVector(N, (2,), ((ONE,),), (ONE,)), "sparse row"),  # its other rows are not 0
+        (SparseVector(N, (7, 2), ((ONE,), (ONE,)), (ZERO,)), "sparse row"),  # not increasing
+        (SparseVector(N, (N,), ((ONE,),), (ZERO,)), "sparse row"),  # a row outside
+        (SparseVector(N, (2,), ((ONE, ONE),), (ZERO,)), "is not"),  # a row of another length
+        (SparseVector(N + 1, (2,), ((ONE,),), (ZERO,)), "is not"),  # too many rows
+    ],
+)
+def test_the_kernel_refuses_a_malformed_matrix_of_sparse_rows(W, why):
+    with pytest.raises(ValueError, match=why):
+        check_matrix(W, N, 1, "W_O")
+    with pytest.raises(TypeError):
+        check_matrix(SparseVector(N, (2,), ((0.5,),), (ZERO,)), N, 1, "W_O")

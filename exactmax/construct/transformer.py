@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernel.affine import Affine, nonzero, row_of
+from ..kernel.affine import Affine, SparseVector, nonzero, row_of
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Domain
 from ..kernel.rational import ONE, ZERO, Q
@@ -246,16 +246,15 @@ def compile_transformer(
         positions.append(tuple(p))
 
     def attention(l: int) -> Attention:
-        # tuples are immutable, so equal rows are one object: the heads' query, and the
-        # one-element rows of W_O (a wide network has thousands of heads of d_model rows)
+        # the heads share one query; W_O, d_model x 1, has one row that is not zero, kept as a
+        # sparse matrix (a wide network has thousands of heads of d_model rows)
         q = [(L.P(s), ONE) for s in range(k if options.positional == "onehot" else 1)]
         query, zero_row, one_row = (row_of(d_m, q),), (ZERO,), (ONE,)
         heads = []
         for i in range(net.layers[l].width):
             read = (row_of(d_m, [(L.Z(i), ONE)]),)
-            out = [zero_row] * d_m
-            out[L.M(i)] = one_row
-            heads.append(Head(query, read, read, tuple(out), ONE))
+            out = SparseVector(d_m, (L.M(i),), (one_row,), zero_row)
+            heads.append(Head(query, read, read, out, ONE))
         return Attention(tuple(heads))
 
     def gate_ff(l: int, reads) -> FeedForward:

@@ -12,7 +12,7 @@ import json
 import os
 import re
 
-from ..kernel.affine import Row, row_of
+from ..kernel.affine import Matrix, Row, SparseVector, row_of
 from ..kernel.rational import Q
 from .errors import InputError
 from .nesting import collection_paused
@@ -444,11 +444,18 @@ class Cursor:
         return row_of(n, entries.items())
 
     def matrix(
-        self, rows: int | None, cols: int | None, rows_why: str = "", cols_why: str = ""
-    ) -> tuple:
+        self,
+        rows: int | None,
+        cols: int | None,
+        rows_why: str = "",
+        cols_why: str = "",
+        sparse_rows: bool = False,
+    ) -> Matrix:
         """A matrix: dense (a list of rows) or sparse ``{"shape": [r, c], "entries":
         [[i, j, v], ...]}`` with 0-based indices and no repeated (i, j).  ``rows_why`` and
-        ``cols_why`` say where the expected sizes come from."""
+        ``cols_why`` say where the expected sizes come from.  With ``sparse_rows``, a sparse
+        one of 16 rows or more, at most a quarter of them not empty, is kept as its rows that
+        are not empty (a ``SparseVector`` of rows: an attention head's W_O)."""
         if isinstance(self.value, dict):
             f = self.fields(
                 ("shape", "entries"), what='a matrix (a list of rows, or {"shape", "entries"})'
@@ -475,6 +482,11 @@ class Cursor:
                     raise e.error(f"entry ({i}, {j}) given twice")
                 rows_e[i][j] = vc.number()
             empty = row_of(c, ())  # one object for every empty row
+            if sparse_rows and r >= 16 and 4 * len(rows_e) <= r:
+                given = sorted(rows_e)
+                return SparseVector(
+                    r, tuple(given), tuple(row_of(c, rows_e[i].items()) for i in given), empty
+                )
             return tuple(row_of(c, rows_e[i].items()) if i in rows_e else empty for i in range(r))
         rows_c = self.items(rows, what="row", why=rows_why)
         out = []

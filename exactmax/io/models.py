@@ -299,7 +299,9 @@ def read_transformer(root: Cursor) -> Transformer:
                 key = hf["key"].matrix(None, dm, "", "d_model")
                 query = hf["query"].matrix(len(key), dm, "as many as key", "d_model")
                 value = hf["value"].matrix(None, dm, "", "d_model")
-                out = hf["out"].matrix(dm, len(value), "d_model", "one per row of value")
+                out = hf["out"].matrix(
+                    dm, len(value), "d_model", "one per row of value", sparse_rows=True
+                )
                 scale = hf["scale"].number() if "scale" in hf else Q(1)
                 if not scale > 0:
                     raise hf["scale"].error(f"expected a positive scale, got {scale}")

@@ -1,28 +1,32 @@
-"""Affine maps x -> W x + b over Q; a weight vector is a tuple or a ``SparseVector``."""
+"""Affine maps x -> W x + b over Q; a weight vector, or a matrix of mostly zero rows, is a tuple
+or a ``SparseVector``."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .rational import ZERO, Q, Z
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SparseVector(Sequence):
-    """The vector of Q^size that is ``values`` at ``indices`` (increasing), 0 elsewhere; it reads as
-    the dense tuple (len, indexing, iteration, ==, hash); ``nonzero`` reads only its entries."""
+    """The sequence of length ``size`` that is ``values`` at ``indices`` (increasing), ``zero``
+    elsewhere: a vector of Q^size, or (``zero`` a zero row) a matrix whose other rows are 0.  It
+    reads as the dense tuple (len, indexing, iteration, ==, hash); ``nonzero`` reads its entries."""
 
     size: int
     indices: tuple[int, ...]
-    values: tuple[Q, ...]
+    values: tuple[Any, ...]
+    zero: Any = ZERO
 
     def __len__(self) -> int:
         return self.size
 
     def __iter__(self):
-        dense = [ZERO] * self.size
+        dense = [self.zero] * self.size
         for j, v in zip(self.indices, self.values):
             dense[j] = v
         return iter(dense)
@@ -32,14 +36,15 @@ class SparseVector(Sequence):
             return tuple(self)[j]
         j = range(self.size)[j]  # a negative j counts from the end; IndexError outside
         t = bisect_left(self.indices, j)
-        return self.values[t] if self.indices[t : t + 1] == (j,) else ZERO
+        return self.values[t] if self.indices[t : t + 1] == (j,) else self.zero
 
     def __eq__(self, other) -> bool:
         if isinstance(other, SparseVector):
-            return (self.size, self.indices, self.values) == (
+            return (self.size, self.indices, self.values, self.zero) == (
                 other.size,
                 other.indices,
                 other.values,
+                other.zero,
             )
         return isinstance(other, (tuple, list)) and tuple(self) == tuple(other)
 
@@ -49,11 +54,12 @@ class SparseVector(Sequence):
 
 Vector = tuple[Q, ...]
 Row = Vector | SparseVector
-Matrix = tuple[Row, ...]
+Matrix = tuple[Row, ...] | SparseVector
 
 
-def nonzero(v: Sequence) -> Iterable[tuple[int, Q]]:
-    """The pairs (j, v_j) with v_j != 0, in increasing j (a sparse vector's, read directly)."""
+def nonzero(v: Sequence) -> Iterable[tuple[int, Any]]:
+    """The pairs (j, v_j) with v_j != 0, in increasing j (a sparse vector's, read directly; of a
+    matrix, its rows that are not empty, zero rows included unless the matrix is sparse)."""
     if isinstance(v, SparseVector):
         return zip(v.indices, v.values)
     return ((j, a) for j, a in enumerate(v) if a)
@@ -93,16 +99,20 @@ def dot(u: Sequence, v: Sequence) -> Q:
 def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
     """Raise ValueError unless W is rows x cols (and b, if given, of length rows), TypeError unless
     every entry is an fmpq, fmpz or int: no bool, float or Fraction (none mixes with fmpq)."""
-    if len(W) != rows or set(map(len, W)) - {cols} or (b is not None and len(b) != rows):
+    listed = (W.zero, *W.values) if isinstance(W, SparseVector) else W  # the rows it holds
+    if len(W) != rows or set(map(len, listed)) - {cols} or (b is not None and len(b) != rows):
         raise ValueError(f"{what} is not {rows} x {cols}")
-    for r in (*dict(zip(map(id, W), W)).values(), b or ()):  # a shared row object: once
-        vs, ix = (r.values, r.indices) if isinstance(r, SparseVector) else (r, None)
+    for r in (W, *dict(zip(map(id, listed), listed)).values(), b or ()):  # a shared row: once
+        ix, vs = (r.indices, r.values) if isinstance(r, SparseVector) else (None, r)
         if ix is not None and (
             len(ix) != len(vs)
             or list(ix) != sorted(set(ix))
             or any(not 0 <= j < len(r) for j in ix[:1] + ix[-1:])
+            or any(r.zero if r is W else (r.zero,))
         ):
-            raise ValueError(f"{what}: a sparse row's indices are not increasing within its size")
-        for v in vs:
+            raise ValueError(
+                f"{what}: a sparse row's indices are not increasing in range, or the rest is not 0"
+            )
+        for v in vs if r is not W else ():
             if type(v) is not Q and (isinstance(v, bool) or not isinstance(v, (Z, int))):
                 raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")

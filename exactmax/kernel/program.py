@@ -7,7 +7,6 @@ nodes, v the mean of the v_j of maximal s_j.  ReLU pairs stay linear: c ReLU(u) 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress, count
 
 from .affine import Matrix, nonzero, row_of
 from .errors import CheckFailed
@@ -194,8 +193,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
         for hi, head in enumerate(sub.heads):
             keys = [[_combine(r, xt, ZERO) for r in head.key] for xt in X]
             values = [[b.node_of(_combine(r, xt, ZERO)) for r in head.value] for xt in X]
-            nz = {k: any(r) for k, r in dict(zip(map(id, head.out), head.out)).items()}
-            out = [(i, head.out[i]) for i in compress(count(), map(nz.get, map(id, head.out)))]
+            out = [(i, r) for i, r in nonzero(head.out) if any(r)]  # W_O's rows that are not 0
             for t, xt in enumerate(X):
                 query = [_combine(r, xt, ZERO) for r in head.query]
                 if any(q[0] or q[2] for q in query):
@@ -206,7 +204,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                 scores = [b.node_of(_combine(sq, k, ZERO)) for k in keys]
                 for r in range(len(head.value)):
                     node = b.add(Hardmax(tuple((scores[u], values[u][r]) for u in range(len(X)))))
-                    for i, row in out:  # the rows of W_O that are not zero (most are)
+                    for i, row in out:
                         if row[r]:
                             _axpy(updates[t][i], row[r], _expr(terms={node: ONE}))
         for t in range(len(X)):

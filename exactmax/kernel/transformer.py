@@ -106,10 +106,10 @@ def hardmax_winners(scores: list) -> list[int]:
 
 
 def _matrix(M, cols: int) -> RatMatrix:
-    if not any(isinstance(row, SparseVector) for row in M):
+    if not isinstance(M, SparseVector) and not any(isinstance(r, SparseVector) for r in M):
         return RatMatrix(len(M), cols, [v for row in M for v in row])
     out = RatMatrix(len(M), cols)
-    for i, row in enumerate(M):
+    for i, row in nonzero(M):
         for j, v in nonzero(row):
             out[i, j] = v
     return out
