@@ -197,3 +197,44 @@ def test_a_counterexample_value_given_twice_is_refused(tmp_path):
     p.write_text("sat\n((X_0 1) (X_01 0))\n")
     with pytest.raises(InputError, match=r"expected \(X_i value\)"):
         read_counterexample(str(p), 2, 1)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from exactmax.io.vnnlib import _text_order  # noqa: E402
+
+_COEF = st.sampled_from([Q(0)] * 4 + [Q(1), Q(-1), Q(2), Q(-1, 2), Q(10), Q(-3, 7)])
+
+
+def _dense_text(a, c):
+    return tuple(map(str, a)), str(c)
+
+
+def _sparse_text(a, c):
+    return tuple((j, str(v)) for j, v in enumerate(a) if v), str(c)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(_COEF, min_size=5, max_size=5), _COEF), min_size=2, max_size=8))
+def test_input_rows_are_ordered_as_their_dense_texts_from_their_entries(rows):
+    """The cases' input rows are sorted by the text of the dense row (so a property's hash does
+    not change with how the rows are stored); the order computed from the entries that are
+    not zero is that order."""
+    rows = list({_dense_text(a, c): (a, c) for a, c in rows}.values())  # distinct, as read
+    by_dense = sorted(rows, key=lambda r: _dense_text(*r))
+    by_sparse = sorted(rows, key=lambda r: _text_order(_sparse_text(*r)))
+    assert by_sparse == by_dense
+
+
+def test_a_wide_box_is_read_as_sparse_rows_equal_to_the_dense_ones(tmp_path):
+    n = 40
+    text = "".join(f"(declare-const X_{i} Real)\n" for i in range(n)) + "(declare-const Y_0 Real)\n"
+    text += "".join(f"(assert (<= X_{i} {i + 1}))\n(assert (>= X_{i} -{i}))\n" for i in range(n))
+    text += "(assert (>= Y_0 0))\n"
+    path = tmp_path / "wide.vnnlib"
+    path.write_text(text)
+    prop = read_vnnlib(str(path))
+    box = Box(tuple(Q(-i) for i in range(n)), tuple(Q(i + 1) for i in range(n)))
+    assert prop.boxes == (box,) and prop.cases[0].inputs == box.as_polyhedron()
+    assert prop.cases[0].inputs.A[3] == tuple(Q(int(j == 3)) for j in range(n))

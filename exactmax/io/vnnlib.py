@@ -27,7 +27,11 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cmp_to_key
+from itertools import zip_longest
 
+from ..kernel.affine import nonzero
+from ..kernel.affine import row_of as sparse_row
 from ..kernel.certificate import Row
 from ..kernel.polyhedron import Box, Polyhedron
 from ..kernel.property import Case
@@ -310,17 +314,19 @@ def _read(text: str, sha: str) -> VnnProperty:
 
     def row_of(comparison: Comparison) -> tuple:
         lin, c, strict = comparison
-        coeffs = [ZERO] * (n_x + n_y)
+        coeffs: dict[int, Q] = {}
         for name, k in lin.items():
-            coeffs[position[name]] += k
-        a = tuple(coeffs)
-        if any(a[n_x:]) or strict:
-            return False, Row(a, c, strict)
-        row = (tuple(-v for v in a[:n_x]), c)  # -a.x <= c
-        key = (tuple(map(str, row[0])), str(row[1]))
+            coeffs[position[name]] = coeffs.get(position[name], ZERO) + k
+        if strict or any(v for p, v in coeffs.items() if p >= n_x):
+            a = [ZERO] * (n_x + n_y)
+            for p, v in coeffs.items():
+                a[p] = v
+            return False, Row(tuple(a), c, strict)
+        neg = sorted((p, -v) for p, v in coeffs.items() if v)  # -a.x <= c
+        key = (tuple((p, str(v)) for p, v in neg), str(c))
         if key not in inputs_by_key:
             inputs_by_key[key] = len(input_rows)
-            input_rows.append((key, row))
+            input_rows.append((key, (sparse_row(n_x, neg), c)))
         return True, inputs_by_key[key]
 
     groups: dict = {}
@@ -334,14 +340,14 @@ def _read(text: str, sha: str) -> VnnProperty:
                 inputs.add(made[1])
             else:
                 outputs.append(made[1])
-        ordered = tuple(sorted(inputs, key=lambda i: input_rows[i][0]))
+        ordered = tuple(sorted(inputs, key=lambda i: _text_order(input_rows[i][0])))
         groups.setdefault(ordered, []).append(tuple(outputs))
     cases, boxes = [], []
     for ordered, outs in groups.items():
         key = [input_rows[i][1] for i in ordered]
         box = _as_box(key, n_x)
         P = (
-            box.as_polyhedron()
+            _box_rows(box)
             if box is not None
             else Polyhedron(tuple(a for a, _ in key), tuple(b for _, b in key), n_x)
         )
@@ -356,7 +362,7 @@ def _as_box(rows, n: int) -> Box | None:
     lower: list[Q | None] = [None] * n
     upper: list[Q | None] = [None] * n
     for a, b in rows:
-        nz = [(i, v) for i, v in enumerate(a) if v]
+        nz = list(nonzero(a))
         if len(nz) != 1:
             return None
         ((i, v),) = nz
@@ -371,6 +377,28 @@ def _as_box(rows, n: int) -> Box | None:
     if len(lo) < n or len(hi) < n:
         return None
     return Box(tuple(lo), tuple(hi))
+
+
+def _box_rows(box: Box) -> Polyhedron:
+    """``box.as_polyhedron()`` (x_i <= upper_i, then -x_i <= -lower_i), its rows sparse."""
+    d = box.dim
+    rows = [sparse_row(d, [(i, ONE)]) for i in range(d)] + [
+        sparse_row(d, [(i, -ONE)]) for i in range(d)
+    ]
+    return Polyhedron(tuple(rows), tuple(box.upper) + tuple(-v for v in box.lower), d)
+
+
+@cmp_to_key
+def _text_order(a, b) -> int:
+    """The order of two input rows' texts: the tuples (str(a_0), ..., str(a_{n-1}), str(c)), "0"
+    where a_j = 0 (the order of the cases' input rows, on which their hashes depend), compared
+    from the rows' entries that are not zero, ((j, str(a_j)), ...), str(c)."""
+    end = (float("inf"), "")
+    for (ja, sa), (jb, sb) in zip_longest(a[0], b[0], fillvalue=end):
+        if (ja, sa) != (jb, sb):
+            x, y = (sa, sb) if ja == jb else (sa, "0") if ja < jb else ("0", sb)
+            return (x > y) - (x < y)
+    return (a[1] > b[1]) - (a[1] < b[1])
 
 
 def _count(r: _Reader, letter: str) -> int:
