@@ -36,7 +36,12 @@ lines; with the W_O rows that are not zero found in C (3 lines), 2,081 in all, 1
 core, a debt of 81 and 91 lines.  Then a head's W_O as a ``SparseVector`` of rows (its rows
 that are not zero; 8 lines in ``affine.py`` and the readers of W_O): the construction's heads
 each held d_model row references (full_window_40: 29,000 heads x 38,402 rows, 10 GiB);
-2,089 and 1,096.  The physical caps
+2,089 and 1,096.  A compaction pass (no function computes, accepts or refuses anything else:
+programs, unmerged forms, pair cases and cut trees compared with the previous kernel's on generated
+models) took back 89 lines: helpers used once folded in (``_output``, ``_opposite``, ``_columns``),
+statements that ``ruff format`` spread over several lines rewritten to fit one, three module
+docstrings tightened, and ``from __future__ import annotations`` dropped from the 12 modules that
+need no postponed annotation; 2,000 in all, 1,040 the core.  The physical caps
 below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
 lines are capped at 1,500 and 1,000.
 """
@@ -79,7 +84,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2089, 1096)  # the whole kernel, its core
+PHYSICAL_CAP = (2000, 1040)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -1,8 +1,6 @@
 """Affine maps x -> W x + b over Q; a weight vector, or a matrix of mostly zero rows, is a tuple
 or a ``SparseVector``."""
 
-from __future__ import annotations
-
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -40,12 +38,8 @@ class SparseVector(Sequence):
 
     def __eq__(self, other) -> bool:
         if isinstance(other, SparseVector):
-            return (self.size, self.indices, self.values, self.zero) == (
-                other.size,
-                other.indices,
-                other.values,
-                other.zero,
-            )
+            s, o = self, other
+            return (s.size, s.indices, s.values, s.zero) == (o.size, o.indices, o.values, o.zero)
         return isinstance(other, (tuple, list)) and tuple(self) == tuple(other)
 
     def __hash__(self) -> int:
@@ -71,9 +65,8 @@ def row_of(size: int, entries: Iterable[tuple[int, Q]]) -> Row:
     e = sorted((j, v) for j, v in entries if v)
     if any(not 0 <= j < size for j, _ in e):
         raise ValueError(f"an index outside a vector of size {size}")
-    if size < 16 or 4 * len(e) > size:
-        return tuple(SparseVector(size, tuple(j for j, _ in e), tuple(v for _, v in e)))
-    return SparseVector(size, tuple(j for j, _ in e), tuple(v for _, v in e))
+    s = SparseVector(size, tuple(j for j, _ in e), tuple(v for _, v in e))
+    return tuple(s) if size < 16 or 4 * len(e) > size else s
 
 
 @dataclass(frozen=True, slots=True)

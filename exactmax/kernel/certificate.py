@@ -1,14 +1,13 @@
 """Split-tree certificates: two programs agree on a polyhedron P (certificates.md).  Rows are
-constraints a . x + c >= 0 (> 0 if strict): P's rows b_i - A_i x >= 0 in order, then one per split
-on the way down.  A ``Split`` on h = a . x + c sends h >= 0 to ``ge`` and -h > 0 to ``lt``: the
-leaves partition P.  ``Empty``: Farkas multipliers for 0 > 0.  ``Leaf``: both programs are affine
-on the cell, their outputs equal.  A choice (a Max node's argument, a Hardmax node's key) stated at
-a split or leaf holds on every cell below; it is checked on the first cell of the path where the
-maps its node reads are known (rows only grow going down).  Farkas rule (``check_entails``): y_i > 0
-on rows i, e - sum y_i row_i = r constant: then e >= r on the cell, so e >= 0 if r >= 0, and e > 0
-if r > 0 or a strict row has y_i > 0.  Hardmax (ties averaged), key k against key j: s_k - s_j > 0
-on the cell, or s_k - s_j >= 0 and v_j = v_k on the cell plus the row s_j - s_k >= 0 (their tie
-set); then every key of maximal score, so their mean, has value v_k."""
+constraints a . x + c >= 0 (> 0 if strict): P's b_i - A_i x >= 0 in order, then one per split on the
+way down.  ``Split`` on h = a . x + c: h >= 0 to ``ge``, -h > 0 to ``lt`` (the leaves partition P);
+``Empty``: Farkas multipliers for 0 > 0; ``Leaf``: both programs affine on the cell, outputs equal.
+A choice (a Max node's argument, a Hardmax node's key) stated at a split or leaf holds on every cell
+below, checked on the path's first cell where the maps its node reads are known (rows only grow).
+Farkas rule (``check_entails``): y_i > 0 on rows i, e - sum y_i row_i = r constant: e >= r on the
+cell, so e >= 0 if r >= 0, e > 0 if r > 0 or a strict row has y_i > 0.  Hardmax (ties averaged), key
+k against j: s_k - s_j > 0 on the cell, or s_k - s_j >= 0 and v_j = v_k on the cell plus the row
+s_j - s_k >= 0 (their tie set); then every key of maximal score, so their mean, has value v_k."""
 
 from __future__ import annotations
 
@@ -167,10 +166,9 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="roo
 
 def check_known(p: Program, need, vals: list, where: str) -> None:
     """Every node of ``need`` has its map on the cell."""
-    unknown = [i for i in need if vals[i] is None]
-    if unknown:
-        kind = type(p.nodes[unknown[0]]).__name__
-        raise CheckFailed(f"{where}, node {unknown[0]}: no valid choice for this {kind} node")
+    if (i := next((i for i in need if vals[i] is None), None)) is not None:
+        kind = type(p.nodes[i]).__name__
+        raise CheckFailed(f"{where}, node {i}: no valid choice for this {kind} node")
 
 
 def _sub(u: Affine, v: Affine) -> Affine:
@@ -236,12 +234,7 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
 
 
 def check_equal_on_domain(
-    f: Program,
-    g: Program,
-    P: Polyhedron,
-    tree: Tree,
-    outputs: tuple[int, ...] | None = None,
-    rows=None,
+    f: Program, g: Program, P: Polyhedron, tree: Tree, outputs: tuple | None = None, rows=None
 ) -> int:
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for x in P (``rows``: domain_rows(P), if known),
     o in ``outputs`` (default: all; only the nodes these read are evaluated); returns the leaves."""

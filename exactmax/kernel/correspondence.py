@@ -11,11 +11,9 @@ gives (C_l).  The outputs y_A = O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_
 without an output map) agree when y_A - y_B = sum_u c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of
 maxima as above, is the single map 0: then A = B on Q^d."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
-from .affine import Affine, Matrix, Row, Vector, dot
+from .affine import Affine, Row, Vector, dot
 from .errors import CheckFailed
 from .maxout import MaxoutNetwork, check_matrix, check_maxout_shapes
 from .rational import ONE, ZERO
@@ -28,13 +26,8 @@ class Correspondence:
     maps: tuple[Affine, ...]  # (M_l, m_l) for l = 1..D, M_l of shape N^A_l x N^B_l
 
 
-def _columns(M: Matrix) -> list:
-    """The columns of M by their non-zero entries (row, value)."""
-    return [[(r, v) for r, v in enumerate(col) if v] for col in zip(*M)]
-
-
 def _pulled_back(w: Row, b, cols: list, m: Vector) -> tuple[Vector, object]:
-    """The affine map h -> w . (M h + m) + b as (w M, w . m + b), M given by ``_columns``."""
+    """The map h -> w . (M h + m) + b as (w M, w . m + b), cols: M's columns' non-zero (row, v)."""
     return tuple(sum((w[r] * v for r, v in c), ZERO) for c in cols), dot(w, m) + b
 
 
@@ -76,12 +69,11 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
             check_matrix(R.W, la.width, lb.width, f"{where}: M_{l + 1}", R.b)
         except (ValueError, TypeError) as e:
             raise CheckFailed(str(e)) from None
-        n = len(cols)
         for i, unit in enumerate(la.units):
             S_A = {_pulled_back(p.w, p.b, cols, m) for p in unit.pieces}
-            if S_A != _sum_of_maxima(R.W[i], R.b[i], lb.units, n, f"{where}, unit {i}"):
+            if S_A != _sum_of_maxima(R.W[i], R.b[i], lb.units, len(cols), f"{where}, unit {i}"):
                 raise CheckFailed(f"{where}, unit {i} of A: its pieces are not those of row {i}")
-        cols, m = _columns(R.W), R.b
+        cols, m = [[(r, v) for r, v in enumerate(c) if v] for c in zip(*R.W)], R.b
     outs = []
     for w, out in ((a.widths[-1], a.output), (b.widths[-1], b.output)):
         I = tuple(tuple(ONE if i == j else ZERO for j in range(w)) for i in range(w))

@@ -1,7 +1,5 @@
 """A = B on a domain: check-cert's one entry point, after checking every shape itself."""
 
-from __future__ import annotations
-
 from .certificate import Tree, check_equal_on_domain
 from .correspondence import Correspondence, check_correspondence
 from .layerwise import LayerwiseCertificate, check_layerwise

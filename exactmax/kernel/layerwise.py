@@ -1,21 +1,17 @@
-"""Layer-by-layer certificates compose (certificates.md, pitfall 5).  A Maxout network N with
-layers Phi_1..Phi_D against a Transformer T with three sub-layers per Maxout layer; the token
-state encode(h)_t = place(h) + p_t holds h in its first coordinates over the position p_t.  If
-  (E) the embedding is place, so the initial state is encode(x);
-  (B) B_0 contains the domain P, and B_l the interval image of B_{l-1} under Phi_l (computed
-      here exactly), so h^l(x) is in B_l for every x in P;
-  (B') or, with ``image``, layer 1's claims are over P itself, and B_1 contains h^1(P) by
-      Farkas proofs over P's rows: for unit i some piece is >= lower_i and every piece <= upper_i;
-  (S) for every l and h in B_{l-1}, group l maps encode(h) to encode(Phi_l(h)) (Phi_D with the
-      output map y = A h + c): certificates over B_{l-1} (P under (B')), one per output group;
-  (R) the read-out returns y from encode(y);
-then by induction the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
+"""Layer-by-layer certificates compose (certificates.md, pitfall 5).  A Maxout network N with layers
+Phi_1..Phi_D against a Transformer T with three sub-layers per Maxout layer; the token state
+encode(h)_t = place(h) + p_t holds h in its first coordinates over the position p_t.  If (E) the
+embedding is place, so the initial state is encode(x); (B) B_0 contains the domain P, and B_l the
+interval image of B_{l-1} under Phi_l (computed here exactly), so h^l(x) is in B_l for x in P;
+(B') or, with ``image``, layer 1's claims are over P itself, and B_1 contains h^1(P) by Farkas
+proofs over P's rows (unit i: some piece >= lower_i, every piece <= upper_i); (S) for every l and h
+in B_{l-1}, group l maps encode(h) to encode(Phi_l(h)) (Phi_D with the output map y = A h + c):
+certificates over B_{l-1} (P under (B')), one per output group; (R) the read-out returns y from
+encode(y): then by induction the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
 (M) A merged Transformer (2D + 1 sub-layers: layer l's clean-up and layer l + 1's gate in one
-feed-forward sub-layer M_l) is checked as the unmerged U: M_l replaced by the certificate's C_l then
-F_{l+1}, M_l(s) = F_{l+1}(C_l(s)) for every token state s (``same_feedforward``), so T = U.  Against
-a Maxout network of the same widths, (S) reads Phi^N_l = Phi^T_l on B_{l-1}; no (E) or (R)."""
-
-from __future__ import annotations
+feed-forward M_l) is checked as the unmerged U: M_l replaced by the certificate's C_l then F_{l+1},
+M_l(s) = F_{l+1}(C_l(s)) for every token state s (``same_feedforward``), so T = U.  Against a Maxout
+network of the same widths, (S) reads Phi^N_l = Phi^T_l on B_{l-1}; no (E) or (R)."""
 
 from dataclasses import dataclass, replace
 
@@ -92,13 +88,10 @@ def layer_programs(net: MaxoutNetwork, other, l: int):
     """The programs layer l's claims compare: the encoded Maxout layer against the Transformer's
     three sub-layers, or layer l of another Maxout network (one token, p_0 = 0: encode = place)."""
     if isinstance(other, Transformer):
-        return (
-            program.program_of_encoded_layer(net, l, other.positions, other.d_model),
-            program.program_of_segment(other, 3 * l, 3 * l + 3, net.widths[l]),
-        )
+        f = program.program_of_encoded_layer(net, l, other.positions, other.d_model)
+        return f, program.program_of_segment(other, 3 * l, 3 * l + 3, net.widths[l])
     dm = max(net.widths + (net.out_dim,))
-    zero = ((ZERO,) * dm,)
-    return tuple(program.program_of_encoded_layer(n, l, zero, dm) for n in (net, other))
+    return tuple(program.program_of_encoded_layer(n, l, ((ZERO,) * dm,), dm) for n in (net, other))
 
 
 def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCertificate) -> int:
@@ -140,18 +133,14 @@ def check_layerwise(net: MaxoutNetwork, other, domain: Domain, cert: LayerwiseCe
             raise CheckFailed(f"layerwise: B_{l} does not contain the image of B_{l - 1}")
     leaves = 0
     for l, claims in enumerate(cert.layers):
-        cell = cert.boxes[l].as_polyhedron()
-        if l == 0 and cert.image is not None:
-            cell = domain.as_polyhedron()
+        cell = (domain if l == 0 and cert.image is not None else cert.boxes[l]).as_polyhedron()
         f, g = layer_programs(net, other, l)
-        covered: set[int] = set()
-        rows = domain_rows(cell)
+        rows, missing = domain_rows(cell), set(range(len(f.outputs)))
         for claim in claims:
             leaves += check_equal_on_domain(f, g, cell, claim.tree, claim.outputs, rows)
-            covered.update(claim.outputs)
-        if covered != set(range(len(f.outputs))):
-            missing = sorted(set(range(len(f.outputs))) - covered)[:5]
-            raise CheckFailed(f"layerwise: layer {l}: outputs {missing} unproved")
+            missing -= set(claim.outputs)
+        if missing:
+            raise CheckFailed(f"layerwise: layer {l}: outputs {sorted(missing)[:5]} unproved")
     return leaves
 
 
@@ -164,15 +153,13 @@ def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
     D = (n - 1) // 2
     if len(u.sublayers) < 3 * D - 1:
         raise CheckFailed(f"layerwise: the unmerged Transformer has < {3 * D - 1} sub-layers")
-    pairs = [
-        (tf.sublayers[2 + 2 * l], u.sublayers[2 + 3 * l], u.sublayers[3 + 3 * l])
-        for l in range(D - 1)
-    ]
+    S, T = tf.sublayers, u.sublayers
+    pairs = [(S[2 + 2 * l], T[2 + 3 * l], T[3 + 3 * l]) for l in range(D - 1)]
     for l, ss in enumerate(pairs):
         if not all(isinstance(x, FeedForward) for x in ss):
             raise CheckFailed(f"layerwise: sub-layer {2 + 2 * l} and its pair are not feed-forward")
-    subs = [x for l, (_, a, b) in enumerate(pairs) for x in (tf.sublayers[1 + 2 * l], a, b)]
-    U = replace(tf, sublayers=(tf.sublayers[0], *subs, *tf.sublayers[n - 2 :]))
+    subs = [x for l, (_, a, b) in enumerate(pairs) for x in (S[1 + 2 * l], a, b)]
+    U = replace(tf, sublayers=(S[0], *subs, *S[n - 2 :]))
     try:
         check_transformer_shapes(tf)
         check_transformer_shapes(U)

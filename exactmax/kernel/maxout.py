@@ -1,8 +1,6 @@
 """Maxout networks over Q: h^0 = x, h^l_i = max_j (w^l_{i,j} . h^{l-1} + b^l_{i,j}), y = A h^D + c.
 ``evaluate_maxout``: this in exact rationals, the reference that confirms every refutation."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from .affine import Affine, Row, Vector, check_matrix, dot
@@ -69,8 +67,7 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
             w, b = [p.w for p in unit.pieces], [p.b for p in unit.pieces]
             check_matrix(w, len(w), width, f"layer {l}, unit {i}: the pieces", b)
         width = len(layer.units)
-    if net.output is not None:
-        A = net.output
+    if (A := net.output) is not None:
         if A.in_dim != width:
             raise ValueError("the output map does not fit the last layer")
         check_matrix(A.W, len(A.b), width, "the output map", A.b)

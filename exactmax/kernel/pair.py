@@ -5,8 +5,6 @@ b_o - a_o - E > 0.  Top-1 (E = None): argmax A(x) = argmax B(x) as sets (ties in
 index i maximal in a but not in b has some k with b_k > b_i, so forbidden, for each i != k, the
 conjunction {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then with a and b exchanged."""
 
-from __future__ import annotations
-
 from .certificate import Row, Tree
 from .errors import CheckFailed
 from .polyhedron import Domain, Polyhedron
@@ -42,14 +40,11 @@ def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:
         E = rational(epsilon)
         eps = [(row({d + o: s, d + n + o: -s}, -E, True),) for o in range(n) for s in (ONE, -ONE)]
         return Case(P, tuple(eps))
-    conj = [
-        tuple(row({u + i: ONE, u + j: -ONE}) for j in range(n) if j != i)
-        + (row({v + k: ONE, v + i: -ONE}, strict=True),)
-        for u, v in ((d, d + n), (d + n, d))
-        for i in range(n)
-        for k in range(n)
-        if k != i
-    ]
+    conj: list[tuple[Row, ...]] = []
+    for u, v in ((d, d + n), (d + n, d)):
+        for i in range(n):
+            ge = tuple(row({u + i: ONE, u + j: -ONE}) for j in range(n) if j != i)
+            conj += [ge + (row({v + k: ONE, v + i: -ONE}, ZERO, True),) for k in range(n) if k != i]
     return Case(P, tuple(conj))
 
 

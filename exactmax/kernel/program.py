@@ -4,8 +4,6 @@ A program on x in Q^d lists nodes, each a value: ``Lin`` v = sum_i a_i x_i + c +
 nodes, v the mean of the v_j of maximal s_j.  ReLU pairs stay linear: c ReLU(u) - c ReLU(-u) = c u
 (opposite pre-activations and output columns).  A query depending on x: ``Unsupported``."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from .affine import Matrix, nonzero, row_of
@@ -127,10 +125,9 @@ def program_of_maxout(net: MaxoutNetwork) -> Program:
     for layer in net.layers:
         h = _maxout_layer(b, layer, h)
     if net.output is not None:
-        outs = [b.node_of(_combine(row, h, c)) for row, c in zip(net.output.W, net.output.b)]
-    else:
-        outs = [b.node_of(e) for e in h]
-    return Program(net.input_dim, tuple(b.nodes), tuple(outs))
+        h = [_combine(row, h, c) for row, c in zip(net.output.W, net.output.b)]
+    outs = tuple(b.node_of(e) for e in h)
+    return Program(net.input_dim, tuple(b.nodes), outs)
 
 
 def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
@@ -142,26 +139,12 @@ def _opposite_pairs(ff: FeedForward) -> dict[int, int]:
             cols[h][i] = a
     pairs, h = {}, 0
     while h + 1 < len(b1):
-        opposite = b1[h + 1] == -b1[h] and _opposite(W1[h], W1[h + 1])
-        if opposite and cols[h + 1] == {i: -a for i, a in cols[h].items()}:
+        u, v = W1[h], W1[h + 1]
+        opposite = b1[h + 1] == -b1[h] and cols[h + 1] == {i: -a for i, a in cols[h].items()}
+        if opposite and len(u) == len(v) and [(j, -a) for j, a in nonzero(u)] == list(nonzero(v)):
             pairs[h] = h + 1
         h += 2 if h in pairs else 1
     return pairs
-
-
-def _opposite(u, v) -> bool:
-    """v = -u (rows of one length)."""
-    return len(u) == len(v) and [(j, -a) for j, a in nonzero(u)] == list(nonzero(v))
-
-
-def _output(row, hidden: dict, x, c) -> list:
-    """x + c + sum_h row[h] hidden[h] over the hidden units kept (a pair's partner is read
-    through h: its column is -row[h] and its value ReLU(-u))."""
-    acc = [dict(x[0]), ZERO + x[1] + c, dict(x[2])]
-    for h, a in nonzero(row):
-        if h in hidden:
-            _axpy(acc, a, hidden[h])
-    return acc
 
 
 def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
@@ -169,9 +152,9 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
     for index, sub in sublayers:
         if isinstance(sub, FeedForward):
             pairs = _opposite_pairs(sub)
-            partner = set(pairs.values())
+            partner = set(pairs.values())  # read through h: column -W_2[:, h], value ReLU(-u)
             for t, xt in enumerate(X):
-                hidden = {}
+                hidden = [_expr() for _ in sub.inner.b]  # a partner's stays 0
                 for h, (row, c) in enumerate(zip(sub.inner.W, sub.inner.b)):
                     if h in partner:
                         continue
@@ -183,13 +166,13 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                     else:  # the node 0 is added once, before its first use
                         zero = b.add(Lin((), ZERO, ()))
                         hidden[h] = _expr(terms={b.add(Max((b.node_of(u), zero))): ONE})
-                X[t] = [
-                    _output(row, hidden, x, c) for row, x, c in zip(sub.outer.W, xt, sub.outer.b)
-                ]
+                X[t] = [_combine(row, hidden, c) for row, c in zip(sub.outer.W, sub.outer.b)]
+                for e, x in zip(X[t], xt):  # the residual x_t + W_2 ReLU(...) + b_2
+                    _axpy(e, ONE, x)
             continue
         if sub.kind != "hardmax":
             raise Unsupported(f"sublayers[{index}]: {sub.kind} attention has no exact value")
-        updates = [[[{}, ZERO, {}] for _ in range(tf.d_model)] for _ in X]
+        new = [[_combine([ONE], [e], ZERO) for e in xt] for xt in X]  # x_t + the heads' sums
         for hi, head in enumerate(sub.heads):
             keys = [[_combine(r, xt, ZERO) for r in head.key] for xt in X]
             values = [[b.node_of(_combine(r, xt, ZERO)) for r in head.value] for xt in X]
@@ -206,20 +189,15 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
                     node = b.add(Hardmax(tuple((scores[u], values[u][r]) for u in range(len(X)))))
                     for i, row in out:
                         if row[r]:
-                            _axpy(updates[t][i], row[r], _expr(terms={node: ONE}))
-        for t in range(len(X)):
-            for i in range(tf.d_model):
-                _axpy(X[t][i], ONE, updates[t][i])
+                            _axpy(new[t][i], row[r], _expr(terms={node: ONE}))
+        X = new
     return X
 
 
 def _embedded(tf: Transformer, E, dim: int) -> list:
     """Token expressions E h + p_t for the input h of dimension dim."""
     h = [_expr({i: ONE}) for i in range(dim)]
-    return [
-        [_combine(row, h, tf.positions[t][k]) for k, row in enumerate(E)]
-        for t in range(tf.n_tokens)
-    ]
+    return [[_combine(row, h, p[k]) for k, row in enumerate(E)] for p in tf.positions]
 
 
 def program_of_transformer(tf: Transformer) -> Program:
@@ -268,11 +246,8 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     units = _maxout_layer(b, net.layers[layer], [_expr({i: ONE}) for i in range(dim)])
     if layer == len(net.layers) - 1 and net.output is not None:
         units = [_combine(row, units, c) for row, c in zip(net.output.W, net.output.b)]
-    outs = [
-        b.node_of(_combine([ONE], [units[i]], p[i]) if i < len(units) else _expr(c=p[i]))
-        for p in positions
-        for i in range(d_model)
-    ]
+    units = (units + [_expr()] * d_model)[:d_model]  # place: coordinates past them are 0
+    outs = [b.node_of(_combine([ONE], [e], p[i])) for p in positions for i, e in enumerate(units)]
     return Program(dim, tuple(b.nodes), tuple(outs))
 
 

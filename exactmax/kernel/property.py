@@ -13,8 +13,6 @@ attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with it
 the true z an argmax k's rows hold); or a ``Tighten``: for Max nodes i in turn, u proved >= every
 A_j on the rows so far adds u - v_i >= 0; then a proof (at the true z, v_i = max_j A_j <= u)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from . import certificate as cert
@@ -30,12 +28,6 @@ from .rational import ONE, ZERO, Q, rational
 class Case:
     inputs: Polyhedron
     outputs: tuple[tuple[Row, ...], ...]  # the forbidden conjunctions O_1 ... O_m
-
-
-@dataclass(frozen=True, slots=True)
-class Excluded:
-    choices: Choices  # (program 0, node, choice)
-    proofs: tuple[Farkas | Phase, ...]  # one per conjunction O_j of the case
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +48,12 @@ class Tighten:
     nodes: tuple[int, ...]  # Max nodes of the cone, in order: for each, the row u - v_i >= 0
     uppers: tuple[Upper, ...]  # is added, u proved >= every A_j on the rows so far
     then: object  # the proof (Farkas, Phase or Tighten) of the cell with those rows
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    choices: Choices  # (program 0, node, choice)
+    proofs: tuple[Farkas | Phase, ...]  # one per conjunction O_j of the case
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +130,12 @@ PIECES = 32  # pieces of a tree ``check_case`` hands to ``run`` (several per wor
 
 def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
     """[(subtree, cell rows, where)]: choice-free splits opened, breadth first, to ``parts``."""
-    pieces = [(tree, cert.domain_rows(P), where)]
+    pieces: list = [(tree, cert.domain_rows(P), where)]
     while len(pieces) < parts:
-        opened = [
-            (k, t) for k, (t, _, _) in enumerate(pieces) if isinstance(t, Split) and not t.choices
-        ]
+        opened = [k for k, (t, _, _) in enumerate(pieces) if isinstance(t, Split) and not t.choices]
         if not opened:
             break
-        k, split = opened[0]
-        _, rows, at = pieces.pop(k)
+        split, rows, at = pieces.pop(opened[0])
         if len(split.a) != P.dim:  # as walk (with zero_split, as check_piece walks)
             raise CheckFailed(f"{at}: split of the wrong dimension or with a = 0")
         ge = Row(tuple(split.a), split.c)

@@ -1,8 +1,6 @@
 """The one exact rational: python-flint's ``fmpq`` (100x ``Fraction``'s speed); mixed with a float
 it raises ``TypeError`` (``Fraction`` gives a float).  All numbers enter via ``rational``."""
 
-from __future__ import annotations
-
 from fractions import Fraction
 
 from flint import fmpq, fmpq_mat, fmpz, fmpz_mat

@@ -1,17 +1,14 @@
-"""Region certificates (regions.md): a split tree whose leaves are cells on which a program is
-affine, each with its output map and a point strictly inside.  ``check_regions`` accepts iff the
-leaves partition the domain P and at every leaf the choices in force are proved (``certificate.py``:
-the outputs' cone is affine on the cell), the stated map W x + b is the outputs' map, and the point
-satisfies every row strictly (an interior point).  A leaf's activation pattern is, per Max / Hardmax
-node, the set of arguments whose map equals the chosen one's (the argmax set at generic points); one
-pattern's points form a convex set, so the distinct patterns count the activation regions of
-non-empty interior.  ``check_region_count`` also checks merges (i, j, q): leaves i, j have the same
-map, q is on the hyperplane h = 0 of the split separating them, and every row of both cells not a
-multiple of h is positive at q, so both closures contain a (d-1)-ball of {h = 0} around q (a shared
-facet).  The linear regions number between the distinct maps and the components of this merge graph
-(that no other same-map pair shares a facet is the producer's claim, unchecked)."""
-
-from __future__ import annotations
+"""Region certificates (regions.md): a split tree of cells, each leaf with the program's output map
+on it and a point strictly inside.  ``check_regions``: the leaves partition the domain P; at each,
+the choices in force are proved (``certificate.py``: the outputs' cone is affine on the cell),
+W x + b is the outputs' map, and the point satisfies every row strictly.  A leaf's activation
+pattern: per Max / Hardmax node, the arguments whose map equals the chosen one's (the argmax set at
+generic points); one pattern's points form a convex set, so the distinct patterns count the
+activation regions of non-empty interior.  ``check_region_count`` also checks merges (i, j, q):
+leaves i, j have one map, q is on the hyperplane h = 0 of the split separating them, and every row
+of both cells not a multiple of h is positive at q, so both closures contain a (d-1)-ball of {h = 0}
+around q (a shared facet).  The linear regions number between the distinct maps and the merge
+graph's components (no other same-map pair sharing a facet is the producer's claim, unchecked)."""
 
 from dataclasses import dataclass
 
@@ -30,9 +27,7 @@ class Region:  # a leaf: choices, the output map x -> W x + b on the cell, a poi
     point: Vector
 
 
-def check_regions(
-    p: Program, P: Polyhedron, tree, all_units: bool = False
-) -> list[tuple[list[Row], Region, tuple]]:
+def check_regions(p: Program, P: Polyhedron, tree, all_units: bool = False) -> list[tuple]:
     """(cell rows, leaf, activation pattern) per leaf, depth first, all checked; the pattern is
     over the Max / Hardmax nodes the outputs read (over every one with ``all_units``)."""
     if p.dim != P.dim:
@@ -99,9 +94,7 @@ def check_merges(leaves: list, merges) -> tuple[int, int]:
     return len(maps), sum(1 for i in range(len(leaves)) if find(i) == i)
 
 
-def check_region_count(
-    p: Program, P: Polyhedron, tree, merges, all_units: bool = False
-) -> tuple[int, int, int]:
+def check_region_count(p: Program, P: Polyhedron, tree, merges, all_units: bool = False) -> tuple:
     """(activation regions, distinct maps, components of the merge graph), all checked."""
     leaves = check_regions(p, P, tree, all_units)
     return (len({pat for _, _, pat in leaves}),) + check_merges(leaves, merges)

@@ -13,8 +13,6 @@ max z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v:
 be an argmax of v on the cell).  ``cell_bound`` runs on ``EXACT`` (rationals rounded outward; e^{-a}
 by alternating Taylor sums; e > E_LOWER) in the checker, and on the untrusted search's balls."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import cache
 from math import factorial

@@ -6,8 +6,6 @@ maximal score; feed-forward x_t <- x_t + W_2 ReLU(W_1 x_t + b_1) + b_2.  Read-ou
 for one token t*, or for the token mean.  No layer norm; softmax attention has no exact value.
 ``evaluate_transformer``: these formulas in exact rationals, which confirm every refutation."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 from .affine import Affine, Matrix, SparseVector, Vector, nonzero
@@ -80,9 +78,8 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
     for i in range(len(tf.sublayers)) if sublayers is None else sublayers:
         s = tf.sublayers[i]
         if isinstance(s, FeedForward):
-            width = len(s.inner.b)
-            check_matrix(s.inner.W, width, dm, f"sub-layer {i}: W1, b1", s.inner.b)
-            check_matrix(s.outer.W, dm, width, f"sub-layer {i}: W2, b2", s.outer.b)
+            check_matrix(s.inner.W, len(s.inner.b), dm, f"sub-layer {i}: W1, b1", s.inner.b)
+            check_matrix(s.outer.W, dm, len(s.inner.b), f"sub-layer {i}: W2, b2", s.outer.b)
             continue
         for j, h in enumerate(s.heads):
             where = f"sub-layer {i}, head {j}"
