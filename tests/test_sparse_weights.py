@@ -224,3 +224,30 @@ def test_the_kernel_refuses_a_malformed_matrix_of_sparse_rows(W, why):
         check_matrix(W, N, 1, "W_O")
     with pytest.raises(TypeError):
         check_matrix(SparseVector(N, (2,), ((0.5,),), (ZERO,)), N, 1, "W_O")
+
+
+def test_the_fast_reading_of_numbers_is_the_cursor_by_cursor_reading(tmp_path):
+    """Vectors and sparse entries of plain number strings and integers are read in bulk (one
+    object per distinct text); anything else (a JSON float, indices out of order, a bad
+    number) is read cursor by cursor: the same values, or the same one-line error."""
+    from exactmax.io.jsonfile import Cursor, JsonNumber
+
+    def read(value, n=N):
+        return Cursor("f", "w", value).weights(n)
+
+    dense = ["1/2", 3, "-0.25", "0"] + ["0"] * (N - 4)
+    assert read(dense) == (Q(1, 2), Q(3), Q(-1, 4)) + (ZERO,) * (N - 1 - 2)
+    fast = read({"size": N, "entries": [[1, "1/3"], [5, 2], [7, "1/3"]]})
+    slow = read({"size": N, "entries": [[7, "1/3"], [1, "1/3"], [5, 2]]})  # any order
+    assert fast == slow and isinstance(fast, SparseVector) and fast.values[0] is fast.values[2]
+    floats = read({"size": N, "entries": [[1, JsonNumber("0.5")]]})  # a JSON number literal
+    assert isinstance(floats, SparseVector) and floats[1] == Q(1, 2)
+    for bad, message in [
+        ({"size": N, "entries": [[1, "1/3"], [1, "1/2"]]}, "entry 1 given twice"),
+        ({"size": N, "entries": [[N, "1"]]}, f"index {N} outside the size {N}"),
+        ({"size": N, "entries": [[1, "1//3"]]}, "w.entries[0][1]"),
+        (["1/2", "x"] + ["0"] * (N - 2), "w[1]"),
+        (["1/2"] * (N - 1), f"expected {N} weights"),
+    ]:
+        with pytest.raises(jsonfile.InputError, match=message.replace("[", r"\[")):
+            read(bad)

@@ -38,6 +38,30 @@ class JsonObject(dict):
     duplicate: str | None = None
 
 
+_NUMBERS: dict[str, Q] = {}
+"""The numbers of the document read last by their text (a convolution repeats its weights)."""
+
+
+def _numbers(values: list) -> list[Q] | None:
+    """The exact values of a list of number strings and JSON integers (as ``Cursor.number``
+    reads them, equal texts one object), or None if any is anything else or malformed (the
+    caller then reads it cursor by cursor, for the error message)."""
+    out = []
+    for v in values:
+        q = _NUMBERS.get(v) if type(v) is str else Q(v) if type(v) is int else None
+        if q is None:
+            if type(v) is not str:
+                return None
+            if len(_NUMBERS) > 1 << 22:
+                _NUMBERS.clear()
+            try:
+                q = _NUMBERS[v] = parse_rational(v)
+            except NumberSyntaxError:
+                return None
+        out.append(q)
+    return out
+
+
 def _object(pairs):
     obj = JsonObject()
     for k, v in pairs:
@@ -86,6 +110,7 @@ def read_json_file(path: str, shape=None) -> object:
     size)."""
     text = read_text_file(path, "a JSON file")
     _document_chars[0] = len(text)  # the budget of the sparse forms of this document
+    _NUMBERS.clear()
     if shape is not None:
         root = shallow_root(text, path)
         if root is not None:
@@ -111,7 +136,10 @@ SHALLOW_VALUE_CHARS = 1 << 16
 
 _WS = re.compile(r"[ \t\n\r]*")
 # a run of characters that are neither brackets nor quotes, and of complete strings
-_FLAT = re.compile(r'[^\[\]{}"]*+(?:"[^"\\]*+(?:\\.[^"\\]*+)*+"[^\[\]{}"]*+)*+', re.S)
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_PLAIN = rf'(?:[^\[\]{{}}"]++|{_STRING})*+'  # no brackets, strings whole
+# a run of _PLAIN and of innermost lists and objects ([...] or {...} with no brackets inside)
+_FLAT = re.compile(rf"(?:[^\[\]{{}}\"]++|{_STRING}|\[{_PLAIN}\]|\{{{_PLAIN}\}})*+", re.S)
 _SCALAR = re.compile(r"[^\s,\]}]*")
 _KINDS = {"[": "a list", "{": "an object", '"': "a string"}
 
@@ -157,7 +185,7 @@ def shallow_root(text: str, source: str) -> JsonObject | None:
             return None
         c = text[start]
         if c in "[{":
-            end, depth = start, 0
+            end, depth = start + 1, 1  # inside the value: _FLAT skips its innermost groups
             while True:
                 end = _end(_FLAT, text, end)
                 if end >= n or text[end] == '"':
@@ -412,6 +440,11 @@ class Cursor:
         return v
 
     def vector(self, length: int | None, what: str = "number", why: str = "") -> tuple[Q, ...]:
+        v = self.value
+        if isinstance(v, list) and (length is None or len(v) == length):
+            fast = _numbers(v)
+            if fast is not None:
+                return tuple(fast)
         return tuple(c.number() for c in self.items(length, what=what, why=why))
 
     def weights(self, length: int, what: str = "weight", why: str = "") -> Row:
@@ -432,7 +465,15 @@ class Cursor:
                 f"({self.budget[1]} left)"
             )
         self.budget[1] -= n
-        entries: dict[int, Q] = {}
+        raw = f["entries"].value
+        if isinstance(raw, list) and all(
+            type(e) is list and len(e) == 2 and type(e[0]) is int for e in raw
+        ):
+            ix = [e[0] for e in raw]
+            vs = _numbers([e[1] for e in raw])
+            if vs is not None and all(a < b for a, b in zip([-1] + ix, ix + [n])):
+                return row_of(n, zip(ix, vs))
+        entries: dict[int, Q] = {}  # one cursor per entry: the error of a malformed one
         for e in f["entries"].items(what="entries"):
             jc, vc = e.items(2, what="fields [index, value]")
             j = jc.integer(0)
