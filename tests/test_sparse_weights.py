@@ -55,6 +55,11 @@ def test_the_canonical_hash_is_that_of_the_dense_form():
                     full[j] = v
                 p["w"] = full
     assert content_hash(obj) == content_hash(dense)
+    import hashlib
+
+    text = json.dumps({k: v for k, v in dense.items() if k != "meta"}, sort_keys=True,
+                      separators=(",", ":"))
+    assert content_hash(obj) == hashlib.sha256(text.encode()).hexdigest()  # the definition
     dense["layers"][0]["units"][0]["pieces"][0]["w"][0] = "2"  # a different network
     assert content_hash(obj) != content_hash(dense)
 

@@ -43,40 +43,67 @@ CLAIM = "A(x) = B(x) for every x in the domain"
 
 
 def content_hash(obj: dict) -> str:
-    """SHA-256 of the canonical JSON of a model or domain object, "meta" left out, a Maxout
-    piece's weights dense (as every exactmax before sparse weights wrote them, so hashes in
-    older certificates still match)."""
-    obj = {k: v for k, v in obj.items() if k != "meta"}
-    if any(
-        isinstance(p["w"], dict)
-        for l in obj.get("layers", ())
-        if "units" in l
-        for u in l["units"]
-        for p in u["pieces"]
-    ):
-        obj["layers"] = [
-            {
-                "units": [
-                    {"pieces": [{**p, "w": _dense(p["w"])} for p in u["pieces"]]}
-                    for u in l["units"]
-                ]
-            }
-            if "units" in l
-            else l
-            for l in obj["layers"]
-        ]
-    return hashlib.sha256(
-        json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
+    """SHA-256 of the canonical JSON of a model or domain object (sorted keys, no spaces),
+    "meta" left out, a Maxout piece's weights dense (as every exactmax before sparse weights
+    wrote them, so hashes in older certificates still match).  The text is hashed in pieces,
+    a sparse piece's dense text made from its entries, never the whole at once (a CIFAR
+    network's dense text is over a gigabyte)."""
+    h = hashlib.sha256()
+    for chunk in _canonical_text({k: v for k, v in obj.items() if k != "meta"}):
+        h.update(chunk.encode())
+    return h.hexdigest()
 
 
-def _dense(w) -> list:
+def _dump(v: object) -> str:
+    return json.dumps(v, sort_keys=True, separators=(",", ":"))
+
+
+def _canonical_text(obj: dict):
+    """``_dump(obj)`` in chunks, the sparse weights of pieces (``layers[l].units[i].pieces[k].w``
+    of the form ``{"size", "entries"}``) written as the dense list of their texts."""
+    if not any("units" in l for l in obj.get("layers", ()) if isinstance(l, dict)):
+        yield _dump(obj)
+        return
+    for n, k in enumerate(sorted(obj)):
+        yield ("{" if n == 0 else ",") + _dump(k) + ":"
+        if k != "layers":
+            yield _dump(obj[k])
+            continue
+        for i, layer in enumerate(obj["layers"]):
+            yield "[" if i == 0 else ","
+            if not isinstance(layer, dict) or set(layer) != {"units"}:
+                yield _dump(layer)
+                continue
+            yield '{"units":['
+            for u, unit in enumerate(layer["units"]):
+                yield "," if u else ""
+                if not isinstance(unit, dict) or set(unit) != {"pieces"}:
+                    yield _dump(unit)
+                    continue
+                yield '{"pieces":['
+                for q, piece in enumerate(unit["pieces"]):
+                    yield ("," if q else "") + _piece_text(piece)
+                yield "]}"
+            yield "]}"
+        yield "]" if obj["layers"] else "[]"
+    yield "}"
+
+
+def _piece_text(p) -> str:
+    w = p.get("w") if isinstance(p, dict) else None
     if not isinstance(w, dict):
-        return w
-    out = ["0"] * w["size"]
-    for j, v in w["entries"]:
-        out[j] = v
-    return out
+        return _dump(p)
+    given = dict(w["entries"])  # as ``out[j] = v`` in order: a later j wins
+    dense, last = [], 0
+    for j in sorted(given):
+        dense.append('"0",' * (j - last) + _dump(given[j]) + ",")
+        last = j + 1
+    text = "[" + ("".join(dense) + '"0",' * (w["size"] - last))[:-1] + "]"
+    return (
+        "{"
+        + ",".join(_dump(k) + ":" + (text if k == "w" else _dump(p[k])) for k in sorted(p))
+        + "}"
+    )
 
 
 def _farkas(F) -> list:
