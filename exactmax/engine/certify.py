@@ -94,6 +94,14 @@ class _Oracle:
         self.float_lp, self.float_calls = floatlp.available(), 0
         self._optimum: dict = {}
         self._dual: DualLP | None = None
+        self._centre: tuple | None = None
+
+    def centre(self) -> tuple:
+        """The centre of the box (computed once: same-max leaves ask for it per unit)."""
+        if self._centre is None:
+            assert self.box is not None
+            self._centre = tuple((lo + hi) / 2 for lo, hi in zip(self.box.lower, self.box.upper))
+        return self._centre
 
     def _limit(self, solver):
         """Bound a z3 solver by the time left before the deadline (and stop here if the
@@ -193,11 +201,11 @@ class _Oracle:
         ys = [z3.Real(f"y{i}") for i in range(len(rows))]
         s = self._limit(z3.SolverFor("QF_LRA"))
         s.add([y >= 0 for y in ys])
-        for t in range(self.d):
-            s.add(
-                z3.Sum([rat(r.a[t]) * y for r, y in zip(rows, ys) if r.a[t]] + [z3.RealVal(0)])
-                == rat(e[0][t])
-            )
+        sums: list[list] = [[z3.RealVal(0)] for _ in range(self.d)]
+        for r, y in zip(rows, ys):
+            for t, v in r.nz:
+                sums[t].append(rat(v) * y)
+        s.add([z3.Sum(sums[t]) == rat(e[0][t]) for t in range(self.d)])
         rest = rat(e[1]) - z3.Sum([rat(r.c) * y for r, y in zip(rows, ys) if r.c] + [z3.RealVal(0)])
         if strict:
             s.add(
@@ -564,7 +572,9 @@ def same_max_leaf(
     if not rf and not rg:
         return None
     point = (
-        tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper))
+        oracle.centre()
+        if box is not None and box is oracle.box
+        else tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper))
         if box is not None
         else oracle.interior_point(rows)
     )

@@ -150,7 +150,7 @@ def _solve_lp(cost, A_cols, row_lo, row_hi, col_lo, col_hi):
 def _finite(rows, e) -> bool:
     """Every number of the rows (and of e) is a finite float of moderate size: otherwise the
     float LP says nothing and the exact solver is asked."""
-    nums = [v for r in rows for v in r.a] + [r.c for r in rows]
+    nums = [v for r in rows for _, v in r.nz] + [r.c for r in rows]
     if e is not None:
         nums += list(e[0]) + [e[1]]
     try:
@@ -217,22 +217,15 @@ def bound_rows(rows, d: int):
     lo_val: list[Any] = [None] * d
     up_val: list[Any] = [None] * d
     for i, r in enumerate(rows):
-        t = None
-        for s, v in enumerate(r.a):
-            if v:
-                if t is not None:
-                    break
-                t = s
-        else:
-            if t is None:
-                continue
-            k = r.a[t]
-            b = -r.c / k
-            if k > 0:
-                if lo_val[t] is None or b > lo_val[t] or (b == lo_val[t] and r.strict):
-                    lower[t], lo_val[t] = i, b
-            elif up_val[t] is None or b < up_val[t] or (b == up_val[t] and r.strict):
-                upper[t], up_val[t] = i, b
+        if len(r.nz) != 1:  # a bound row has one coefficient that is not 0
+            continue
+        ((t, k),) = r.nz
+        b = -r.c / k
+        if k > 0:
+            if lo_val[t] is None or b > lo_val[t] or (b == lo_val[t] and r.strict):
+                lower[t], lo_val[t] = i, b
+        elif up_val[t] is None or b < up_val[t] or (b == up_val[t] and r.strict):
+            upper[t], up_val[t] = i, b
     return lower, upper
 
 
@@ -261,9 +254,8 @@ def safe_bound(rows, e, strict: bool, y, bounds=None, rounding=SAFE_ROUNDINGS[0]
     r = e[1]
     for i, q in lam.items():
         row = rows[i]
-        for t, v in enumerate(row.a):
-            if v:
-                res[t] -= q * v
+        for t, v in row.nz:
+            res[t] -= q * v
         r -= q * row.c
     if any(res):
         lower, upper = bounds if bounds is not None else bound_rows(rows, d)
@@ -318,8 +310,7 @@ def farkas(rows, e, strict: bool, solve_exact):
     cost = [float(r.c) - (1e-9 if r.strict else 0.0) for r in rows]
     cols = []
     for r in rows:
-        idx = [t for t in range(d) if r.a[t]]
-        cols.append((idx, [float(r.a[t]) for t in idx]))
+        cols.append(([t for t, _ in r.nz], [float(v) for _, v in r.nz]))
     target = [float(v) for v in e[0]]
     status, y, obj = _solve_lp(cost, cols, target, target, [0.0] * n, [inf] * n)
     t1 = time.perf_counter()
@@ -371,10 +362,7 @@ def interior_point(rows, d: int):
     if n == 0 or not _finite(rows, None):
         return None
     # variables x_0..x_{d-1}, t; constraints a . x - t >= -c
-    cols = []
-    for t in range(d):
-        idx = [k for k in range(n) if rows[k].a[t]]
-        cols.append((idx, [float(rows[k].a[t]) for k in idx]))
+    cols = columns(rows, d)
     cols.append((list(range(n)), [-1.0] * n))
     cost = [0.0] * d + [-1.0]
     status, v, _ = _solve_lp(
@@ -384,7 +372,7 @@ def interior_point(rows, d: int):
         return None
     x = tuple(Q(*float(c).as_integer_ratio()) for c in v[:d])
     for r in rows:
-        if not sum((a * xi for a, xi in zip(r.a, x) if a), r.c) > 0:
+        if not sum((a * x[t] for t, a in r.nz), r.c) > 0:
             return None
     return x
 
@@ -412,3 +400,14 @@ def unknown_beyond_floats(answer):
         return run
 
     return wrap
+
+
+def columns(rows, d: int) -> list[tuple[list[int], list[float]]]:
+    """The columns t < d of the rows' coefficient matrix: (row indices, float values), from the
+    rows' entries that are not 0 (a box's rows are sparse)."""
+    cols: list[tuple[list[int], list[float]]] = [([], []) for _ in range(d)]
+    for k, r in enumerate(rows):
+        for t, v in r.nz:
+            cols[t][0].append(k)
+            cols[t][1].append(float(v))
+    return cols

@@ -118,10 +118,7 @@ def _float_bounds(rows: list[Row], d: int):
     if not floatlp.available():
         return None
     try:
-        cols = [
-            ([i for i, r in enumerate(rows) if r.a[t]], [float(r.a[t]) for r in rows if r.a[t]])
-            for t in range(d)
-        ]
+        cols = floatlp.columns(rows, d)
         lo = [-float(r.c) for r in rows]
     except OverflowError:
         return None

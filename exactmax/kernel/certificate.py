@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import compress
 
+from .affine import SparseVector, nonzero, row_of
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
@@ -25,14 +26,14 @@ Affine = tuple[tuple[Q, ...], Q]
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    a: tuple[Q, ...]
+    a: tuple[Q, ...] | SparseVector
     c: Q
     strict: bool = False
     nz: tuple = field(init=False, repr=False, compare=False)  # the (t, a_t) with a_t != 0
     _scaled: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "nz", tuple((t, v) for t, v in enumerate(self.a) if v))
+        object.__setattr__(self, "nz", tuple(nonzero(self.a)))
 
     def scaled(self) -> tuple:
         """(L, ((t, L a_t) for a_t != 0), L c), L the lcm of its denominators (computed once)."""
@@ -91,7 +92,7 @@ def domain_rows(P: Polyhedron) -> list[Row]:
     """b_i - A_i x >= 0 for every row of P, in order (one b and P.dim entries per row)."""
     if len(P.A) != len(P.b) or any(len(a) != P.dim for a in P.A):
         raise CheckFailed(f"the domain's rows do not all have {P.dim} entries, one b each")
-    return [Row(tuple(-v for v in a), c) for a, c in zip(P.A, P.b)]
+    return [Row(row_of(P.dim, [(t, -v) for t, v in nonzero(a)]), c) for a, c in zip(P.A, P.b)]
 
 
 def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:

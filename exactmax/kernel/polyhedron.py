@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .affine import Matrix, Row, Vector, check_matrix, dot
+from .affine import Matrix, Row, Vector, check_matrix, dot, row_of
 from .errors import CheckFailed
 from .rational import ZERO, Q
 
@@ -51,9 +51,8 @@ class Box:
         d = self.dim
         if len(self.upper) != d:
             raise ValueError(f"a box with {d} lower and {len(self.upper)} upper bounds")
-        unit = tuple(tuple(Q(int(i == j)) for j in range(d)) for i in range(d))
-        rows = unit + tuple(tuple(-v for v in e) for e in unit)
-        return Polyhedron(rows, tuple(self.upper) + tuple(-v for v in self.lower), d)
+        rows = [row_of(d, [(i, Q(s))]) for s in (1, -1) for i in range(d)]  # sparse, d >= 16
+        return Polyhedron(tuple(rows), tuple(self.upper) + tuple(-v for v in self.lower), d)
 
 
 Domain = Box | Polyhedron

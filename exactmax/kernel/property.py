@@ -72,7 +72,7 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
     var = {i: p.dim + n for n, i in enumerate(i for i in free if _argument(up[i]) is None)}
     pad, D = (ZERO,) * len(var), p.dim + len(var)
     vals = [v and (v[0] + pad, v[1]) for v in vals]
-    rows = [Row(r.a + pad, r.c, r.strict) for r in rows]
+    rows = [Row(tuple(r.a) + pad, r.c, r.strict) for r in rows]
     for i in need:  # in node order: a node reads only earlier ones
         node = p.nodes[i]
         if vals[i] is None and isinstance(node, Lin) and all(vals[j] for j, _ in node.terms):
@@ -118,7 +118,7 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None
     for row in (r for conj in case.outputs for r in conj):
         if len(row.a) != p.dim + len(p.outputs):
             raise CheckFailed(f"{where}: output row of {len(row.a)} entries, not d + n_out")
-        [rational(v) for v in row.a + (row.c,)]
+        [rational(v) for v in (*row.a, row.c)]
     pieces = cut(tree, case.inputs, PIECES if run else 1, where)
     if len(pieces) == 1:
         return check_piece(p, case, pieces[0])

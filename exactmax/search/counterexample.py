@@ -38,6 +38,7 @@ from hypothesis import seed as hseed
 from hypothesis import strategies as st
 
 from .. import interruption
+from ..kernel.affine import nonzero
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.polyhedron import Box, Domain
 from ..kernel.program import Program, Unsupported, program_of_maxout, program_of_transformer
@@ -97,8 +98,8 @@ def evaluator_of(model):
 def model_size(model) -> int:
     """The number of non-zero weights of a model (what evaluation and tie sets cost)."""
 
-    def nz(M):
-        return sum(1 for row in M for v in row if v)
+    def nz(M):  # read by the entries of sparse rows and matrices
+        return sum(1 for _, row in nonzero(M) for _ in nonzero(row))
 
     if isinstance(model, MaxoutNetwork):
         n = sum(nz(p.w for p in u.pieces) + len(u.pieces) for l in model.layers for u in l.units)
