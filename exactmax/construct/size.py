@@ -24,6 +24,9 @@ def _count(*matrices) -> tuple[int, int]:
     """(entries, non-zero entries) of matrices given as tuples of rows or flat vectors."""
     total = nonzero = 0
     for M in matrices:
+        if isinstance(M, SparseVector) and isinstance(M.zero, tuple):  # rows, most of them 0
+            total += (len(M) - len(M.values)) * len(M.zero)
+            M = M.values
         for row in M:
             if isinstance(row, SparseVector):
                 total += len(row)
