@@ -322,5 +322,8 @@ def run_import(args) -> int:
             "from the file's real-number meaning by that rounding)"
         )
     if args.domain:
-        print(f"  domain recorded: {args.domain.removeprefix('--domain-from ')}")
+        said = args.domain.removeprefix("--domain-from ")
+        if said.startswith("--box ") and len(said) > 100:  # hundreds of intervals
+            said = f"{said[:60]}... ({said.count(';') + 1} intervals)"
+        print(f"  domain recorded: {said}")
     return EXIT_OK
