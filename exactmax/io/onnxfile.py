@@ -950,12 +950,18 @@ def _floats(g: _Graph, arr: np.ndarray, what: str) -> np.ndarray:
         raise _Refuse(
             f"{what}: weight {list(map(int, bad))} is {arr[tuple(bad)]}, not a finite number"
         )
-    out = _qs(arr) if arr.size else np.empty(arr.shape, dtype=object)
+    if not arr.size:
+        return np.empty(arr.shape, dtype=object)
+    # each distinct non-zero value made exact once (a sparse matrix is mostly zeros)
+    out = np.full(arr.shape, ZERO, dtype=object)
+    at = np.flatnonzero(arr)
+    values, where = np.unique(arr.reshape(-1)[at], return_inverse=True)
+    exact = _qs(values)
+    out.reshape(-1)[at] = exact[where.reshape(-1)]
     g.report.weights += arr.size
-    if arr.size:
-        g.report.max_weight_denominator_bits = max(
-            g.report.max_weight_denominator_bits, max(_den_bits(v) for v in out.reshape(-1))
-        )
+    g.report.max_weight_denominator_bits = max(
+        g.report.max_weight_denominator_bits, max(map(_den_bits, exact), default=0)
+    )
     return out
 
 
