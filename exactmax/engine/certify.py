@@ -146,7 +146,7 @@ class _Oracle:
         return False
 
     def _row(self, row: Row):
-        return z3.Sum([rat(a) * x for a, x in zip(row.a, self.xs) if a] + [rat(row.c)])
+        return z3.Sum([rat(a) * self.xs[t] for t, a in row.nz] + [rat(row.c)])
 
     def interior_point(self, rows: list[Row]):
         """A point of the cell, as deep inside as possible; None if the cell is empty."""

@@ -116,13 +116,13 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
         terms.append((y, L, ints, c))
         D = D.lcm(y.q * L)
         used_strict = used_strict or rows[i].strict
-    a, r = [Z(0)] * len(e[0]), Z(0)  # D sum y_i row_i
+    a, r = dict[int, Z](), Z(0)  # D sum y_i row_i: the coefficients rows touch, constant
     for y, L, ints, c in terms:
         s = y.p * (D // (y.q * L))
         for t, v in ints:
-            a[t] += s * v
+            a[t] = a.get(t, 0) + s * v
         r += s * c
-    if any(v * D != w for v, w in zip(e[0], a) if v or w):
+    if any(v * D != a.pop(t, 0) for t, v in nonzero(e[0])) or any(a.values()):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
     k = e[1] - Q(r, D)
     if k < 0 or (strict and k == 0 and not used_strict):
