@@ -94,14 +94,14 @@ class _Oracle:
         self.float_lp, self.float_calls = floatlp.available(), 0
         self._optimum: dict = {}
         self._dual: DualLP | None = None
-        self._centre: tuple | None = None
+        self._centre: tuple = (None, ())
 
-    def centre(self) -> tuple:
-        """The centre of the box (computed once: same-max leaves ask for it per unit)."""
-        if self._centre is None:
-            assert self.box is not None
-            self._centre = tuple((lo + hi) / 2 for lo, hi in zip(self.box.lower, self.box.upper))
-        return self._centre
+    def centre(self, box: Box) -> tuple:
+        """The centre of ``box``, kept for the last box asked about (same-max leaves ask for
+        their cell's centre once per unit)."""
+        if self._centre[0] is not box:
+            self._centre = (box, tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper)))
+        return self._centre[1]
 
     def _limit(self, solver):
         """Bound a z3 solver by the time left before the deadline (and stop here if the
@@ -571,13 +571,7 @@ def same_max_leaf(
     rf, rg, cf, cg, nf, ng = same_max_roots(f, g, outputs)
     if not rf and not rg:
         return None
-    point = (
-        oracle.centre()
-        if box is not None and box is oracle.box
-        else tuple((lo + hi) / 2 for lo, hi in zip(box.lower, box.upper))
-        if box is not None
-        else oracle.interior_point(rows)
-    )
+    point = oracle.centre(box) if box is not None else oracle.interior_point(rows)
     if point is None:
         return None
     try:
