@@ -509,6 +509,29 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
     m.set_defaults(run=_command("model_command", "run_import"), supervised=True)
 
+    lf = sub.add_parser(
+        "lift",
+        help="rewrite a lattice network written in ReLUs as a shallow Maxout network",
+        description="Read the max/min expression a network computes (max and min written "
+        "in ReLUs, as lattice networks are: a - ReLU(a - b), b + ReLU(a - b), (a + b)/2 -+ "
+        "|a - b|/2, pass-throughs ReLU(a) - ReLU(-a), and trees of these) and write the "
+        "Maxout network of the fewest layers that computes it: a max of mins of affine maps "
+        "becomes two layers. The kernel proves the two equal on all of Q^d (both rewrite, "
+        "by identities, to one lattice normal form) before anything is written. Exit 0 "
+        "when lifted, 3 when the network computes no expression of that kind (a sum of "
+        "maxima of mixed signs).",
+    )
+    lf.add_argument("model", metavar="NET", help="an .onnx file or an exactmax/maxout network")
+    lf.add_argument("-o", "--output", metavar="LIFTED.json", help="write the lifted network")
+    lf.add_argument(
+        "--cert",
+        metavar="C.json",
+        help="write the equivalence certificate (kind lattice, NET = LIFTED on all of Q^d); "
+        "re-check it with exactmax check-cert",
+    )
+    lf.add_argument("--json", action="store_true", help="print one JSON object")
+    lf.set_defaults(run=_command("model_command", "run_lift"), supervised=True)
+
     xo = sub.add_parser(
         "export-onnx",
         help="write a Maxout network or hardmax Transformer as ONNX",

@@ -110,7 +110,16 @@ def run_export_coq(args) -> int:
         )
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     from ..kernel.correspondence import Correspondence
+    from ..kernel.lattice import LatticeForms
 
+    if isinstance(tree, LatticeForms):
+        raise InputError(
+            args.cert,
+            "lattice",
+            "lattice normal forms (what lift and equiv write for networks that compute one "
+            "max/min expression) have no Coq export yet; for A = B on a bounded domain, write an "
+            "equivalence certificate with equiv --certificate-kind equivalence --cert",
+        )
     if isinstance(tree, Correspondence):
         raise InputError(
             args.cert,

@@ -8,7 +8,8 @@
 
 or, instead of "tree", "layerwise": {...} (one claim list per Maxout layer) or
 "correspondence": [{"W": M_1, "b": m_1}, ...] (h^A_l = M_l h^B_l + m_l for l = 1..D: A = B on
-all of Q^d, ``kernel/correspondence.py``).
+all of Q^d, ``kernel/correspondence.py``) or "lattice": {} (both models rewrite to one lattice
+normal form: A = B on all of Q^d, ``kernel/lattice.py``; the kernel computes the forms).
 
     T = {"split": {"a": [...], "c": "p/q"}, "choices": [C...], "ge": T, "lt": T}
       | {"leaf": {"choices": [C...], "same_max": true (optional)}}
@@ -31,6 +32,7 @@ from .. import __version__
 from ..kernel.affine import Affine
 from ..kernel.certificate import Choice, Empty, Farkas, Leaf, Split, TieProof, Tree
 from ..kernel.correspondence import Correspondence
+from ..kernel.lattice import LatticeForms
 from ..kernel.layerwise import Claim, LayerwiseCertificate, UnitImage
 from ..kernel.polyhedron import Box
 from ..kernel.transformer import Transformer
@@ -199,6 +201,8 @@ def certificate_to_json(a, b, domain, cert, stats: dict, witness: dict | None = 
     }
     if isinstance(cert, LayerwiseCertificate):
         out["layerwise"] = layerwise_to_json(cert)
+    elif isinstance(cert, LatticeForms):
+        out["lattice"] = {}
     elif isinstance(cert, Correspondence):
         out["correspondence"] = [
             {"W": [[q_str(v) for v in row] for row in R.W], "b": [q_str(v) for v in R.b]}
@@ -295,10 +299,12 @@ def certificate_shape(root: Cursor) -> dict:
         )
     f = root.fields(
         ("format", "version", "claim", "models", "domain"),
-        ("tree", "layerwise", "correspondence", "stats", "exactmax_version", "meta"),
+        ("tree", "layerwise", "correspondence", "lattice", "stats", "exactmax_version", "meta"),
     )
-    if sum(k in f for k in ("tree", "layerwise", "correspondence")) != 1:
-        raise root.error('expected exactly one of "tree", "layerwise" or "correspondence"')
+    if sum(k in f for k in ("tree", "layerwise", "correspondence", "lattice")) != 1:
+        raise root.error(
+            'expected exactly one of "tree", "layerwise", "correspondence" or "lattice"'
+        )
     f["format"].string((CERTIFICATE,))
     if "exactmax_version" in f:
         f["exactmax_version"].string()
@@ -332,11 +338,14 @@ def load_certificate(path: str):
     if "witness" in df:
         wf = df["witness"].fields((), ("interior", "member", "flat", "empty"))
         witness = {k: c.vector(dim if k in ("interior", "member") else None) for k, c in wf.items()}
-    tree: Tree | LayerwiseCertificate | Correspondence
+    tree: Tree | LayerwiseCertificate | Correspondence | LatticeForms
     if "tree" in f:
         tree = read_tree(f["tree"], dim)
     elif "layerwise" in f:
         tree = read_layerwise(f["layerwise"], models["a"])
+    elif "lattice" in f:
+        f["lattice"].fields(())
+        tree = LatticeForms()
     else:
         tree = read_correspondence(f["correspondence"], models["a"], models["b"])
     return models["a"], models["b"], domain, tree, hashes, witness

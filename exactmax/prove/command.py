@@ -458,7 +458,9 @@ def run_check_cert(args) -> int:
     if facts.empty:
         return answer_vacuous(args, about, binding, PAIR_OPTIONS)
     from ..kernel.correspondence import Correspondence
+    from ..kernel.lattice import LatticeForms
 
+    everywhere = isinstance(tree, (Correspondence, LatticeForms))
     if args.json:
         print(
             jsonout.dumps(
@@ -472,11 +474,16 @@ def run_check_cert(args) -> int:
                     "kernel_check_s": kernel_s,
                     "files": binding.as_json(),
                 }
-                | ({"everywhere": True} if isinstance(tree, Correspondence) else {})
+                | ({"everywhere": True} if everywhere else {})
             )
         )
     else:
-        if isinstance(tree, Correspondence):
+        if isinstance(tree, LatticeForms):
+            print(
+                f"valid: the kernel rewrote both models to one lattice normal form ({leaves} "
+                f"atoms); A = B on all of Q^{a.input_dim}, hence on the domain"
+            )
+        elif isinstance(tree, Correspondence):
             print(
                 f"valid: the kernel checked a layer correspondence of {leaves} units; A = B "
                 f"on all of Q^{a.input_dim}, hence on the domain"
@@ -492,10 +499,13 @@ def certificate_kind_written(cert) -> str:
     """The kind of an equivalence certificate (``--json``'s ``certificate_kind``): layerwise,
     correspondence, or equivalence (one split tree for A - B = 0 over the domain)."""
     from ..kernel.correspondence import Correspondence
+    from ..kernel.lattice import LatticeForms
     from ..kernel.layerwise import LayerwiseCertificate
 
     if isinstance(cert, Correspondence):
         return "correspondence"
+    if isinstance(cert, LatticeForms):
+        return "lattice"
     if isinstance(cert, LayerwiseCertificate):
         return "layerwise"
     return "equivalence"

@@ -1,0 +1,135 @@
+"""Lattice normal forms: Maxout networks A and B (a ReLU unit is max(z, 0)) equal on all of Q^d
+because both rewrite, by identities only, into one expression; nothing but the rule is given.
+
+Terms.  A term is sum_K c_K K + a(x): rational coefficients on atoms K plus an affine map a of
+x in Q^d; an atom is max(N), N a set of at least two distinct terms.  Units become terms layer
+by layer (h^0 = x; a piece w . h + b is a linear combination of terms).  A unit whose pieces
+give the set S of distinct terms is its one term if |S| = 1, else max(S) = m + k max(N) with m
+the mean of S, N = (S - m) / k and k > 0 the largest |number| in S - m (max(S) = m + max(S - m)
+and max(S) = k max(S / k) for k > 0); equal sets N are one atom.  N does not change when S is
+translated by a term or scaled by a factor > 0: so max(z, 0) and max(-z, 0) are one atom with
+offsets z/2 and -z/2 (their difference z comes out by linear arithmetic), and so are a
+duplicated unit, a unit rescaled, units or pieces permuted, a + max(0, b - a, ...) against
+max(a, b, ...); a unit of one piece passes its term through.
+
+Reading.  depth(K) = 1 + the largest depth of an atom in K's set (0 if none).  A term with
+atoms, K_1..K_r its atoms of the greatest depth with coefficients c_i all > 0 (all < 0) and L
+the rest, reads as the max (the min) of the terms L + sum_i c_i t_i, one t_i from each K_i's
+set: c max(T) = max(cT) for c > 0 and min(cT) for c < 0, L + max(T) = max(L + T), and a sum
+of maxima (of minima) is the max (min) over one choice per summand.  Each of these terms is
+read in turn (its atoms are shallower); an affine map is a leaf; a max among the arguments of
+a max is merged into it (a min into a min); an argument repeated counts once; a max of one
+argument is that argument.  Mixed signs among the deepest atoms, more than COMBINATIONS choices,
+or more than READS terms read in one check: no reading.
+
+Check: for every output, A's and B's terms are equal, or both read as the same expression
+(arguments compared as sets).  Every step is an identity of functions on Q^d: A = B on Q^d."""
+
+from dataclasses import dataclass
+from itertools import product
+
+from .affine import nonzero
+from .errors import CheckFailed
+from .maxout import MaxoutNetwork, check_maxout_shapes
+from .rational import ONE, ZERO
+
+COMBINATIONS = 1 << 14  # the most terms a reading of one term builds
+READS = 1 << 20  # the most terms read in one check
+Term = tuple  # ((atom, c), ... by atom, c != 0), (a_1, ..., a_d, a_0)
+
+
+@dataclass(frozen=True, slots=True)
+class LatticeForms:
+    """The certificate of this rule: it names the rule; the kernel computes the rest."""
+
+
+class Forms:
+    """The atoms of one check (shared by both networks): their sets and depths."""
+
+    def __init__(self, dim: int):
+        self.dim, self.sets, self.depth, self.index = dim, [], [], {}
+        self.read_memo: dict = {}
+        self.reads = 0
+
+    def lin(self, parts, const=ZERO) -> Term:
+        """sum c t over the (c, t) in parts, plus const."""
+        atoms: dict = {}
+        aff = [ZERO] * self.dim + [const]
+        for c, (ts, a) in parts:
+            for k, v in ts:
+                atoms[k] = atoms.get(k, ZERO) + c * v
+            for j, v in enumerate(a):
+                if v:
+                    aff[j] += c * v
+        return tuple(sorted((k, v) for k, v in atoms.items() if v)), tuple(aff)
+
+    def unit(self, pieces: set) -> Term:
+        """The term of max(pieces): m + k [N] (module docstring)."""
+        if len(pieces) == 1:
+            return next(iter(pieces))
+        m = self.lin((ONE / len(pieces), t) for t in pieces)
+        T = [self.lin(((ONE, t), (-ONE, m))) for t in pieces]
+        k = max(abs(v) for ts, a in T for v in (*(v for _, v in ts), *a))
+        N = frozenset(self.lin(((ONE / k, t),)) for t in T)
+        if N not in self.index:
+            self.index[N] = len(self.sets)
+            self.sets.append(N)
+            self.depth.append(1 + max((self.depth[a] for ts, _ in N for a, _ in ts), default=0))
+        return self.lin(((ONE, m), (k, (((self.index[N], ONE),), (ZERO,) * (self.dim + 1)))))
+
+    def outputs(self, net: MaxoutNetwork) -> list[Term]:
+        """The terms of net's outputs."""
+        h = [((), tuple(ONE if i == j else ZERO for i in range(self.dim + 1))) for j in range(self.dim)]
+        for layer in net.layers:
+            h = [self.unit({self.lin(((v, h[j]) for j, v in nonzero(p.w)), p.b) for p in u.pieces}) for u in layer.units]
+        if net.output is None:
+            return h
+        return [self.lin(((v, h[j]) for j, v in nonzero(w)), c) for w, c in zip(net.output.W, net.output.b)]
+
+    def read(self, t: Term):
+        """The reading of t (module docstring): ("affine", a), ("max" | "min", frozenset), or None."""
+        if t in self.read_memo:
+            return self.read_memo[t]
+        ts, a = t
+        if not ts:
+            return ("affine", a)
+        top = max(self.depth[k] for k, _ in ts)
+        deep = [(k, c) for k, c in ts if self.depth[k] == top]
+        op = "max" if all(c > 0 for _, c in deep) else "min" if all(c < 0 for _, c in deep) else None
+        n = 1
+        for k, _ in deep:
+            n *= len(self.sets[k])
+        out = None
+        self.reads += n
+        if op is not None and n <= COMBINATIONS and self.reads <= READS:
+            rest = (ONE, (tuple(kc for kc in ts if self.depth[kc[0]] != top), a))
+            args: set = set()
+            for choice in product(*(self.sets[k] for k, _ in deep)):
+                r = self.read(self.lin((rest, *((c, s) for (_, c), s in zip(deep, choice)))))
+                if r is None:
+                    args = None
+                    break
+                args |= r[1] if r[0] == op else {r}
+            if args is not None:
+                out = next(iter(args)) if len(args) == 1 else (op, frozenset(args))
+        self.read_memo[t] = out
+        return out
+
+
+def check_lattice(a: MaxoutNetwork, b: MaxoutNetwork) -> int:
+    """Accept iff A and B have equal lattice normal forms (module docstring): then A = B on all of
+    Q^d.  Returns the atoms built."""
+    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
+        raise CheckFailed("lattice: both models must be Maxout networks")
+    try:
+        check_maxout_shapes(a)
+        check_maxout_shapes(b)
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"a model is malformed: {e}") from None
+    if a.input_dim != b.input_dim or a.out_dim != b.out_dim:
+        raise CheckFailed("lattice: the networks differ in inputs or outputs")
+    F = Forms(a.input_dim)
+    for o, (ta, tb) in enumerate(zip(F.outputs(a), F.outputs(b))):
+        if ta != tb and (F.read(ta) is None or F.read(ta) != F.read(tb)):
+            raise CheckFailed(f"lattice: output {o}: the normal forms of A and B differ")
+    return len(F.sets)
