@@ -591,7 +591,7 @@ def tree_of(t: dict):
     r = t["relaxed"]
     return Relaxed(
         tuple(_choice_of(c) for c in r["choices"]),
-        tuple(_upper_of(u) for u in r["uppers"]),
+        tuple(None if u is None else _upper_of(u) for u in r["uppers"]),
         tuple(_proof_of(p) for p in r["proofs"]),
     )
 

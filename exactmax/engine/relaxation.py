@@ -522,7 +522,11 @@ def build_relaxed_tree(
     build the subtree of such an open cell alone."""
     try:
         net = _layers_of(p, case)
-    except _Unsupported:
+    except _Unsupported:  # Max nodes of any arity in few dimensions: interval bounds
+        from . import intervals
+
+        if start is None and intervals.applies(p, case):
+            return intervals.build_interval_tree(p, case, limits, violated)
         return None
     d, rows0 = p.dim, domain_rows(case.inputs)
     # (row index, coefficient, bound) lower, upper

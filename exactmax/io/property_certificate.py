@@ -91,7 +91,7 @@ def _tree(t) -> dict:
         return {
             "relaxed": {
                 "choices": [_choice(*c) for c in t.choices],
-                "uppers": [_upper(u) for u in t.uppers],
+                "uppers": [None if u is None else _upper(u) for u in t.uppers],
                 "proofs": [_proof(p) for p in t.proofs],
             }
         }
@@ -183,7 +183,10 @@ def _read_relaxed(cur: Cursor):
     f = cur.fields(("relaxed",))["relaxed"].fields(("choices", "uppers", "proofs"))
     return Relaxed(
         tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
-        tuple(_read_upper(u) for u in f["uppers"].items(what="upper function")),
+        tuple(
+            None if u.value is None else _read_upper(u)
+            for u in f["uppers"].items(what="upper function")
+        ),
         tuple(_read_proof(p) for p in f["proofs"].items(what="proof")),
     )
 

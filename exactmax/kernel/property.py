@@ -6,8 +6,9 @@ the cell), ``Excluded`` (choices fixing every Max node the outputs read, y = M x
 a proof that the cell's rows and O_j's have no common point) or ``Relaxed`` (``relax``): each Max
 node i the outputs read that no choice fixes becomes, in node order, a variable v_i of
 z = (x, v ...) with rows v_i - A_j >= 0 (each argument) and u_i - v_i >= 0, u_i = sum_j lam_j A_j
-+ beta proved >= every A_j on the rows so far (u_i = A_j: v_i = A_j, no variable); then a proof
-per O_j, y affine in z.  Sound: z = (x, the true values) meets every row (v_i = max_j A_j <= u_i).
++ beta proved >= every A_j on the rows so far (u_i = A_j: v_i = A_j, no variable; None: no row
+u_i - v_i); then a proof per O_j, y affine in z.  Sound: z = (x, the true values) meets every row
+(v_i = max_j A_j <= u_i).
 A proof is Farkas multipliers for 0 > 0; or a ``Phase``: a split on which argument of Max node i
 attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with its own proof (at
 the true z an argmax k's rows hold); or a ``Tighten``: for Max nodes i in turn, u proved >= every
@@ -59,7 +60,7 @@ class Excluded:
 @dataclass(frozen=True, slots=True)
 class Relaxed:
     choices: Choices
-    uppers: tuple[Upper, ...]  # one per Max node of the cone without a map, in index order
+    uppers: tuple[Upper | None, ...]  # one per Max node of the cone without a map, in index order
     proofs: tuple[Farkas | Phase, ...]  # one per conjunction O_j of the case
 
 
@@ -80,12 +81,13 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
         if i not in up:
             continue
         u, args = up[i], [vals[j] for j in node.args]
-        uf = upper_map(u, args, rows, D, f"{at}, node {i}")
+        uf = None if u is None else upper_map(u, args, rows, D, f"{at}, node {i}")
         if (k := _argument(u)) is not None:
             vals[i] = args[k]
         else:
             vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
-            rows += [Row(*_sub(vals[i], A)) for A in args] + [Row(*_sub(uf, vals[i]))]
+            rows += [Row(*_sub(vals[i], A)) for A in args]
+            rows += [Row(*_sub(uf, vals[i]))] if uf else []
     return vals, rows
 
 
@@ -99,7 +101,9 @@ def upper_map(u: Upper, args: list, rows: list[Row], D: int, at: str):
     return uf
 
 
-def _argument(u: Upper) -> int | None:  # j if u = A_j (lam = e_j, beta = 0): v = A_j
+def _argument(u: Upper | None) -> int | None:  # j if u = A_j (lam = e_j, beta = 0): v = A_j
+    if u is None:
+        return None
     nz = [j for j, w in enumerate(u.lam) if w]
     return nz[0] if len(nz) == 1 and u.lam[nz[0]] == 1 and u.beta == 0 else None
 
