@@ -608,6 +608,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the counterexample search that runs before the proof",
     )
     ck.add_argument(
+        "--no-lift",
+        action="store_true",
+        help="decide on the network as given: by default a network that computes a max/min "
+        "expression in ReLUs (a lattice network) is lifted to its shallow Maxout form "
+        "(exactmax lift), proved equal by the kernel, and decided there",
+    )
+    ck.add_argument(
         "--no-relax",
         action="store_true",
         help="no relaxed leaves (every ReLU/Max fixed on each cell), in this "

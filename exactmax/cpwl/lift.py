@@ -15,7 +15,7 @@ argument can be merged further; rank = the most arguments of a node."""
 
 from __future__ import annotations
 
-from ..kernel.affine import Affine
+from ..kernel.affine import Affine, nonzero
 from ..kernel.lattice import Forms
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from ..kernel.rational import ONE, ZERO
@@ -111,3 +111,55 @@ def _piece(w: dict, b, width: int) -> Piece:
 def lift(net: MaxoutNetwork) -> MaxoutNetwork:
     """The lifted network (module docstring); NotLattice where an output has no reading."""
     return lattice_network(readings(net), net.input_dim, meta=net.meta)
+
+
+LIFT_WORK = 5_000_000
+"""``worth_lifting``: the most (non-zero weights) x (input dimension + 1) it tries."""
+
+
+def worth_lifting(net: MaxoutNetwork) -> bool:
+    """Does ``check`` try to lift net: a layer holds a pass-through pair (units max(z, 0) and
+    max(-z, 0): how lattice networks carry values in ReLUs), and the normal forms are cheap
+    (non-zero weights x (d + 1) at most LIFT_WORK).  ACAS Xu's and MNIST's networks hold no
+    such pair: they are not tried."""
+    work = 0
+    for layer in net.layers:
+        work += sum(len(list(nonzero(p.w))) for u in layer.units for p in u.pieces)
+    if work * (net.input_dim + 1) > LIFT_WORK:
+        return False
+    for layer in net.layers:
+        seen = set()
+        for u in layer.units:
+            if len(u.pieces) != 2:
+                continue
+            z = [p for p in u.pieces if any(p.w) or p.b]
+            if len(z) != 1:
+                continue
+            key = (tuple(z[0].w), z[0].b)
+            if (tuple(-v for v in key[0]), -key[1]) in seen:
+                return True
+            seen.add(key)
+    return False
+
+
+def lift_checked(net: MaxoutNetwork):
+    """(the lifted network, proved equal to net by the kernel, and a report), or (None, the
+    reason it was not lifted)."""
+    import time
+
+    from ..kernel.errors import CheckFailed
+    from ..kernel.lattice import check_lattice
+
+    t0 = time.monotonic()
+    try:
+        lifted = lift(net)
+        atoms = check_lattice(lifted, net)
+    except (NotLattice, CheckFailed) as e:
+        return None, str(e)
+    return lifted, {
+        "layers": [len(net.layers), len(lifted.layers)],
+        "widths": [l.width for l in lifted.layers],
+        "ranks": [l.rank for l in lifted.layers],
+        "atoms": atoms,
+        "lift_s": round(time.monotonic() - t0, 3),
+    }

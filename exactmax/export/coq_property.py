@@ -197,9 +197,16 @@ def export_command(args) -> int:
     from . import coqcheck
 
     module = os.path.splitext(os.path.basename(args.output))[0]
-    net, prop, trees, hashes = read_property_certificate(
+    net, prop, trees, hashes, lifted = read_property_certificate(
         Cursor(args.cert, "", read_json_file(args.cert))
     )
+    if lifted is not None:
+        raise InputError(
+            args.cert,
+            "lifted",
+            "a certificate about the lifted form of the network (lattice normal forms have no "
+            "Coq export yet): make one without lifting with exactmax check --no-lift --no-relax",
+        )
     if any(_has_relaxed(tree) for tree in trees):
         raise InputError(
             args.cert,

@@ -105,11 +105,18 @@ def _tree(t) -> dict:
 
 
 def property_certificate_to_json(
-    net, model_path: str, prop_path: str, prop_text: str, trees, stats: dict
+    net, model_path: str, prop_path: str, prop_text: str, trees, stats: dict, lifted=None
 ) -> dict:
+    """The certificate; ``lifted``: the trees are about this network, which the kernel proves
+    equal to ``net`` on all of Q^d by lattice normal forms (``kernel/lattice.py``)."""
     jm = model_to_json(net)
     jm.pop("meta", None)
-    return {
+    extra = {}
+    if lifted is not None:
+        jl = model_to_json(lifted)
+        jl.pop("meta", None)
+        extra = {"lifted": {"model": jl}}
+    return extra | {
         "format": PROPERTY_CERTIFICATE,
         "version": 1,
         "exactmax_version": __version__,
@@ -215,14 +222,14 @@ def peek_property_certificate(path: str) -> bool:
 
 
 def read_property_certificate(root: Cursor):
-    """(network, property, trees, {"model": sha, "model_file": sha, "property": sha}); the
-    embedded hashes are recomputed and must match."""
+    """(network, property, trees, {"model": sha, "model_file": sha, "property": sha}, the lifted
+    network the trees are about or None); the embedded hashes are recomputed and must match."""
     from .vnnlib import _read, _Syntax
     from .vnnlib2 import QueryError, is_vnnlib2, parse_query, single_property
 
     f = root.fields(
         ("format", "version", "claim", "model", "property", "cases"),
-        ("stats", "exactmax_version", "meta"),
+        ("stats", "exactmax_version", "meta", "lifted"),
     )
     f["format"].string((PROPERTY_CERTIFICATE,))
     if "exactmax_version" in f:
@@ -248,6 +255,11 @@ def read_property_certificate(root: Cursor):
         raise pf["vnnlib"].error(f"line {e.line}, column {e.col}: {e}") from None
     except RecursionError:
         raise pf["vnnlib"].error("formulas nested too deeply") from None
+    lifted = None
+    if "lifted" in f:  # the trees are about this network, proved equal to net (lattice forms)
+        lifted = read_model(f["lifted"].fields(("model",))["model"], (MAXOUT,))
+        if lifted.input_dim != net.input_dim or lifted.out_dim != net.out_dim:
+            raise f["lifted"].error("the lifted network's inputs or outputs are not the network's")
     leaves = {"empty": _read_empty, "excluded": _read_excluded, "relaxed": _read_relaxed}
     trees = tuple(
         read_tree(c, net.input_dim, leaves)
@@ -258,6 +270,7 @@ def read_property_certificate(root: Cursor):
         prop,
         trees,
         {"model": mf["sha256"].value, "model_file": mf["file_sha256"].string(), "property": sha},
+        lifted,
     )
 
 

@@ -26,14 +26,18 @@ def check_property_cert(args, root) -> int:
     from .about import cert_rejected
     from .binding import PROPERTY_OPTIONS, compare_property_files, refuse_binding
 
-    net, prop, trees, hashes = read_property_certificate(root)
+    net, prop, trees, hashes, lifted = read_property_certificate(root)
     binding = compare_property_files(args, hashes)
     sha = {k: hashes[k] for k in ("model", "model_file", "property")}
     if binding.mismatch is not None:
         return refuse_binding(args, binding, sha)
     t0 = time.monotonic()
     try:
-        leaves = check_property(net, prop.cases, trees)
+        if lifted is not None:  # the trees are about the lifted network: first lifted = net
+            from ..kernel.lattice import check_lattice
+
+            check_lattice(lifted, net)
+        leaves = check_property(lifted or net, prop.cases, trees)
     except CheckFailed as e:
         return cert_rejected(args, str(e), sha, binding)
     if args.json:
@@ -45,6 +49,7 @@ def check_property_cert(args, root) -> int:
                     "sha256": sha,
                     "certificate_format": "exactmax/property-certificate",
                     "leaves": leaves,
+                    "lifted": lifted is not None,
                     "kernel_check_s": round(time.monotonic() - t0, 3),
                     "files": binding.as_json(),
                 }
@@ -52,6 +57,11 @@ def check_property_cert(args, root) -> int:
         )
     else:
         print(f"valid: the kernel checked {leaves} cells; the property's query is unsat")
+        if lifted is not None:
+            print(
+                "  the cells are the lifted form's, which the kernel proved equal to the network "
+                "on all of Q^d (lattice normal forms)"
+            )
         print(
             f"  about: model sha256 {hashes['model'][:16]}... (file "
             f"{hashes['model_file'][:16]}...), property sha256 {hashes['property'][:16]}..."
@@ -191,7 +201,7 @@ def check_json(a, sha: dict, time_s: float, timed_out: bool) -> dict:
     return out
 
 
-def property_certificate(net, model_path: str, prop_path: str, a) -> dict:
+def property_certificate(net, model_path: str, prop_path: str, a, lifted=None) -> dict:
     """The JSON object ``check --cert`` writes for ``decide_check``'s unsat answer ``a``: the
     network and the property's text embedded (read again from ``prop_path``), bound by their
     sha256."""
@@ -206,6 +216,7 @@ def property_certificate(net, model_path: str, prop_path: str, a) -> dict:
         text,
         a.trees,
         {k: a.stats[k] for k in ("leaves", "splits") if k in a.stats},
+        lifted,
     )
 
 
@@ -224,8 +235,17 @@ def run_check(args) -> int:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     net, prop = _network_and_property(args)
     sha = _hashes(args, net, prop)  # before the units: the limit leaves them what remains
+    lifted, lift_report = None, None
+    if not getattr(args, "no_lift", False):
+        from ..cpwl.lift import lift_checked, worth_lifting
+
+        if worth_lifting(net):
+            with phase("lifting the network"):
+                lifted, lift_report = lift_checked(net)
+            if lifted is None:
+                lift_report = {"not_lifted": lift_report}
     a, timed_out = decide_check(
-        net,
+        lifted or net,
         prop,
         timeout=args.timeout,
         parallel=args,
@@ -235,7 +255,14 @@ def run_check(args) -> int:
         progress_shown=shown(args),
         started=started,
     )
+    if lifted is not None and a.result == "sat":  # the point, on the network itself
+        from ..kernel.maxout import evaluate_maxout
+
+        if evaluate_maxout(net, a.x) != a.y:  # cannot be: the kernel proved them equal
+            raise RuntimeError("the lifted network and the network differ at a point")
     out = check_json(a, sha, round(time.monotonic() - started, 3), timed_out)
+    if lift_report is not None:
+        out["lifted"] = lift_report
     if a.result == "sat" and args.counterexample:
         write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
         out["counterexample_file"] = args.counterexample
@@ -243,12 +270,21 @@ def run_check(args) -> int:
         from ..io.property_certificate import write_property_certificate
 
         with phase(f"writing the certificate {args.cert}"):
-            doc = property_certificate(net, args.model, args.property, a)
+            doc = property_certificate(net, args.model, args.property, a, lifted)
             write_property_certificate(args.cert, doc)
         out["certificate"] = args.cert
     if args.json:
         print(jsonout.dumps(out))
-    elif a.result == "sat":
+        return {"sat": EXIT_REFUTED, "unsat": EXIT_OK}.get(a.result, EXIT_UNKNOWN)
+    if lifted is not None:
+        r = lift_report
+        print(
+            f"lifted: the network computes a max/min expression; decided on its Maxout form of "
+            f"{r['layers'][1]} layers (widths {', '.join(map(str, r['widths']))}; from "
+            f"{r['layers'][0]}), proved equal by the kernel (lattice normal forms, "
+            f"{r['lift_s']:.2f} s)"
+        )
+    if a.result == "sat":
         print(
             f"sat: a counterexample, exact and evaluated by the kernel (found by the "
             f"{a.stats.get('found_by')}): x is in the input set and f(x) satisfies "
