@@ -409,8 +409,11 @@ def _widths(net: MaxoutNetwork) -> str:
 
 def _not_lifted(args, reason: str, seconds: float) -> int:
     if args.json:
-        print(jsonout.dumps({"verdict": "unknown", "trust": None, "reason": reason,
-                             "lift_s": round(seconds, 3)}))
+        print(
+            jsonout.dumps(
+                {"verdict": "unknown", "trust": None, "reason": reason, "lift_s": round(seconds, 3)}
+            )
+        )
     else:
         print(f"not lifted: {reason}")
     return EXIT_UNKNOWN

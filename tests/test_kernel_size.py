@@ -41,7 +41,10 @@ programs, unmerged forms, pair cases and cut trees compared with the previous ke
 models) took back 89 lines: helpers used once folded in (``_output``, ``_opposite``, ``_columns``),
 statements that ``ruff format`` spread over several lines rewritten to fit one, three module
 docstrings tightened, and ``from __future__ import annotations`` dropped from the 12 modules that
-need no postponed annotation; 2,000 in all, 1,040 the core.  The physical caps
+need no postponed annotation; 2,000 in all, 1,040 the core.  #34 added the lattice normal
+forms (``lattice.py``: lattice networks written in ReLUs proved equal to their shallow Maxout
+form, A = B on all of Q^d) and a relaxed node without an upper function (4 lines in
+``property.py``): 2,139 in all, 1,041 the core, 1,500 code lines.  The physical caps
 below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
 lines are capped at 1,500 and 1,000.
 """
@@ -84,7 +87,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2000, 1040)  # the whole kernel, its core
+PHYSICAL_CAP = (2139, 1041)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

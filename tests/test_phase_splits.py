@@ -126,7 +126,7 @@ def test_the_producer_closes_the_hand_case_by_phases_and_the_certificate_round_t
     from exactmax import schemas
 
     schemas.validator("property-certificate").validate(doc)  # the schema describes phases
-    net2, prop2, trees2, _ = read_property_certificate(Cursor("c.json", "", doc))
+    net2, prop2, trees2, _, _ = read_property_certificate(Cursor("c.json", "", doc))
     assert trees2 == a.trees and check_property(net2, prop2.cases, trees2) == 1
     # a phase whose node is not a number is refused by the reader, in one line
     text = json.dumps(doc).replace('"phase": {"node": ', '"phase": {"node": "x", "was": ', 1)
@@ -271,7 +271,7 @@ def test_a_branch_may_tighten_an_upper_function_and_each_wrong_part_is_rejected(
     from exactmax import schemas
 
     schemas.validator("property-certificate").validate(doc)
-    net2, prop2, trees2, _ = read_property_certificate(Cursor("c.json", "", doc))
+    net2, prop2, trees2, _, _ = read_property_certificate(Cursor("c.json", "", doc))
     assert trees2 == (good,) and check_property(net2, prop2.cases, trees2) == 1
     # and through the work units' own reader (trees cross processes as this JSON)
     from exactmax.engine.parallel import _proof_of

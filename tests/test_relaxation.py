@@ -57,7 +57,7 @@ def test_a_relaxed_certificate_of_a_deep_network_is_accepted_and_round_trips(tmp
     onnx.write_text("{}")
     doc = property_certificate_to_json(net, str(onnx), path, open(path).read(), a.trees, {})
     doc = json.loads(json.dumps(doc))
-    net2, prop2, trees2, _ = read_property_certificate(Cursor("c.json", "", doc))
+    net2, prop2, trees2, _, _ = read_property_certificate(Cursor("c.json", "", doc))
     assert trees2 == a.trees
     assert check_property(net2, prop2.cases, trees2) == a.stats["leaves_checked"]
 

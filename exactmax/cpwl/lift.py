@@ -15,6 +15,8 @@ argument can be merged further; rank = the most arguments of a node."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..kernel.affine import Affine, nonzero
 from ..kernel.lattice import Forms
 from ..kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
@@ -64,13 +66,14 @@ def lattice_network(trees: list, dim: int, meta=None) -> MaxoutNetwork:
 
     xunits: dict = {}  # (j, k): the unit of layer k that passes x_j through
 
-    def val(n, k):
+    def val(n, k) -> tuple[dict, Any]:
         if n[0] != "affine":
             return value[(n, k)]
         w = {j if k == 0 else xunits[(j, k)]: v for j, v in enumerate(n[1][:dim]) if v}
         return w, n[1][dim]
 
-    layers = []
+    layers: list[Layer] = []
+    canon: dict = {}
     for k in range(1, depth + 1):
         units: list[Unit] = []
         width_prev = dim if k == 1 else len(layers[-1].units)
@@ -78,7 +81,7 @@ def lattice_network(trees: list, dim: int, meta=None) -> MaxoutNetwork:
             for j in range(dim):  # x_j passed through
                 xunits[(j, k)] = len(units)
                 units.append(Unit((_piece(*val(("affine", _e(j, dim)), k - 1), width_prev),)))
-        for n in sorted((n for n in need[k] if n[0] != "affine"), key=repr):
+        for n in sorted((n for n in need[k] if n[0] != "affine"), key=lambda n: _canon(n, canon)):
             if h[n] < k:  # passed through
                 value[(n, k)] = ({len(units): ONE}, ZERO)
                 units.append(Unit((_piece(*val(n, k - 1), width_prev),)))
@@ -86,7 +89,7 @@ def lattice_network(trees: list, dim: int, meta=None) -> MaxoutNetwork:
                 s = ONE if n[0] == "max" else -ONE
                 value[(n, k)] = ({len(units): s}, ZERO)
                 pieces = []
-                for c in sorted(n[1], key=repr):
+                for c in sorted(n[1], key=lambda n: _canon(n, canon)):
                     w, b = val(c, k - 1)
                     pieces.append(_piece({u: s * v for u, v in w.items()}, s * b, width_prev))
                 units.append(Unit(tuple(pieces)))
@@ -98,6 +101,17 @@ def lattice_network(trees: list, dim: int, meta=None) -> MaxoutNetwork:
         rows.append(tuple(w.get(u, ZERO) for u in range(width)))
         consts.append(b)
     return MaxoutNetwork(dim, tuple(layers), Affine(tuple(rows), tuple(consts), width), meta=meta)
+
+
+def _canon(node, memo: dict) -> str:
+    """A text of the expression that does not depend on hashing (arguments sorted): the order
+    of units in the lifted network, so that the same network lifts to the same file."""
+    if node not in memo:
+        if node[0] == "affine":
+            memo[node] = "a(" + ",".join(map(str, node[1])) + ")"
+        else:
+            memo[node] = node[0] + "(" + ",".join(sorted(_canon(c, memo) for c in node[1])) + ")"
+    return memo[node]
 
 
 def _e(j: int, dim: int) -> tuple:

@@ -136,7 +136,7 @@ class _Leaf:
             return self.memo[key]
         node = self.prog.p.nodes[i]
         if isinstance(node, Lin):
-            val, proof = node.c, {}
+            val, proof = node.c, dict[tuple, Q]()
             for coef, get in [(v, lambda s, t=t: self._x(t, s)) for t, v in node.x] + [
                 (v, lambda s, j=j: self.bound(j, s)) for j, v in node.terms
             ]:
@@ -148,11 +148,11 @@ class _Leaf:
                 ups = [self.bound(j, True) for j in node.args]
                 beta = max(b for b, _ in ups)
                 self.uppers[i] = (beta, [pr for _, pr in ups])
-            val, proof = self.uppers[i][0], {("up", i): ONE}
+            val, proof = self.uppers[i][0], dict[tuple, Q]({("up", i): ONE})
         else:
             j = max(range(len(node.args)), key=lambda k: self.iv[node.args[k]][0])
             b, pr = self.bound(node.args[j], False)
-            val, proof = b, {("low", i, j): ONE}
+            val, proof = b, dict[tuple, Q]({("low", i, j): ONE})
             _add(proof, pr, ONE)
         self.memo[key] = (val, proof)
         return val, proof
@@ -204,7 +204,7 @@ class _Leaf:
                     out.append((index[k], y))
             return tuple(sorted(out))
 
-        uppers = []
+        uppers: list[Upper | None] = []
         for i in self.prog.maxes:
             if i in self.uppers:
                 beta, prs = self.uppers[i]

@@ -27,6 +27,7 @@ Check: for every output, A's and B's terms are equal, or both read as the same e
 
 from dataclasses import dataclass
 from itertools import product
+from math import prod
 
 from .affine import nonzero
 from .errors import CheckFailed
@@ -56,20 +57,18 @@ class Forms:
     """The atoms of one check (shared by both networks): their sets and depths."""
 
     def __init__(self, dim: int):
-        self.dim, self.sets, self.depth, self.index = dim, [], [], {}
-        self.read_memo: dict = {}
-        self.reads = 0
+        self.sets, self.depth, self.index = list[frozenset](), list[int](), dict[frozenset, int]()
+        self.dim, self.memo, self.reads = dim, dict[Term, object](), 0
 
     def lin(self, parts, const=ZERO) -> Term:
         """sum c t over the (c, t) in parts, plus const."""
         atoms: dict = {}
-        aff = [ZERO] * self.dim + [const]
+        aff = [ZERO] * self.dim + [ZERO + const]
         for c, (ts, a) in parts:
             for k, v in ts:
                 atoms[k] = atoms.get(k, ZERO) + c * v
             for j, v in enumerate(a):
-                if v:
-                    aff[j] += c * v
+                aff[j] += c * v
         return Term((tuple(sorted((k, v) for k, v in atoms.items() if v)), tuple(aff)))
 
     def unit(self, pieces: set) -> Term:
@@ -87,41 +86,32 @@ class Forms:
         return self.lin(((ONE, m), (k, (((self.index[N], ONE),), (ZERO,) * (self.dim + 1)))))
 
     def outputs(self, net: MaxoutNetwork) -> list[Term]:
-        """The terms of net's outputs."""
-        h = [Term(((), tuple(ONE if i == j else ZERO for i in range(self.dim + 1)))) for j in range(self.dim)]
+        """The terms of net's outputs (h^0 = x; a piece or an output row: w . h + b)."""
+        e = (ZERO,) * (self.dim + 1)
+        row = lambda h, w, b: self.lin(((v, h[j]) for j, v in nonzero(w)), b)  # noqa: E731
+        h = [Term(((), e[:j] + (ONE,) + e[j + 1 :])) for j in range(self.dim)]
         for layer in net.layers:
-            h = [self.unit({self.lin(((v, h[j]) for j, v in nonzero(p.w)), p.b) for p in u.pieces}) for u in layer.units]
-        if net.output is None:
-            return h
-        return [self.lin(((v, h[j]) for j, v in nonzero(w)), c) for w, c in zip(net.output.W, net.output.b)]
+            h = [self.unit({row(h, p.w, p.b) for p in u.pieces}) for u in layer.units]
+        out = net.output
+        return h if out is None else [row(h, w, c) for w, c in zip(out.W, out.b)]
 
     def read(self, t: Term):
-        """The reading of t (module docstring): ("affine", a), ("max" | "min", frozenset), or None."""
-        if t in self.read_memo:
-            return self.read_memo[t]
-        ts, a = t
-        if not ts:
-            return ("affine", a)
-        top = max(self.depth[k] for k, _ in ts)
-        deep = [(k, c) for k, c in ts if self.depth[k] == top]
-        op = "max" if all(c > 0 for _, c in deep) else "min" if all(c < 0 for _, c in deep) else None
-        n = 1
-        for k, _ in deep:
-            n *= len(self.sets[k])
-        out = None
+        """t read (module docstring): ("affine", a), ("max" | "min", frozenset), or None."""
+        if t in self.memo or not t[0]:
+            return self.memo.get(t, ("affine", t[1]))
+        top = max(self.depth[k] for k, _ in t[0])
+        deep = [(k, c) for k, c in t[0] if self.depth[k] == top]
+        op = ("min", "max")[deep[0][1] > 0] if len({c > 0 for _, c in deep}) == 1 else None
+        n, out = prod(len(self.sets[k]) for k, _ in deep), None
         self.reads += n
-        if op is not None and n <= COMBINATIONS and self.reads <= READS:
-            rest = (ONE, (tuple(kc for kc in ts if self.depth[kc[0]] != top), a))
-            args: set = set()
-            for choice in product(*(self.sets[k] for k, _ in deep)):
-                r = self.read(self.lin((rest, *((c, s) for (_, c), s in zip(deep, choice)))))
-                if r is None:
-                    args = None
-                    break
-                args |= r[1] if r[0] == op else {r}
-            if args is not None:
-                out = next(iter(args)) if len(args) == 1 else (op, frozenset(args))
-        self.read_memo[t] = out
+        if op and n <= COMBINATIONS and self.reads <= READS:
+            rest = (ONE, (tuple(kc for kc in t[0] if self.depth[kc[0]] != top), t[1]))
+            cs, sets = [c for _, c in deep], product(*(self.sets[k] for k, _ in deep))
+            rs = [self.read(self.lin((rest, *zip(cs, ch)))) for ch in sets]
+            if None not in rs:
+                args = set().union(*(r[1] if r[0] == op else {r} for r in rs))
+                out = args.pop() if len(args) == 1 else (op, frozenset(args))
+        self.memo[t] = out
         return out
 
 

@@ -276,8 +276,7 @@ def run_check(args) -> int:
     if args.json:
         print(jsonout.dumps(out))
         return {"sat": EXIT_REFUTED, "unsat": EXIT_OK}.get(a.result, EXIT_UNKNOWN)
-    if lifted is not None:
-        r = lift_report
+    if lifted is not None and isinstance(r := lift_report, dict):
         print(
             f"lifted: the network computes a max/min expression; decided on its Maxout form of "
             f"{r['layers'][1]} layers (widths {', '.join(map(str, r['widths']))}; from "
