@@ -611,8 +611,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-lift",
         action="store_true",
         help="decide on the network as given: by default a network that computes a max/min "
-        "expression in ReLUs (a lattice network) is lifted to its shallow Maxout form "
-        "(exactmax lift), proved equal by the kernel, and decided there",
+        "expression in ReLUs (a lattice network) is lifted to its shallower Maxout form "
+        "(exactmax lift), proved equal by the kernel, and decided there (not with --no-relax: "
+        "a certificate about the lifted form has no Coq export)",
     )
     ck.add_argument(
         "--no-relax",

@@ -236,12 +236,14 @@ def run_check(args) -> int:
     net, prop = _network_and_property(args)
     sha = _hashes(args, net, prop)  # before the units: the limit leaves them what remains
     lifted, lift_report = None, None
-    if not getattr(args, "no_lift", False):
+    if not (getattr(args, "no_lift", False) or getattr(args, "no_relax", False)):
         from ..cpwl.lift import lift_checked, worth_lifting
 
         if worth_lifting(net):
             with phase("lifting the network"):
                 lifted, lift_report = lift_checked(net)
+            if lifted is not None and len(lifted.layers) >= len(net.layers):
+                lifted, lift_report = None, "no shallower than the network"
             if lifted is None:
                 lift_report = {"not_lifted": lift_report}
     a, timed_out = decide_check(
