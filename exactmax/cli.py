@@ -206,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
             "program x -> (A(x), B(x)) with no output where A and B differ, an "
             "exactmax/pair-property-certificate; faster where the layers are not "
             "aligned), auto (default: a layer correspondence of two Maxout "
-            "networks of the same depth, A = B on all of Q^d, where one exists; "
+            "networks of the same depth, A = B on all of Q^d, where one exists, "
+            "or one lattice normal form, A = B on all of Q^d, whatever the depths; "
             "else layerwise where it applies, else pair-property, else "
             "equivalence); --json says which was written",
         )

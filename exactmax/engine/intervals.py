@@ -221,12 +221,18 @@ def _add(into: dict, proof: dict, scale: Q) -> None:
 
 
 def applies(p, case: Case, dims: int = 8) -> bool:
-    """Is this builder worth trying: few input dimensions, Max nodes of arity above 2 somewhere
-    (a ReLU network goes to ``relaxation.py``), Lin and Max nodes only."""
+    """Is this builder worth trying: few input dimensions, and the shape of a lattice network
+    (``cpwl/lift.py``): Max nodes of arity above 2 somewhere (a ReLU network goes to
+    ``relaxation.py``), every argument of a Max node affine in x plus at most one earlier
+    node (max and min of affine maps, nested; interval bounds lose nothing on such a sum).
+    Other Maxout networks go to the Max-choice builder, which keeps their correlations."""
     if p.dim > dims:
         return False
     need = cone(p, p.outputs)
-    return any(isinstance(n := p.nodes[i], Max) and len(n.args) > 2 for i in need)
+    maxes = [n for i in need if isinstance(n := p.nodes[i], Max)]
+    return any(len(n.args) > 2 for n in maxes) and all(
+        isinstance(a := p.nodes[j], Lin) and len(a.terms) <= 1 for n in maxes for j in n.args
+    )
 
 
 def build_interval_tree(p, case: Case, limits: Limits, violated, box0=None):

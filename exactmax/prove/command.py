@@ -65,7 +65,14 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":
-        if v.stats.get("certificate_kind") == "correspondence":
+        if v.stats.get("certificate_kind") == "lattice":
+            print(
+                f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
+                f"of Q^{a.input_dim}, hence on the domain; both rewrite to one lattice normal "
+                f"form ({v.stats.get('leaves_checked')} atoms), {out['time_s']:.2f} s"
+                + (f"; certificate written to {args.cert}" if out["certificate"] else "")
+            )
+        elif v.stats.get("certificate_kind") == "correspondence":
             print(
                 f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
                 f"of Q^{a.input_dim}, hence on the domain; a layer correspondence of "

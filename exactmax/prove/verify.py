@@ -31,6 +31,7 @@ from ..engine.smt import find_difference
 from ..kernel.certificate import Tree, check_equal_on_domain
 from ..kernel.correspondence import Correspondence
 from ..kernel.errors import CheckFailed
+from ..kernel.lattice import LatticeForms
 from ..kernel.layerwise import LayerwiseCertificate, check_layerwise
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.polyhedron import Box, Domain
@@ -61,7 +62,7 @@ class Verdict:
     x: tuple[Q, ...] | None = None  # the counterexample (refuted only)
     outputs: tuple | None = None  # (A(x), B(x)) evaluated by the kernel
     reason: str | None = None
-    certificate: Tree | LayerwiseCertificate | Correspondence | None = None
+    certificate: Tree | LayerwiseCertificate | Correspondence | LatticeForms | None = None
     stats: dict = field(default_factory=dict)
 
 
@@ -127,7 +128,7 @@ def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
         cert = find_correspondence(a, b)
     except NoCorrespondence as e:
         stats["correspondence_failed"] = str(e)
-        return None
+        return verify_by_lattice(a, b, stats)
     finally:
         stats["correspondence_s"] = round(time.monotonic() - t0, 4)
     stats.update(
@@ -136,6 +137,39 @@ def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
         leaves_checked=sum(l.width for l in a.layers),
     )
     return Verdict("proved", "kernel-checked", certificate=cert, stats=dict(stats))
+
+
+LATTICE_WORK = 20_000_000
+"""The most (non-zero weights of both networks) x (input dimension + 1) for which
+``verify_by_lattice`` computes the normal forms (about a second per million)."""
+
+
+def verify_by_lattice(a, b, stats: dict) -> Verdict | None:
+    """Proved, where A and B rewrite to one lattice normal form (``kernel/lattice.py``: A = B on
+    all of Q^d, whatever their depths: duplicated, rescaled, permuted and pass-through units,
+    ReLU pairs, max and min trees that make up a whole output), or None (the reason in
+    ``stats["lattice_failed"]``)."""
+    from ..kernel.affine import nonzero
+    from ..kernel.lattice import LatticeForms, check_lattice
+
+    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
+        return None
+    nnz = sum(
+        len(list(nonzero(p.w))) for n in (a, b) for l in n.layers for u in l.units for p in u.pieces
+    )
+    if nnz * (a.input_dim + 1) > LATTICE_WORK:
+        stats["lattice_failed"] = "too large for the normal forms"
+        return None
+    t0 = time.monotonic()
+    try:
+        atoms = check_lattice(a, b)
+    except CheckFailed as e:
+        stats["lattice_failed"] = str(e)
+        return None
+    finally:
+        stats["lattice_s"] = round(time.monotonic() - t0, 4)
+    stats.update(strategy="lattice", certificate_kind="lattice", leaves_checked=atoms)
+    return Verdict("proved", "kernel-checked", certificate=LatticeForms(), stats=dict(stats))
 
 
 def correspondence_first(a, b, certificate_kind: str = "auto", strategy: str = "auto") -> bool:
