@@ -507,6 +507,13 @@ def build_parser() -> argparse.ArgumentParser:
         "properties about the largest output only)",
     )
     domain_arguments(m, "none: the ONNX graph has none")
+    m.add_argument(
+        "--lift",
+        action="store_true",
+        help="write the lattice network's shallow Maxout form instead (exactmax lift: proved "
+        "equal by the kernel); exit 3, nothing written, when the network computes no max/min "
+        "expression",
+    )
     m.add_argument("--json", action="store_true", help="print the import report as JSON")
     m.set_defaults(run=_command("model_command", "run_import"), supervised=True)
 

@@ -288,9 +288,19 @@ def run_import(args) -> int:
     net, rep = import_onnx(args.model, args.drop_final_softmax)
     if args.domain:  # recorded in the network: every later command's default domain
         net = dataclasses.replace(net, domain=load_domain(args.domain, net.input_dim))
-    write_json_atomic(args.output, model_to_json(net))
+    lifted = None
+    if getattr(args, "lift", False):  # the lattice network's Maxout form, proved equal
+        from .cpwl.lift import lift_checked
+
+        lifted, report = lift_checked(net)
+        if lifted is None:
+            return _not_lifted(args, f"{report} (nothing written)", 0.0)
+        lifted = dataclasses.replace(lifted, domain=net.domain)
+    write_json_atomic(args.output, model_to_json(lifted or net))
     out = dict(rep.as_json(net), output=args.output, parameters=parameter_count(net))
     out["domain"] = args.domain
+    if lifted is not None:
+        out["lifted"] = report
     if args.json:
         print(jsonout.dumps(out))
         return EXIT_OK
@@ -320,6 +330,13 @@ def run_import(args) -> int:
             f"  {rep.rounded_square_roots} BatchNormalization scales scale/sqrt(var + epsilon) "
             "are irrational: each is the double nearest to it (the network imported differs "
             "from the file's real-number meaning by that rounding)"
+        )
+    if lifted is not None:
+        print(
+            f"  lifted before writing: {len(lifted.layers)} Maxout layers (widths "
+            f"{_widths(lifted)}; ranks {', '.join(str(l.rank) for l in lifted.layers)}), proved "
+            f"equal to the imported network on all of Q^{net.input_dim} by the kernel (lattice "
+            "normal forms)"
         )
     if args.domain:
         said = args.domain.removeprefix("--domain-from ")

@@ -377,3 +377,34 @@ def test_check_lifts_a_lattice_network_and_its_certificate_is_checked(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     r = _run("check-cert", tmp_path / "bad.json")
     assert r.returncode == 1 and "normal forms" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def _onnx_relu(path, W1, b1, W2, b2):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(a, dtype=np.float32), n)
+             for a, n in ((W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2"))]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h0"]), helper.make_node("Add", ["h0", "b1"], ["h1"]),
+             helper.make_node("Relu", ["h1"], ["h2"]), helper.make_node("MatMul", ["h2", "W2"], ["y0"]),
+             helper.make_node("Add", ["y0", "b2"], ["y"])]
+    g = helper.make_graph(nodes, "n", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_import_lift_writes_the_maxout_form_or_nothing(tmp_path):
+    # min(x0, x1) = x0 - ReLU(x0 - x1), x0 carried by ReLU(x0) - ReLU(-x0)
+    _onnx_relu(tmp_path / "min.onnx", [[1, -1, 1], [0, 0, -1]], [0, 0, 0], [[1], [-1], [-1]], [0])
+    r = _run("import", tmp_path / "min.onnx", "-o", tmp_path / "min.json", "--lift")
+    assert r.returncode == 0 and "lifted before writing: 1 Maxout layers" in r.stdout, r.stdout
+    from exactmax.io.models import load_model
+
+    lifted = load_model(str(tmp_path / "min.json"))
+    for x in _points(random.Random(1), 2):
+        assert evaluate_maxout(lifted, x) == (min(x),)
+    # ReLU(x0) - ReLU(x1): a difference of maxima, no lattice reading: exit 3, nothing written
+    _onnx_relu(tmp_path / "diff.onnx", [[1, 0], [0, 1]], [0, 0], [[1], [-1]], [0])
+    r = _run("import", tmp_path / "diff.onnx", "-o", tmp_path / "diff.json", "--lift")
+    assert r.returncode == 3 and "not lifted" in r.stdout and not (tmp_path / "diff.json").exists()
