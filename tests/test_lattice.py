@@ -232,6 +232,18 @@ def test_rewrites_that_keep_the_function_have_one_normal_form():
     flat = _net(2, [[p]])
     tree = _net(2, [[p[:2], p[2:]], [[([1, 0], 0), ([0, 1], 0)]]])
     assert check_lattice(flat, tree) > 0
+    # ... inside a hidden layer of a network whose output is a sum of maxima of both signs
+    head = [[relu([1, -2]), relu([-1, 1], 1)]]
+    out = _out([[1, -1]], 2)
+    flat_h = _net(2, [[p, relu([1, 1])]] + head, out)
+    tree_h = _net(2, [[p[:2], p[2:], relu([1, 1])], [[([1, 0, 0], 0), ([0, 1, 0], 0)],
+                                                     [([0, 0, 1], 0)]]] + head, out)
+    assert check_lattice(flat_h, tree_h) > 0
+    # a max tree that leaves a piece out is another function: rejected
+    short = _net(2, [[p[:2], p[2:3], relu([1, 1])], [[([1, 0, 0], 0), ([0, 1, 0], 0)],
+                                                     [([0, 0, 1], 0)]]] + head, out)
+    with pytest.raises(CheckFailed):
+        check_lattice(flat_h, short)
     # and one that is not equal: a bias changed
     e = _net(2, [[relu([1, -1]), relu([2, 1], 1)], [relu([1, -1], Q(1, 8))]])
     with pytest.raises(CheckFailed):

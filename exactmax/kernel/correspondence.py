@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .affine import Affine, Row, Vector, dot
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork, check_matrix, check_maxout_shapes
+from .maxout import MaxoutNetwork, check_matrix, check_maxout_pair
 from .rational import ONE, ZERO
 
 COMBINATIONS = 1 << 14  # the largest set S_B the kernel builds
@@ -51,13 +51,7 @@ def _sum_of_maxima(c: Row, const, units, n: int, where: str) -> set:
 
 def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondence) -> int:
     """Accept iff ``cert`` proves A = B on Q^d (module docstring); returns the units compared."""
-    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
-        raise CheckFailed("correspondence: both models must be Maxout networks")
-    try:
-        check_maxout_shapes(a)
-        check_maxout_shapes(b)
-    except (ValueError, TypeError) as e:
-        raise CheckFailed(f"a model is malformed: {e}") from None
+    check_maxout_pair(a, b, "correspondence")
     if not len(a.layers) == len(b.layers) == len(cert.maps) or a.input_dim != b.input_dim:
         raise CheckFailed("correspondence: the networks and the maps differ in depth or input")
     cols, m = [[(i, ONE)] for i in range(a.input_dim)], (ZERO,) * a.input_dim  # M_0 = I, m_0 = 0

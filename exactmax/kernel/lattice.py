@@ -10,7 +10,10 @@ and max(S) = k max(S / k) for k > 0); equal sets N are one atom.  N does not cha
 translated by a term or scaled by a factor > 0: so max(z, 0) and max(-z, 0) are one atom with
 offsets z/2 and -z/2 (their difference z comes out by linear arithmetic), and so are a
 duplicated unit, a unit rescaled, units or pieces permuted, a + max(0, b - a, ...) against
-max(a, b, ...); a unit of one piece passes its term through.
+max(a, b, ...); a unit of one piece passes its term through.  A max of maxima is merged first:
+where each piece L + c K has one atom K of the pieces' greatest depth, with c > 0, the pieces
+are the terms L + c f, f in K's set (L + c max(F) = max(L + c F)); a ReLU's pieces {z, 0} are
+never merged (0 has no atom), so max(z, 0) and max(-z, 0) stay one atom.
 
 Reading.  depth(K) = 1 + the largest depth of an atom in K's set (0 if none).  A term with
 atoms, K_1..K_r its atoms of the greatest depth with coefficients c_i all > 0 (all < 0) and L
@@ -31,7 +34,7 @@ from math import prod
 
 from .affine import nonzero
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork, check_maxout_shapes
+from .maxout import MaxoutNetwork, check_maxout_pair
 from .rational import ONE, ZERO
 
 COMBINATIONS = 1 << 14  # the most terms a reading of one term builds
@@ -75,12 +78,19 @@ class Forms:
         """The term of max(pieces): m + k [N] (module docstring)."""
         if len(pieces) == 1:
             return next(iter(pieces))
+        D = max((self.depth[K] for ts, _ in pieces for K, _ in ts), default=0)
+        deep = {e: [(K, c) for K, c in e[0] if self.depth[K] == D] for e in pieces}
+        if D and all(len(d) == 1 and d[0][1] > 0 for d in deep.values()):  # a max of maxima
+            S = set[Term]()
+            for e, [(K, c)] in deep.items():
+                rest = (ONE, (tuple(x for x in e[0] if x[0] != K), e[1]))
+                S.update(self.lin((rest, (c, f))) for f in self.sets[K])
+            return self.unit(S)
         m = self.lin((ONE / len(pieces), t) for t in pieces)
         T = [self.lin(((ONE, t), (-ONE, m))) for t in pieces]
         k = max(abs(v) for ts, a in T for v in (*(v for _, v in ts), *a))
         N = frozenset(self.lin(((ONE / k, t),)) for t in T)
-        if N not in self.index:
-            self.index[N] = len(self.sets)
+        if self.index.setdefault(N, len(self.sets)) == len(self.sets):  # a new atom
             self.sets.append(N)
             self.depth.append(1 + max((self.depth[a] for ts, _ in N for a, _ in ts), default=0))
         return self.lin(((ONE, m), (k, (((self.index[N], ONE),), (ZERO,) * (self.dim + 1)))))
@@ -92,8 +102,7 @@ class Forms:
         h = [Term(((), e[:j] + (ONE,) + e[j + 1 :])) for j in range(self.dim)]
         for layer in net.layers:
             h = [self.unit({row(h, p.w, p.b) for p in u.pieces}) for u in layer.units]
-        out = net.output
-        return h if out is None else [row(h, w, c) for w, c in zip(out.W, out.b)]
+        return h if (out := net.output) is None else [row(h, w, c) for w, c in zip(out.W, out.b)]
 
     def read(self, t: Term):
         """t read (module docstring): ("affine", a), ("max" | "min", frozenset), or None."""
@@ -102,8 +111,7 @@ class Forms:
         top = max(self.depth[k] for k, _ in t[0])
         deep = [(k, c) for k, c in t[0] if self.depth[k] == top]
         op = ("min", "max")[deep[0][1] > 0] if len({c > 0 for _, c in deep}) == 1 else None
-        n, out = prod(len(self.sets[k]) for k, _ in deep), None
-        self.reads += n
+        out, self.reads = None, self.reads + (n := prod(len(self.sets[k]) for k, _ in deep))
         if op and n <= COMBINATIONS and self.reads <= READS:
             rest = (ONE, (tuple(kc for kc in t[0] if self.depth[kc[0]] != top), t[1]))
             cs, sets = [c for _, c in deep], product(*(self.sets[k] for k, _ in deep))
@@ -118,13 +126,7 @@ class Forms:
 def check_lattice(a: MaxoutNetwork, b: MaxoutNetwork) -> int:
     """Accept iff A and B have equal lattice normal forms (module docstring): then A = B on all of
     Q^d.  Returns the atoms built."""
-    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
-        raise CheckFailed("lattice: both models must be Maxout networks")
-    try:
-        check_maxout_shapes(a)
-        check_maxout_shapes(b)
-    except (ValueError, TypeError) as e:
-        raise CheckFailed(f"a model is malformed: {e}") from None
+    check_maxout_pair(a, b, "lattice")
     if a.input_dim != b.input_dim or a.out_dim != b.out_dim:
         raise CheckFailed("lattice: the networks differ in inputs or outputs")
     F = Forms(a.input_dim)

@@ -4,6 +4,7 @@
 from dataclasses import dataclass, field
 
 from .affine import Affine, Row, Vector, check_matrix, dot
+from .errors import CheckFailed
 from .polyhedron import Domain
 from .rational import Q, rational
 
@@ -71,6 +72,16 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
         if A.in_dim != width:
             raise ValueError("the output map does not fit the last layer")
         check_matrix(A.W, len(A.b), width, "the output map", A.b)
+
+
+def check_maxout_pair(a, b, rule: str) -> None:
+    """CheckFailed unless a and b are Maxout networks of good shapes (``rule``: who asks)."""
+    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
+        raise CheckFailed(f"{rule}: both models must be Maxout networks")
+    try:
+        list(map(check_maxout_shapes, (a, b)))
+    except (ValueError, TypeError) as e:
+        raise CheckFailed(f"a model is malformed: {e}") from None
 
 
 def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:

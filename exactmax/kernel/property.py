@@ -102,10 +102,9 @@ def upper_map(u: Upper, args: list, rows: list[Row], D: int, at: str):
 
 
 def _argument(u: Upper | None) -> int | None:  # j if u = A_j (lam = e_j, beta = 0): v = A_j
-    if u is None:
+    if u is None or len(nz := [j for j, w in enumerate(u.lam) if w]) != 1:
         return None
-    nz = [j for j, w in enumerate(u.lam) if w]
-    return nz[0] if len(nz) == 1 and u.lam[nz[0]] == 1 and u.beta == 0 else None
+    return nz[0] if u.lam[nz[0]] == 1 and u.beta == 0 else None
 
 
 def compose(row: Row, ys: list, d: int) -> Row:
