@@ -104,11 +104,10 @@ def insert(net, rng, kind):
 
 def maxtree(net, rng):
     d, layers, out = _copy(net)
-    l = rng.randrange(len(layers))
+    l, u = rng.choice([(l, u) for l, layer in enumerate(layers) for u, p in enumerate(layer)
+                       if len(p) == 4])
     n = len(layers[l])
-    u = rng.randrange(n)
     p = layers[l][u]
-    assert len(p) == 4
     layers[l] = layers[l][:u] + [p[:2], p[2:]] + layers[l][u + 1:]  # X at u, Y at u + 1
     new = []
     for i in range(n):

@@ -172,9 +172,17 @@ def test_units_of_the_construction_are_recognised_without_splits(tmp_path, capsy
 
 
 def test_two_maxout_networks_of_the_same_shape_are_compared_layer_by_layer(tmp_path, capsys):
+    """A correspondence first (milliseconds, A = B everywhere: pieces reordered is one);
+    --strategy layerwise compares the layers on the domain."""
     reordered = os.path.join(ROOT, "examples", "tent_reordered.json")
     cert = tmp_path / "c.json"
     assert main(["equiv", TENT, reordered, "--cert", str(cert), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["certificate_kind"] == "correspondence" and out["trust"] == "kernel-checked"
+    assert main(["check-cert", str(cert)]) == 0
+    capsys.readouterr()
+    assert main(["equiv", TENT, reordered, "--cert", str(cert), "--json", "--strategy",
+                 "layerwise"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["stats"]["strategy"] == "layerwise" and out["trust"] == "kernel-checked"
     assert main(["check-cert", str(cert)]) == 0
@@ -200,6 +208,8 @@ def test_equal_networks_that_differ_layer_by_layer_fall_back_to_a_whole_domain_t
     out = json.loads(capsys.readouterr().out)
     assert out["stats"]["strategy"] == "correspondence" and out["trust"] == "kernel-checked"
     assert out["certificate_kind"] == "correspondence"
+    assert main(["equiv", TENT, str(pb), "--json", "--strategy", "layerwise"]) == 0
+    out = json.loads(capsys.readouterr().out)  # the layers differ: layerwise fails, then a tree
     assert "layerwise" in out["stats"]["layerwise_failed"]
     assert main(["equiv", TENT, str(pb), "--json", "--certificate-kind", "pair-property"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -173,14 +173,13 @@ def verify_by_lattice(a, b, stats: dict) -> Verdict | None:
 
 
 def correspondence_first(a, b, certificate_kind: str = "auto", strategy: str = "auto") -> bool:
-    """Should a layer correspondence be tried before anything else (before the search, in
-    equiv)?  For two Maxout networks, kind and strategy auto, where no layerwise certificate
-    comes first: different widths, or one layer each (``_pair_first``).  It takes
-    milliseconds, and a proof means there is no counterexample to search for."""
-    return (
-        certificate_kind == strategy == "auto"
-        and all(isinstance(m, MaxoutNetwork) for m in (a, b))
-        and (a.widths != b.widths or len(a.layers) == len(b.layers) == 1)
+    """Should a layer correspondence (then lattice normal forms) be tried before anything else
+    (before the search, in equiv)?  For two Maxout networks, kind and strategy auto: it takes
+    milliseconds, a proof holds on all of Q^d, and there is then no counterexample to search
+    for (a rescaled unit in a network of depth 8: 0.05 s, against 1.5-3 s when the layerwise
+    route went first and failed)."""
+    return certificate_kind == strategy == "auto" and all(
+        isinstance(m, MaxoutNetwork) for m in (a, b)
     )
 
 
