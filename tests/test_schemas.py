@@ -298,7 +298,7 @@ def written(tmp_path_factory):
                                          "monolithic"])
     cert("triangle.layerwise.json", ["verify", ex["relu_triangle"]])
     cert("d3.layerwise.json", ["verify", ex["maxout_d3_w4_r3"]])
-    cert("tiny.layerwise.json", ["equiv", tiny, tiny_r])
+    cert("tiny.layerwise.json", ["equiv", tiny, tiny_r, "--strategy", "layerwise"])
     cert("tiny.correspondence.json", ["equiv", tiny, tiny_w])
     cert("tiny.monolithic.json", ["equiv", tiny, tiny_r, "--strategy", "monolithic"])
     run(["regions", ex["tent"], "--cert", str(t / "tent.regions.json"), "--json"],
