@@ -220,6 +220,33 @@ def _add(into: dict, proof: dict, scale: Q) -> None:
         into[k] = into.get(k, ZERO) + scale * y
 
 
+def box_rows(rows: list, d: int):
+    """Per input x_t, its tightest lower and upper bound among the one-variable rows, each as
+    (row index, coefficient of x_t, bound); None when an input is unbounded on a side."""
+    box: list[list[Any]] = [[None, None] for _ in range(d)]
+    for idx, r in enumerate(rows):
+        nz = [t for t, v in enumerate(r.a) if v]
+        if len(nz) == 1:
+            t, k = nz[0], r.a[nz[0]]
+            bound, side = -r.c / k, 0 if k > 0 else 1
+            cur = box[t][side]
+            if cur is None or (bound > cur[2] if side == 0 else bound < cur[2]):
+                box[t][side] = (idx, k, bound)
+    return None if any(None in bx for bx in box) else box
+
+
+def halves(rows: list, bx, t: int, mid):
+    """The split x_t >= mid / x_t < mid of a box cell: (a, (rows, box) of the ge half, of the lt
+    half), the new row appended as the kernel's walk appends it."""
+    d = len(bx)
+    a = tuple(ONE if s == t else ZERO for s in range(d))
+    ge_bx, lt_bx = [list(b) for b in bx], [list(b) for b in bx]
+    ge_bx[t][0], lt_bx[t][1] = (len(rows), ONE, mid), (len(rows), -ONE, mid)
+    ge = rows + [Row(a, -mid)]
+    lt = rows + [Row(tuple(-v for v in a), mid, True)]
+    return a, (ge, ge_bx), (lt, lt_bx)
+
+
 def applies(p, case: Case, dims: int = 8) -> bool:
     """Is this builder worth trying: few input dimensions, and the shape of a lattice network
     (``cpwl/lift.py``): Max nodes of arity above 2 somewhere (a ReLU network goes to
@@ -243,17 +270,8 @@ def build_interval_tree(p, case: Case, limits: Limits, violated, box0=None):
     except _Unsupported:
         return None
     d, rows0 = p.dim, domain_rows(case.inputs)
-    box: list[list[Any]] = [[None, None] for _ in range(d)]
-    for idx, r in enumerate(rows0):
-        nz = [t for t, v in enumerate(r.a) if v]
-        if len(nz) == 1:
-            t, k = nz[0], r.a[nz[0]]
-            bound = -r.c / k
-            side = 0 if k > 0 else 1
-            cur = box[t][side]
-            if cur is None or (bound > cur[2] if side == 0 else bound < cur[2]):
-                box[t][side] = (idx, k, bound)
-    if any(None in bx for bx in box) or any(bx[0][2] > bx[1][2] for bx in box):
+    box = box_rows(rows0, d)
+    if box is None or any(bx[0][2] > bx[1][2] for bx in box):
         return None
     stats: dict[str, Any] = {"leaves": 0, "splits": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
@@ -295,8 +313,8 @@ def build_interval_tree(p, case: Case, limits: Limits, violated, box0=None):
         for t in range(d):  # the worse half's bound, per input; the widest on ties
             mid = (lo[t] + hi[t]) / 2
             at = np.arange(d) == t
-            halves = (prog.worst(lo, np.where(at, mid, hi)), prog.worst(np.where(at, mid, lo), hi))
-            scores.append((max(halves), -(hi[t] - lo[t])))
+            both = (prog.worst(lo, np.where(at, mid, hi)), prog.worst(np.where(at, mid, lo), hi))
+            scores.append((max(both), -(hi[t] - lo[t])))
         t = min(range(d), key=lambda s: scores[s])
         mid = centre[t]
         if not bx[t][0][2] < mid < bx[t][1][2]:
@@ -304,14 +322,8 @@ def build_interval_tree(p, case: Case, limits: Limits, violated, box0=None):
         if limits.max_splits is not None and stats["splits"] >= limits.max_splits:
             raise NoCertificate(f"more than {limits.max_splits} splits")
         stats["splits"] += 1
-        a = tuple(ONE if s == t else ZERO for s in range(d))
-        ge_bx = [list(b) for b in bx]
-        ge_bx[t][0] = (len(rows), ONE, mid)
-        lt_bx = [list(b) for b in bx]
-        lt_bx[t][1] = (len(rows), -ONE, mid)
-        ge = cell(rows + [Row(a, -mid)], ge_bx, depth + 1)
-        lt = cell(rows + [Row(tuple(-v for v in a), mid, True)], lt_bx, depth + 1)
-        return Split(a, -mid, ge, lt)
+        a, (ge_rows, ge_bx), (lt_rows, lt_bx) = halves(rows, bx, t, mid)
+        return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
 
     try:
         return cell(list(rows0), box), stats

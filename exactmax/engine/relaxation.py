@@ -43,11 +43,11 @@ from typing import Any
 import numpy as np
 
 from .. import interruption
-from ..kernel.certificate import Row, Split, cone, domain_rows
+from ..kernel.certificate import Split, cone, domain_rows
 from ..kernel.program import Lin, Max
 from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
-from . import phases
+from . import intervals, phases
 from .certify import Limits, NoCertificate
 from .phases import _down, _proof, _up
 
@@ -523,24 +523,12 @@ def build_relaxed_tree(
     try:
         net = _layers_of(p, case)
     except _Unsupported:  # Max nodes of any arity in few dimensions: interval bounds
-        from . import intervals
-
         if start is None and intervals.applies(p, case):
             return intervals.build_interval_tree(p, case, limits, violated)
         return None
     d, rows0 = p.dim, domain_rows(case.inputs)
-    # (row index, coefficient, bound) lower, upper
-    box: list[list[Any]] = [[None, None] for _ in range(d)]
-    for idx, r in enumerate(rows0):
-        nz = [t for t, v in enumerate(r.a) if v]
-        if len(nz) == 1:
-            t, k = nz[0], r.a[nz[0]]
-            bound = -r.c / k
-            side = 0 if k > 0 else 1
-            cur = box[t][side]
-            if cur is None or (bound > cur[2] if side == 0 else bound < cur[2]):
-                box[t][side] = (idx, k, bound)
-    if any(None in bx for bx in box):
+    box = intervals.box_rows(rows0, d)  # (row index, coefficient, bound) lower, upper
+    if box is None:
         return None
     depth0 = 0
     if start is not None:
@@ -705,13 +693,7 @@ def build_relaxed_tree(
         if limits.max_splits is not None and stats["splits"] >= limits.max_splits:
             raise NoCertificate(f"more than {limits.max_splits} splits")
         stats["splits"] += 1
-        a = tuple(ONE if s == t else ZERO for s in range(d))
-        ge_rows = rows + [Row(a, -mid)]
-        lt_rows = rows + [Row(tuple(-v for v in a), mid, True)]
-        ge_bx = [list(b) for b in bx]
-        ge_bx[t][0] = (len(rows), ONE, mid)
-        lt_bx = [list(b) for b in bx]
-        lt_bx[t][1] = (len(rows), -ONE, mid)
+        a, (ge_rows, ge_bx), (lt_rows, lt_bx) = intervals.halves(rows, bx, t, mid)
         return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
 
     try:
