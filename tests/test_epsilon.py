@@ -335,7 +335,8 @@ def test_a_changed_multiplier_is_rejected(eps_cert, tmp_path, capsys):
         t = doc["tree"]
         while "split" in t:
             t = t["ge"]
-        proof = t["excluded"]["proofs"][0] if "excluded" in t else t["empty"]
+        leaf = t.get("excluded") or t.get("relaxed")
+        proof = leaf["proofs"][0] if leaf else t["empty"]
         proof[-1][1] = str(F(proof[-1][1]) * 2)
     code, res = run(capsys, "check-cert", _tampered(eps_cert[0], tmp_path, change))
     assert code == 1 and res["verdict"] == "rejected", res
@@ -379,7 +380,8 @@ def test_usage_errors_and_unknown(tmp_path, capsys):
     three = write(tmp_path, "c.json", relu_net(*random_relu(3, outs=3), [-2], [2]))
     assert main(["equiv", A, three, "--top1"]) == 2
     capsys.readouterr()
-    code, out = run(capsys, "equiv", A, B, "--epsilon", "1000", "--max-leaves", "1",
+    near = str(true_gap(pa, pruned(pa, 4), F(-2), F(2)) + F(1, 1000))  # needs several cells
+    code, out = run(capsys, "equiv", A, B, "--epsilon", near, "--max-leaves", "1",
                     "--no-search")
     assert code == 3 and out["verdict"] == "unknown" and "cells" in out["reason"]
     assert main(["equiv", A, B, "--epsilon", "1000", "--norm", "inf"]) == 0

@@ -593,12 +593,16 @@ def tree_of(t: dict):
         tuple(_choice_of(c) for c in r["choices"]),
         tuple(None if u is None else _upper_of(u) for u in r["uppers"]),
         tuple(_proof_of(p) for p in r["proofs"]),
+        tuple((e["node"], _upper_of(e["upper"])) for e in r.get("extra", ())),
     )
 
 
 def _upper_of(u) -> Upper:
     return Upper(
-        tuple(_q(v) for v in u["lambda"]), _q(u["beta"]), tuple(_farkas_of(p) for p in u["proofs"])
+        tuple(_q(v) for v in u["lambda"]),
+        _q(u["beta"]),
+        tuple(_farkas_of(p) for p in u["proofs"]),
+        tuple((k, _q(c)) for k, c in u.get("terms", ())),
     )
 
 

@@ -359,6 +359,9 @@ class _Exact:
         self.net, self.base, self.box_rows = net, base, box_rows
         self.relax: list = []  # per layer: (alpha, s, t, variable number or None) lists
         self.n_vars = 0  # the unstable nodes so far: the kernel's variables
+        self.free: list[list[int]] = []  # per layer: its variables' units
+        self.fixed_W: list = []  # per layer: (W, b) of the fixed units (``_split_rows``)
+        self.free_W: list = []  # per layer: (W, b) of the variables
 
     def lower(self, C: RatMatrix, c: list, k: int, xc=None, alphas=None):
         """For each row i of C v_{k-1} + c (+ xc[i] . x): (K_i, multipliers) with
@@ -371,41 +374,43 @@ class _Exact:
         c = list(c)
         for j in range(k - 1, -1, -1):
             al, s, t, pos = self.relax[j]
-            n = C.ncols()
-            E = C.entries()
             grid = None if alphas is None else np.rint(alphas[j] * ALPHA_GRID).astype(int).tolist()
-            new = []
-            for i in range(m):
-                mi, row = mults[i], E[i * n : (i + 1) * n]
-                ga: list = al if grid is None else grid[i % len(grid)]
-                for u, v in enumerate(row):
+            free = self.free[j]
+            F = [ZERO] * (m * len(free))  # the new entries of the variables' columns
+            for f, u in enumerate(free):  # fixed units (v = a or 0): by the masked rows
+                for i in range(m):
+                    v = C[i, u]
                     if not v:
-                        new.append(ZERO)
-                    elif pos[u] is None:  # v = a or v = 0 exactly: substituted
-                        new.append(v if al[u] else ZERO)
-                    elif v > 0:
+                        continue
+                    mi = mults[i]
+                    if v > 0:
                         r = self.base + 3 * pos[u]
+                        ga: list = al if grid is None else grid[i % len(grid)]
                         g = ga[u] if grid is not None else (ALPHA_GRID if ga[u] else 0)
                         if g == ALPHA_GRID:
                             mi[r] = v
-                            new.append(v)
+                            F[i * len(free) + f] = v
                         elif g == 0:
                             mi[r + 1] = v
-                            new.append(ZERO)
                         else:
                             a = _QA[g]
                             mi[r], mi[r + 1] = v * a, v * (ONE - a)
-                            new.append(v * a)
+                            F[i * len(free) + f] = v * a
                     else:
                         mi[self.base + 3 * pos[u] + 2] = -v
-                        new.append(v * s[u])
+                        F[i * len(free) + f] = v * s[u]
                         if t[u]:
                             c[i] += v * t[u]
-            C = RatMatrix(m, n, new)
-            cb = (C * net.bcol[j]).entries()
+            Wk, bk = self.fixed_W[j]
+            cb = (C * bk).entries()
+            C = C * Wk
+            if free:
+                Fm = RatMatrix(m, len(free), F)
+                Wf, bf = self.free_W[j]
+                cb = [x + y for x, y in zip(cb, (Fm * bf).entries())]
+                C = C + Fm * Wf
             for i in range(m):
                 c[i] += cb[i]
-            C = C * net.W[j]
         E, d = C.entries(), net.dim
         out = []
         for i in range(m):
@@ -457,7 +462,32 @@ class _Exact:
                 t.append(tu)
                 ups.append(Upper((su, ZERO), tu, (_proof(mu, ONE - su), _proof(ml, su))))
         self.relax.append((al, s, t, pos))
+        self._split_rows(k)
         return ups
+
+    def _split_rows(self, k: int) -> None:
+        """W and b of layer k split by units: (the rows of the units fixed to v = a, the
+        others 0) and (the rows of the variables), so a back-substitution step is one
+        product with each instead of a pass over every entry."""
+        al, _, _, pos = self.relax[k]
+        W, b = self.net.W[k], self.net.b[k]
+        n, cols = W.nrows(), W.ncols()
+        E = W.entries()
+        keep = [pos[u] is None and al[u] for u in range(n)]
+        self.fixed_W.append(
+            (
+                RatMatrix(n, cols, [v if keep[i // cols] else ZERO for i, v in enumerate(E)]),
+                RatMatrix(n, 1, [b[u] if keep[u] else ZERO for u in range(n)]),
+            )
+        )
+        free = [u for u in range(n) if pos[u] is not None]
+        self.free.append(free)
+        self.free_W.append(
+            (
+                RatMatrix(len(free), cols, [v for u in free for v in E[u * cols : (u + 1) * cols]]),
+                RatMatrix(len(free), 1, [b[u] for u in free]),
+            )
+        )
 
 
 def _combos(n: int) -> list:

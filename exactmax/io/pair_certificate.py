@@ -21,7 +21,7 @@ from .certificates import _read_empty, content_hash, read_tree
 from .jsonfile import Cursor, read_json_file
 from .models import VERSION, domain_to_json, model_to_json, read_domain, read_model
 from .numbers import q_str
-from .property_certificate import _read_excluded, _tree
+from .property_certificate import _read_excluded, _read_relaxed, _tree
 
 PAIR_CERTIFICATE = "exactmax/pair-property-certificate"
 
@@ -108,7 +108,8 @@ def read_pair_certificate(root: Cursor):
     hashes["domain"] = df["sha256"].string()
     if content_hash(domain_to_json(domain)) != hashes["domain"]:
         raise df["sha256"].error("does not match the embedded domain")
-    tree = read_tree(f["tree"], dim, {"empty": _read_empty, "excluded": _read_excluded})
+    leaves = {"empty": _read_empty, "excluded": _read_excluded, "relaxed": _read_relaxed}
+    tree = read_tree(f["tree"], dim, leaves)
     return models["a"], models["b"], domain, epsilon, tree, hashes
 
 

@@ -9,7 +9,9 @@ counterexample files.
     T = {"split": ..., "choices": [...], "ge": T, "lt": T} | {"empty": F}
       | {"excluded": {"choices": [C...], "proofs": [P, ...]}}
       | {"relaxed": {"choices": [C...], "uppers": [U, ...], "proofs": [P, ...]}}
+      (optional in "relaxed": "extra": [{"node": i, "upper": U}, ...], rows added in order)
     U = {"lambda": [q, ...], "beta": q, "proofs": [F, ...]}   (kernel.property.Relaxed)
+      (optional in U: "terms": [[k, q], ...], c_k times the map of node k added to u)
     P = F | {"phase": {"node": i, "branches": [P, ...]}}       (kernel.property.Phase)
 
 as in exactmax/certificate (``io/certificates.py``); one tree per case of the property, in
@@ -70,11 +72,12 @@ def _proof(p) -> list | dict:
 
 
 def _upper(u: Upper) -> dict:
-    return {
+    out = {
         "lambda": [q_str(v) for v in u.lam],
         "beta": q_str(u.beta),
         "proofs": [_farkas(p) for p in u.proofs],
     }
+    return out | ({"terms": [[k, q_str(c)] for k, c in u.terms]} if u.terms else {})
 
 
 def _tree(t) -> dict:
@@ -88,13 +91,14 @@ def _tree(t) -> dict:
             }
         }
     if isinstance(t, Relaxed):
-        return {
-            "relaxed": {
-                "choices": [_choice(*c) for c in t.choices],
-                "uppers": [None if u is None else _upper(u) for u in t.uppers],
-                "proofs": [_proof(p) for p in t.proofs],
-            }
+        r = {
+            "choices": [_choice(*c) for c in t.choices],
+            "uppers": [None if u is None else _upper(u) for u in t.uppers],
+            "proofs": [_proof(p) for p in t.proofs],
         }
+        if t.extra:
+            r["extra"] = [{"node": i, "upper": _upper(u)} for i, u in t.extra]
+        return {"relaxed": r}
     assert isinstance(t, Split)
     return {
         "split": {"a": [q_str(v) for v in t.a], "c": q_str(t.c)},
@@ -153,6 +157,11 @@ def _read_excluded(cur: Cursor):
     )
 
 
+def _read_extra(cur: Cursor) -> tuple:
+    f = cur.fields(("node", "upper"))
+    return f["node"].integer(0), _read_upper(f["upper"])
+
+
 def _read_proof(cur: Cursor, depth: int = 0):
     """Farkas multipliers, {"phase": {"node": i, "branches": [P, ...]}} or {"tighten":
     {"nodes": [i, ...], "uppers": [U, ...], "then": P}}, nested at most MAX_PHASE_DEPTH deep
@@ -178,16 +187,24 @@ MAX_PHASE_DEPTH = 200
 
 
 def _read_upper(cur: Cursor) -> Upper:
-    f = cur.fields(("lambda", "beta", "proofs"))
+    f = cur.fields(("lambda", "beta", "proofs"), ("terms",))
+    terms = f["terms"].items(what="term") if "terms" in f else []
     return Upper(
         tuple(v.number() for v in f["lambda"].items(what="coefficient")),
         f["beta"].number(),
         tuple(_read_farkas(p) for p in f["proofs"].items(what="proof")),
+        tuple(_read_term(t) for t in terms),
     )
 
 
+def _read_term(cur: Cursor) -> tuple:
+    k, c = cur.items(2, what="entry", why="a term is [node, coefficient]")
+    return k.integer(0), c.number()
+
+
 def _read_relaxed(cur: Cursor):
-    f = cur.fields(("relaxed",))["relaxed"].fields(("choices", "uppers", "proofs"))
+    f = cur.fields(("relaxed",))["relaxed"].fields(("choices", "uppers", "proofs"), ("extra",))
+    extra = f["extra"].items(what="extra row") if "extra" in f else []
     return Relaxed(
         tuple(_read_choice(x) for x in f["choices"].items(what="choice")),
         tuple(
@@ -195,6 +212,7 @@ def _read_relaxed(cur: Cursor):
             for u in f["uppers"].items(what="upper function")
         ),
         tuple(_read_proof(p) for p in f["proofs"].items(what="proof")),
+        tuple(_read_extra(e) for e in extra),
     )
 
 

@@ -7,23 +7,19 @@ by layer (h^0 = x; a piece w . h + b is a linear combination of terms).  A unit 
 give the set S of distinct terms is its one term if |S| = 1, else max(S) = m + k max(N) with m
 the mean of S, N = (S - m) / k and k > 0 the largest |number| in S - m (max(S) = m + max(S - m)
 and max(S) = k max(S / k) for k > 0); equal sets N are one atom.  N does not change when S is
-translated by a term or scaled by a factor > 0: so max(z, 0) and max(-z, 0) are one atom with
-offsets z/2 and -z/2 (their difference z comes out by linear arithmetic), and so are a
-duplicated unit, a unit rescaled, units or pieces permuted, a + max(0, b - a, ...) against
-max(a, b, ...); a unit of one piece passes its term through.  A max of maxima is merged first:
-where each piece L + c K has one atom K of the pieces' greatest depth, with c > 0, the pieces
-are the terms L + c f, f in K's set (L + c max(F) = max(L + c F)); a ReLU's pieces {z, 0} are
-never merged (0 has no atom), so max(z, 0) and max(-z, 0) stay one atom.
+translated by a term or scaled by a factor > 0: so max(z, 0) and max(-z, 0) are one atom (their
+difference z comes out by linear arithmetic), as are duplicated, rescaled or permuted units and
+pieces, a + max(0, b - a) against max(a, b); a one-piece unit passes its term through.  A max of
+maxima is merged first: where each piece L + c K has one deepest atom K, c > 0, the pieces are
+the terms L + c f, f in K's set (L + c max(F) = max(L + c F)); a ReLU's {z, 0} is never merged.
 
 Reading.  depth(K) = 1 + the largest depth of an atom in K's set (0 if none).  A term with
-atoms, K_1..K_r its atoms of the greatest depth with coefficients c_i all > 0 (all < 0) and L
-the rest, reads as the max (the min) of the terms L + sum_i c_i t_i, one t_i from each K_i's
-set: c max(T) = max(cT) for c > 0 and min(cT) for c < 0, L + max(T) = max(L + T), and a sum
-of maxima (of minima) is the max (min) over one choice per summand.  Each of these terms is
-read in turn (its atoms are shallower); an affine map is a leaf; a max among the arguments of
-a max is merged into it (a min into a min); an argument repeated counts once; a max of one
-argument is that argument.  Mixed signs among the deepest atoms, more than COMBINATIONS choices,
-or more than READS terms read in one check: no reading.
+atoms, K_1..K_r its deepest ones with coefficients c_i all > 0 (all < 0) and L the rest, reads as
+the max (min) of the terms L + sum_i c_i t_i, one t_i from each K_i's set (c max(T) = max(cT) for
+c > 0, min(cT) for c < 0, L + max(T) = max(L + T), a sum of maxima is the max over one choice per
+summand), each read in turn; an affine map is a leaf; a max among a max's arguments is merged
+into it (a min into a min), repeats count once, a max of one argument is it.  Mixed signs among
+the deepest atoms, more than COMBINATIONS choices or READS reads in one check: no reading.
 
 Check: for every output, A's and B's terms are equal, or both read as the same expression
 (arguments compared as sets).  Every step is an identity of functions on Q^d: A = B on Q^d."""

@@ -161,8 +161,7 @@ def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
     subs = [x for l, (_, a, b) in enumerate(pairs) for x in (S[1 + 2 * l], a, b)]
     U = replace(tf, sublayers=(S[0], *subs, *S[n - 2 :]))
     try:
-        check_transformer_shapes(tf)
-        check_transformer_shapes(U)
+        list(map(check_transformer_shapes, (tf, U)))
     except (ValueError, TypeError) as e:
         raise CheckFailed(f"layerwise: {e}") from None
     for l, (merged, first, second) in enumerate(pairs):

@@ -6,20 +6,19 @@ the cell), ``Excluded`` (choices fixing every Max node the outputs read, y = M x
 a proof that the cell's rows and O_j's have no common point) or ``Relaxed`` (``relax``): each Max
 node i the outputs read that no choice fixes becomes, in node order, a variable v_i of
 z = (x, v ...) with rows v_i - A_j >= 0 (each argument) and u_i - v_i >= 0, u_i = sum_j lam_j A_j
-+ beta proved >= every A_j on the rows so far (u_i = A_j: v_i = A_j, no variable; None: no row
-u_i - v_i); then a proof per O_j, y affine in z.  Sound: z = (x, the true values) meets every row
-(v_i = max_j A_j <= u_i).
++ beta + sum_k c_k M_k (M_k: an earlier node's map) proved >= every A_j on the rows so far (u_i =
+A_j: v_i = A_j, no variable; None: no row u_i - v_i); then ``extra`` rows as a ``Tighten`` adds
+them; then a proof per O_j, y affine in z.  Sound: the true z meets every row (u affine in z).
 A proof is Farkas multipliers for 0 > 0; or a ``Phase``: a split on which argument of Max node i
-attains v_i, branch k adding A_k - A_j >= 0 (j != k) and A_k - v_i >= 0, with its own proof (at
-the true z an argmax k's rows hold); or a ``Tighten``: for Max nodes i in turn, u proved >= every
-A_j on the rows so far adds u - v_i >= 0; then a proof (at the true z, v_i = max_j A_j <= u)."""
+attains v_i, branch k adding A_k - A_j >= 0 (j != k), A_k - v_i >= 0 (true for an argmax k), with
+its own proof; or a ``Tighten``: for Max nodes i in turn, u - v_i >= 0 (u >= each A_j so far)."""
 
 from dataclasses import dataclass
 
 from . import certificate as cert
 from .certificate import Choices, Empty, Farkas, Row, Split, Tree, _sub, check_entails
 from .errors import CheckFailed
-from .maxout import MaxoutNetwork
+from .maxout import MaxoutNetwork, check_maxout_pair
 from .polyhedron import Polyhedron, check_domain
 from .program import Lin, Max, Program, program_of_maxout
 from .rational import ONE, ZERO, Q, rational
@@ -33,9 +32,10 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Upper:
-    lam: tuple[Q, ...]  # u = sum_j lam_j A_j + beta, one lam_j per argument of the node
+    lam: tuple[Q, ...]  # u = sum_j lam_j A_j + beta + sum c_k M_k, one lam_j per argument,
     beta: Q
     proofs: tuple[Farkas, ...]  # u - A_j >= 0, one per argument
+    terms: tuple[tuple[int, Q], ...] = ()  # (k, c_k): M_k the map of node k (known by then)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +62,10 @@ class Relaxed:
     choices: Choices
     uppers: tuple[Upper | None, ...]  # one per Max node of the cone without a map, in index order
     proofs: tuple[Farkas | Phase, ...]  # one per conjunction O_j of the case
+    extra: tuple[tuple[int, Upper], ...] = ()  # then rows u - v_i >= 0, as Tighten adds them
 
 
-def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
+def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str, extra=()):
     """The maps over z = (x, v ...) and the rows of a ``Relaxed`` leaf (see above)."""
     free = [i for i in need if vals[i] is None and isinstance(p.nodes[i], Max)]
     if len(uppers) != len(free):
@@ -81,30 +82,31 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str):
         if i not in up:
             continue
         u, args = up[i], [vals[j] for j in node.args]
-        uf = None if u is None else upper_map(u, args, rows, D, f"{at}, node {i}")
+        uf = None if u is None else upper_map(u, args, vals, rows, D, f"{at}, node {i}")
         if (k := _argument(u)) is not None:
             vals[i] = args[k]
         else:
             vals[i] = (tuple(ONE if t == var[i] else ZERO for t in range(D)), ZERO)
             rows += [Row(*_sub(vals[i], A)) for A in args]
             rows += [Row(*_sub(uf, vals[i]))] if uf else []
-    return vals, rows
+    return vals, tighten(p, need, vals, rows, [i for i, _ in extra], [u for _, u in extra], D, at)
 
 
-def upper_map(u: Upper, args: list, rows: list[Row], D: int, at: str):
-    """u = sum_j lam_j A_j + beta as a map over z, after checking u - A_j >= 0 on the rows."""
-    if None in args or len(u.lam) != len(args) or len(u.proofs) != len(args):
-        raise CheckFailed(f"{at}: an upper function of the wrong shape")
-    uf = cert.lin_map(Lin((), u.beta, tuple(enumerate(u.lam))), args, D)
+def upper_map(u: Upper, args: list, vals: list, rows: list[Row], D: int, at: str):
+    """u as a map over z, after checking u - A_j >= 0 on the rows (so u >= v_i where they hold)."""
+    ms = args + [vals[k] if type(k) is int and 0 <= k < len(vals) else None for k, _ in u.terms]
+    if None in ms or len(u.lam) != len(args) or len(u.proofs) != len(args):
+        raise CheckFailed(f"{at}: an upper function of the wrong shape or of a node without a map")
+    lam = u.lam + tuple(c for _, c in u.terms)
+    uf = cert.lin_map(Lin((), u.beta, tuple(enumerate(lam))), ms, D)
     for j, (A, pr) in enumerate(zip(args, u.proofs)):
         check_entails(rows, _sub(uf, A), False, pr, f"{at}, upper >= argument {j}")
     return uf
 
 
 def _argument(u: Upper | None) -> int | None:  # j if u = A_j (lam = e_j, beta = 0): v = A_j
-    if u is None or len(nz := [j for j, w in enumerate(u.lam) if w]) != 1:
-        return None
-    return nz[0] if u.lam[nz[0]] == 1 and u.beta == 0 else None
+    nz = [] if u is None or u.terms or u.beta else [j for j, w in enumerate(u.lam) if w]
+    return nz[0] if len(nz) == 1 and u and u.lam[nz[0]] == 1 else None
 
 
 def compose(row: Row, ys: list, d: int) -> Row:
@@ -119,13 +121,11 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None
     """Accept iff ``tree`` proves the case for p (returns its leaves); ``run``: a pool's map."""
     check_domain(case.inputs, p.dim)
     for row in (r for conj in case.outputs for r in conj):
-        if len(row.a) != p.dim + len(p.outputs):
+        if len(row.a) != p.dim + len(p.outputs) or None in [*map(rational, (*row.a, row.c))]:
             raise CheckFailed(f"{where}: output row of {len(row.a)} entries, not d + n_out")
-        [rational(v) for v in (*row.a, row.c)]
     pieces = cut(tree, case.inputs, PIECES if run else 1, where)
-    if len(pieces) == 1:
-        return check_piece(p, case, pieces[0])
-    return sum((run or map)(check_piece, [p] * len(pieces), [case] * len(pieces), pieces))
+    go = run if run and len(pieces) > 1 else map
+    return sum(go(check_piece, [p] * len(pieces), [case] * len(pieces), pieces))
 
 
 PIECES = 32  # pieces of a tree ``check_case`` hands to ``run`` (several per worker)
@@ -160,7 +160,7 @@ def check_piece(p: Program, case: Case, piece: tuple) -> int:
         if not isinstance(node, Excluded | Relaxed) or len(node.proofs) != len(case.outputs):
             raise CheckFailed(f"{at}: not Empty, Excluded or Relaxed with a proof per conjunction")
         if isinstance(node, Relaxed):
-            vals, rows = relax(p, need, vals, rows, node.uppers, at)
+            vals, rows = relax(p, need, vals, rows, node.uppers, at, node.extra)
         cert.check_known(p, need, vals, at)
         ys = [vals[o] for o in p.outputs]
         zero = ((ZERO,) * (len(ys[0][0]) if ys else p.dim), ZERO)
@@ -178,24 +178,31 @@ def refute(p: Program, need, vals: list, rows: list[Row], proof, zero, at: str) 
         if not isinstance(proof, Phase | Tighten):
             check_entails(rows, zero, True, proof, at)
             continue
-        ids = proof.nodes if isinstance(proof, Tighten) else (proof.node,)
-        ok = [type(i) is int and i in need for i in ids]
-        nodes = [n for i, o in zip(ids, ok) if o and isinstance(n := p.nodes[i], Max) and n.args]
-        if len(nodes) != len(ids):
-            raise CheckFailed(f"{at}: a phase split or a tightening needs Max nodes")
-        if isinstance(proof, Phase):
-            args, i = [vals[j] for j in nodes[0].args], ids[0]
-            if len(proof.branches) != len(args):
-                raise CheckFailed(f"{at}: a phase split needs a branch per argument")
-            for k, branch in enumerate(proof.branches):
-                todo.append((rows + phase_rows(args, vals[i], k), branch, f"{at}, {i}={k}"))
+        if isinstance(proof, Tighten):
+            rows = tighten(p, need, vals, rows, proof.nodes, proof.uppers, len(zero[0]), at)
+            todo.append((rows, proof.then, f"{at}, tightened"))
             continue
-        if len(proof.uppers) != len(ids) or not all(isinstance(u, Upper) for u in proof.uppers):
-            raise CheckFailed(f"{at}: not one upper function per tightened node")
-        for i, n, u in zip(ids, nodes, proof.uppers):
-            uf = upper_map(u, [vals[j] for j in n.args], rows, len(zero[0]), f"{at}, {i}")
-            rows = rows + [Row(*_sub(uf, vals[i]))]
-        todo.append((rows, proof.then, f"{at}, tightened"))
+        args, i = [vals[j] for j in _max_node(p, need, proof.node, at).args], proof.node
+        if len(proof.branches) != len(args):
+            raise CheckFailed(f"{at}: a phase split needs a branch per argument")
+        for k, branch in enumerate(proof.branches):
+            todo.append((rows + phase_rows(args, vals[i], k), branch, f"{at}, {i}={k}"))
+
+
+def _max_node(p: Program, need, i, at: str) -> Max:
+    if not (type(i) is int and i in need and isinstance(n := p.nodes[i], Max) and n.args):
+        raise CheckFailed(f"{at}: a phase split or a tightening needs Max nodes")
+    return n
+
+
+def tighten(p: Program, need, vals: list, rows: list[Row], ids, uppers, D: int, at: str):
+    """The rows plus, for Max nodes i in turn, u - v_i >= 0 (u proved >= every A_j so far)."""
+    if len(uppers) != len(ids) or not all(isinstance(u, Upper) for u in uppers):
+        raise CheckFailed(f"{at}: not one upper function per tightened node")
+    for i, u in zip(ids, uppers):
+        args = [vals[j] for j in _max_node(p, need, i, at).args]
+        rows = rows + [Row(*_sub(upper_map(u, args, vals, rows, D, f"{at}, {i}"), vals[i]))]
+    return rows
 
 
 def phase_rows(args: list, v, k: int) -> list[Row]:
@@ -207,8 +214,6 @@ def check_property(net: MaxoutNetwork, cases: tuple, trees: tuple, run=None) -> 
     """Accept iff every case holds by its tree; returns the leaves; ``run`` as in ``check_case``."""
     if len(cases) != len(trees):
         raise CheckFailed(f"{len(trees)} trees for {len(cases)} cases")
-    try:
-        p = program_of_maxout(net)
-    except (ValueError, TypeError) as e:
-        raise CheckFailed(f"the network is malformed: {e}") from None
+    check_maxout_pair(net, net, "property")
+    p = program_of_maxout(net)
     return sum(check_case(p, c, t, f"case {n}", run) for n, (c, t) in enumerate(zip(cases, trees)))

@@ -10,7 +10,9 @@ denotes), clipped into the box, and re-evaluated by the kernel's evaluators
 (``evaluate_maxout``, ``evaluate_transformer``).  Then ``engine.casetree.build_case_tree``
 builds a split tree for the pair program (with every max-like hardmax head as a Max node, its
 choices restated for the kernel: ``engine/pair.py``), and the kernel checks it
-(``check_pair_property``).
+(``check_pair_property``); for epsilon between two ReLU networks of one shape on a box,
+``engine.differential`` builds relaxed leaves that bound the difference of corresponding units
+instead, and the case tree is not needed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import interruption
+from ..engine import differential
 from ..engine.casetree import Violated, build_case_tree
 from ..engine.certify import Limits, NoCertificate
 from ..engine.floatlp import unknown_beyond_floats
@@ -277,7 +280,12 @@ def decide_tolerance(
     def confirm(x):
         return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
 
-    what, tree, s = (build or build_tree)(q, case, box, deadline, confirm, max_leaves, progress)
+    built = None
+    if epsilon is not None and box is not None and differential.applies(a, b):
+        built = build_differential(a, b, fp, case, deadline, confirm, max_leaves, progress)
+    what, tree, s = built or (build or build_tree)(
+        q, case, box, deadline, confirm, max_leaves, progress
+    )
     stats.update(s)
     if what == "point":
         found = better(tree)
@@ -293,6 +301,30 @@ def decide_tolerance(
     except CheckFailed as e:  # a producer bug: never trusted, reported
         return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)
     return Answer("proved", tree=tree, stats=stats)
+
+
+def build_differential(a, b, fp, case, deadline, confirm, max_leaves, progress):
+    """As ``build_tree``, by ``engine.differential`` (relaxed leaves with delta rows, input
+    splits), or None where it does not apply (then ``build_tree``).  A split cell's centre
+    whose float gap exceeds epsilon is evaluated exactly by ``confirm``."""
+
+    def violated(x):
+        X = np.array([[float(v) for v in x]])
+        if _scores(case.outputs, X, fp(X))[0] > -1e-9 and confirm(x) is not None:
+            raise Violated(x)
+
+    try:
+        built = differential.build_differential_tree(
+            a, b, case, Limits(deadline, max_leaves, progress), violated
+        )
+    except Violated as e:
+        return "point", confirm(e.x), {}
+    except NoCertificate as e:
+        return "unknown", str(e), {"builder": "differential"}
+    if built is None:
+        return None
+    tree, s = built
+    return "tree", tree, {"leaves": s["leaves"], "splits": s["splits"], "builder": "differential"}
 
 
 def build_tree(q, case, box, deadline, confirm, max_leaves, progress):

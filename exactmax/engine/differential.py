@@ -1,0 +1,461 @@
+"""Differential bounds: relaxed leaves for the pair program of two ReLU networks of one shape.
+
+Untrusted producer for ``equiv A B --epsilon E`` when A and B are ReLU networks with the same
+layer widths (a network and its pruned, quantised or fine-tuned twin) on a box.  Unit u of
+hidden layer k is v = max(a, 0) in A and w = max(b, 0) in B; Delta = a - b, delta = v - w.
+Since ReLU is monotone and 1-Lipschitz, min(0, Delta) <= delta <= max(0, Delta): the two
+networks' errors cancel where they agree, instead of adding up as two separate relaxations
+do (a 5%-pruned ACAS Xu network differs from its original by 0.005 where each output ranges
+over tens).
+
+On a cell (a box, halved along inputs as in ``relaxation.py``) each network gets the kernel's
+usual relaxed rows (``relaxation._Exact``: a stable unit fixed to a or 0, an unstable one a
+variable with v >= a, v >= 0, v <= s a + t); then the leaf's ``extra`` rows, layer by layer,
+bound delta where a unit is a variable in one network and not fixed to 0 in the other:
+
+    v <= w + s Delta + t   (s Delta + t >= max(0, Delta) on [L, U], Delta's proved bounds)
+    w <= v - s' Delta + t' (-s' Delta + t' >= max(0, -Delta))
+
+each an upper function of the kernel's form: u = s a + t + 1 * [w's node] - s * [b's node],
+proved >= a by w - b >= 0 and (1 - s) times Delta <= U, and >= 0 by w >= 0 and s times
+Delta >= L.  Bounds of Delta and of the forbidden rows a_o - b_o - E come from back-substitution
+over both networks at once: a coefficient pair (p, q) on (v, w) of opposite signs is split as
+r (v - w) + (p - r) v + (q + r) w with r the smaller of |p|, |q| (signed), r (v - w) bounded by
+a delta row in terms of Delta = a - b, the rest by each network's own rows.  Floats choose
+(which cells close, where to split); the exact pass's coefficients are the Farkas multipliers,
+and the kernel checks the leaf against the pair program itself.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from .. import interruption
+from ..kernel.certificate import Split, domain_rows
+from ..kernel.program import Max, program_of_maxout
+from ..kernel.property import Case, Relaxed, Upper
+from ..kernel.rational import ONE, ZERO, Q, RatMatrix
+from . import intervals
+from .certify import Limits, NoCertificate
+from .phases import _down, _proof, _up
+from .relaxation import MARGIN, MAX_DEPTH, Layers, _arg_order, _Exact, _float_bounds, _Unsupported
+
+
+class PairLayers:
+    """A and B as ReLU layers (``relaxation.Layers``: the units the outputs read); B's node
+    numbers shifted to the pair program's (``kernel.pair.program_of_pair``: A's nodes, then
+    B's).  Unit u of A's layer k and unit u' of B's correspond (``pairs[k]``: (u, u') lists)
+    where they are the same unit of the two networks (the same rank among the Max nodes: one
+    per unit, layer by layer); a unit only one network's outputs read has no partner."""
+
+    def __init__(self, a, b, case: Case):
+        f, g = program_of_maxout(a), program_of_maxout(b)
+        self.A, self.B = Layers(f, case), Layers(g, case)
+        shift = len(f.nodes)
+        widths = [len(layer.units) for layer in a.layers]
+        if widths != [len(layer.units) for layer in b.layers] or len(self.A.ids) != len(self.B.ids):
+            raise _Unsupported
+        if len(f.outputs) != len(g.outputs):
+            raise _Unsupported
+        if any(_arg_order(f, i) != (0, 1) for ids in self.A.ids for i in ids):
+            raise _Unsupported
+        if any(_arg_order(g, i) != (0, 1) for ids in self.B.ids for i in ids):
+            raise _Unsupported
+        self.dim, self.n_out, self.K = f.dim, len(f.outputs), len(self.A.ids)
+        rank_f = {
+            i: r for r, i in enumerate(i for i, n in enumerate(f.nodes) if isinstance(n, Max))
+        }
+        rank_g = {
+            i: r for r, i in enumerate(i for i, n in enumerate(g.nodes) if isinstance(n, Max))
+        }
+        self.pairs: list[list[tuple[int, int]]] = []
+        for ia, ib in zip(self.A.ids, self.B.ids):
+            where = {rank_g[i]: u for u, i in enumerate(ib)}
+            self.pairs.append(
+                [(u, where[rank_f[i]]) for u, i in enumerate(ia) if rank_f[i] in where]
+            )
+        # pair-program node numbers: (Max node, its pre-activation Lin node) per unit
+        self.nodes_a = [[(i, _pre(f, i)) for i in ids] for ids in self.A.ids]
+        self.nodes_b = [[(i + shift, _pre(g, i) + shift) for i in ids] for ids in self.B.ids]
+
+
+def _pre(p, i: int) -> int:
+    """The pre-activation a of the unit max(a, 0) at Max node i."""
+    node = p.nodes[i]
+    assert isinstance(node, Max)
+    return node.args[0]
+
+
+def applies(a, b) -> bool:
+    try:
+        PairLayers(a, b, None)  # type: ignore[arg-type]
+    except (_Unsupported, AttributeError, TypeError, ValueError):
+        return False
+    return True
+
+
+def _tri(L, U):
+    """Float (s, t) with s D + t >= max(0, D) on [L, U] (the triangle; exact where stable)."""
+    unst = (L < 0) & (U > 0)
+    s = np.where(U <= 0, 0.0, np.where(L >= 0, 1.0, U / np.where(unst, U - L, 1.0)))
+    return s, np.where(unst, -s * L, 0.0)
+
+
+class _Floats:
+    """The float pass on one cell: each network's DeepPoly bounds, then Delta's bounds and
+    the delta relaxation layer by layer, then lower bounds of the forbidden rows."""
+
+    def __init__(self, net: PairLayers, lo, hi):
+        self.net, self.lo, self.hi = net, lo, hi
+        self.rA, bA = _float_bounds(net.A, lo, hi)
+        self.rB, bB = _float_bounds(net.B, lo, hi)
+        self.diff: list = []
+        A, B = net.A, net.B
+        for k in range(net.K):
+            ia = np.array([u for u, _ in net.pairs[k]], dtype=int)
+            ib = np.array([u for _, u in net.pairs[k]], dtype=int)
+            act_a, var_a = bA[k][0][ia] >= 0, (bA[k][0][ia] < 0) & (bA[k][1][ia] > 0)
+            act_b, var_b = bB[k][0][ib] >= 0, (bB[k][0][ib] < 0) & (bB[k][1][ib] > 0)
+            if k == 0:
+                X = A.Wf[0][ia] - B.Wf[0][ib]
+                c = A.bf[0][ia] - B.bf[0][ib]
+                L = c + np.minimum(X, 0) @ hi + np.maximum(X, 0) @ lo
+                U = c + np.maximum(X, 0) @ hi + np.minimum(X, 0) @ lo
+            else:
+                W = np.vstack([A.Wf[k][ia], -A.Wf[k][ia]])
+                V = np.vstack([-B.Wf[k][ib], B.Wf[k][ib]])
+                c = A.bf[k][ia] - B.bf[k][ib]
+                both, _ = self.lower(W, V, np.concatenate([c, -c]), k)
+                L, U = both[: len(ia)], -both[len(ia) :]
+            sv, tv = _tri(L, U)
+            sw, tw = _tri(-U, -L)
+            hv = var_a & (var_b | act_b)
+            hw = var_b & (var_a | act_a)
+            self.diff.append((ia, ib, hv, hw, sv, tv, sw, tw))
+
+    def lower(self, P, Qm, c, k, xc=None):
+        """Lower bounds of P v_{k-1} + Qm w_{k-1} + c (+ xc . x), and the x coefficients."""
+        net, c = self.net, c.copy()
+        A, B = net.A, net.B
+        X = None
+        for j in range(k - 1, -1, -1):
+            alA, sA, tA = self.rA[j]
+            alB, sB, tB = self.rB[j]
+            ia, ib, hv, hw, sv, tv, sw, tw = self.diff[j]
+            p, q = P[:, ia], Qm[:, ib]
+            r = np.where(
+                (p > 0) & (q < 0) & hw,
+                np.minimum(p, -q),
+                np.where((p < 0) & (q > 0) & hv, np.maximum(p, -q), 0.0),
+            )
+            P2, Q2 = P.copy(), Qm.copy()
+            P2[:, ia] -= r
+            Q2[:, ib] += r
+            cD = np.where(r > 0, r * sw, r * sv)
+            c = c + np.where(r > 0, -r * tw, r * tv).sum(1)
+            ca = np.where(P2 > 0, P2 * alA, P2 * sA)
+            cb = np.where(Q2 > 0, Q2 * alB, Q2 * sB)
+            ca[:, ia] += cD
+            cb[:, ib] -= cD
+            c = c + np.minimum(P2, 0) @ tA + np.minimum(Q2, 0) @ tB
+            c = c + ca @ A.bf[j] + cb @ B.bf[j]
+            if j == 0:
+                X = ca @ A.Wf[0] + cb @ B.Wf[0]
+            else:
+                P, Qm = ca @ A.Wf[j], cb @ B.Wf[j]
+        if X is None:  # k == 0: P, Qm over x
+            X = P + Qm
+        if xc is not None:
+            X = X + xc
+        return c + np.maximum(X, 0) @ self.lo + np.minimum(X, 0) @ self.hi, X
+
+
+def _out_rows(net: PairLayers, case: Case):
+    """Per conjunction (one row each), -row as (P over A's last layer, Q over B's, constant,
+    x part), exact; the row is strict or not."""
+    d, n = net.dim, net.n_out
+    WA, bA, WB, bB = net.A.W[-1], net.A.b[-1], net.B.W[-1], net.B.b[-1]
+    out = []
+    for conj in case.outputs:
+        if len(conj) != 1:
+            raise _Unsupported
+        (r,) = conj
+        wa, wb = r.a[d : d + n], r.a[d + n :]
+        P = [-sum((wa[o] * WA[o, u] for o in range(n) if wa[o]), ZERO) for u in range(WA.ncols())]
+        Qm = [-sum((wb[o] * WB[o, u] for o in range(n) if wb[o]), ZERO) for u in range(WB.ncols())]
+        c = -(r.c + sum((wa[o] * bA[o] for o in range(n)), ZERO))
+        c -= sum((wb[o] * bB[o] for o in range(n)), ZERO)
+        out.append((P, Qm, c, [-v for v in r.a[:d]], r.strict))
+    return out
+
+
+class _PairExact:
+    """The exact pass on one cell: rows are the kernel's (the cell's, 3 per variable of A,
+    3 per variable of B, in node order, then the extra rows in order)."""
+
+    def __init__(self, net: PairLayers, rows, box):
+        self.net, self.box = net, box
+        self.exA = _Exact(net.A, len(rows), box)
+        self.uppers: list = []
+        for k in range(net.K):
+            self.uppers += self.exA.layer(k)
+        self.exB = _Exact(net.B, len(rows) + 3 * self.exA.n_vars, box)
+        for k in range(net.K):
+            self.uppers += self.exB.layer(k)
+        self.base_extra = len(rows) + 3 * (self.exA.n_vars + self.exB.n_vars)
+        self.extra: list = []
+        self.diff: list = []  # per layer: [(u, u', v's row or None, w's row or None)]
+        upA = self.uppers[: sum(len(i) for i in net.A.ids)]
+        upB = self.uppers[len(upA) :]
+        oa = ob = 0
+        for k in range(net.K):
+            na, nb = len(net.A.ids[k]), len(net.B.ids[k])
+            self.diff.append(self._layer(k, upA[oa : oa + na], upB[ob : ob + nb]))
+            oa, ob = oa + na, ob + nb
+
+    def _rows(self, ex: _Exact, k: int, u: int):
+        """(row v - a, row v - 0) of unit u of layer k, or None when the unit is fixed."""
+        pos = ex.relax[k][3][u]
+        return None if pos is None else (ex.base + 3 * pos, ex.base + 3 * pos + 1)
+
+    def _layer(self, k: int, upA, upB) -> list:
+        """Prove Delta's bounds for the corresponding units of layer k where one is a variable
+        and the other is not fixed to 0, and add their delta rows (see the module)."""
+        net = self.net
+        alA, alB = self.exA.relax[k][0], self.exB.relax[k][0]
+        want = []
+        for ua, ub in net.pairs[k]:
+            ra, rb = self._rows(self.exA, k, ua), self._rows(self.exB, k, ub)
+            if (ra and (rb or alB[ub])) or (rb and (ra or alA[ua])):
+                want.append((ua, ub, ra, rb))
+        if not want:
+            return []
+        A, B = net.A, net.B
+        m, nc = len(want), A.W[k].ncols()
+        EA, EB = A.W[k].entries(), B.W[k].entries()
+        rA = [EA[ua * nc : (ua + 1) * nc] for ua, _, _, _ in want]
+        rB = [EB[ub * nc : (ub + 1) * nc] for _, ub, _, _ in want]
+        c = [A.b[k][ua] - B.b[k][ub] for ua, ub, _, _ in want]
+        ncb = B.W[k].ncols()
+        P = RatMatrix(2 * m, nc, [v for r in rA for v in r] + [-v for r in rA for v in r])
+        Qm = RatMatrix(2 * m, ncb, [-v for r in rB for v in r] + [v for r in rB for v in r])
+        res = self.lower(P, Qm, c + [-v for v in c], k)
+        out = []
+        for i, (ua, ub, ra, rb) in enumerate(want):
+            (Lx, ml), (nU, mu) = res[i], res[m + i]  # ml: Delta >= Lx, mu: -Delta >= nU
+            L, U = _down(Lx), _up(-nU)
+            row_v = row_w = None
+            if ra and (rb or alB[ub]):  # v <= w + s Delta + t
+                s, t = _slope(L, U)
+                # w - b >= 0 and w >= 0: w's rows, or (w = b) nothing and b's proof of b >= 0
+                wa, w0 = ({rb[0]: ONE}, {rb[1]: ONE}) if rb else ({}, dict(upB[ub].proofs[1]))
+                pa = _add(wa, mu, ONE - s)
+                p0 = _add(w0, ml, s)
+                wn, bn = net.nodes_b[k][ub]
+                up = Upper((s, ZERO), t, (_proof(pa, ONE), _proof(p0, ONE)), ((wn, ONE), (bn, -s)))
+                row_v = (self._extra(net.nodes_a[k][ua][0], up), s, t)
+            if rb and (ra or alA[ua]):  # w <= v - s' Delta + t'
+                s, t = _slope(-U, -L)
+                va, v0 = ({ra[0]: ONE}, {ra[1]: ONE}) if ra else ({}, dict(upA[ua].proofs[1]))
+                pb = _add(va, ml, ONE - s)
+                p0 = _add(v0, mu, s)
+                vn, an = net.nodes_a[k][ua]
+                up = Upper((s, ZERO), t, (_proof(pb, ONE), _proof(p0, ONE)), ((vn, ONE), (an, -s)))
+                row_w = (self._extra(net.nodes_b[k][ub][0], up), s, t)
+            out.append((ua, ub, row_v, row_w))
+        return out
+
+    def _extra(self, node: int, up: Upper) -> int:
+        self.extra.append((node, up))
+        return self.base_extra + len(self.extra) - 1
+
+    def lower(self, P: RatMatrix, Qm: RatMatrix, c: list, k: int, xc=None):
+        """For each row i of P v_{k-1} + Qm w_{k-1} + c (+ xc[i] . x), over x when k == 0:
+        (K_i, multipliers) with e_i - sum mult rows = K_i."""
+        net, m = self.net, P.nrows()
+        mults: list[dict[int, Q]] = [dict() for _ in range(m)]
+        c = list(c)
+        delta: dict = {}  # (row, u, u'): the coefficient r s of a - b from a delta row
+        for j in range(k - 1, -1, -1):
+            alA, sA, tA, posA = self.exA.relax[j]
+            alB, sB, tB, posB = self.exB.relax[j]
+            nA, nB = P.ncols(), Qm.ncols()
+            EP, EQ = P.entries(), Qm.entries()
+            for i in range(m):  # r (v - w) by a delta row, r the smaller of |p|, |q| (signed)
+                mi = mults[i]
+                for ua, ub, rv, rw in self.diff[j]:
+                    p, q = EP[i * nA + ua], EQ[i * nB + ub]
+                    if p > 0 and q < 0 and rw is not None:
+                        r = min(p, -q)
+                        row, s, t = rw  # r (v - w) >= r s' (a - b) - r t'
+                        mi[row] = mi.get(row, ZERO) + r
+                        c[i] -= r * t
+                    elif p < 0 and q > 0 and rv is not None:
+                        r = max(p, -q)
+                        row, s, t = rv  # r (v - w) >= r s (a - b) + r t
+                        mi[row] = mi.get(row, ZERO) - r
+                        c[i] += r * t
+                    else:
+                        continue
+                    # the rest (p - r) v + (q + r) w by each network's rows, r s (a - b) kept
+                    EP[i * nA + ua], EQ[i * nB + ub] = p - r, q + r
+                    delta[i, ua, ub] = r * s
+            na = [ZERO] * (m * nA)
+            nb = [ZERO] * (m * nB)
+            base_a, base_b = self.exA.base, self.exB.base
+            for i in range(m):
+                mi = mults[i]
+                for u in range(nA):
+                    na[i * nA + u] = self._side(
+                        mi, EP[i * nA + u], alA[u], sA[u], tA[u], posA[u], base_a, c, i
+                    )
+                for u in range(nB):
+                    nb[i * nB + u] = self._side(
+                        mi, EQ[i * nB + u], alB[u], sB[u], tB[u], posB[u], base_b, c, i
+                    )
+            for (i, ua, ub), cD in delta.items():
+                na[i * nA + ua] += cD
+                nb[i * nB + ub] -= cD
+            delta.clear()
+            CA, CB = RatMatrix(m, nA, na), RatMatrix(m, nB, nb)
+            ea, eb = (CA * net.A.bcol[j]).entries(), (CB * net.B.bcol[j]).entries()
+            for i in range(m):
+                c[i] += ea[i] + eb[i]
+            P, Qm = CA * net.A.W[j], CB * net.B.W[j]
+        X, d = (P + Qm).entries(), net.dim
+        out = []
+        for i in range(m):
+            K, mi = c[i], mults[i]
+            for x in range(d):
+                v = X[i * d + x] + (xc[i][x] if xc else ZERO)
+                if v:
+                    idx, coef, bound = self.box[x][0 if v > 0 else 1]
+                    mi[idx] = mi.get(idx, ZERO) + v / coef
+                    K += v * bound
+            out.append((K, mi))
+        return out
+
+    @staticmethod
+    def _side(mi, p, al, s, t, pos, base, c, i):
+        """The coefficient p of v (a unit of one network) moved onto its pre-activation a."""
+        if not p:
+            return ZERO
+        if pos is None:  # fixed: v = a or v = 0
+            return p if al else ZERO
+        r = base + 3 * pos
+        if p > 0:  # v >= a (al) or v >= 0
+            mi[r if al else r + 1] = mi.get(r if al else r + 1, ZERO) + p
+            return p if al else ZERO
+        mi[r + 2] = mi.get(r + 2, ZERO) - p  # u - v >= 0, u = s a + t
+        c[i] += p * t
+        return p * s
+
+
+def _slope(L: Q, U: Q) -> tuple[Q, Q]:
+    """(s, t) on the grid: s D + t >= max(0, D) for D in [L, U] (as ``_Exact.layer``)."""
+    if L >= 0:
+        return ONE, ZERO
+    if U <= 0:
+        return ZERO, ZERO
+    s = _down(U / (U - L))
+    return s, max(-s * L, U - s * U)
+
+
+def _add(m: dict, other: dict, scale: Q) -> dict:
+    out = dict(m)
+    if scale:
+        for i, y in other.items():
+            out[i] = out.get(i, ZERO) + scale * y
+    return out
+
+
+def build_differential_tree(a, b, case: Case, limits: Limits, violated):
+    """A tree of relaxed leaves (with delta rows) and input splits for the pair case of
+    ``kernel.pair.pair_case`` (epsilon), or None when the models are not ReLU networks of one
+    shape, the domain is not a box, or a path needs more than MAX_DEPTH splits.
+    ``violated(x)`` raises with an exact candidate point."""
+    try:
+        net = PairLayers(a, b, case)
+        outs = _out_rows(net, case)
+    except _Unsupported:
+        return None
+    d, rows0 = net.dim, domain_rows(case.inputs)
+    box0 = intervals.box_rows(rows0, d)
+    if box0 is None:
+        return None
+    outs_f = [
+        (
+            np.array([float(v) for v in P])[None, :],
+            np.array([float(v) for v in Qm])[None, :],
+            np.array([float(c)]),
+            np.array([float(v) for v in xc]),
+        )
+        for P, Qm, c, xc, _ in outs
+    ]
+    stats: dict[str, Any] = {"leaves": 0, "splits": 0, "proofs": {"relaxed": 0}}
+    last = [time.monotonic()]
+
+    def floats(lo, hi):
+        """(every conjunction closes with a margin, the smear of the worst one)."""
+        fl = _Floats(net, lo, hi)
+        worst, smear = np.inf, None
+        for P, Qm, c, xc in outs_f:
+            val, X = fl.lower(P, Qm, c, net.K, xc)
+            if val[0] < worst:
+                worst, smear = float(val[0]), np.abs(X[0]) * (hi - lo)
+        return worst > MARGIN * (1 + abs(worst)), smear
+
+    def close(rows, bx):
+        lo = np.array([float(b[0][2]) for b in bx])
+        hi = np.array([float(b[1][2]) for b in bx])
+        ok, smear = floats(lo, hi)
+        if not ok:
+            return None, smear, lo, hi
+        ex = _PairExact(net, rows, [(bx[t][0], bx[t][1]) for t in range(d)])
+        conj_row = ex.base_extra + len(ex.extra)
+        proofs = []
+        for P, Qm, c, xc, strict in outs:
+            nA, nB = len(P), len(Qm)
+            ((val, m),) = ex.lower(RatMatrix(1, nA, P), RatMatrix(1, nB, Qm), [c], net.K, [xc])
+            if val < 0 or (val == 0 and not strict):
+                return None, smear, lo, hi
+            m[conj_row] = m.get(conj_row, ZERO) + ONE
+            proofs.append(_proof(m, ONE))
+        leaf = Relaxed((), tuple(ex.uppers), tuple(proofs), tuple(ex.extra))
+        return leaf, None, lo, hi
+
+    def cell(rows, bx, depth=0):
+        interruption.check()
+        if depth > MAX_DEPTH:
+            raise _Unsupported
+        if time.monotonic() > limits.deadline:
+            raise NoCertificate("time limit reached while building the certificate")
+        if stats["leaves"] >= limits.max_leaves:
+            raise NoCertificate(f"more than {limits.max_leaves} cells")
+        leaf, smear, lo, hi = close(rows, bx)
+        if leaf is not None:
+            stats["leaves"] += 1
+            stats["proofs"]["relaxed"] += 1
+            if limits.progress is not None and time.monotonic() - last[0] > 2:
+                last[0] = time.monotonic()
+                limits.progress(stats["leaves"])
+            return leaf
+        centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
+        violated(tuple(centre))
+        if smear is None or not smear.any():
+            smear = hi - lo
+        t = int(np.argmax(smear))
+        mid = centre[t]
+        if not bx[t][0][2] < mid < bx[t][1][2]:
+            raise NoCertificate("a cell too small to split")
+        stats["splits"] += 1
+        a_, (ge_rows, ge_bx), (lt_rows, lt_bx) = intervals.halves(rows, bx, t, mid)
+        return Split(a_, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
+
+    try:
+        return cell(list(rows0), box0), stats
+    except _Unsupported:
+        return None

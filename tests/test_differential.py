@@ -1,0 +1,238 @@
+"""Differential bounds (``engine/differential.py``) and the kernel rows they rest on: an upper
+function may read earlier nodes' maps (``Upper.terms``), a relaxed leaf may add rows after its
+upper functions (``Relaxed.extra``).  |A - B| <= E for a network and its pruned twin is proved
+with few cells, every certificate is checked by the kernel, and tampered rows are rejected."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pytest
+
+from exactmax import schemas
+from exactmax.cli import main
+from exactmax.engine import differential
+from exactmax.io.models import domain_to_json, model_to_json
+from exactmax.kernel.certificate import Split
+from exactmax.kernel.errors import CheckFailed
+from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
+from exactmax.kernel.affine import Affine
+from exactmax.kernel.pair import check_pair_property
+from exactmax.kernel.polyhedron import Box
+from exactmax.kernel.program import Lin, Max, program_of_maxout
+from exactmax.kernel.property import Case, Relaxed, Upper, check_case
+from exactmax.kernel.certificate import Row
+from exactmax.kernel.rational import ONE, ZERO, Q
+from exactmax.prove.tolerance import decide_tolerance
+
+
+def relu(d: int, widths: list[int], outs: int, seed: int) -> MaxoutNetwork:
+    """A seeded ReLU network with weights in multiples of 1/8."""
+    rnd = random.Random(seed)
+    q = lambda: Q(rnd.randint(-8, 8), 8)   # noqa: E731
+    layers, prev = [], d
+    for w in widths:
+        layers.append(Layer(tuple(Unit((Piece(tuple(q() for _ in range(prev)), q() / 4),
+                                        Piece((ZERO,) * prev, ZERO))) for _ in range(w))))
+        prev = w
+    out = Affine(tuple(tuple(q() for _ in range(prev)) for _ in range(outs)), (ZERO,) * outs, prev)
+    return MaxoutNetwork(d, tuple(layers), out)
+
+
+def pruned(net: MaxoutNetwork, k: int, seed: int) -> MaxoutNetwork:
+    """The twin with k weights (of hidden layers and the output map) set to zero."""
+    rnd = random.Random(seed)
+    slots = [(l, u, j) for l, layer in enumerate(net.layers) for u, unit in enumerate(layer.units)
+             for j in range(len(unit.pieces[0].w))]
+    slots += [("out", o, j) for o, r in enumerate(net.output.W) for j in range(len(r))]
+    zero = set(rnd.sample(slots, k))
+    layers = tuple(Layer(tuple(
+        Unit((Piece(tuple(ZERO if (l, u, j) in zero else v for j, v in enumerate(un.pieces[0].w)),
+                    un.pieces[0].b), un.pieces[1]))
+        for u, un in enumerate(layer.units))) for l, layer in enumerate(net.layers))
+    W = tuple(tuple(ZERO if ("out", o, j) in zero else v for j, v in enumerate(r))
+              for o, r in enumerate(net.output.W))
+    return dataclasses.replace(net, layers=layers, output=dataclasses.replace(net.output, W=W))
+
+
+BOX = Box((Q(-1, 2),) * 3, (Q(1, 2),) * 3)
+
+
+def gap_on_grid(a, b, box: Box, n: int = 6) -> Q:
+    """max_o |A_o(x) - B_o(x)| over a grid of the box (a lower bound of the largest gap)."""
+    import itertools
+    lo, hi = box.lower, box.upper
+    best = ZERO
+    for t in itertools.product(range(n + 1), repeat=len(lo)):
+        x = tuple(l + (h - l) * Q(i, n) for l, h, i in zip(lo, hi, t))
+        ya, yb = evaluate_maxout(a, x), evaluate_maxout(b, x)
+        best = max(best, max(abs(u - v) for u, v in zip(ya, yb)))
+    return best
+
+
+def leaves(tree):
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Split):
+            todo += [t.ge, t.lt]
+        else:
+            yield t
+
+
+@pytest.fixture(scope="module")
+def twin():
+    a = relu(3, [8, 8], 2, seed=5)
+    b = pruned(a, 6, seed=6)
+    g = gap_on_grid(a, b, BOX)
+    E = g * Q(3, 2) + Q(1, 100)
+    ans = decide_tolerance(a, b, BOX, E, run_search=False)
+    assert ans.verdict == "proved", ans.reason
+    return a, b, E, ans
+
+
+def test_a_pruned_twin_is_proved_by_delta_rows(twin):
+    a, b, E, ans = twin
+    assert ans.stats["builder"] == "differential"
+    rel = [t for t in leaves(ans.tree) if isinstance(t, Relaxed)]
+    assert rel and any(t.extra for t in rel)   # delta rows were needed, and read terms
+    assert any(u.terms for t in rel for _, u in t.extra)
+    assert check_pair_property(a, b, BOX, E, ans.tree) == len(list(leaves(ans.tree)))
+
+
+def test_an_epsilon_below_a_gap_the_grid_sees_is_refuted(twin):
+    a, b, E, _ = twin
+    g = gap_on_grid(a, b, BOX)
+    ans = decide_tolerance(a, b, BOX, g - Q(1, 10**6))
+    assert ans.verdict == "refuted" and ans.gap > g - Q(1, 10**6)
+
+
+def _with_extra(tree, edit):
+    """The tree with ``edit`` applied to the first relaxed leaf that has extra rows."""
+    done = [False]
+
+    def walk(t):
+        if isinstance(t, Split):
+            return dataclasses.replace(t, ge=walk(t.ge), lt=walk(t.lt))
+        if isinstance(t, Relaxed) and t.extra and not done[0]:
+            done[0] = True
+            return edit(t)
+        return t
+    out = walk(tree)
+    assert done[0]
+    return out
+
+
+def _upper(t: Relaxed, k: int, **kw) -> Relaxed:
+    node, u = t.extra[k]
+    extra = list(t.extra)
+    extra[k] = (node, dataclasses.replace(u, **kw))
+    return dataclasses.replace(t, extra=tuple(extra))
+
+
+@pytest.mark.parametrize("what", ["beta", "term", "drop_term", "drop_rows", "bad_node",
+                                  "lin_node", "unknown_term"])
+def test_tampered_delta_rows_are_rejected(twin, what):
+    a, b, E, ans = twin
+    p = program_of_maxout(a)
+
+    def edit(t: Relaxed) -> Relaxed:
+        u = t.extra[0][1]
+        if what == "beta":
+            return _upper(t, 0, beta=u.beta - Q(1, 2**20))
+        if what == "term":
+            (k, c), *rest = u.terms
+            return _upper(t, 0, terms=((k, c * 2), *rest))
+        if what == "drop_term":
+            return _upper(t, 0, terms=u.terms[1:])
+        if what == "drop_rows":
+            return dataclasses.replace(t, extra=())
+        if what == "bad_node":
+            return dataclasses.replace(t, extra=((10**6, u),) + t.extra[1:])
+        if what == "lin_node":   # a Lin node has no upper function
+            lin = next(i for i, n in enumerate(p.nodes) if isinstance(n, Lin))
+            return dataclasses.replace(t, extra=((lin, u),) + t.extra[1:])
+        (k, c), *rest = u.terms
+        return _upper(t, 0, terms=((-1, c), *rest))
+    with pytest.raises(CheckFailed):
+        check_pair_property(a, b, BOX, E, _with_extra(ans.tree, edit))
+
+
+def test_an_upper_function_with_terms_never_fixes_its_node():
+    """w = max(x + 1, 0), v = max(x, 0) on [-1, 1] (w = x + 1 there); y = (v, w).  For v,
+    u = x + (w - x) = w is >= x and >= 0 and is argument 0 (x) plus terms: were it read as
+    "v = x", the false claim y_0 - x <= 0 would follow.  The kernel keeps v a variable."""
+    net = MaxoutNetwork(1, (Layer((
+        Unit((Piece((ONE,), ONE), Piece((ZERO,), ZERO))),
+        Unit((Piece((ONE,), ZERO), Piece((ZERO,), ZERO))))),),
+        Affine(((ZERO, ONE), (ONE, ZERO)), (ZERO, ZERO), 2))
+    p = program_of_maxout(net)
+    w, v = [i for i, n in enumerate(p.nodes) if isinstance(n, Max)]
+    a_v = p.nodes[v].args[0]
+    P = Box((-ONE,), (ONE,)).as_polyhedron()
+    case = Case(P, ((Row((-ONE, ONE, ZERO), ZERO, True),),))   # forbidden: y_0 - x > 0
+    # rows 0: 1 - x >= 0, 1: x + 1 >= 0.  w = x + 1 (argument 0: x + 1 >= 0 by row 1).
+    up_w = Upper((ONE, ZERO), ZERO, ((), ((1, ONE),)))
+    # u = x + w - x: u - x = w - x = 1 >= 0 (no row needed), u - 0 = x + 1 >= 0 by row 1
+    up_v = Upper((ONE, ZERO), ZERO, ((), ((1, ONE),)), ((w, ONE), (a_v, -ONE)))
+    # were v = x: y_0 - x = 0 > 0 is the row after the cell's, and (that row, 1) refutes it
+    fixed = Relaxed((), (up_w, up_v), (((2, ONE),),))
+    with pytest.raises(CheckFailed, match="combination leaves a linear part"):
+        check_case(p, case, fixed)
+    # as a variable v gets rows 2: v - x, 3: v, 4: u - v = x + 1 - v; y_0 - x > 0 is row 5,
+    # and nothing refutes it (v = 1/2 at x = 0 meets them all): the true relaxation holds
+    honest = Relaxed((), (up_w, up_v), (((5, ONE), (2, ONE)),))
+    with pytest.raises(CheckFailed):
+        check_case(p, case, honest)
+    true = Case(P, ((Row((ONE, -ONE, ZERO), -ONE - ONE, True),),))   # y_0 - x < -2: impossible
+    assert check_case(p, true, Relaxed((), (up_w, up_v), (((5, ONE), (2, ONE)),))) == 1
+
+
+def test_units_only_one_network_reads_are_left_unpaired():
+    """A pruned output column drops a unit from B's cone: the others still pair."""
+    a = relu(2, [4], 1, seed=1)
+    W = tuple(tuple(ZERO if j == 0 else v for j, v in enumerate(r)) for r in a.output.W)
+    b = dataclasses.replace(a, output=dataclasses.replace(a.output, W=W))
+    net = differential.PairLayers(a, b, None)
+    assert len(net.A.ids[0]) == 4 and len(net.B.ids[0]) == 3
+    assert [ua for ua, _ in net.pairs[0]] == [1, 2, 3]
+    box = Box((-ONE, -ONE), (ONE, ONE))
+    g = max(abs(a.output.W[0][0]) * 4, ONE)   # |A - B| = |w_0 ReLU(a_0)| <= |w_0| * 4ish
+    ans = decide_tolerance(a, b, box, g * 3, run_search=False)
+    assert ans.verdict == "proved" and ans.stats["builder"] == "differential"
+
+
+def test_networks_of_other_shapes_go_to_the_case_tree():
+    a = relu(2, [4], 1, seed=1)
+    assert not differential.applies(a, relu(2, [5], 1, seed=1))
+    assert not differential.applies(a, relu(2, [4, 2], 1, seed=1))
+
+
+def test_the_certificate_round_trips_and_validates(twin, tmp_path, capsys):
+    a, b, E, _ = twin
+    files = {}
+    for name, obj in (("a", model_to_json(a)), ("b", model_to_json(b)),
+                      ("d", {"format": "exactmax/domain", "version": 1, **domain_to_json(BOX)})):
+        files[name] = str(tmp_path / f"{name}.json")
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+    cert = str(tmp_path / "c.json")
+    assert main(["equiv", files["a"], files["b"], "--domain", files["d"], "--epsilon", str(E),
+                 "--cert", cert, "--no-search"]) == 0
+    capsys.readouterr()
+    doc = json.loads(open(cert).read())
+    text = json.dumps(doc)
+    assert '"extra"' in text and '"terms"' in text
+    assert list(schemas.validator("pair-property-certificate").iter_errors(doc)) == []
+    assert main(["check-cert", cert]) == 0
+    capsys.readouterr()
+
+    def first_extra(t):
+        while "split" in t:
+            t = t["ge"] if "extra" in json.dumps(t["ge"]) else t["lt"]
+        return t["relaxed"]["extra"][0]["upper"]
+    up = first_extra(doc["tree"])
+    up["terms"][0][1] = str(Q(up["terms"][0][1]) + 1)
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    assert main(["check-cert", str(tmp_path / "bad.json")]) == 1
