@@ -3,7 +3,8 @@
 
     python benchmarks/epsilon.py [--acas | --random D DEPTH WIDTH [--radius R]] [--prune 0.05]
                                  [--seed 0] [--timeout S] [--max-leaves N] [--rel-tol 1e-3]
-                                 [--steps 12] [--climb 3] [--out results/epsilon.json]
+                                 [--steps 12] [--climb 3] [--no-aim] [--float16]
+                                 [--out results/epsilon.json]
 
 Networks: ``--acas`` (default) is ACAS Xu 1-6 (5 inputs, 6 x 50 ReLU, 5 outputs; read by
 exactmax's ONNX reader from ../shared/data/vnncomp2022-test/test_unsat.onnx) on the input box
@@ -18,8 +19,10 @@ epsilon to beat) and the exact gap max_o |A_o(x) - B_o(x)| at its best point, ev
 kernel's evaluator: every E below it is false.  Then each step runs ``exactmax equiv --epsilon
 E --json`` in its own process: E = that lower bound first (proved: it is the exact largest
 gap, and the smallest epsilon); a refutation raises the lower bound to the exact gap it
-reports, which is tried next (up to ``--climb`` times); then an upper bound is looked for
-at lo times ``--up`` (default 2), and bisection runs until (hi - lo) / hi < ``--rel-tol``.
+reports, which is tried next (up to ``--climb`` times); then E = lo (1 + 0.9 ``--rel-tol``),
+the bracket asked for at once (``--no-aim``: skipped); if that is not proved, an upper bound
+is looked for at lo times ``--up`` (default 2), and bisection runs until (hi - lo) / hi <
+``--rel-tol``.  ``--float16``: the twin is the network rounded to float16 instead of pruned.
 An ``unknown`` stops the run and is reported as such.
 """
 
@@ -96,6 +99,27 @@ def pruned(net: MaxoutNetwork, fraction: float, seed: int):
             len(zero), len(slots))
 
 
+def float16(net: MaxoutNetwork):
+    """(the twin with every weight and bias rounded to the nearest float16, how many numbers
+    changed, of how many)."""
+    import numpy as np
+    from fractions import Fraction
+    changed = [0, 0]
+
+    def r(v: Q) -> Q:
+        f = Fraction(float(np.float16(float(v))))
+        out = Q(f.numerator, f.denominator)
+        changed[0] += out != v
+        changed[1] += 1
+        return out
+    layers = tuple(Layer(tuple(Unit(tuple(Piece(tuple(r(w) for w in p.w), r(p.b))
+                                          for p in u.pieces)) for u in layer.units))
+                   for layer in net.layers)
+    W = tuple(tuple(r(v) for v in row) for row in net.output.W)
+    out = dataclasses.replace(net.output, W=W, b=tuple(r(v) for v in net.output.b))
+    return dataclasses.replace(net, layers=layers, output=out), changed[0], changed[1]
+
+
 def lower_bound(a, b, box, seconds: float):
     """(exact gap at the search's best point, the point, time): every smaller E is false."""
     from exactmax.kernel.pair import pair_case
@@ -142,12 +166,21 @@ def main() -> int:
     ap.add_argument("--climb", type=int, default=3,
                     help="after a refutation, try its exact gap as the next E this many times "
                     "before doubling (default 3)")
+    ap.add_argument("--no-aim", dest="aim", action="store_false",
+                    help="after the refutations, do not try lo (1 + 0.9 rel-tol) first")
+    ap.add_argument("--float16", action="store_true",
+                    help="the twin is the network with every weight and bias rounded to float16 "
+                         "(instead of pruned)")
     ap.add_argument("--out", help="write every step as JSON here")
     args = ap.parse_args()
     a, box, what = random_relu(*args.random, args.seed, parse_rational(args.radius)) \
         if args.random else acas()
-    b, k, n = pruned(a, args.prune, args.seed)
-    print(f"{what}; twin: {k} of {n} weights set to zero (seed {args.seed})", flush=True)
+    if args.float16:
+        b, k, n = float16(a)
+        print(f"{what}; twin: every number rounded to float16 ({k} of {n} changed)", flush=True)
+    else:
+        b, k, n = pruned(a, args.prune, args.seed)
+        print(f"{what}; twin: {k} of {n} weights set to zero (seed {args.seed})", flush=True)
     tmp = tempfile.mkdtemp(prefix="exactmax-epsilon-")
     files = {"a": os.path.join(tmp, "a.json"), "b": os.path.join(tmp, "b.json"),
              "domain": os.path.join(tmp, "domain.json")}
@@ -161,7 +194,7 @@ def main() -> int:
           f"point, {t:.1f} s", flush=True)
     print("| step | epsilon | about | verdict | cells | time (s) |\n|---|---|---|---|---|---|",
           flush=True)
-    steps, hi, E, climbs = [], None, lo, 0
+    steps, hi, E, climbs, aimed = [], None, lo, 0, False
     up = parse_rational(args.up)
     for step in range(1, args.steps + 1):
         r = attempt(files, E, args)
@@ -186,6 +219,9 @@ def main() -> int:
         if hi is None and r["verdict"] == "refuted" and climbs < args.climb:
             climbs += 1   # the refutation's gap may be the largest: try it
             E = lo
+        elif hi is None and not aimed and args.aim:
+            aimed = True   # the bracket asked for at once: a proof there ends the run
+            E = lo * (1 + Q(round(args.rel_tol * 0.9 * 2 ** 40), 2 ** 40))
         else:
             E = lo * up if hi is None else (lo + hi) / 2
     total = sum(s["wall_s"] for s in steps)

@@ -198,11 +198,18 @@ def test_the_max_choice_builder_by_units_on_2_workers(files, tmp_path):
     assert certs[0] == certs[1]
 
 
+def _wider(params):
+    """The same function with one more hidden unit (weights 0): not of A's shape, so no delta
+    rows (``engine/differential.py``) relate the two."""
+    W1, b1, W2, b2 = params
+    return W1 + [[0]], b1 + [0], [r + [0] for r in W2], b2
+
+
 def test_epsilon_certificates_are_the_same_for_1_and_2_workers(tmp_path):
     """equiv --epsilon: units solved by the Max-choice tree builder (no relaxed leaves)."""
     pa = random_relu(3)
     A = write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
-    B = write(tmp_path, "b.json", relu_net(*pruned(pa, 4), [-2], [2]))
+    B = write(tmp_path, "b.json", relu_net(*_wider(pruned(pa, 4)), [-2], [2]))
     certs = []
     for w, cells in ((1, "100000"), (1, "2"), (2, "2")):
         cert = tmp_path / f"e{w}-{cells}.json"
@@ -211,6 +218,25 @@ def test_epsilon_certificates_are_the_same_for_1_and_2_workers(tmp_path):
         out = json.loads(r.stdout)
         assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
         assert out["stats"]["units"] >= (1 if cells == "100000" else 3)
+        certs.append(cert.read_bytes())
+    assert certs[0] == certs[1] == certs[2]
+
+
+def test_differential_certificates_are_the_same_for_1_and_2_workers(tmp_path):
+    """equiv --epsilon of a pruned twin: units of relaxed leaves with delta rows, one leaf a
+    unit; the assembled certificate is the same whatever the workers."""
+    pa = random_relu(3)
+    A = write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
+    B = write(tmp_path, "b.json", relu_net(*pruned(pa, 4), [-2], [2]))
+    certs = []
+    for w, cells in ((1, "100000"), (1, "1"), (2, "1")):
+        cert = tmp_path / f"d{w}-{cells}.json"
+        r = run("equiv", A, B, "--epsilon", "17/2", "--unit-cells", cells, "--no-search",
+                "--workers", w, "--json", "--cert", cert)
+        out = json.loads(r.stdout)
+        assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
+        assert out["stats"]["proofs"] == {"relaxed": out["stats"]["leaves"]} != {"relaxed": 1}
+        assert out["stats"]["units"] == (1 if cells == "100000" else 2)
         certs.append(cert.read_bytes())
     assert certs[0] == certs[1] == certs[2]
 
@@ -327,9 +353,9 @@ def test_a_signal_stops_the_coordinator_and_its_workers(tmp_path, sig):
     A = write(tmp_path, "a.json", relu_net(W1.tolist(), b1.tolist(), W2.tolist(), [0],
                                            [-1] * d, [1] * d))
     W1b = W1.copy()
-    W1b[0, 0] += 1 / 8
-    B = write(tmp_path, "b.json", relu_net(W1b.tolist(), b1.tolist(), W2.tolist(), [0],
-                                           [-1] * d, [1] * d))
+    W1b[0, 0] += 1 / 8   # and one more unit (weights 0): no delta rows, the Max-choice builder
+    B = write(tmp_path, "b.json", relu_net(W1b.tolist() + [[0] * d], b1.tolist() + [0],
+                                           [W2[0].tolist() + [0]], [0], [-1] * d, [1] * d))
     p = subprocess.Popen([sys.executable, "-m", "exactmax", "equiv", A, B, "--epsilon", "1/2",
                           "--no-search", "--unit-cells", "1", "--workers", "2",
                           "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -35,13 +35,24 @@ import numpy as np
 
 from .. import interruption
 from ..kernel.certificate import Split, domain_rows
+from ..kernel.maxout import evaluate_maxout
 from ..kernel.program import Max, program_of_maxout
 from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from . import intervals
+from .casetree import Violated
 from .certify import Limits, NoCertificate
 from .phases import _down, _proof, _up
-from .relaxation import MARGIN, MAX_DEPTH, Layers, _arg_order, _Exact, _float_bounds, _Unsupported
+from .relaxation import (
+    MARGIN,
+    MAX_DEPTH,
+    Layers,
+    OpenBox,
+    _arg_order,
+    _Exact,
+    _float_bounds,
+    _Unsupported,
+)
 
 
 class PairLayers:
@@ -372,20 +383,61 @@ def _add(m: dict, other: dict, scale: Q) -> dict:
     return out
 
 
-def build_differential_tree(a, b, case: Case, limits: Limits, violated):
+def _float_violates(net: PairLayers, case: Case, x) -> bool:
+    """Does the pair, in floats, send x into a forbidden conjunction (up to 1e-9)?  A hint."""
+    X = np.array([float(v) for v in x])
+    ys = []
+    for L in (net.A, net.B):
+        h = X
+        for W, c in zip(L.Wf[:-1], L.bf[:-1]):
+            h = np.maximum(W @ h + c, 0)
+        ys.append(L.Wf[-1] @ h + L.bf[-1])
+    z = np.concatenate([X, *ys])
+    return any(
+        all(float(r.c) + sum(float(w) * v for w, v in zip(r.a, z) if w) > -1e-9 for r in conj)
+        for conj in case.outputs
+    )
+
+
+def violates(a, b, case: Case, x) -> bool:
+    """Does x (exact) meet every row of some forbidden conjunction of the pair case?"""
+    z = tuple(x) + tuple(evaluate_maxout(a, x)) + tuple(evaluate_maxout(b, x))
+    holds = lambda r: (
+        (r.c + sum((c * v for c, v in zip(r.a, z) if c), ZERO)) > 0
+        or (  # noqa: E731
+            not r.strict and r.c + sum((c * v for c, v in zip(r.a, z) if c), ZERO) == 0
+        )
+    )
+    return any(all(holds(r) for r in conj) for conj in case.outputs)
+
+
+def build_differential_tree(
+    a, b, case: Case, limits: Limits, violated, budget: int | None = None, start=None
+):
     """A tree of relaxed leaves (with delta rows) and input splits for the pair case of
     ``kernel.pair.pair_case`` (epsilon), or None when the models are not ReLU networks of one
     shape, the domain is not a box, or a path needs more than MAX_DEPTH splits.
-    ``violated(x)`` raises with an exact candidate point."""
+    ``violated(x)`` raises with an exact candidate point (None: ``casetree.Violated`` where
+    ``violates``, checked in floats first).  ``budget`` and ``start`` (an
+    ``relaxation.OpenBox``) as for ``relaxation.build_relaxed_tree``: work units."""
     try:
         net = PairLayers(a, b, case)
         outs = _out_rows(net, case)
     except _Unsupported:
         return None
+    if violated is None:
+
+        def violated(x):
+            if _float_violates(net, case, x) and violates(a, b, case, x):
+                raise Violated(x)
+
     d, rows0 = net.dim, domain_rows(case.inputs)
     box0 = intervals.box_rows(rows0, d)
     if box0 is None:
         return None
+    depth0 = 0
+    if start is not None:
+        rows0, box0, depth0 = list(start.rows), [list(b) for b in start.box], start.depth
     outs_f = [
         (
             np.array([float(v) for v in P])[None, :],
@@ -395,7 +447,7 @@ def build_differential_tree(a, b, case: Case, limits: Limits, violated):
         )
         for P, Qm, c, xc, _ in outs
     ]
-    stats: dict[str, Any] = {"leaves": 0, "splits": 0, "proofs": {"relaxed": 0}}
+    stats: dict[str, Any] = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
 
     def floats(lo, hi):
@@ -429,6 +481,9 @@ def build_differential_tree(a, b, case: Case, limits: Limits, violated):
 
     def cell(rows, bx, depth=0):
         interruption.check()
+        if budget is not None and stats["leaves"] >= budget:
+            stats["open"] += 1
+            return OpenBox(tuple(rows), tuple(tuple(b) for b in bx), depth)
         if depth > MAX_DEPTH:
             raise _Unsupported
         if time.monotonic() > limits.deadline:
@@ -456,6 +511,6 @@ def build_differential_tree(a, b, case: Case, limits: Limits, violated):
         return Split(a_, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
 
     try:
-        return cell(list(rows0), box0), stats
+        return cell(list(rows0), box0, depth0), stats
     except _Unsupported:
         return None

@@ -399,6 +399,8 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
     """As ``prove.property.decide_property`` does first, for a network (kind "maxout"): the
     tree of relaxed leaves (``relaxation.build_relaxed_tree``; None where it does not apply), a
     cell centre that is a counterexample (in floats, then exactly) raising Violated."""
+    if kind == "pair":
+        return _differential(models, case, limits, budget, start)
     if kind != "maxout":
         return None
     try:
@@ -421,6 +423,17 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
                 raise Violated(x)
 
     return build_relaxed_tree(p, case, limits, centre, budget, start)
+
+
+def _differential(models, case: Case, limits, budget=None, start=None):
+    """For a pair of ReLU networks of one shape and an epsilon case: the tree of relaxed
+    leaves with delta rows (``differential.build_differential_tree``), else None."""
+    from . import differential
+
+    a, b = models
+    if not differential.applies(a, b):
+        return None
+    return differential.build_differential_tree(a, b, case, limits, None, budget, start)
 
 
 def _build(u: dict, p, models, case: Case, box, limits):

@@ -48,12 +48,12 @@ def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:
     return Case(P, tuple(conj))
 
 
-def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree) -> int:
+def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree, run=None) -> int:
     """Accept iff ``tree`` proves |A(x) - B(x)|_inf <= epsilon (None: the same arg max sets) on
-    the domain (Unsupported: a model no program expresses); returns the number of leaves."""
+    the domain (Unsupported: a model unexpressed); returns the leaves; ``run`` as check_case's."""
     check_shapes((a, b), domain)
     f, g = program_of(a), program_of(b)
     if len(f.outputs) != len(g.outputs):
         raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")
     case = pair_case(domain.as_polyhedron(), len(f.outputs), epsilon)
-    return check_case(program_of_pair(f, g), case, tree, "pair")
+    return check_case(program_of_pair(f, g), case, tree, "pair", run)

@@ -30,7 +30,7 @@ from ..engine.casetree import Violated, build_case_tree
 from ..engine.certify import Limits, NoCertificate
 from ..engine.floatlp import unknown_beyond_floats
 from ..engine.pair import programs, restate
-from ..engine.parallel import DEFAULT_SPLIT_DEPTH, split_case_trees
+from ..engine.parallel import DEFAULT_SPLIT_DEPTH, check_map, split_case_trees
 from ..kernel.certificate import domain_rows
 from ..kernel.errors import CheckFailed
 from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
@@ -236,12 +236,13 @@ def decide_tolerance(
     run_search: bool = True,
     progress=None,
     build=None,
+    check_run=None,
 ) -> Answer:
     """proved (a tree the kernel accepted) / refuted (an exact point, re-evaluated) / unknown
     for |A - B|_inf <= epsilon on dom, or (epsilon None) the same arg max sets.  ``build``
     makes the pair program's tree (default ``build_tree``, in this process;
     ``decide_tolerance_split`` passes one that uses work units) with the same arguments and
-    answers."""
+    answers; ``check_run`` a pool's map for the kernel's check in pieces."""
     start = time.monotonic()
     deadline = start + timeout_s
     stats: dict = {}
@@ -280,9 +281,9 @@ def decide_tolerance(
     def confirm(x):
         return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
 
-    built = None
-    if epsilon is not None and box is not None and differential.applies(a, b):
-        built = build_differential(a, b, fp, case, deadline, confirm, max_leaves, progress)
+    built = None  # in this process; work units (``build``) use it themselves
+    if build is None and epsilon is not None and box is not None and differential.applies(a, b):
+        built = build_differential(a, b, case, deadline, confirm, max_leaves, progress)
     what, tree, s = built or (build or build_tree)(
         q, case, box, deadline, confirm, max_leaves, progress
     )
@@ -296,29 +297,25 @@ def decide_tolerance(
     tree = restate(p, tree, len(domain_rows(P)))
     try:
         t0 = time.monotonic()
-        stats["leaves_checked"] = check_pair_property(a, b, dom, epsilon, tree)
+        stats["leaves_checked"] = check_pair_property(a, b, dom, epsilon, tree, check_run)
         stats["kernel_check_s"] = round(time.monotonic() - t0, 3)
     except CheckFailed as e:  # a producer bug: never trusted, reported
         return Answer("unknown", reason=f"the kernel rejected the certificate ({e})", stats=stats)
     return Answer("proved", tree=tree, stats=stats)
 
 
-def build_differential(a, b, fp, case, deadline, confirm, max_leaves, progress):
+def build_differential(a, b, case, deadline, confirm, max_leaves, progress):
     """As ``build_tree``, by ``engine.differential`` (relaxed leaves with delta rows, input
-    splits), or None where it does not apply (then ``build_tree``).  A split cell's centre
-    whose float gap exceeds epsilon is evaluated exactly by ``confirm``."""
-
-    def violated(x):
-        X = np.array([[float(v) for v in x]])
-        if _scores(case.outputs, X, fp(X))[0] > -1e-9 and confirm(x) is not None:
-            raise Violated(x)
-
+    splits), or None where it does not apply (then ``build_tree``)."""
     try:
         built = differential.build_differential_tree(
-            a, b, case, Limits(deadline, max_leaves, progress), violated
+            a, b, case, Limits(deadline, max_leaves, progress), None
         )
     except Violated as e:
-        return "point", confirm(e.x), {}
+        found = confirm(e.x)
+        if found is None:
+            return "unknown", "a cell centre was not confirmed as a counterexample", {}
+        return "point", found, {}
     except NoCertificate as e:
         return "unknown", str(e), {"builder": "differential"}
     if built is None:
@@ -385,4 +382,14 @@ def decide_tolerance_split(
         )
         return what, (value[0] if what not in ("point", "unknown") else value), s
 
-    return decide_tolerance(a, b, dom, epsilon, timeout_s, max_leaves, run_search, build=build)
+    return decide_tolerance(
+        a,
+        b,
+        dom,
+        epsilon,
+        timeout_s,
+        max_leaves,
+        run_search,
+        build=build,
+        check_run=check_map(executor),
+    )
