@@ -108,6 +108,13 @@ def applies(a, b) -> bool:
     return True
 
 
+def _signs(L, U) -> list[int]:
+    """Per unit +1 / -1 where the float bounds say a >= 0 / a <= 0 with a margin, else 0: which
+    exact bound to compute first (``relaxation._Exact.layer``'s hint)."""
+    tol = 1e-7 * (1 + np.maximum(np.abs(L), np.abs(U)))
+    return np.where(L > tol, 1, np.where(U < -tol, -1, 0)).tolist()
+
+
 def _tri(L, U):
     """Float (s, t) with s D + t >= max(0, D) on [L, U] (the triangle; exact where stable)."""
     unst = (L < 0) & (U > 0)
@@ -123,6 +130,7 @@ class _Floats:
         self.net, self.lo, self.hi = net, lo, hi
         self.rA, bA = _float_bounds(net.A, lo, hi)
         self.rB, bB = _float_bounds(net.B, lo, hi)
+        self.signs = [[_signs(L, U) for L, U in bounds] for bounds in (bA, bB)]
         self.diff: list = []
         A, B = net.A, net.B
         for k in range(net.K):
@@ -207,15 +215,17 @@ class _PairExact:
     """The exact pass on one cell: rows are the kernel's (the cell's, 3 per variable of A,
     3 per variable of B, in node order, then the extra rows in order)."""
 
-    def __init__(self, net: PairLayers, rows, box):
+    def __init__(self, net: PairLayers, rows, box, signs=None):
+        """``signs``: per network and layer, the float pass's hints (``_signs``)."""
         self.net, self.box = net, box
+        sA, sB = signs or ([None] * net.K, [None] * net.K)
         self.exA = _Exact(net.A, len(rows), box)
         self.uppers: list = []
         for k in range(net.K):
-            self.uppers += self.exA.layer(k)
+            self.uppers += self.exA.layer(k, None, sA[k])
         self.exB = _Exact(net.B, len(rows) + 3 * self.exA.n_vars, box)
         for k in range(net.K):
-            self.uppers += self.exB.layer(k)
+            self.uppers += self.exB.layer(k, None, sB[k])
         self.base_extra = len(rows) + 3 * (self.exA.n_vars + self.exB.n_vars)
         self.extra: list = []
         self.diff: list = []  # per layer: [(u, u', v's row or None, w's row or None)]
@@ -451,22 +461,22 @@ def build_differential_tree(
     last = [time.monotonic()]
 
     def floats(lo, hi):
-        """(every conjunction closes with a margin, the smear of the worst one)."""
+        """(every conjunction closes with a margin, the smear of the worst one, the signs)."""
         fl = _Floats(net, lo, hi)
         worst, smear = np.inf, None
         for P, Qm, c, xc in outs_f:
             val, X = fl.lower(P, Qm, c, net.K, xc)
             if val[0] < worst:
                 worst, smear = float(val[0]), np.abs(X[0]) * (hi - lo)
-        return worst > MARGIN * (1 + abs(worst)), smear
+        return worst > MARGIN * (1 + abs(worst)), smear, fl.signs
 
     def close(rows, bx):
         lo = np.array([float(b[0][2]) for b in bx])
         hi = np.array([float(b[1][2]) for b in bx])
-        ok, smear = floats(lo, hi)
+        ok, smear, signs = floats(lo, hi)
         if not ok:
             return None, smear, lo, hi
-        ex = _PairExact(net, rows, [(bx[t][0], bx[t][1]) for t in range(d)])
+        ex = _PairExact(net, rows, [(bx[t][0], bx[t][1]) for t in range(d)], signs)
         conj_row = ex.base_extra + len(ex.extra)
         proofs = []
         for P, Qm, c, xc, strict in outs:

@@ -424,13 +424,33 @@ class _Exact:
             out.append((K, mi))
         return out
 
-    def layer(self, k: int, alphas=None) -> list[Upper]:
+    def layer(self, k: int, alphas=None, signs=None) -> list[Upper]:
         """Prove the bounds of layer k's pre-activations (with the lower slopes alphas, as
-        ``lower`` takes them, if given), fix its relaxation, and return its upper functions."""
+        ``lower`` takes them, if given), fix its relaxation, and return its upper functions.
+        ``signs`` (without alphas; floats, a hint): per unit +1 where a >= 0 is expected, -1
+        where a <= 0, 0 where unknown: only the bound that proves it is computed first."""
         W, b = self.net.W[k], self.net.b[k]
         n = W.nrows()
-        both = RatMatrix(2 * n, W.ncols(), list(W.entries()) + [-v for v in W.entries()])
-        res = self.lower(both, b + [-v for v in b], k, None, alphas)
+        if signs is None or alphas is not None:
+            signs = [0] * n
+        res: list = [None] * (2 * n)  # (K, multipliers) of a's lower bound, then of -a's
+        want = [u for u in range(n) if signs[u] >= 0] + [n + u for u in range(n) if signs[u] <= 0]
+        while want:
+            E, cols = W.entries(), W.ncols()
+            rows = [v if r < n else -v for r in want for v in E[r % n * cols : (r % n + 1) * cols]]
+            out = self.lower(
+                RatMatrix(len(want), cols, rows),
+                [b[r] if r < n else -b[r - n] for r in want],
+                k,
+                None,
+                alphas,
+            )
+            for r, x in zip(want, out):
+                res[r] = x
+            # a sign the exact bound did not prove (a >= 0, or -a >= 0): the other bound too
+            want = [(r + n) % (2 * n) for r in want if res[r][0] < 0]
+            want = [r for r in want if res[r] is None]
+        res = [x if x is not None else (-ONE, {}) for x in res]  # never read: the sign holds
         al: list[int] = []
         s: list[Q] = []
         t: list[Q] = []
