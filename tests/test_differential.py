@@ -236,3 +236,22 @@ def test_the_certificate_round_trips_and_validates(twin, tmp_path, capsys):
     up["terms"][0][1] = str(Q(up["terms"][0][1]) + 1)
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     assert main(["check-cert", str(tmp_path / "bad.json")]) == 1
+
+
+def test_top1_of_a_pruned_twin_by_delta_rows():
+    """Top-1 (the same arg max sets): each forbidden conjunction "i maximal in A, k beats i in
+    B" is excluded by a weighting of its rows (a_i - a_k + b_k - b_i: a difference of the two
+    networks' margins); refuted where a class changes, at a point the kernel evaluates."""
+    a = relu(3, [8, 8], 3, seed=5)
+    a = dataclasses.replace(a, output=dataclasses.replace(a.output, b=(Q(1, 20), ZERO, ZERO)))
+    b = pruned(a, 4, seed=6)
+    small = Box((Q(-1, 20),) * 3, (Q(1, 20),) * 3)
+    ans = decide_tolerance(a, b, small, None, run_search=False)
+    assert ans.verdict == "proved" and ans.stats["builder"] == "differential"
+    assert check_pair_property(a, b, small, None, ans.tree) == len(list(leaves(ans.tree)))
+    large = Box((Q(-3, 8),) * 3, (Q(1, 8),) * 3)
+    ans = decide_tolerance(a, b, large, None)
+    assert ans.verdict == "refuted"
+    ya, yb = evaluate_maxout(a, ans.x), evaluate_maxout(b, ans.x)
+    top = lambda y: {i for i, v in enumerate(y) if v == max(y)}   # noqa: E731
+    assert top(ya) != top(yb) and large.contains(ans.x)

@@ -193,21 +193,41 @@ class _Floats:
 
 
 def _out_rows(net: PairLayers, case: Case):
-    """Per conjunction (one row each), -row as (P over A's last layer, Q over B's, constant,
-    x part), exact; the row is strict or not."""
+    """Per conjunction, per weighting of its rows to try (``_weightings``): (the weights,
+    -sum w_q row_q as (P over A's last layer, Q over B's, constant, x part), exact, and
+    whether a strict row has weight > 0).  If every row holds, so does the sum, so a positive
+    lower bound of its negation excludes the conjunction (0 will do with a strict row)."""
     d, n = net.dim, net.n_out
     WA, bA, WB, bB = net.A.W[-1], net.A.b[-1], net.B.W[-1], net.B.b[-1]
     out = []
     for conj in case.outputs:
-        if len(conj) != 1:
-            raise _Unsupported
-        (r,) = conj
-        wa, wb = r.a[d : d + n], r.a[d + n :]
-        P = [-sum((wa[o] * WA[o, u] for o in range(n) if wa[o]), ZERO) for u in range(WA.ncols())]
-        Qm = [-sum((wb[o] * WB[o, u] for o in range(n) if wb[o]), ZERO) for u in range(WB.ncols())]
-        c = -(r.c + sum((wa[o] * bA[o] for o in range(n)), ZERO))
-        c -= sum((wb[o] * bB[o] for o in range(n)), ZERO)
-        out.append((P, Qm, c, [-v for v in r.a[:d]], r.strict))
+        tries = []
+        for weights in _weightings(conj):
+            ya = [-sum((w * conj[q].a[d + o] for q, w in weights), ZERO) for o in range(n)]
+            yb = [-sum((w * conj[q].a[d + n + o] for q, w in weights), ZERO) for o in range(n)]
+            P = [
+                sum((ya[o] * WA[o, u] for o in range(n) if ya[o]), ZERO) for u in range(WA.ncols())
+            ]
+            Qm = [
+                sum((yb[o] * WB[o, u] for o in range(n) if yb[o]), ZERO) for u in range(WB.ncols())
+            ]
+            c = -sum((w * conj[q].c for q, w in weights), ZERO)
+            c += sum((ya[o] * bA[o] + yb[o] * bB[o] for o in range(n)), ZERO)
+            xc = [-sum((w * conj[q].a[t] for q, w in weights), ZERO) for t in range(d)]
+            strict = any(conj[q].strict for q, _ in weights)
+            tries.append((weights, P, Qm, c, xc, strict))
+        out.append(tries)
+    return out
+
+
+def _weightings(conj) -> list:
+    """Weightings (row, weight) of a conjunction's rows: each row alone, and each non-strict
+    row with each strict one at 1/2 + 1/2, 1/4 + 3/4 and 3/4 + 1/4 (top-1's "i is maximal in A,
+    k beats i in B": a_i - a_k + b_k - b_i is a difference of the two networks' margins)."""
+    out: list = [((q, ONE),) for q in range(len(conj))]
+    for q, r in ((q, r) for q in range(len(conj)) for r in range(len(conj))):
+        if not conj[q].strict and conj[r].strict:
+            out += [((q, w), (r, ONE - w)) for w in (Q(1, 2), Q(1, 4), Q(3, 4))]
     return out
 
 
@@ -425,8 +445,8 @@ def build_differential_tree(
     a, b, case: Case, limits: Limits, violated, budget: int | None = None, start=None
 ):
     """A tree of relaxed leaves (with delta rows) and input splits for the pair case of
-    ``kernel.pair.pair_case`` (epsilon), or None when the models are not ReLU networks of one
-    shape, the domain is not a box, or a path needs more than MAX_DEPTH splits.
+    ``kernel.pair.pair_case`` (epsilon or top-1), or None when the models are not ReLU networks
+    of one shape, the domain is not a box, or a path needs more than MAX_DEPTH splits.
     ``violated(x)`` raises with an exact candidate point (None: ``casetree.Violated`` where
     ``violates``, checked in floats first).  ``budget`` and ``start`` (an
     ``relaxation.OpenBox``) as for ``relaxation.build_relaxed_tree``: work units."""
@@ -448,43 +468,48 @@ def build_differential_tree(
     depth0 = 0
     if start is not None:
         rows0, box0, depth0 = list(start.rows), [list(b) for b in start.box], start.depth
-    outs_f = [
+    outs_f = [  # per conjunction, its weightings stacked as rows
         (
-            np.array([float(v) for v in P])[None, :],
-            np.array([float(v) for v in Qm])[None, :],
-            np.array([float(c)]),
-            np.array([float(v) for v in xc]),
+            np.array([[float(v) for v in t[1]] for t in tries]),
+            np.array([[float(v) for v in t[2]] for t in tries]),
+            np.array([float(t[3]) for t in tries]),
+            np.array([[float(v) for v in t[4]] for t in tries]),
         )
-        for P, Qm, c, xc, _ in outs
+        for tries in outs
     ]
     stats: dict[str, Any] = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
 
     def floats(lo, hi):
-        """(every conjunction closes with a margin, the smear of the worst one, the signs)."""
+        """(per conjunction its best weighting, or None when one is left open; the smear of
+        the worst one; the signs)."""
         fl = _Floats(net, lo, hi)
-        worst, smear = np.inf, None
+        worst, smear, best = np.inf, None, []
         for P, Qm, c, xc in outs_f:
             val, X = fl.lower(P, Qm, c, net.K, xc)
-            if val[0] < worst:
-                worst, smear = float(val[0]), np.abs(X[0]) * (hi - lo)
-        return worst > MARGIN * (1 + abs(worst)), smear, fl.signs
+            i = int(np.argmax(val))
+            best.append(i)
+            if val[i] < worst:
+                worst, smear = float(val[i]), np.abs(X[i]) * (hi - lo)
+        return (best if worst > MARGIN * (1 + abs(worst)) else None), smear, fl.signs
 
     def close(rows, bx):
         lo = np.array([float(b[0][2]) for b in bx])
         hi = np.array([float(b[1][2]) for b in bx])
-        ok, smear, signs = floats(lo, hi)
-        if not ok:
+        best, smear, signs = floats(lo, hi)
+        if best is None:
             return None, smear, lo, hi
         ex = _PairExact(net, rows, [(bx[t][0], bx[t][1]) for t in range(d)], signs)
-        conj_row = ex.base_extra + len(ex.extra)
+        conj_row = ex.base_extra + len(ex.extra)  # the conjunction's rows come next
         proofs = []
-        for P, Qm, c, xc, strict in outs:
+        for tries, i in zip(outs, best):
+            weights, P, Qm, c, xc, strict = tries[i]
             nA, nB = len(P), len(Qm)
             ((val, m),) = ex.lower(RatMatrix(1, nA, P), RatMatrix(1, nB, Qm), [c], net.K, [xc])
             if val < 0 or (val == 0 and not strict):
                 return None, smear, lo, hi
-            m[conj_row] = m.get(conj_row, ZERO) + ONE
+            for q, w in weights:
+                m[conj_row + q] = m.get(conj_row + q, ZERO) + w
             proofs.append(_proof(m, ONE))
         leaf = Relaxed((), tuple(ex.uppers), tuple(proofs), tuple(ex.extra))
         return leaf, None, lo, hi

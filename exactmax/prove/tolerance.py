@@ -282,7 +282,7 @@ def decide_tolerance(
         return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
 
     built = None  # in this process; work units (``build``) use it themselves
-    if build is None and epsilon is not None and box is not None and differential.applies(a, b):
+    if build is None and box is not None and differential.applies(a, b):
         built = build_differential(a, b, case, deadline, confirm, max_leaves, progress)
     what, tree, s = built or (build or build_tree)(
         q, case, box, deadline, confirm, max_leaves, progress
