@@ -20,10 +20,11 @@ kernel's evaluator: every E below it is false.  Then each step runs ``exactmax e
 E --json`` in its own process: E = that lower bound first (proved: it is the exact largest
 gap, and the smallest epsilon); a refutation raises the lower bound to the exact gap it
 reports, which is tried next (up to ``--climb`` times); then E = lo (1 + 0.9 ``--rel-tol``),
-the bracket asked for at once (``--no-aim``: skipped); if that is not proved, an upper bound
-is looked for at lo times ``--up`` (default 2), and bisection runs until (hi - lo) / hi <
-``--rel-tol``.  ``--float16``: the twin is the network rounded to float16 instead of pruned.
-An ``unknown`` stops the run and is reported as such.
+the bracket asked for at once (``--no-aim``: skipped); if that is not proved (or is unknown),
+an upper bound is looked for at lo times ``--up`` (default 2), and bisection runs until
+(hi - lo) / hi < ``--rel-tol``.  ``--float16``: the twin is the network rounded to float16
+instead of pruned.
+Any other ``unknown`` stops the run and is reported as such.
 """
 
 from __future__ import annotations
@@ -194,9 +195,10 @@ def main() -> int:
           f"point, {t:.1f} s", flush=True)
     print("| step | epsilon | about | verdict | cells | time (s) |\n|---|---|---|---|---|---|",
           flush=True)
-    steps, hi, E, climbs, aimed = [], None, lo, 0, False
+    steps, hi, E, climbs, aimed, aim_E = [], None, lo, 0, False, None
     up = parse_rational(args.up)
     for step in range(1, args.steps + 1):
+        step_aimed = aimed and E == aim_E   # an unknown there: on to lo times --up
         r = attempt(files, E, args)
         cells = r.get("stats", {}).get("leaves_checked", "")
         print(f"| {step} | {q_str(E) if E.q < 10 ** 12 else f'{float(E):.12g}'} | "
@@ -211,7 +213,7 @@ def main() -> int:
         record(args, what, k, n, lo, hi, steps)
         if hi is not None and hi == lo:
             break
-        if r["verdict"] not in ("proved", "refuted"):
+        if r["verdict"] not in ("proved", "refuted") and not (aimed and hi is None and step_aimed):
             print(f"stopped: {r['verdict']} ({r.get('reason') or r.get('stderr')})")
             break
         if hi is not None and (hi - lo) <= Q(round(args.rel_tol * 2 ** 40), 2 ** 40) * hi:
@@ -221,7 +223,7 @@ def main() -> int:
             E = lo
         elif hi is None and not aimed and args.aim:
             aimed = True   # the bracket asked for at once: a proof there ends the run
-            E = lo * (1 + Q(round(args.rel_tol * 0.9 * 2 ** 40), 2 ** 40))
+            E = aim_E = lo * (1 + Q(round(args.rel_tol * 0.9 * 2 ** 40), 2 ** 40))
         else:
             E = lo * up if hi is None else (lo + hi) / 2
     total = sum(s["wall_s"] for s in steps)

@@ -54,6 +54,10 @@ from .relaxation import (
     _Unsupported,
 )
 
+INPUT_SPLITS = 12
+"""Above this input dimension the builder runs in the coordinating process, not in work units
+(its cells halve inputs: an image-sized box closes at once or not at all)."""
+
 
 class PairLayers:
     """A and B as ReLU layers (``relaxation.Layers``: the units the outputs read); B's node
@@ -193,31 +197,34 @@ class _Floats:
 
 
 def _out_rows(net: PairLayers, case: Case):
-    """Per conjunction, per weighting of its rows to try (``_weightings``): (the weights,
-    -sum w_q row_q as (P over A's last layer, Q over B's, constant, x part), exact, and
+    """Per conjunction, per weighting of its rows to try (``_weightings``): (the weights, -sum
+    w_q row_q as (its coefficients on A's outputs, on B's, constant, x part), exact, and
     whether a strict row has weight > 0).  If every row holds, so does the sum, so a positive
     lower bound of its negation excludes the conjunction (0 will do with a strict row)."""
     d, n = net.dim, net.n_out
-    WA, bA, WB, bB = net.A.W[-1], net.A.b[-1], net.B.W[-1], net.B.b[-1]
     out = []
     for conj in case.outputs:
         tries = []
+        nz = [[(t, v) for t, v in enumerate(r.a) if v] for r in conj]
         for weights in _weightings(conj):
-            ya = [-sum((w * conj[q].a[d + o] for q, w in weights), ZERO) for o in range(n)]
-            yb = [-sum((w * conj[q].a[d + n + o] for q, w in weights), ZERO) for o in range(n)]
-            P = [
-                sum((ya[o] * WA[o, u] for o in range(n) if ya[o]), ZERO) for u in range(WA.ncols())
-            ]
-            Qm = [
-                sum((yb[o] * WB[o, u] for o in range(n) if yb[o]), ZERO) for u in range(WB.ncols())
-            ]
+            neg = [ZERO] * (d + 2 * n)
+            for q, w in weights:
+                for t, v in nz[q]:
+                    neg[t] -= w * v
             c = -sum((w * conj[q].c for q, w in weights), ZERO)
-            c += sum((ya[o] * bA[o] + yb[o] * bB[o] for o in range(n)), ZERO)
-            xc = [-sum((w * conj[q].a[t] for q, w in weights), ZERO) for t in range(d)]
             strict = any(conj[q].strict for q, _ in weights)
-            tries.append((weights, P, Qm, c, xc, strict))
+            tries.append((weights, neg[d : d + n], neg[d + n :], c, neg[:d], strict))
         out.append(tries)
     return out
+
+
+def _through_outputs(net: PairLayers, ya, yb, c):
+    """ya . A's outputs + yb . B's + c as (P over A's last layer, Q over B's, constant), exact."""
+    n, WA, WB = net.n_out, net.A.W[-1], net.B.W[-1]
+    P = (RatMatrix(1, n, list(ya)) * WA).entries()
+    Qm = (RatMatrix(1, n, list(yb)) * WB).entries()
+    bA, bB = net.A.b[-1], net.B.b[-1]
+    return P, Qm, c + sum((ya[o] * bA[o] + yb[o] * bB[o] for o in range(n)), ZERO)
 
 
 def _weightings(conj) -> list:
@@ -468,15 +475,17 @@ def build_differential_tree(
     depth0 = 0
     if start is not None:
         rows0, box0, depth0 = list(start.rows), [list(b) for b in start.box], start.depth
-    outs_f = [  # per conjunction, its weightings stacked as rows
-        (
-            np.array([[float(v) for v in t[1]] for t in tries]),
-            np.array([[float(v) for v in t[2]] for t in tries]),
-            np.array([float(t[3]) for t in tries]),
-            np.array([[float(v) for v in t[4]] for t in tries]),
-        )
-        for tries in outs
-    ]
+    WAf, WBf, bAf, bBf = net.A.Wf[-1], net.B.Wf[-1], net.A.bf[-1], net.B.bf[-1]
+    tries_all = [t for tries in outs for t in tries]  # every conjunction's weightings, stacked
+    ya = np.array([[float(v) for v in t[1]] for t in tries_all])
+    yb = np.array([[float(v) for v in t[2]] for t in tries_all])
+    outs_f = (
+        ya @ WAf,
+        yb @ WBf,
+        np.array([float(t[3]) for t in tries_all]) + ya @ bAf + yb @ bBf,
+        np.array([[float(v) for v in t[4]] for t in tries_all]),
+    )
+    ends = np.cumsum([len(tries) for tries in outs])  # conjunction j: rows ends[j-1]..ends[j]
     stats: dict[str, Any] = {"leaves": 0, "splits": 0, "open": 0, "proofs": {"relaxed": 0}}
     last = [time.monotonic()]
 
@@ -484,13 +493,11 @@ def build_differential_tree(
         """(per conjunction its best weighting, or None when one is left open; the smear of
         the worst one; the signs)."""
         fl = _Floats(net, lo, hi)
-        worst, smear, best = np.inf, None, []
-        for P, Qm, c, xc in outs_f:
-            val, X = fl.lower(P, Qm, c, net.K, xc)
-            i = int(np.argmax(val))
-            best.append(i)
-            if val[i] < worst:
-                worst, smear = float(val[i]), np.abs(X[i]) * (hi - lo)
+        val, X = fl.lower(*outs_f[:3], net.K, outs_f[3])
+        best = [int(np.argmax(v)) for v in np.split(val, ends[:-1])]
+        firsts = np.concatenate([[0], ends[:-1]]) + np.array(best)
+        w = int(firsts[np.argmin(val[firsts])])
+        worst, smear = float(val[w]), np.abs(X[w]) * (hi - lo)
         return (best if worst > MARGIN * (1 + abs(worst)) else None), smear, fl.signs
 
     def close(rows, bx):
@@ -501,11 +508,18 @@ def build_differential_tree(
             return None, smear, lo, hi
         ex = _PairExact(net, rows, [(bx[t][0], bx[t][1]) for t in range(d)], signs)
         conj_row = ex.base_extra + len(ex.extra)  # the conjunction's rows come next
+        chosen = [tries[i] for tries, i in zip(outs, best)]
+        through = [_through_outputs(net, t[1], t[2], t[3]) for t in chosen]
+        nA, nB = len(through[0][0]), len(through[0][1])
+        res = ex.lower(  # all conjunctions at once: one product per layer
+            RatMatrix(len(chosen), nA, [v for P, _, _ in through for v in P]),
+            RatMatrix(len(chosen), nB, [v for _, Qm, _ in through for v in Qm]),
+            [c for _, _, c in through],
+            net.K,
+            [t[4] for t in chosen],
+        )
         proofs = []
-        for tries, i in zip(outs, best):
-            weights, P, Qm, c, xc, strict = tries[i]
-            nA, nB = len(P), len(Qm)
-            ((val, m),) = ex.lower(RatMatrix(1, nA, P), RatMatrix(1, nB, Qm), [c], net.K, [xc])
+        for (weights, _, _, _, _, strict), (val, m) in zip(chosen, res):
             if val < 0 or (val == 0 and not strict):
                 return None, smear, lo, hi
             for q, w in weights:

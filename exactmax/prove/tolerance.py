@@ -281,8 +281,10 @@ def decide_tolerance(
     def confirm(x):
         return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
 
-    built = None  # in this process; work units (``build``) use it themselves
-    if build is None and box is not None and differential.applies(a, b):
+    built = None  # in this process; work units (``build``) use it themselves, but in more
+    # than INPUT_SPLITS dimensions a leaf is the whole box or nothing: no units to share
+    in_process = build is None or p.dim > differential.INPUT_SPLITS
+    if in_process and box is not None and differential.applies(a, b):
         built = build_differential(a, b, case, deadline, confirm, max_leaves, progress)
     what, tree, s = built or (build or build_tree)(
         q, case, box, deadline, confirm, max_leaves, progress
