@@ -54,9 +54,14 @@ from .relaxation import (
     _Unsupported,
 )
 
-INPUT_SPLITS = 12
-"""Above this input dimension the builder runs in the coordinating process, not in work units
-(its cells halve inputs: an image-sized box closes at once or not at all)."""
+INPUT_SPLITS = 16
+"""A box with more inputs of non-zero width than this is not halved (an image-sized box closes
+at once or not at all), and is built in the coordinating process, not in work units."""
+
+
+def free_inputs(box) -> int:
+    """The inputs of non-zero width of a box (``kernel.polyhedron.Box``)."""
+    return sum(1 for lo, hi in zip(box.lower, box.upper) if lo < hi)
 
 
 class PairLayers:
@@ -473,6 +478,7 @@ def build_differential_tree(
     if box0 is None:
         return None
     depth0 = 0
+    free = sum(1 for t in range(d) if box0[t][0][2] < box0[t][1][2])
     if start is not None:
         rows0, box0, depth0 = list(start.rows), [list(b) for b in start.box], start.depth
     WAf, WBf, bAf, bBf = net.A.Wf[-1], net.B.Wf[-1], net.A.bf[-1], net.B.bf[-1]
@@ -549,6 +555,11 @@ def build_differential_tree(
             return leaf
         centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
         violated(tuple(centre))
+        if free > INPUT_SPLITS:
+            raise NoCertificate(
+                f"the delta rows do not close the box, and its {free} inputs of non-zero width "
+                f"are too many to halve (more than {INPUT_SPLITS})"
+            )
         if smear is None or not smear.any():
             smear = hi - lo
         t = int(np.argmax(smear))

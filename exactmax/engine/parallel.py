@@ -432,7 +432,7 @@ def _differential(models, case: Case, limits, budget=None, start=None):
 
     a, b = models
     if a.input_dim > differential.INPUT_SPLITS or not differential.applies(a, b):
-        return None  # (the coordinator has tried it in its own process)
+        return None  # (many inputs: the coordinator has tried it in its own process)
     return differential.build_differential_tree(a, b, case, limits, None, budget, start)
 
 

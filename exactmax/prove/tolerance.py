@@ -282,7 +282,7 @@ def decide_tolerance(
         return refutes(a, b, x, epsilon) if P.contains(tuple(x)) else None
 
     built = None  # in this process; work units (``build``) use it themselves, but in more
-    # than INPUT_SPLITS dimensions a leaf is the whole box or nothing: no units to share
+    # than INPUT_SPLITS dimensions the tree is one leaf or nothing: no units to share
     in_process = build is None or p.dim > differential.INPUT_SPLITS
     if in_process and box is not None and differential.applies(a, b):
         built = build_differential(a, b, case, deadline, confirm, max_leaves, progress)
