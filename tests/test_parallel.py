@@ -205,40 +205,41 @@ def _wider(params):
     return W1 + [[0]], b1 + [0], [r + [0] for r in W2], b2
 
 
+def _epsilon_certificates(tmp_path, B: str, epsilon: str, cells: str) -> list[tuple]:
+    """(the --json answer, the certificate's bytes) of equiv --epsilon of a.json and B with one
+    unit for the whole tree, then ``cells`` cells a unit on 1 and on 2 workers."""
+    out = []
+    for w, c in ((1, "100000"), (1, cells), (2, cells)):
+        cert = tmp_path / f"{w}-{c}.json"
+        r = run("equiv", tmp_path / "a.json", B, "--epsilon", epsilon, "--unit-cells", c,
+                "--no-search", "--workers", w, "--json", "--cert", cert)
+        answer = json.loads(r.stdout)
+        assert r.returncode == 0 and answer["verdict"] == "proved", r.stdout
+        out.append((answer, cert.read_bytes()))
+    return out
+
+
 def test_epsilon_certificates_are_the_same_for_1_and_2_workers(tmp_path):
     """equiv --epsilon: units solved by the Max-choice tree builder (no relaxed leaves)."""
     pa = random_relu(3)
-    A = write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
+    write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
     B = write(tmp_path, "b.json", relu_net(*_wider(pruned(pa, 4)), [-2], [2]))
-    certs = []
-    for w, cells in ((1, "100000"), (1, "2"), (2, "2")):
-        cert = tmp_path / f"e{w}-{cells}.json"
-        r = run("equiv", A, B, "--epsilon", "1000", "--unit-cells", cells, "--no-search",
-                "--workers", w, "--json", "--cert", cert)
-        out = json.loads(r.stdout)
-        assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
-        assert out["stats"]["units"] >= (1 if cells == "100000" else 3)
-        certs.append(cert.read_bytes())
-    assert certs[0] == certs[1] == certs[2]
+    runs = _epsilon_certificates(tmp_path, B, "1000", "2")
+    assert [out["stats"]["units"] >= n for (out, _), n in zip(runs, (1, 3, 3))] == [True] * 3
+    assert runs[0][1] == runs[1][1] == runs[2][1]
 
 
 def test_differential_certificates_are_the_same_for_1_and_2_workers(tmp_path):
     """equiv --epsilon of a pruned twin: units of relaxed leaves with delta rows, one leaf a
     unit; the assembled certificate is the same whatever the workers."""
     pa = random_relu(3)
-    A = write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
+    write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
     B = write(tmp_path, "b.json", relu_net(*pruned(pa, 4), [-2], [2]))
-    certs = []
-    for w, cells in ((1, "100000"), (1, "1"), (2, "1")):
-        cert = tmp_path / f"d{w}-{cells}.json"
-        r = run("equiv", A, B, "--epsilon", "17/2", "--unit-cells", cells, "--no-search",
-                "--workers", w, "--json", "--cert", cert)
-        out = json.loads(r.stdout)
-        assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
+    runs = _epsilon_certificates(tmp_path, B, "17/2", "1")
+    for (out, _), units in zip(runs, (1, 2, 2)):
         assert out["stats"]["proofs"] == {"relaxed": out["stats"]["leaves"]} != {"relaxed": 1}
-        assert out["stats"]["units"] == (1 if cells == "100000" else 2)
-        certs.append(cert.read_bytes())
-    assert certs[0] == certs[1] == certs[2]
+        assert out["stats"]["units"] == units
+    assert runs[0][1] == runs[1][1] == runs[2][1]
 
 
 def test_a_counterexample_found_in_a_worker(files, tmp_path):

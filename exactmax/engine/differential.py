@@ -33,9 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import interruption
-from ..kernel.certificate import Split, domain_rows
-from ..kernel.maxout import evaluate_maxout
+from ..kernel.certificate import domain_rows
+from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
 from ..kernel.program import Max, program_of_maxout
 from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
@@ -72,6 +71,8 @@ class PairLayers:
     per unit, layer by layer); a unit only one network's outputs read has no partner."""
 
     def __init__(self, a, b, case: Case):
+        if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
+            raise _Unsupported
         f, g = program_of_maxout(a), program_of_maxout(b)
         self.A, self.B = Layers(f, case), Layers(g, case)
         shift = len(f.nodes)
@@ -110,9 +111,10 @@ def _pre(p, i: int) -> int:
 
 
 def applies(a, b) -> bool:
+    """Are a and b ReLU networks of one shape (the builder's models)?"""
     try:
         PairLayers(a, b, None)  # type: ignore[arg-type]
-    except (_Unsupported, AttributeError, TypeError, ValueError):
+    except _Unsupported:
         return False
     return True
 
@@ -302,28 +304,29 @@ class _PairExact:
             L, U = _down(Lx), _up(-nU)
             row_v = row_w = None
             if ra and (rb or alB[ub]):  # v <= w + s Delta + t
-                s, t = _slope(L, U)
-                # w - b >= 0 and w >= 0: w's rows, or (w = b) nothing and b's proof of b >= 0
-                wa, w0 = ({rb[0]: ONE}, {rb[1]: ONE}) if rb else ({}, dict(upB[ub].proofs[1]))
-                pa = _add(wa, mu, ONE - s)
-                p0 = _add(w0, ml, s)
-                wn, bn = net.nodes_b[k][ub]
-                up = Upper((s, ZERO), t, (_proof(pa, ONE), _proof(p0, ONE)), ((wn, ONE), (bn, -s)))
-                row_v = (self._extra(net.nodes_a[k][ua][0], up), s, t)
-            if rb and (ra or alA[ua]):  # w <= v - s' Delta + t'
-                s, t = _slope(-U, -L)
-                va, v0 = ({ra[0]: ONE}, {ra[1]: ONE}) if ra else ({}, dict(upA[ua].proofs[1]))
-                pb = _add(va, ml, ONE - s)
-                p0 = _add(v0, mu, s)
-                vn, an = net.nodes_a[k][ua]
-                up = Upper((s, ZERO), t, (_proof(pb, ONE), _proof(p0, ONE)), ((vn, ONE), (an, -s)))
-                row_w = (self._extra(net.nodes_b[k][ub][0], up), s, t)
+                row_v = self._delta_row(
+                    net.nodes_a[k][ua][0], L, U, mu, ml, rb, upB[ub], net.nodes_b[k][ub]
+                )
+            if rb and (ra or alA[ua]):  # w <= v + s' (-Delta) + t'
+                row_w = self._delta_row(
+                    net.nodes_b[k][ub][0], -U, -L, ml, mu, ra, upA[ua], net.nodes_a[k][ua]
+                )
             out.append((ua, ub, row_v, row_w))
         return out
 
-    def _extra(self, node: int, up: Upper) -> int:
-        self.extra.append((node, up))
-        return self.base_extra + len(self.extra) - 1
+    def _delta_row(self, node: int, L, U, m_up: dict, m_down: dict, rows, fixed, other):
+        """Add the extra row v <= w + s D + t of Max node ``node`` (v = max(a, 0)), w = max(b, 0)
+        the other network's unit and D = a - b in [L, U] (m_up proves D <= U, m_down D >= L);
+        ``rows``: w's rows (w - b, w - 0), or None when w = b (``fixed``, its upper function,
+        proves b >= 0); ``other``: (w's node, b's node).  Returns (its row, s, t).  u = w +
+        s D + t is >= a by w - b >= 0 and (1 - s) (U - D) >= 0, and >= 0 by w >= 0 and
+        s (D - L) >= 0 (the residuals t - (1 - s) U and t + s L are >= 0 by ``_slope``)."""
+        s, t = _slope(L, U)
+        wa, w0 = ({rows[0]: ONE}, {rows[1]: ONE}) if rows else ({}, dict(fixed.proofs[1]))
+        proofs = (_proof(_add(wa, m_up, ONE - s), ONE), _proof(_add(w0, m_down, s), ONE))
+        wn, bn = other
+        self.extra.append((node, Upper((s, ZERO), t, proofs, ((wn, ONE), (bn, -s)))))
+        return self.base_extra + len(self.extra) - 1, s, t
 
     def lower(self, P: RatMatrix, Qm: RatMatrix, c: list, k: int, xc=None):
         """For each row i of P v_{k-1} + Qm w_{k-1} + c (+ xc[i] . x), over x when k == 0:
@@ -535,24 +538,14 @@ def build_differential_tree(
         return leaf, None, lo, hi
 
     def cell(rows, bx, depth=0):
-        interruption.check()
         if budget is not None and stats["leaves"] >= budget:
             stats["open"] += 1
             return OpenBox(tuple(rows), tuple(tuple(b) for b in bx), depth)
-        if depth > MAX_DEPTH:
+        if not intervals.enter(stats, limits, depth, MAX_DEPTH):
             raise _Unsupported
-        if time.monotonic() > limits.deadline:
-            raise NoCertificate("time limit reached while building the certificate")
-        if stats["leaves"] >= limits.max_leaves:
-            raise NoCertificate(f"more than {limits.max_leaves} cells")
         leaf, smear, lo, hi = close(rows, bx)
         if leaf is not None:
-            stats["leaves"] += 1
-            stats["proofs"]["relaxed"] += 1
-            if limits.progress is not None and time.monotonic() - last[0] > 2:
-                last[0] = time.monotonic()
-                limits.progress(stats["leaves"])
-            return leaf
+            return intervals.closed(stats, limits, last, leaf)
         centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
         violated(tuple(centre))
         if free > INPUT_SPLITS:
@@ -562,13 +555,7 @@ def build_differential_tree(
             )
         if smear is None or not smear.any():
             smear = hi - lo
-        t = int(np.argmax(smear))
-        mid = centre[t]
-        if not bx[t][0][2] < mid < bx[t][1][2]:
-            raise NoCertificate("a cell too small to split")
-        stats["splits"] += 1
-        a_, (ge_rows, ge_bx), (lt_rows, lt_bx) = intervals.halves(rows, bx, t, mid)
-        return Split(a_, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
+        return intervals.split(rows, bx, int(np.argmax(smear)), stats, limits, cell, depth)
 
     try:
         return cell(list(rows0), box0, depth0), stats

@@ -247,6 +247,43 @@ def halves(rows: list, bx, t: int, mid):
     return a, (ge, ge_bx), (lt, lt_bx)
 
 
+def enter(stats: dict, limits: Limits, depth: int, max_depth: int = MAX_DEPTH) -> bool:
+    """Before a box builder closes a cell: the interruption check, the deadline and the cell
+    limit (NoCertificate); False when the cell is deeper than ``max_depth`` (the builder gives
+    up, its caller falls back)."""
+    interruption.check()
+    if depth > max_depth:
+        return False
+    if time.monotonic() > limits.deadline:
+        raise NoCertificate("time limit reached while building the certificate")
+    if stats["leaves"] >= limits.max_leaves:
+        raise NoCertificate(f"more than {limits.max_leaves} cells")
+    return True
+
+
+def closed(stats: dict, limits: Limits, last: list, leaf):
+    """``leaf``, counted as a relaxed leaf (progress reported every 2 s, ``last``: when)."""
+    stats["leaves"] += 1
+    stats["proofs"]["relaxed"] += 1
+    if limits.progress is not None and time.monotonic() - last[0] > 2:
+        last[0] = time.monotonic()
+        limits.progress(stats["leaves"])
+    return leaf
+
+
+def split(rows: list, bx, t: int, stats: dict, limits: Limits, cell, depth: int) -> Split:
+    """The box cell halved along x_t at its exact midpoint, each half built by ``cell(rows,
+    box, depth + 1)``; NoCertificate when the cell is too narrow or past the split limit."""
+    mid = (bx[t][0][2] + bx[t][1][2]) / 2
+    if not bx[t][0][2] < mid < bx[t][1][2]:
+        raise NoCertificate("a cell too small to split")
+    if limits.max_splits is not None and stats["splits"] >= limits.max_splits:
+        raise NoCertificate(f"more than {limits.max_splits} splits")
+    stats["splits"] += 1
+    a, (ge_rows, ge_bx), (lt_rows, lt_bx) = halves(rows, bx, t, mid)
+    return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
+
+
 def applies(p, case: Case, dims: int = 8) -> bool:
     """Is this builder worth trying: few input dimensions, and the shape of a lattice network
     (``cpwl/lift.py``): Max nodes of arity above 2 somewhere (a ReLU network goes to
@@ -290,23 +327,13 @@ def build_interval_tree(p, case: Case, limits: Limits, violated, box0=None):
         return leaf.relaxed(proofs, len(rows))
 
     def cell(rows, bx, depth=0):
-        interruption.check()
-        if depth > MAX_DEPTH:
+        if not enter(stats, limits, depth):
             raise _Unsupported
-        if time.monotonic() > limits.deadline:
-            raise NoCertificate("time limit reached while building the certificate")
-        if stats["leaves"] >= limits.max_leaves:
-            raise NoCertificate(f"more than {limits.max_leaves} cells")
         lo = np.array([float(b[0][2]) for b in bx])
         hi = np.array([float(b[1][2]) for b in bx])
         leaf = close(rows, bx, lo, hi)
         if leaf is not None:
-            stats["leaves"] += 1
-            stats["proofs"]["relaxed"] += 1
-            if limits.progress is not None and time.monotonic() - last[0] > 2:
-                last[0] = time.monotonic()
-                limits.progress(stats["leaves"])
-            return leaf
+            return closed(stats, limits, last, leaf)
         centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
         violated(tuple(centre))  # raises when the centre is a counterexample
         scores = []
@@ -316,14 +343,7 @@ def build_interval_tree(p, case: Case, limits: Limits, violated, box0=None):
             both = (prog.worst(lo, np.where(at, mid, hi)), prog.worst(np.where(at, mid, lo), hi))
             scores.append((max(both), -(hi[t] - lo[t])))
         t = min(range(d), key=lambda s: scores[s])
-        mid = centre[t]
-        if not bx[t][0][2] < mid < bx[t][1][2]:
-            raise NoCertificate("a cell too small to split")
-        if limits.max_splits is not None and stats["splits"] >= limits.max_splits:
-            raise NoCertificate(f"more than {limits.max_splits} splits")
-        stats["splits"] += 1
-        a, (ge_rows, ge_bx), (lt_rows, lt_bx) = halves(rows, bx, t, mid)
-        return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
+        return split(rows, bx, t, stats, limits, cell, depth)
 
     try:
         return cell(list(rows0), box), stats

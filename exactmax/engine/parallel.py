@@ -431,8 +431,8 @@ def _differential(models, case: Case, limits, budget=None, start=None):
     from . import differential
 
     a, b = models
-    if a.input_dim > differential.INPUT_SPLITS or not differential.applies(a, b):
-        return None  # (many inputs: the coordinator has tried it in its own process)
+    if a.input_dim > differential.INPUT_SPLITS:
+        return None  # many inputs: the coordinator has tried it in its own process
     return differential.build_differential_tree(a, b, case, limits, None, budget, start)
 
 

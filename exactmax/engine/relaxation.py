@@ -42,13 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import interruption
-from ..kernel.certificate import Split, cone, domain_rows
+from ..kernel.certificate import cone, domain_rows
 from ..kernel.program import Lin, Max
 from ..kernel.property import Case, Relaxed, Upper
 from ..kernel.rational import ONE, ZERO, Q, RatMatrix
 from . import intervals, phases
-from .certify import Limits, NoCertificate
+from .certify import Limits
 from .phases import _down, _proof, _up
 
 MARGIN = 1e-7
@@ -714,37 +713,19 @@ def build_relaxed_tree(
         return Relaxed((), tuple(uppers), tuple(proofs)), None, lo, hi
 
     def cell(rows, bx, depth=0):
-        interruption.check()
         if budget is not None and stats["leaves"] >= budget:
             stats["open"] += 1
             return OpenBox(tuple(rows), tuple(tuple(b) for b in bx), depth)
-        if depth > MAX_DEPTH:
+        if not intervals.enter(stats, limits, depth, MAX_DEPTH):
             raise _Unsupported
-        if time.monotonic() > limits.deadline:
-            raise NoCertificate("time limit reached while building the certificate")
-        if stats["leaves"] >= limits.max_leaves:
-            raise NoCertificate(f"more than {limits.max_leaves} cells")
         leaf, smear, lo, hi = close(rows, bx)
         if leaf is not None:
-            stats["leaves"] += 1
-            stats["proofs"]["relaxed"] += 1
-            if limits.progress is not None and time.monotonic() - last[0] > 2:
-                last[0] = time.monotonic()
-                limits.progress(stats["leaves"])
-            return leaf
+            return intervals.closed(stats, limits, last, leaf)
         centre = [(bx[t][0][2] + bx[t][1][2]) / 2 for t in range(d)]
         violated(tuple(centre))  # raises when the centre is a counterexample
         if smear is None or not smear.any():
             smear = hi - lo
-        t = int(np.argmax(smear))
-        mid = centre[t]
-        if not bx[t][0][2] < mid < bx[t][1][2]:
-            raise NoCertificate("a cell too small to split")
-        if limits.max_splits is not None and stats["splits"] >= limits.max_splits:
-            raise NoCertificate(f"more than {limits.max_splits} splits")
-        stats["splits"] += 1
-        a, (ge_rows, ge_bx), (lt_rows, lt_bx) = intervals.halves(rows, bx, t, mid)
-        return Split(a, -mid, cell(ge_rows, ge_bx, depth + 1), cell(lt_rows, lt_bx, depth + 1))
+        return intervals.split(rows, bx, int(np.argmax(smear)), stats, limits, cell, depth)
 
     try:
         return cell(list(rows0), box, depth0), stats

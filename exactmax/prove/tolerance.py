@@ -10,9 +10,9 @@ denotes), clipped into the box, and re-evaluated by the kernel's evaluators
 (``evaluate_maxout``, ``evaluate_transformer``).  Then ``engine.casetree.build_case_tree``
 builds a split tree for the pair program (with every max-like hardmax head as a Max node, its
 choices restated for the kernel: ``engine/pair.py``), and the kernel checks it
-(``check_pair_property``); for epsilon between two ReLU networks of one shape on a box,
-``engine.differential`` builds relaxed leaves that bound the difference of corresponding units
-instead, and the case tree is not needed.
+(``check_pair_property``); for two ReLU networks of one shape on a box, ``engine.differential``
+first builds relaxed leaves that bound the difference of corresponding units (the case tree
+where it cannot).
 """
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def decide_tolerance(
     built = None  # in this process; work units (``build``) use it themselves, but in more
     # than INPUT_SPLITS dimensions the tree is one leaf or nothing: no units to share
     in_process = build is None or p.dim > differential.INPUT_SPLITS
-    if in_process and box is not None and differential.applies(a, b):
+    if in_process and box is not None:  # None where it does not apply
         built = build_differential(a, b, case, deadline, confirm, max_leaves, progress)
     what, tree, s = built or (build or build_tree)(
         q, case, box, deadline, confirm, max_leaves, progress
