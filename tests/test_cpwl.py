@@ -24,6 +24,7 @@ from exactmax.cpwl.convert import (
 from exactmax.cpwl.convex import approximate_convex, parse_polynomial, sqrt_upper
 from exactmax.cpwl.spec import AffineMap, BreakpointSpec, LatticeSpec, load_spec
 from exactmax.io import load_model
+from exactmax.io.certificates import content_hash
 from exactmax.io.numbers import to_fraction
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit
 from exactmax.kernel.polyhedron import Box
@@ -172,6 +173,58 @@ def test_lattice_dc_route_is_proved_equal_to_the_two_layer_route(tmp_path, capsy
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert out["network"]["widths"] == [2] and out["route"] == "dc"
     assert main(["equiv", str(a), str(b), "--no-search"]) == 0
+
+
+EVERYWHERE = {"relu": "correspondence", "lattice": "lattice", "dc": "lattice"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_conversion_writes_a_certificate_check_cert_accepts(kind, tmp_path, capsys):
+    """NET = the specification's literal encoding, as a certificate file: on all of Q^d (a
+    correspondence or one lattice normal form) for the relu, lattice and dc kinds, on the
+    domain for breakpoints; check-cert accepts it about the files written, and rejects it once
+    the reference inside is changed."""
+    net, ref, cert = (tmp_path / f for f in ("net.json", "ref.json", "c.json"))
+    code = main(["cpwl", f"{EXAMPLES}/cpwl_{kind}.json", "-o", str(net), "--reference",
+                 str(ref), "--cert", str(cert), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["cert"] == str(cert)
+    assert list(out["check"]) == ["spec"]  # --cert alone proves NET = spec, nothing else
+    spec = out["check"]["spec"]
+    assert spec["verdict"] == "proved" and spec["everywhere"] == (kind in EVERYWHERE)
+    if kind in EVERYWHERE:
+        assert spec["certificate_kind"] == EVERYWHERE[kind]
+        assert json.loads(cert.read_text())["domain"]["domain"] == {"polyhedron": {"A": [], "b": []}}
+    assert main(["check-cert", str(cert), "--models", str(net), str(ref), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "valid"
+    c = json.loads(cert.read_text())
+    first = c["models"]["b"]["model"]["layers"][0]  # the reference's first layer, one bias moved
+    if "relu" in first:
+        first["relu"]["b"][-1] = str(F(first["relu"]["b"][-1]) + F(1, 1000))
+    else:
+        piece = first["units"][-1]["pieces"][0]
+        piece["b"] = str(F(piece["b"]) + F(1, 1000))
+    c["models"]["b"]["sha256"] = content_hash(c["models"]["b"]["model"])  # so the kernel decides
+    cert.write_text(json.dumps(c))
+    assert main(["check-cert", str(cert)]) == 1
+    capsys.readouterr()
+
+
+def test_without_a_domain_the_certificate_holds_on_all_of_qd_or_is_not_written(tmp_path, capsys):
+    spec = json.loads(open(f"{EXAMPLES}/cpwl_lattice.json").read())
+    del spec["domain"]
+    path = write(tmp_path, "spec.json", spec)
+    net, cert = tmp_path / "net.json", tmp_path / "c.json"
+    assert main(["cpwl", path, "-o", str(net), "--cert", str(cert)]) == 0
+    assert "on all of Q^2; one lattice normal form" in capsys.readouterr().out
+    assert main(["check-cert", str(cert)]) == 0
+    capsys.readouterr()
+    # the DC route is not one lattice normal form with the spec, and no domain: unknown, exit
+    # 3, the network written, no certificate
+    cert2 = tmp_path / "c2.json"
+    assert main(["cpwl", path, "--route", "dc", "-o", str(net), "--cert", str(cert2)]) == 3
+    out = capsys.readouterr().out
+    assert "unknown:" in out and "no domain" in out and not cert2.exists()
 
 
 @pytest.mark.parametrize("kind", KINDS)

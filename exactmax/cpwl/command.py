@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from .. import jsonout
 from ..construct.size import parameter_count
@@ -21,7 +22,11 @@ through min_S l = sum_S l - max_j sum_{k != j} l_k); dc (max_i a_i - max_j b_j -
 units, output [1, -1]). --reference writes the specification's own semantics as a second,
 literally built model (the ReLU layers themselves; the hinge sum of the breakpoints as a ReLU
 layer; the lattice or DC form evaluated map by map), so that `exactmax equiv NET REF` proves
-the conversion, and `exactmax verify NET` its Transformer. --check runs both proofs here."""
+the conversion, and `exactmax verify NET` its Transformer. --check runs both proofs here.
+--cert C.json writes the certificate of NET = the specification's literal encoding: where both
+rewrite to one lattice normal form (relu, lattice and dc kinds) it holds on all of Q^d and
+needs no domain; otherwise (breakpoints) it is a proof on the domain. `exactmax check-cert C`
+re-checks it."""
 
 
 def add_parser(sub) -> None:
@@ -63,11 +68,17 @@ def add_parser(sub) -> None:
         "domain (kernel-checked certificates; needs a domain in the spec)",
     )
     p.add_argument(
+        "--cert",
+        metavar="C.json",
+        help="write the kernel-checked certificate of NET = the specification's literal "
+        "encoding (on all of Q^d where lattice normal forms prove it, else on the domain)",
+    )
+    p.add_argument(
         "--timeout",
         type=float,
         default=60.0,
         metavar="S",
-        help="time limit of each --check proof (default 60)",
+        help="time limit of each --check or --cert proof (default 60)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
@@ -85,13 +96,14 @@ def network_summary(net: MaxoutNetwork) -> dict:
 
 
 def run(args) -> int:
-    from ..io import load_model, model_to_json, write_json_atomic
+    from ..io import model_to_json, write_json_atomic
     from ..io.models import check_outputs
     from .convert import ROUTES, TooLarge, compile_cpwl, kind_of, reference_json
     from .spec import load_spec
 
     check_outputs(
-        [("-o", args.output), ("--reference", args.reference)], [("SPEC.json", args.spec)]
+        [("-o", args.output), ("--reference", args.reference), ("--cert", args.cert)],
+        [("SPEC.json", args.spec)],
     )
     spec = load_spec(args.spec)
     kind = kind_of(spec)
@@ -106,6 +118,11 @@ def run(args) -> int:
         raise UsageError(f"{args.spec}: {e}; use --route lattice or raise --max-pieces") from None
     if args.check:  # before anything is written
         _check_preconditions(args, net)
+    elif args.cert and args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    spec_proof, cert = None, None
+    if args.check or args.cert:
+        spec_proof, cert = prove_spec(net, _reference_model(spec), args.timeout)
     obj = model_to_json(net)
     obj["meta"] = {"cpwl": {"spec": args.spec, "kind": kind, "route": route}}
     write_json_atomic(args.output, obj)
@@ -116,6 +133,7 @@ def run(args) -> int:
         "output": args.output,
         "network": network_summary(net),
         "reference": None,
+        "cert": None,
         "check": None,
     }
     if args.reference:
@@ -123,9 +141,13 @@ def run(args) -> int:
         ref["meta"] = {"cpwl": {"spec": args.spec, "kind": kind, "reference": True}}
         write_json_atomic(args.reference, ref)
         out["reference"] = args.reference
+    if cert is not None and args.cert:
+        write_json_atomic(args.cert, cert)
+        out["cert"] = args.cert
     if args.check:
-        ref_net = load_model(args.reference) if args.reference else _reference_model(spec)
-        out["check"] = check_chain(net, ref_net, args.timeout)
+        out["check"] = {"spec": spec_proof} | check_transformer(net, args.timeout)
+    elif args.cert:
+        out["check"] = {"spec": spec_proof}
     code = 0
     if out["check"] is not None:
         verdicts = [c["verdict"] for c in out["check"].values()]
@@ -155,15 +177,28 @@ def run(args) -> int:
         if c["verdict"] == "proved":
             line += f" ({c['trust']})"
         line += f": {args.output} = {what}"
+        if c.get("everywhere"):
+            line += f" on all of Q^{net.input_dim}"
         if c.get("reason"):
             line += f"; {c['reason']}"
-        if c.get("cells") is not None:
+        if c.get("certificate_kind") == "lattice":
+            line += f"; one lattice normal form ({c['cells']} atoms), {c['time_s']:.2f} s"
+        elif c.get("certificate_kind") == "correspondence":
+            line += f"; a layer correspondence ({c['cells']} units), {c['time_s']:.2f} s"
+        elif c.get("cells") is not None:
             line += f"; {c['cells']} cells, {c['time_s']:.2f} s"
         print(line)
         if c["verdict"] == "refuted":
             print("  x = (" + ", ".join(c["x"]) + ")")
             if max(map(len, c["x"])) > LONG_EXACT:
                 print("  x ~ (" + ", ".join(c["x_approx"]) + ")")
+    if out["cert"]:
+        print(f"certificate: {args.cert} (exactmax check-cert {args.cert} re-checks it)")
+    elif args.cert:
+        print(
+            f"no certificate written to {args.cert}: the proof of NET = the specification "
+            "did not succeed"
+        )
     return code
 
 
@@ -197,30 +232,70 @@ def _reference_model(spec) -> MaxoutNetwork:
     return read_maxout(Cursor("<reference>", "", json.loads(json.dumps(reference_json(spec)))))
 
 
-def check_chain(net: MaxoutNetwork, ref: MaxoutNetwork, timeout_s: float) -> dict:
-    """Prove NET = REF and NET = compile(NET) on NET's domain: {"spec": ..., "transformer":
-    ...}, each {"verdict", "trust", "reason", "cells", "time_s", "x"}.  Only the kernel's
-    checks make "proved" or "refuted" (prove.verify)."""
+def _proof_json(v, started: float) -> dict:
+    return {
+        "verdict": v.verdict,
+        "trust": v.trust,
+        "reason": v.reason,
+        "cells": v.stats.get("leaves_checked"),
+        "certificate_kind": v.stats.get("certificate_kind"),
+        "time_s": round(time.monotonic() - started, 3),
+        "x": [q_str(t) for t in v.x] if v.x is not None else None,
+        "x_approx": approx_point(v.x) if v.x is not None else None,
+    }
+
+
+def prove_spec(
+    net: MaxoutNetwork, ref: MaxoutNetwork, timeout_s: float
+) -> tuple[dict, dict | None]:
+    """Prove NET = REF (the specification's literal encoding): ({"verdict", "trust", "reason",
+    "cells", "certificate_kind", "everywhere", "time_s", "x", "x_approx"}, the certificate
+    file's object or None).  First a layer correspondence or one lattice normal form (A = B on
+    all of Q^d, no domain needed: the relu, lattice and dc kinds), else the proof on NET's
+    domain (breakpoints).  Only the kernel's checks make "proved" or "refuted"."""
+    from ..io.certificates import certificate_to_json
+    from ..kernel.polyhedron import Polyhedron
+    from ..prove.command import decide_equal, equality_certificate
+    from ..prove.verify import Verdict, verify_by_correspondence, verify_by_lattice
+
+    started = time.monotonic()
+    stats: dict = {}
+    v = verify_by_correspondence(net, ref, stats)
+    if v is None and "lattice_failed" not in stats:
+        v = verify_by_lattice(net, ref, stats)
+    if v is not None:
+        everywhere = Polyhedron((), (), net.input_dim)
+        kept = {"strategy": v.stats.get("strategy")}
+        cert = certificate_to_json(net, ref, everywhere, v.certificate, kept)
+        return _proof_json(v, started) | {"everywhere": True}, cert
+    if net.domain is None:
+        why = stats.get("lattice_failed", "no lattice normal form")
+        v = Verdict(
+            "unknown",
+            reason=f"{why}, and the specification has no domain to prove "
+            'it on (add a "domain" entry)',
+        )
+        return _proof_json(v, started) | {"everywhere": False}, None
+    v, _, facts = decide_equal(
+        net, ref, net.domain, ("NET", "REF"), timeout=timeout_s, search=False
+    )
+    if v is None:  # an empty domain: refused before (_check_preconditions) or vacuous
+        v = Verdict("unknown", reason="the domain is empty")
+    cert = equality_certificate(net, ref, net.domain, v, facts) if v.verdict == "proved" else None
+    return _proof_json(v, started) | {"everywhere": False}, cert
+
+
+def check_transformer(net: MaxoutNetwork, timeout_s: float) -> dict:
+    """Prove NET = compile(NET) on NET's domain: {"transformer": {..., "tokens", "sublayers"}}
+    (prove.verify; only the kernel's checks make "proved" or "refuted")."""
     from ..construct.transformer import compile_transformer
     from ..prove.verify import VerifyOptions, verify_equal
 
-    opts = VerifyOptions(timeout_s=timeout_s)
+    started = time.monotonic()
     tf = compile_transformer(net, net.domain).transformer
-    result = {}
-    for name, other in (("spec", ref), ("transformer", tf)):
-        v = verify_equal(net, other, net.domain, opts)
-        result[name] = {
-            "verdict": v.verdict,
-            "trust": v.trust,
-            "reason": v.reason,
-            "cells": v.stats.get("leaves_checked"),
-            "time_s": round(v.stats.get("time_s", 0.0), 3),
-            "x": [q_str(t) for t in v.x] if v.x is not None else None,
-            "x_approx": approx_point(v.x) if v.x is not None else None,
-        }
-    result["transformer"]["tokens"] = tf.n_tokens
-    result["transformer"]["sublayers"] = len(tf.sublayers)
-    return result
+    v = verify_equal(net, tf, net.domain, VerifyOptions(timeout_s=timeout_s))
+    out = _proof_json(v, started) | {"tokens": tf.n_tokens, "sublayers": len(tf.sublayers)}
+    return {"transformer": out}
 
 
 # ------------------------------------------------------------------------- approx-convex
