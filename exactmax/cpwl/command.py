@@ -292,6 +292,7 @@ def check_transformer(net: MaxoutNetwork, timeout_s: float) -> dict:
     from ..prove.verify import VerifyOptions, verify_equal
 
     started = time.monotonic()
+    assert net.domain is not None  # refused before (_check_preconditions)
     tf = compile_transformer(net, net.domain).transformer
     v = verify_equal(net, tf, net.domain, VerifyOptions(timeout_s=timeout_s))
     out = _proof_json(v, started) | {"tokens": tf.n_tokens, "sublayers": len(tf.sublayers)}
