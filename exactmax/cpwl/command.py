@@ -281,8 +281,9 @@ def prove_spec(
     )
     if v is None:  # an empty domain: refused before (_check_preconditions) or vacuous
         v = Verdict("unknown", reason="the domain is empty")
-    cert = equality_certificate(net, ref, net.domain, v, facts) if v.verdict == "proved" else None
-    return _proof_json(v, started) | {"everywhere": False}, cert
+    proved = v.verdict == "proved"
+    on_domain = equality_certificate(net, ref, net.domain, v, facts) if proved else None
+    return _proof_json(v, started) | {"everywhere": False}, on_domain
 
 
 def check_transformer(net: MaxoutNetwork, timeout_s: float) -> dict:
