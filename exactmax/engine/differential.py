@@ -330,63 +330,51 @@ class _PairExact:
 
     def lower(self, P: RatMatrix, Qm: RatMatrix, c: list, k: int, xc=None):
         """For each row i of P v_{k-1} + Qm w_{k-1} + c (+ xc[i] . x), over x when k == 0:
-        (K_i, multipliers) with e_i - sum mult rows = K_i."""
-        net, m = self.net, P.nrows()
+        (K_i, multipliers) with e_i - sum mult rows = K_i.  Kept as (P | c) and (Qm | 0), so
+        that a layer is one product per network with ``_Exact.step``."""
+        m, nA, nB = P.nrows(), P.ncols(), Qm.ncols()
         mults: list[dict[int, Q]] = [dict() for _ in range(m)]
-        c = list(c)
-        delta: dict = {}  # (row, u, u'): the coefficient r s of a - b from a delta row
+        EP, EQ = P.entries(), Qm.entries()
+        PA = RatMatrix(m, nA + 1, [v for i in range(m) for v in EP[i * nA : (i + 1) * nA] + [c[i]]])
+        QB = RatMatrix(m, nB + 1, [v for i in range(m) for v in EQ[i * nB : (i + 1) * nB] + [ZERO]])
         for j in range(k - 1, -1, -1):
-            alA, sA, tA, posA = self.exA.relax[j]
-            alB, sB, tB, posB = self.exB.relax[j]
-            nA, nB = P.ncols(), Qm.ncols()
-            EP, EQ = P.entries(), Qm.entries()
+            shift = [ZERO] * m  # constants added by the rows used
+            delta = []  # (row, u, u', r s): r s (a - b) from a delta row, kept on a and b
             for i in range(m):  # r (v - w) by a delta row, r the smaller of |p|, |q| (signed)
                 mi = mults[i]
                 for ua, ub, rv, rw in self.diff[j]:
-                    p, q = EP[i * nA + ua], EQ[i * nB + ub]
+                    p, q = PA[i, ua], QB[i, ub]
                     if p > 0 and q < 0 and rw is not None:
                         r = min(p, -q)
                         row, s, t = rw  # r (v - w) >= r s' (a - b) - r t'
                         mi[row] = mi.get(row, ZERO) + r
-                        c[i] -= r * t
+                        shift[i] -= r * t
                     elif p < 0 and q > 0 and rv is not None:
                         r = max(p, -q)
                         row, s, t = rv  # r (v - w) >= r s (a - b) + r t
                         mi[row] = mi.get(row, ZERO) - r
-                        c[i] += r * t
+                        shift[i] += r * t
                     else:
                         continue
-                    # the rest (p - r) v + (q + r) w by each network's rows, r s (a - b) kept
-                    EP[i * nA + ua], EQ[i * nB + ub] = p - r, q + r
-                    delta[i, ua, ub] = r * s
-            na = [ZERO] * (m * nA)
-            nb = [ZERO] * (m * nB)
-            base_a, base_b = self.exA.base, self.exB.base
+                    # the rest (p - r) v + (q + r) w by each network's rows
+                    PA[i, ua], QB[i, ub] = p - r, q + r
+                    delta.append((i, ua, ub, r * s))
+            self._variables(PA, self.exA, j, mults, shift)
+            self._variables(QB, self.exB, j, mults, shift)
+            for i, ua, ub, cD in delta:  # both units a variable or v = a: their rows are kept
+                PA[i, ua] += cD
+                QB[i, ub] -= cD
             for i in range(m):
-                mi = mults[i]
-                for u in range(nA):
-                    na[i * nA + u] = self._side(
-                        mi, EP[i * nA + u], alA[u], sA[u], tA[u], posA[u], base_a, c, i
-                    )
-                for u in range(nB):
-                    nb[i * nB + u] = self._side(
-                        mi, EQ[i * nB + u], alB[u], sB[u], tB[u], posB[u], base_b, c, i
-                    )
-            for (i, ua, ub), cD in delta.items():
-                na[i * nA + ua] += cD
-                nb[i * nB + ub] -= cD
-            delta.clear()
-            CA, CB = RatMatrix(m, nA, na), RatMatrix(m, nB, nb)
-            ea, eb = (CA * net.A.bcol[j]).entries(), (CB * net.B.bcol[j]).entries()
-            for i in range(m):
-                c[i] += ea[i] + eb[i]
-            P, Qm = CA * net.A.W[j], CB * net.B.W[j]
-        X, d = (P + Qm).entries(), net.dim
+                if shift[i]:
+                    PA[i, nA] += shift[i]
+            PA, QB = PA * self.exA.step[j], QB * self.exB.step[j]
+            nA, nB = PA.ncols() - 1, QB.ncols() - 1
+        X, d = (PA + QB).entries(), self.net.dim
         out = []
         for i in range(m):
-            K, mi = c[i], mults[i]
+            K, mi = X[i * (d + 1) + d], mults[i]
             for x in range(d):
-                v = X[i * d + x] + (xc[i][x] if xc else ZERO)
+                v = X[i * (d + 1) + x] + (xc[i][x] if xc else ZERO)
                 if v:
                     idx, coef, bound = self.box[x][0 if v > 0 else 1]
                     mi[idx] = mi.get(idx, ZERO) + v / coef
@@ -395,19 +383,27 @@ class _PairExact:
         return out
 
     @staticmethod
-    def _side(mi, p, al, s, t, pos, base, c, i):
-        """The coefficient p of v (a unit of one network) moved onto its pre-activation a."""
-        if not p:
-            return ZERO
-        if pos is None:  # fixed: v = a or v = 0
-            return p if al else ZERO
-        r = base + 3 * pos
-        if p > 0:  # v >= a (al) or v >= 0
-            mi[r if al else r + 1] = mi.get(r if al else r + 1, ZERO) + p
-            return p if al else ZERO
-        mi[r + 2] = mi.get(r + 2, ZERO) - p  # u - v >= 0, u = s a + t
-        c[i] += p * t
-        return p * s
+    def _variables(M: RatMatrix, ex: _Exact, j: int, mults: list, shift: list) -> None:
+        """The coefficient p of each variable v of layer j (a column of M) moved onto its
+        pre-activation a: p > 0 by v >= a (a kept) or v >= 0, p < 0 by u - v >= 0, u = s a +
+        t (as ``_Exact.lower``); the fixed units are ``step``'s."""
+        al, s, t, pos = ex.relax[j]
+        for u in ex.free[j]:
+            r = ex.base + 3 * pos[u]
+            for i in range(M.nrows()):
+                p = M[i, u]
+                if not p:
+                    continue
+                mi = mults[i]
+                if p > 0:
+                    row = r if al[u] else r + 1
+                    mi[row] = mi.get(row, ZERO) + p
+                    if not al[u]:
+                        M[i, u] = ZERO
+                else:
+                    mi[r + 2] = mi.get(r + 2, ZERO) - p
+                    M[i, u] = p * s[u]
+                    shift[i] += p * t[u]
 
 
 def _slope(L: Q, U: Q) -> tuple[Q, Q]:

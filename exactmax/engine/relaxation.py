@@ -359,63 +359,56 @@ class _Exact:
         self.relax: list = []  # per layer: (alpha, s, t, variable number or None) lists
         self.n_vars = 0  # the unstable nodes so far: the kernel's variables
         self.free: list[list[int]] = []  # per layer: its variables' units
-        self.fixed_W: list = []  # per layer: (W, b) of the fixed units (``_split_rows``)
-        self.free_W: list = []  # per layer: (W, b) of the variables
+        self.step: list = []  # per layer: its step of ``lower`` (``_split_rows``)
 
     def lower(self, C: RatMatrix, c: list, k: int, xc=None, alphas=None):
         """For each row i of C v_{k-1} + c (+ xc[i] . x): (K_i, multipliers) with
         e_i - sum mult rows = K_i.  alphas[j][i][u] (optional; floats on the grid of
         1/ALPHA_GRID, one row for all or one per row of C): the lower slope of unstable node
         u of layer j in place of the fixed one, v >= alpha a as alpha (v - a >= 0) +
-        (1 - alpha) (v >= 0)."""
-        net, m = self.net, C.nrows()
+        (1 - alpha) (v >= 0).  The rows are kept as (C | c), so that a layer is one product
+        with ``step[j]``: a variable's column first becomes its coefficient on a."""
+        net, m, n = self.net, C.nrows(), C.ncols()
         mults: list[dict[int, Q]] = [dict() for _ in range(m)]
-        c = list(c)
+        E = C.entries()
+        A = RatMatrix(m, n + 1, [v for i in range(m) for v in E[i * n : (i + 1) * n] + [c[i]]])
         for j in range(k - 1, -1, -1):
             al, s, t, pos = self.relax[j]
             grid = None if alphas is None else np.rint(alphas[j] * ALPHA_GRID).astype(int).tolist()
-            free = self.free[j]
-            F = [ZERO] * (m * len(free))  # the new entries of the variables' columns
-            for f, u in enumerate(free):  # fixed units (v = a or 0): by the masked rows
+            shift = [ZERO] * m  # the constants the upper rows add
+            for u in self.free[j]:
                 for i in range(m):
-                    v = C[i, u]
+                    v = A[i, u]
                     if not v:
                         continue
-                    mi = mults[i]
+                    mi, r = mults[i], self.base + 3 * pos[u]
                     if v > 0:
-                        r = self.base + 3 * pos[u]
                         ga: list = al if grid is None else grid[i % len(grid)]
                         g = ga[u] if grid is not None else (ALPHA_GRID if ga[u] else 0)
-                        if g == ALPHA_GRID:
+                        if g == ALPHA_GRID:  # v >= a: the coefficient stays on a
                             mi[r] = v
-                            F[i * len(free) + f] = v
-                        elif g == 0:
+                        elif g == 0:  # v >= 0
                             mi[r + 1] = v
+                            A[i, u] = ZERO
                         else:
                             a = _QA[g]
                             mi[r], mi[r + 1] = v * a, v * (ONE - a)
-                            F[i * len(free) + f] = v * a
-                    else:
-                        mi[self.base + 3 * pos[u] + 2] = -v
-                        F[i * len(free) + f] = v * s[u]
+                            A[i, u] = v * a
+                    else:  # u - v >= 0, u = s a + t
+                        mi[r + 2] = -v
+                        A[i, u] = v * s[u]
                         if t[u]:
-                            c[i] += v * t[u]
-            Wk, bk = self.fixed_W[j]
-            cb = (C * bk).entries()
-            C = C * Wk
-            if free:
-                Fm = RatMatrix(m, len(free), F)
-                Wf, bf = self.free_W[j]
-                cb = [x + y for x, y in zip(cb, (Fm * bf).entries())]
-                C = C + Fm * Wf
+                            shift[i] += v * t[u]
             for i in range(m):
-                c[i] += cb[i]
-        E, d = C.entries(), net.dim
+                if shift[i]:
+                    A[i, A.ncols() - 1] += shift[i]
+            A = A * self.step[j]
+        E, d = A.entries(), net.dim
         out = []
         for i in range(m):
-            K, mi = c[i], mults[i]
+            K, mi = E[i * (d + 1) + d], mults[i]
             for x in range(d):
-                v = E[i * d + x] + (xc[i][x] if xc else ZERO)
+                v = E[i * (d + 1) + x] + (xc[i][x] if xc else ZERO)
                 if v:
                     idx, coef, bound = self.box_rows[x][0 if v > 0 else 1]
                     mi[idx] = mi.get(idx, ZERO) + v / coef
@@ -485,28 +478,18 @@ class _Exact:
         return ups
 
     def _split_rows(self, k: int) -> None:
-        """W and b of layer k split by units: (the rows of the units fixed to v = a, the
-        others 0) and (the rows of the variables), so a back-substitution step is one
-        product with each instead of a pass over every entry."""
+        """Layer k as one step of ``lower``: (C | c) -> (C | c) step, step = [[W', b'], [0,
+        1]] with W', b' the rows of W, b of the units fixed to v = a and of the variables (a
+        unit fixed to v = 0 contributes nothing)."""
         al, _, _, pos = self.relax[k]
         W, b = self.net.W[k], self.net.b[k]
         n, cols = W.nrows(), W.ncols()
-        E = W.entries()
-        keep = [pos[u] is None and al[u] for u in range(n)]
-        self.fixed_W.append(
-            (
-                RatMatrix(n, cols, [v if keep[i // cols] else ZERO for i, v in enumerate(E)]),
-                RatMatrix(n, 1, [b[u] if keep[u] else ZERO for u in range(n)]),
-            )
-        )
-        free = [u for u in range(n) if pos[u] is not None]
-        self.free.append(free)
-        self.free_W.append(
-            (
-                RatMatrix(len(free), cols, [v for u in free for v in E[u * cols : (u + 1) * cols]]),
-                RatMatrix(len(free), 1, [b[u] for u in free]),
-            )
-        )
+        E, zero = W.entries(), [ZERO] * (cols + 1)
+        rows: list = []
+        for u in range(n):
+            rows += E[u * cols : (u + 1) * cols] + [b[u]] if pos[u] is not None or al[u] else zero
+        self.step.append(RatMatrix(n + 1, cols + 1, rows + [ZERO] * cols + [ONE]))
+        self.free.append([u for u in range(n) if pos[u] is not None])
 
 
 def _combos(n: int) -> list:
