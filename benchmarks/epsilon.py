@@ -3,7 +3,7 @@
 
     python benchmarks/epsilon.py [--acas | --random D DEPTH WIDTH [--radius R]] [--prune 0.05]
                                  [--seed 0] [--timeout S] [--max-leaves N] [--rel-tol 1e-3]
-                                 [--steps 12] [--climb 3] [--no-aim] [--float16]
+                                 [--steps 12] [--no-aim] [--float16]
                                  [--out results/epsilon.json]
 
 Networks: ``--acas`` (default) is ACAS Xu 1-6 (5 inputs, 6 x 50 ReLU, 5 outputs; read by
@@ -14,16 +14,18 @@ default 1).  The twin has a
 seeded ``--prune`` fraction of all weights (every layer's and the output map's, biases kept)
 set to zero.
 
-Procedure.  A lower bound first: the float-guided search of ``prove/tolerance.py`` (with no
-epsilon to beat) and the exact gap max_o |A_o(x) - B_o(x)| at its best point, evaluated by the
-kernel's evaluator: every E below it is false.  Then each step runs ``exactmax equiv --epsilon
-E --json`` in its own process: E = that lower bound first (proved: it is the exact largest
-gap, and the smallest epsilon); a refutation raises the lower bound to the exact gap it
-reports, which is tried next (up to ``--climb`` times); then E = lo (1 + 0.9 ``--rel-tol``),
-the bracket asked for at once (``--no-aim``: skipped); if that is not proved (or is unknown),
-an upper bound is looked for at lo times ``--up`` (default 2), and bisection runs until
-(hi - lo) / hi < ``--rel-tol``.  ``--float16``: the twin is the network rounded to float16
-instead of pruned.
+Procedure.  A lower bound first: the float-guided search of ``prove/tolerance.py`` and its
+polish (``tolerance.ascend``: an evolution strategy on the float gap from 4 starts, then local
+exact searches), the exact gap max_o |A_o(x) - B_o(x)| at the point found, evaluated by the
+kernel's evaluator: every E below it is false.  Then each step runs ``exactmax equiv
+--epsilon E --json`` in its own process: E = lo (1 + 0.9 ``--rel-tol``) first, the bracket
+asked for at once (a refutation raises lo to the exact gap it reports and aims again;
+``--no-aim``: E = lo first, as a plain bisection would); if that is not proved (or is
+unknown), an upper bound is looked for at lo times ``--up`` (default 2), and bisection runs
+until (hi - lo) / hi < ``--rel-tol``.  ``--float16``: the twin is the network rounded to
+float16 instead of pruned.  The time of the lower bound counts in the total; the steps run
+with ``--no-search`` (the lower bound was that search; a proof's own cell checks still
+refute where E is below a gap).
 Any other ``unknown`` stops the run and is reported as such.
 """
 
@@ -122,23 +124,27 @@ def float16(net: MaxoutNetwork):
 
 
 def lower_bound(a, b, box, seconds: float):
-    """(exact gap at the search's best point, the point, time): every smaller E is false."""
-    from exactmax.kernel.pair import pair_case
+    """(exact gap at the best point found, the point, time): every smaller E is false.  The
+    search refutes a tiny epsilon at once; its polish climbs to the largest gap it finds."""
     from exactmax.engine.pair import programs
-    from exactmax.prove.tolerance import FloatProgram, search
+    from exactmax.kernel.pair import pair_case
+    from exactmax.prove.tolerance import FloatProgram, polish, search
     t0 = time.monotonic()
     _, q = programs(a, b)
-    big = Q(10) ** 30
-    case = pair_case(box.as_polyhedron(), a.out_dim, big)
-    _, _, (gap, x) = search(a, b, FloatProgram(q), case, box, big, time.monotonic() + seconds)
-    return (gap if gap is not None else ZERO), x, time.monotonic() - t0
+    fp, P, tiny = FloatProgram(q), box.as_polyhedron(), Q(1, 10 ** 30)
+    found, _, _ = search(a, b, fp, pair_case(P, a.out_dim, tiny), box, tiny, t0 + seconds)
+    if found is None:
+        return ZERO, None, time.monotonic() - t0
+    found = polish(a, b, fp, P, a.out_dim, box, found, t0 + seconds)
+    return found.gap, found.x, time.monotonic() - t0
 
 
 def attempt(files, E: Q, args) -> dict:
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "exactmax", "equiv", files["a"], files["b"],
                         "--domain", files["domain"], "--epsilon", q_str(E), "--json",
-                        "--timeout", str(args.timeout), "--max-leaves", str(args.max_leaves)],
+                        "--timeout", str(args.timeout), "--max-leaves", str(args.max_leaves),
+                        "--no-search"],
                        capture_output=True, text=True)
     wall = time.monotonic() - t0
     try:
@@ -164,11 +170,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--up", default="2",
                     help="no epsilon proved yet: try lo times this (default 2, exact)")
-    ap.add_argument("--climb", type=int, default=3,
-                    help="after a refutation, try its exact gap as the next E this many times "
-                    "before doubling (default 3)")
     ap.add_argument("--no-aim", dest="aim", action="store_false",
-                    help="after the refutations, do not try lo (1 + 0.9 rel-tol) first")
+                    help="do not try lo (1 + 0.9 rel-tol) first: E = lo, then bisection")
     ap.add_argument("--float16", action="store_true",
                     help="the twin is the network with every weight and bias rounded to float16 "
                          "(instead of pruned)")
@@ -195,10 +198,11 @@ def main() -> int:
           f"point, {t:.1f} s", flush=True)
     print("| step | epsilon | about | verdict | cells | time (s) |\n|---|---|---|---|---|---|",
           flush=True)
-    steps, hi, E, climbs, aimed, aim_E = [], None, lo, 0, False, None
     up = parse_rational(args.up)
+    aim = lambda lo: lo * (1 + Q(round(args.rel_tol * 0.9 * 2 ** 40), 2 ** 40))  # noqa: E731
+    steps, hi = [], None
+    E = aim(lo) if args.aim else lo
     for step in range(1, args.steps + 1):
-        step_aimed = aimed and E == aim_E   # an unknown there: on to lo times --up
         r = attempt(files, E, args)
         cells = r.get("stats", {}).get("leaves_checked", "")
         print(f"| {step} | {q_str(E) if E.q < 10 ** 12 else f'{float(E):.12g}'} | "
@@ -210,38 +214,35 @@ def main() -> int:
             hi = E
         elif r["verdict"] == "refuted":
             lo = max(lo, parse_rational(r["counterexample"]["gap"]))
-        record(args, what, k, n, lo, hi, steps)
-        if hi is not None and hi == lo:
+        record(args, what, k, n, lo, hi, steps, t)
+        if hi is not None and (hi == lo or (hi - lo) <= Q(round(args.rel_tol * 2 ** 40), 2 ** 40) * hi):
             break
-        if r["verdict"] not in ("proved", "refuted") and not (aimed and hi is None and step_aimed):
+        if r["verdict"] not in ("proved", "refuted") and (hi is not None or E >= lo * up):
             print(f"stopped: {r['verdict']} ({r.get('reason') or r.get('stderr')})")
             break
-        if hi is not None and (hi - lo) <= Q(round(args.rel_tol * 2 ** 40), 2 ** 40) * hi:
-            break
-        if hi is None and r["verdict"] == "refuted" and climbs < args.climb:
-            climbs += 1   # the refutation's gap may be the largest: try it
-            E = lo
-        elif hi is None and not aimed and args.aim:
-            aimed = True   # the bracket asked for at once: a proof there ends the run
-            E = aim_E = lo * (1 + Q(round(args.rel_tol * 0.9 * 2 ** 40), 2 ** 40))
+        if hi is None:  # refuted: aim above the new gap; unknown: look higher
+            E = aim(lo) if r["verdict"] == "refuted" and args.aim else lo * up
         else:
-            E = lo * up if hi is None else (lo + hi) / 2
-    total = sum(s["wall_s"] for s in steps)
+            E = (lo + hi) / 2
+    total = t + sum(s["wall_s"] for s in steps)
     print(f"smallest epsilon proved: {q_str(hi) if hi is not None else 'none'}"
           + (f" (about {float(hi):.6g})" if hi is not None else "")
           + f"; largest gap at a point: {q_str(lo)} (about {float(lo):.6g}); "
-          f"{len(steps)} steps, {total:.1f} s in all", flush=True)
-    record(args, what, k, n, lo, hi, steps)
+          f"{len(steps)} steps, {total:.1f} s in all (the lower bound's {t:.1f} s included)",
+          flush=True)
+    record(args, what, k, n, lo, hi, steps, t)
     return 0
 
 
-def record(args, what, k, n, lo, hi, steps) -> None:
+def record(args, what, k, n, lo, hi, steps, lower_s: float = 0.0) -> None:
     """The run so far, as JSON in --out (rewritten after every step)."""
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"what": what, "pruned": [k, n], "lower_bound": q_str(lo),
                        "smallest_proved": None if hi is None else q_str(hi), "steps": steps,
-                       "total_s": round(sum(s["wall_s"] for s in steps), 1)}, f, indent=1)
+                       "lower_bound_s": round(lower_s, 1),
+                       "total_s": round(lower_s + sum(s["wall_s"] for s in steps), 1)}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":
