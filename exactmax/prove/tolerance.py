@@ -92,42 +92,62 @@ def refutes(a, b, x, epsilon: Q | None) -> Answer | None:
 
 class FloatProgram:
     """A program of Lin and Max nodes in float64 over a batch of points (the search only:
-    every answer is re-checked exactly)."""
+    every answer is re-checked exactly).  The x parts of all Lin nodes are one product with
+    the batch (an MNIST pair: 0.41 s -> 0.05 s for 420 points, where each node took its own
+    columns of the batch)."""
 
     def __init__(self, p: Program):
         self.p = p
         self.code: list[tuple[Any, ...]] = []
-        for n in p.nodes:
+        lins = [i for i, n in enumerate(p.nodes) if isinstance(n, Lin)]
+        row = {i: r for r, i in enumerate(lins)}
+        self.Wx = np.zeros((len(lins), p.dim))
+        for i, n in enumerate(p.nodes):
             if isinstance(n, Lin):
-                xi = np.array([i for i, _ in n.x], dtype=int)
-                xa = np.array([float(v) for _, v in n.x])
+                for t, v in n.x:
+                    self.Wx[row[i], t] += float(v)
                 ti = np.array([j for j, _ in n.terms], dtype=int)
                 ta = np.array([float(v) for _, v in n.terms])
-                self.code.append((0, float(n.c), xi, xa, ti, ta))
+                self.code.append((0, float(n.c), row[i], ti, ta))
             else:
                 assert isinstance(n, Max)  # programs() writes every Hardmax node as a Max
                 self.code.append((1, np.array(n.args, dtype=int)))
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         V = np.empty((len(self.p.nodes), len(X)))
+        XW = self.Wx @ X.T
         for i, c in enumerate(self.code):
             if c[0] == 0:
-                _, const, xi, xa, ti, ta = c
-                V[i] = const + xa @ X.T[xi] + ta @ V[ti]
+                _, const, r, ti, ta = c
+                V[i] = const + XW[r] + (ta @ V[ti] if len(ti) else 0.0)
             else:
                 V[i] = V[c[1]].max(axis=0)
         return V[list(self.p.outputs)].T
 
 
-def _scores(conjs, X, Y) -> np.ndarray:
-    """max over the conjunctions of the least row value a . (x, y) + c, per point (float)."""
-    XY = np.hstack([X, Y])
-    best = np.full(len(X), -np.inf)
-    for conj in conjs:
-        A = np.array([[float(v) for v in r.a] for r in conj])
-        c = np.array([float(r.c) for r in conj])
-        best = np.maximum(best, (XY @ A.T + c).min(axis=1))
-    return best
+class _Scores:
+    """max over the conjunctions of the least row value a . (x, y) + c, per point (float); the
+    rows are made float once and stacked (a top-1 case has 180 conjunctions over 804 columns
+    on MNIST): one product, then the least per conjunction."""
+
+    def __init__(self, conjs):
+        rows = [r for conj in conjs for r in conj]
+        self.A = np.array([[float(v) for v in r.a] for r in rows])
+        self.c = np.array([float(r.c) for r in rows])
+        self.starts = np.cumsum([0] + [len(conj) for conj in conjs])[:-1]
+
+        self.everywhere = any(not conj for conj in conjs)  # no rows: it holds at every point
+
+    def __call__(self, X, Y) -> np.ndarray:
+        if self.everywhere or not len(self.c):
+            return np.full(len(X), np.inf if self.everywhere else -np.inf)
+        V = np.hstack([X, Y]) @ self.A.T + self.c
+        return np.minimum.reduceat(V, self.starts, axis=1).max(axis=1)
+
+
+STALL_ROUNDS, STALL_GAIN = 12, 1e-6
+"""The search stops when its best float score has not grown by STALL_GAIN (relative) for
+STALL_ROUNDS rounds (its steps have shrunk to a quarter); ``polish`` climbs the last part."""
 
 
 def search(
@@ -166,38 +186,44 @@ def search(
             S[rng.integers(0, len(S), samples)] + rng.normal(size=(samples, d)) * (hi - lo) * scale0
         )
         X = np.vstack([S, np.clip(near, lo, hi)])
+    exact = lambda v: tuple(  # noqa: E731
+        min(max(Q(*float(t).as_integer_ratio()), lo_), hi_)
+        for t, lo_, hi_ in zip(v, box.lower, box.upper)
+    )
+    best, best_x, stalled, scores = -np.inf, None, 0, _Scores(case.outputs)
     for r in range(rounds):
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or stalled >= STALL_ROUNDS:
             break
         interruption.check()
-        m = _scores(case.outputs, X, fp(X))
+        m = scores(X, fp(X))
         stats["points"] += len(X)
         order = np.argsort(-m)[:20]
+        gain = m[order[0]] - best
+        stalled = 0 if gain > STALL_GAIN * (1 + abs(best)) else stalled + 1
+        if gain > 0:
+            best, best_x = m[order[0]], X[order[0]]
         for i in order[:3]:
-            x = tuple(
-                min(max(Q(*float(v).as_integer_ratio()), lo_), hi_)
-                for v, lo_, hi_ in zip(X[i], box.lower, box.upper)
-            )
+            if m[i] < -1e-9 * (1 + abs(m[i])):  # not near a violation, even in floats
+                break
             stats["exact_checks"] += 1
-            ans = refutes(a, b, x, epsilon)
-            if ans is None:
-                if epsilon is not None:
-                    g, _ = gap_at(evaluate(a, x), evaluate(b, x))
-                    if best_gap[0] is None or g > best_gap[0]:
-                        best_gap[:] = [g, x]
-                continue
-            stats["time_s"] = round(time.monotonic() - started, 3)
-            return ans, stats, best_gap
+            ans = refutes(a, b, exact(X[i]), epsilon)
+            if ans is not None:
+                stats["time_s"] = round(time.monotonic() - started, 3)
+                return ans, stats, best_gap
         top = X[order]
         scale = (hi - lo) * scale0 * 0.5 ** (r / 6)
         kids = top[rng.integers(0, len(top), 400)] + rng.normal(size=(400, d)) * scale
         X = np.vstack([top, np.clip(kids, lo, hi)])
+    if epsilon is not None and best_x is not None:  # the exact gap at the best point seen
+        x = exact(best_x)
+        stats["exact_checks"] += 1
+        best_gap[:] = [gap_at(evaluate(a, x), evaluate(b, x))[0], x]
     stats["time_s"] = round(time.monotonic() - started, 3)
     return None, stats, best_gap
 
 
 def ascend(fp: FloatProgram, conjs, box: Box, x0, deadline: float, starts: int = 4):
-    """A point of the box where ``_scores`` is at least its value at x0, in floats (a hint):
+    """A point of the box where ``_Scores`` is at least its value at x0, in floats (a hint):
     a (1 + 100) evolution strategy, its step doubled after a gain and halved after none, down
     to 1e-9 of the box, from x0 and from the best starts - 1 of 1,000 random points; the best
     end point.  A piecewise linear gap climbs to a vertex of its pieces in some 70 rounds
@@ -207,13 +233,14 @@ def ascend(fp: FloatProgram, conjs, box: Box, x0, deadline: float, starts: int =
     lo = np.array([float(v) for v in box.lower])
     hi = np.array([float(v) for v in box.upper])
     R = lo + rng.random((1000, len(lo))) * (hi - lo)
-    top = R[np.argsort(-_scores(conjs, R, fp(R)))[: starts - 1]]
+    scores = _Scores(conjs)
+    top = R[np.argsort(-scores(R, fp(R)))[: starts - 1]]
     best_x, best = None, -np.inf
     for x in [np.array(x0, dtype=float), *top]:
-        m0, sigma = _scores(conjs, x[None, :], fp(x[None, :]))[0], 1 / 4
+        m0, sigma = scores(x[None, :], fp(x[None, :]))[0], 1 / 4
         while sigma > 1e-9 and time.monotonic() < deadline:
             X = np.clip(x + rng.normal(size=(100, len(x))) * (hi - lo) * sigma, lo, hi)
-            m = _scores(conjs, X, fp(X))
+            m = scores(X, fp(X))
             i = int(np.argmax(m))
             if m[i] > m0:
                 x, m0, sigma = X[i], m[i], min(2 * sigma, 0.5)
