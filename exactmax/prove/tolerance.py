@@ -135,7 +135,6 @@ class _Scores:
         self.A = np.array([[float(v) for v in r.a] for r in rows])
         self.c = np.array([float(r.c) for r in rows])
         self.starts = np.cumsum([0] + [len(conj) for conj in conjs])[:-1]
-
         self.everywhere = any(not conj for conj in conjs)  # no rows: it holds at every point
 
     def __call__(self, X, Y) -> np.ndarray:
@@ -198,9 +197,11 @@ def search(
         m = scores(X, fp(X))
         stats["points"] += len(X)
         order = np.argsort(-m)[:20]
-        gain = m[order[0]] - best
-        stalled = 0 if gain > STALL_GAIN * (1 + abs(best)) else stalled + 1
-        if gain > 0:
+        if best_x is None or m[order[0]] > best + STALL_GAIN * (1 + abs(best)):
+            stalled = 0
+        else:
+            stalled += 1
+        if best_x is None or m[order[0]] > best:
             best, best_x = m[order[0]], X[order[0]]
         for i in order[:3]:
             if m[i] < -1e-9 * (1 + abs(m[i])):  # not near a violation, even in floats
