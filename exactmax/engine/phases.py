@@ -69,12 +69,12 @@ class Unclosed(Exception):
     """The phase tree could not be completed (leaf budget, or no node left to split)."""
 
 
-def relaxed_rows(p, need, rows: list[Row], uppers, at: str = "cell"):
+def relaxed_rows(p, need, rows: list[Row], uppers, at: str = "cell", extra=()):
     """(vals, rows, variables) of a ``Relaxed`` leaf with these upper functions on the cell of
     ``rows``, computed by the kernel's own ``relax`` (so the producer's row numbers are the
     kernel's, for a leaf that, like the splits above it, states no choices: the relaxed
     builder's); variables: the Max nodes that became variables, in order (z_{d + m} is the
-    m-th)."""
+    m-th); ``extra``: the leaf's extra rows (``Relaxed.extra``), after the variables' rows."""
     vals: list = [None] * len(p.nodes)
     for i in need:
         node = p.nodes[i]
@@ -82,7 +82,7 @@ def relaxed_rows(p, need, rows: list[Row], uppers, at: str = "cell"):
             vals[i] = lin_map(node, vals, p.dim)
     free = [i for i in need if vals[i] is None and isinstance(p.nodes[i], Max)]
     variables = [i for i, u in zip(free, uppers) if _argument(u) is None]
-    vals, rows = relax(p, need, vals, list(rows), uppers, at)
+    vals, rows = relax(p, need, vals, list(rows), uppers, at, extra)
     return vals, rows, variables
 
 

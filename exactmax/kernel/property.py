@@ -97,8 +97,8 @@ def upper_map(u: Upper, args: list, vals: list, rows: list[Row], D: int, at: str
     ms = args + [vals[k] if type(k) is int and 0 <= k < len(vals) else None for k, _ in u.terms]
     if None in ms or len(u.lam) != len(args) or len(u.proofs) != len(args):
         raise CheckFailed(f"{at}: an upper function of the wrong shape or of a node without a map")
-    lam = u.lam + tuple(c for _, c in u.terms)
-    uf = cert.lin_map(Lin((), u.beta, tuple(enumerate(lam))), ms, D)
+    lam, k = u.lam + tuple(c for _, c in u.terms), _argument(u)
+    uf = args[k] if k is not None else cert.lin_map(Lin((), u.beta, tuple(enumerate(lam))), ms, D)
     for j, (A, pr) in enumerate(zip(args, u.proofs)):
         check_entails(rows, _sub(uf, A), False, pr, f"{at}, upper >= argument {j}")
     return uf
