@@ -22,7 +22,7 @@ from exactmax.kernel.affine import Affine
 from exactmax.kernel.pair import check_pair_property
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.program import Lin, Max, program_of_maxout
-from exactmax.kernel.property import Case, Relaxed, Upper, check_case
+from exactmax.kernel.property import Case, Phase, Relaxed, Tighten, Upper, check_case
 from exactmax.kernel.certificate import Row
 from exactmax.kernel.rational import ONE, ZERO, Q
 from exactmax.prove.tolerance import decide_tolerance
@@ -255,3 +255,91 @@ def test_top1_of_a_pruned_twin_by_delta_rows():
     ya, yb = evaluate_maxout(a, ans.x), evaluate_maxout(b, ans.x)
     top = lambda y: {i for i, v in enumerate(y) if v == max(y)}   # noqa: E731
     assert top(ya) != top(yb) and large.contains(ans.x)
+
+
+def _phased(tree) -> list:
+    """The relaxed leaves of the tree with a phase split (or a tightening) in a proof."""
+    return [t for t in leaves(tree) if isinstance(t, Relaxed)
+            and any(isinstance(p, Phase | Tighten) for p in t.proofs)]
+
+
+def test_phase_splits_close_the_deep_cells_that_input_halving_would_need_hundreds_for(
+        monkeypatch):
+    """Epsilon 1% above a gap the search found: near the worst point a few units stay unstable
+    however small the cell, so halving inputs alone needs hundreds of cells; a phase split on
+    them (each branch exact for its unit) closes the cell in a few."""
+    a = relu(3, [8, 8], 2, seed=5)
+    b = pruned(a, 6, seed=6)
+    low = decide_tolerance(a, b, BOX, Q(1, 10**9))
+    assert low.verdict == "refuted"
+    E = low.gap * Q(101, 100)
+    ans = decide_tolerance(a, b, BOX, E, run_search=False)
+    assert ans.verdict == "proved" and _phased(ans.tree)
+    n = len(list(leaves(ans.tree)))
+    assert check_pair_property(a, b, BOX, E, ans.tree) == n
+    monkeypatch.setattr(differential, "PHASES", False)
+    halved = decide_tolerance(a, b, BOX, E, run_search=False)
+    assert halved.verdict == "proved" and not _phased(halved.tree)
+    assert len(list(leaves(halved.tree))) > 10 * n
+
+
+def test_an_image_sized_box_the_delta_rows_leave_open_is_closed_by_phase_splits():
+    """More free inputs than INPUT_SPLITS: the box is not halved, so phase splits are tried on
+    it at once (before them: unknown, "too many to halve")."""
+    d = differential.INPUT_SPLITS + 4
+    box = Box((-Q(1, 20),) * d, (Q(1, 20),) * d)
+    a = relu(d, [8, 8], 2, seed=6)
+    b = pruned(a, 10, seed=7)
+    low = decide_tolerance(a, b, box, Q(1, 10**9))
+    E = low.gap * Q(101, 100)
+    ans = decide_tolerance(a, b, box, E, run_search=False)
+    assert ans.verdict == "proved" and len(_phased(ans.tree)) == 1
+    assert check_pair_property(a, b, box, E, ans.tree) == 1
+
+
+def _first_phase(tree, edit):
+    """The tree with ``edit`` applied to the first Phase found in a proof of a relaxed leaf."""
+    done = [False]
+
+    def proof(p):
+        if isinstance(p, Tighten):
+            return dataclasses.replace(p, then=proof(p.then))
+        if isinstance(p, Phase) and not done[0]:
+            done[0] = True
+            return edit(p)
+        return p
+
+    def walk(t):
+        if isinstance(t, Split):
+            return dataclasses.replace(t, ge=walk(t.ge), lt=walk(t.lt))
+        if isinstance(t, Relaxed):
+            return dataclasses.replace(t, proofs=tuple(proof(p) for p in t.proofs))
+        return t
+    out = walk(tree)
+    assert done[0]
+    return out
+
+
+def _scaled_first_farkas(p):
+    if isinstance(p, Phase):
+        return dataclasses.replace(p, branches=(_scaled_first_farkas(p.branches[0]),)
+                                   + p.branches[1:])
+    if isinstance(p, Tighten):
+        return dataclasses.replace(p, then=_scaled_first_farkas(p.then))
+    (i, y), *rest = p
+    return ((i, y / 2), *rest)
+
+
+@pytest.mark.parametrize("what", ["drop_branch", "other_node", "multiplier"])
+def test_tampered_phase_splits_in_a_pair_certificate_are_rejected(what):
+    d = differential.INPUT_SPLITS + 4
+    box = Box((-Q(1, 20),) * d, (Q(1, 20),) * d)
+    a = relu(d, [8, 8], 2, seed=6)
+    b = pruned(a, 10, seed=7)
+    E = decide_tolerance(a, b, box, Q(1, 10**9)).gap * Q(101, 100)
+    tree = decide_tolerance(a, b, box, E, run_search=False).tree
+    edit = {"drop_branch": lambda p: dataclasses.replace(p, branches=p.branches[:1]),
+            "other_node": lambda p: dataclasses.replace(p, node=p.node + 1),
+            "multiplier": _scaled_first_farkas}[what]
+    with pytest.raises(CheckFailed):
+        check_pair_property(a, b, box, E, _first_phase(tree, edit))
