@@ -56,11 +56,13 @@ from .relaxation import (
 
 PHASES = True
 """A cell the delta rows leave open is tried with phase splits (``phases.py``) before it is
-halved, once it is as many input splits deep as the box has inputs of non-zero width (each
-halved once, on average: above, cells are wide and have too many unstable units for phase
-splits to pay); a box of more than INPUT_SPLITS inputs at once.  ACAS Xu 1-6 against its
-5%-pruned twin, epsilon 1% above the largest gap: 353 leaves without phase splits, 32 with
-them from depth 5 (16 from depth 4, 60 from depth 6; from depth 0, minutes before a leaf)."""
+halved, once it is PHASE_DEPTH input splits deep (or as many as the box has inputs of non-zero
+width, if fewer: above, cells are wide and have too many unstable units for phase splits to
+pay); a box of more than INPUT_SPLITS inputs at once."""
+PHASE_DEPTH = 5
+"""ACAS Xu 1-6 against its 5%-pruned twin, epsilon 1% above the largest gap: 353 leaves without
+phase splits, 32 with them from depth 5 (16 from depth 4, 60 from depth 6; from depth 0,
+minutes before a leaf)."""
 PHASE_LEAVES = 200
 """Phase leaves per conjunction and cell before the cell is halved instead (or given up)."""
 INPUT_SPLITS = 16
@@ -540,7 +542,7 @@ def build_differential_tree(
         lo = np.array([float(b[0][2]) for b in bx])
         hi = np.array([float(b[1][2]) for b in bx])
         best, smear, signs = floats(lo, hi)
-        phased = free > INPUT_SPLITS or (PHASES and depth >= free)
+        phased = free > INPUT_SPLITS or (PHASES and depth >= min(free, PHASE_DEPTH))
         if None in best and not phased:
             return None, smear, lo, hi
         ex = _PairExact(net, rows, [(bx[t][0], bx[t][1]) for t in range(d)], signs)
