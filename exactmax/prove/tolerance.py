@@ -197,7 +197,8 @@ def search(
         m = scores(X, fp(X))
         stats["points"] += len(X)
         order = np.argsort(-m)[:20]
-        if best_x is None or m[order[0]] > best + STALL_GAIN * (1 + abs(best)):
+        gain = best + STALL_GAIN * (1 + abs(best)) if np.isfinite(best) else best
+        if best_x is None or m[order[0]] > gain:
             stalled = 0
         else:
             stalled += 1
