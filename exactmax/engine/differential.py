@@ -508,7 +508,7 @@ def build_differential_tree(
 
     def floats(lo, hi):
         """(per conjunction its best weighting, None where the floats leave it open; the
-        smear of the worst one; the signs)."""
+        smear of the worst one; the signs; per conjunction that weighting's float bound)."""
         fl = _Floats(net, lo, hi)
         val, X = fl.lower(*outs_f[:3], net.K, outs_f[3])
         best = [int(np.argmax(v)) for v in np.split(val, ends[:-1])]
@@ -516,7 +516,8 @@ def build_differential_tree(
         w = int(firsts[np.argmin(val[firsts])])
         smear = np.abs(X[w]) * (hi - lo)
         ok = val[firsts] > MARGIN * (1 + np.abs(val[firsts]))
-        return [j if o else None for j, o in zip(best, ok.tolist())], smear, fl.signs
+        picks = [j if o else None for j, o in zip(best, ok.tolist())]
+        return picks, smear, fl.signs, val[firsts].tolist()
 
     pair: list = []  # the pair program and its cone, made when phases are first needed
 
@@ -541,7 +542,7 @@ def build_differential_tree(
     def close(rows, bx, depth):
         lo = np.array([float(b[0][2]) for b in bx])
         hi = np.array([float(b[1][2]) for b in bx])
-        best, smear, signs = floats(lo, hi)
+        best, smear, signs, bounds = floats(lo, hi)
         phased = free > INPUT_SPLITS or (PHASES and depth >= min(free, PHASE_DEPTH))
         if None in best and not phased:
             return None, smear, lo, hi
@@ -568,7 +569,8 @@ def build_differential_tree(
                 for q, w in weights:
                     m[conj_row + q] = m.get(conj_row + q, ZERO) + w
                 proofs[j] = _proof(m, ONE)
-        todo = [j for j, pr in enumerate(proofs) if pr is None]
+        # the worst bound first: a conjunction that stays open ends the attempt early
+        todo = sorted((j for j, pr in enumerate(proofs) if pr is None), key=bounds.__getitem__)
         if todo and not phase_proofs(rows, bx, ex, todo, proofs):
             return None, smear, lo, hi
         leaf = Relaxed((), tuple(ex.uppers), tuple(proofs), tuple(ex.extra))
