@@ -204,10 +204,62 @@ def test_units_only_one_network_reads_are_left_unpaired():
     assert ans.verdict == "proved" and ans.stats["builder"] == "differential"
 
 
-def test_networks_of_other_shapes_go_to_the_case_tree():
+def test_networks_of_other_depths_go_to_the_case_tree():
     a = relu(2, [4], 1, seed=1)
-    assert not differential.applies(a, relu(2, [5], 1, seed=1))
     assert not differential.applies(a, relu(2, [4, 2], 1, seed=1))
+    assert differential.applies(a, relu(2, [5], 1, seed=1))   # widths may differ (pruned units)
+
+
+def without_units(net: MaxoutNetwork, drop: dict, nudge: Q = ZERO) -> MaxoutNetwork:
+    """Structured pruning: the hidden units ``drop[l]`` removed from layer l (their rows, and
+    their columns in the next layer or the output map), every remaining weight times 1 + nudge
+    (a retrained or quantised copy)."""
+    f = lambda v: v * (1 + nudge)   # noqa: E731
+    layers, keep_prev = [], None
+    for l, layer in enumerate(net.layers):
+        keep = [u for u in range(len(layer.units)) if u not in drop.get(l, ())]
+        units = []
+        for u in keep:
+            w, bias = layer.units[u].pieces[0].w, layer.units[u].pieces[0].b
+            w = tuple(f(w[j]) for j in (keep_prev if keep_prev is not None else range(len(w))))
+            units.append(Unit((Piece(w, f(bias)), Piece((ZERO,) * len(w), ZERO))))
+        layers.append(Layer(tuple(units)))
+        keep_prev = keep
+    W = tuple(tuple(f(r[j]) for j in keep_prev) for r in net.output.W)
+    return MaxoutNetwork(net.input_dim, tuple(layers), Affine(W, net.output.b, len(keep_prev)))
+
+
+def test_a_twin_with_units_removed_pairs_the_units_that_remain_and_is_proved():
+    """Structured pruning (units removed, the rest nudged): the layers differ in width, so units
+    pair by their nearest weight rows, and the delta rows prove |A - B| <= E as for weights."""
+    a = relu(3, [8, 8], 2, seed=5)
+    b = without_units(a, {0: {2}, 1: {0, 5}}, Q(1, 1000))
+    net = differential.PairLayers(a, b, None)
+    assert net.pairs[0] == [(0, 0), (1, 1)] + [(u, u - 1) for u in range(3, 8)]
+    assert net.pairs[1] == [(u, u - 1) for u in range(1, 5)] + [(u, u - 2) for u in (6, 7)]
+    E = gap_on_grid(a, b, BOX) * Q(3, 2) + Q(1, 100)
+    ans = decide_tolerance(a, b, BOX, E, run_search=False)
+    assert ans.verdict == "proved" and ans.stats["builder"] == "differential"
+    assert any(t.extra for t in leaves(ans.tree) if isinstance(t, Relaxed))
+    assert check_pair_property(a, b, BOX, E, ans.tree) == len(list(leaves(ans.tree)))
+
+
+def test_networks_with_a_relu_on_their_outputs_are_relaxed_layer_by_layer():
+    """A ReLU on the output layer (the program's outputs are Max nodes, as in VeryDiff's MNIST
+    networks): read through identity rows, the pair still goes to the differential builder."""
+    def with_output_relu(net):
+        out = Layer(tuple(Unit((Piece(w, c), Piece((ZERO,) * len(w), ZERO)))
+                          for w, c in zip(net.output.W, net.output.b)))
+        return MaxoutNetwork(net.input_dim, net.layers + (out,), None)
+    base = relu(3, [8, 8], 3, seed=5)
+    base = dataclasses.replace(base, output=dataclasses.replace(base.output,
+                                                                b=(Q(1, 20), ZERO, ZERO)))
+    a, b = with_output_relu(base), with_output_relu(pruned(base, 4, seed=6))
+    assert differential.applies(a, b)
+    small = Box((Q(-1, 20),) * 3, (Q(1, 20),) * 3)
+    ans = decide_tolerance(a, b, small, None, run_search=False)
+    assert ans.verdict == "proved" and ans.stats["builder"] == "differential"
+    assert check_pair_property(a, b, small, None, ans.tree) == len(list(leaves(ans.tree)))
 
 
 def test_the_certificate_round_trips_and_validates(twin, tmp_path, capsys):

@@ -80,7 +80,9 @@ class PairLayers:
     numbers shifted to the pair program's (``kernel.pair.program_of_pair``: A's nodes, then
     B's).  Unit u of A's layer k and unit u' of B's correspond (``pairs[k]``: (u, u') lists)
     where they are the same unit of the two networks (the same rank among the Max nodes: one
-    per unit, layer by layer); a unit only one network's outputs read has no partner."""
+    per unit, layer by layer) if the networks have the same widths, else where ``_nearest``
+    pairs them (units removed by structured pruning); a unit without a partner is bounded by
+    its own network's rows alone."""
 
     def __init__(self, a, b, case: Case):
         if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
@@ -88,10 +90,7 @@ class PairLayers:
         f, g = program_of_maxout(a), program_of_maxout(b)
         self.A, self.B = Layers(f, case), Layers(g, case)
         shift = len(f.nodes)
-        widths = [len(layer.units) for layer in a.layers]
-        if widths != [len(layer.units) for layer in b.layers] or len(self.A.ids) != len(self.B.ids):
-            raise _Unsupported
-        if len(f.outputs) != len(g.outputs):
+        if len(self.A.ids) != len(self.B.ids) or len(f.outputs) != len(g.outputs):
             raise _Unsupported
         if any(_arg_order(f, i) != (0, 1) for ids in self.A.ids for i in ids):
             raise _Unsupported
@@ -104,15 +103,43 @@ class PairLayers:
         rank_g = {
             i: r for r, i in enumerate(i for i, n in enumerate(g.nodes) if isinstance(n, Max))
         }
+        same = [len(x.units) for x in a.layers] == [len(x.units) for x in b.layers]
         self.pairs: list[list[tuple[int, int]]] = []
-        for ia, ib in zip(self.A.ids, self.B.ids):
-            where = {rank_g[i]: u for u, i in enumerate(ib)}
-            self.pairs.append(
-                [(u, where[rank_f[i]]) for u, i in enumerate(ia) if rank_f[i] in where]
-            )
+        for k, (ia, ib) in enumerate(zip(self.A.ids, self.B.ids)):
+            if same:  # the same unit: the same rank among the Max nodes
+                where = {rank_g[i]: u for u, i in enumerate(ib)}
+                self.pairs.append(
+                    [(u, where[rank_f[i]]) for u, i in enumerate(ia) if rank_f[i] in where]
+                )
+            else:  # units removed (structured pruning): the nearest rows correspond
+                self.pairs.append(_nearest(self.A, self.B, k, self.pairs[-1] if k else None))
         # pair-program node numbers: (Max node, its pre-activation Lin node) per unit
         self.nodes_a = [[(i, _pre(f, i)) for i in ids] for ids in self.A.ids]
         self.nodes_b = [[(i + shift, _pre(g, i) + shift) for i in ids] for ids in self.B.ids]
+
+
+def _nearest(A: Layers, B: Layers, k: int, prev) -> list[tuple[int, int]]:
+    """(u, u') pairs of layer k's units of A and B, each unit in at most one: greedily the
+    nearest (weights over x, or over the previous layer's paired units, and bias; Euclidean,
+    in floats) first, none further apart than half the larger row's norm.  Any pairing is
+    sound (delta rows are proved); a good one keeps Delta small."""
+    Wa, Wb = A.Wf[k], B.Wf[k]
+    if prev is not None:
+        Wa, Wb = Wa[:, [u for u, _ in prev]], Wb[:, [v for _, v in prev]]
+    Ra, Rb = np.hstack([Wa, A.bf[k][:, None]]), np.hstack([Wb, B.bf[k][:, None]])
+    na, nb = (Ra * Ra).sum(1), (Rb * Rb).sum(1)
+    dist = np.sqrt(np.maximum(na[:, None] + nb[None, :] - 2 * Ra @ Rb.T, 0))
+    limit = 0.5 * np.sqrt(np.maximum(na[:, None], nb[None, :]))
+    used_a, used_b, out = set(), set(), []
+    for flat in np.argsort(dist, axis=None):
+        u, v = divmod(int(flat), dist.shape[1])
+        if dist[u, v] > limit[u, v]:
+            break
+        if u not in used_a and v not in used_b:
+            used_a.add(u)
+            used_b.add(v)
+            out.append((u, v))
+    return sorted(out)
 
 
 def _pre(p, i: int) -> int:
@@ -301,12 +328,11 @@ class _PairExact:
         if not want:
             return []
         A, B = net.A, net.B
-        m, nc = len(want), A.W[k].ncols()
+        m, nc, ncb = len(want), A.W[k].ncols(), B.W[k].ncols()
         EA, EB = A.W[k].entries(), B.W[k].entries()
         rA = [EA[ua * nc : (ua + 1) * nc] for ua, _, _, _ in want]
-        rB = [EB[ub * nc : (ub + 1) * nc] for _, ub, _, _ in want]
+        rB = [EB[ub * ncb : (ub + 1) * ncb] for _, ub, _, _ in want]
         c = [A.b[k][ua] - B.b[k][ub] for ua, ub, _, _ in want]
-        ncb = B.W[k].ncols()
         P = RatMatrix(2 * m, nc, [v for r in rA for v in r] + [-v for r in rA for v in r])
         Qm = RatMatrix(2 * m, ncb, [-v for r in rB for v in r] + [v for r in rB for v in r])
         res = self.lower(P, Qm, c + [-v for v in c], k)

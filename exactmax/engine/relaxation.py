@@ -118,8 +118,10 @@ class Layers:
                     r[cols[j] if k else j] += w
                 rows.append(r)
             self._add(rows, [n.c for n in nodes])
-        outs = [p.nodes[o] for o in p.outputs]
+        # an output is affine in the last layer's units, or one of them (a ReLU on the output
+        # layer: the program's output is that Max node, read through the identity row)
         last = {i: u for u, i in enumerate(self.ids[-1])} if self.ids else {}
+        outs = [p.nodes[o] if o not in last else Lin((), ZERO, ((o, ONE),)) for o in p.outputs]
         if not self.ids or any(
             not isinstance(n, Lin) or n.x or any(j not in last for j, _ in n.terms) for n in outs
         ):
