@@ -479,7 +479,7 @@ def test_the_readme_two_commands():
     second = _readme_command("python3 -m venv .venv && . .venv/bin/activate && python -m pip "
                              "install -q -e '.[test]'")
     assert second == ("python3 -m venv .venv && . .venv/bin/activate && python -m pip install -q "
-                      "-e '.[test]' && python -m pytest -q")
+                      "-e '.[test]' && python -m pytest -q -n auto")
     ci = open(os.path.join(ROOT, ".ci", "run")).read().splitlines()
     assert second in ci, ".ci/run must run the README's second command verbatim"
     assert _readme_command(install) in _read("docs/index.md")
