@@ -44,9 +44,15 @@ docstrings tightened, and ``from __future__ import annotations`` dropped from th
 need no postponed annotation; 2,000 in all, 1,040 the core.  #34 added the lattice normal
 forms (``lattice.py``: lattice networks written in ReLUs proved equal to their shallow Maxout
 form, A = B on all of Q^d) and a relaxed node without an upper function (4 lines in
-``property.py``; a max of maxima merged; the Maxout-pair shape check shared with ``correspondence.py`` as ``maxout.check_maxout_pair``): 2,145 in all, 1,041 the core, 1,500 code lines.  The physical caps
-below are those counts, so the kernel cannot grow unnoticed (lower them as it shrinks); the code
-lines are capped at 1,500 and 1,000.
+``property.py``; a max of maxima merged; the Maxout-pair shape check shared with ``correspondence.py`` as ``maxout.check_maxout_pair``): 2,145 in all, 1,041 the core, 1,500 code lines.  A compaction
+pass (nothing computed, accepted or refused changed: the AST without docstrings unchanged where only
+docstrings moved, the rest compared with the previous kernel on generated inputs) took back 148
+lines: docstrings tightened, short ones moved to comments on the ``def`` or ``class`` line, class
+docstrings onto their fields, ``from __future__ import annotations`` dropped from the last two
+modules (two quoted forward references), a few locals and one-line helpers folded (``_sub``,
+``_tokens``, ``_max_of``, ``_round`` now lambdas); 1,997 in all, 971 the core, 1,462 code lines.
+The physical caps below are those counts, so the kernel cannot grow unnoticed (lower them as it
+shrinks); the code lines are capped at 1,500 and 1,000.
 """
 
 import ast
@@ -87,7 +93,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (2145, 1041)  # the whole kernel, its core
+PHYSICAL_CAP = (1997, 971)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

@@ -1,5 +1,4 @@
-"""Affine maps x -> W x + b over Q; a weight vector, or a matrix of mostly zero rows, is a tuple
-or a ``SparseVector``."""
+"""Affine maps x -> W x + b over Q; a vector or a mostly-zero matrix: a tuple or a SparseVector."""
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
@@ -10,15 +9,11 @@ from .rational import ZERO, Q, Z
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class SparseVector(Sequence):
-    """The sequence of length ``size`` that is ``values`` at ``indices`` (increasing), ``zero``
-    elsewhere: a vector of Q^size, or (``zero`` a zero row) a matrix whose other rows are 0.  It
-    reads as the dense tuple (len, indexing, iteration, ==, hash); ``nonzero`` reads its entries."""
-
-    size: int
-    indices: tuple[int, ...]
+class SparseVector(Sequence):  # read as the dense tuple (len, [], iter, ==, hash); see nonzero
+    size: int  # the sequence of length size that is values at indices, zero elsewhere
+    indices: tuple[int, ...]  # increasing
     values: tuple[Any, ...]
-    zero: Any = ZERO
+    zero: Any = ZERO  # a vector of Q^size, or (zero a zero row) a matrix whose other rows are 0
 
     def __len__(self) -> int:
         return self.size
@@ -80,8 +75,7 @@ class Affine:
         return len(self.b)
 
 
-def dot(u: Sequence, v: Sequence) -> Q:
-    """The exact inner product sum_i u_i v_i (zero coefficients skipped)."""
+def dot(u: Sequence, v: Sequence) -> Q:  # the exact sum_i u_i v_i (zero coefficients skipped)
     if isinstance(v, SparseVector):
         u, v = v, u
     if isinstance(u, SparseVector):
@@ -97,12 +91,9 @@ def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
         raise ValueError(f"{what} is not {rows} x {cols}")
     for r in (W, *dict(zip(map(id, listed), listed)).values(), b or ()):  # a shared row: once
         ix, vs = (r.indices, r.values) if isinstance(r, SparseVector) else (None, r)
-        if ix is not None and (
-            len(ix) != len(vs)
-            or list(ix) != sorted(set(ix))
-            or any(not 0 <= j < len(r) for j in ix[:1] + ix[-1:])
-            or any(r.zero if r is W else (r.zero,))
-        ):
+        bad = ix is not None and (len(ix) != len(vs) or list(ix) != sorted(set(ix)))
+        bad = bad or ix is not None and any(not 0 <= j < len(r) for j in ix[:1] + ix[-1:])
+        if bad or ix is not None and any(r.zero if r is W else (r.zero,)):
             raise ValueError(
                 f"{what}: a sparse row's indices are not increasing in range, or the rest is not 0"
             )

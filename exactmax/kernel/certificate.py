@@ -1,15 +1,12 @@
-"""Split-tree certificates: two programs agree on a polyhedron P (certificates.md).  Rows are
-constraints a . x + c >= 0 (> 0 if strict): P's b_i - A_i x >= 0 in order, then one per split on the
-way down.  ``Split`` on h = a . x + c: h >= 0 to ``ge``, -h > 0 to ``lt`` (the leaves partition P);
-``Empty``: Farkas multipliers for 0 > 0; ``Leaf``: both programs affine on the cell, outputs equal.
-A choice (a Max node's argument, a Hardmax node's key) stated at a split or leaf holds on every cell
-below, checked on the path's first cell where the maps its node reads are known (rows only grow).
-Farkas rule (``check_entails``): y_i > 0 on rows i, e - sum y_i row_i = r constant: e >= r on the
-cell, so e >= 0 if r >= 0, e > 0 if r > 0 or a strict row has y_i > 0.  Hardmax (ties averaged), key
-k against j: s_k - s_j > 0 on the cell, or s_k - s_j >= 0 and v_j = v_k on the cell plus the row
-s_j - s_k >= 0 (their tie set); then every key of maximal score, so their mean, has value v_k."""
-
-from __future__ import annotations
+"""Split-tree certificates: two programs agree on a polyhedron P (certificates.md).
+Rows: a . x + c >= 0 (> 0 if strict), P's b_i - A_i x >= 0 in order, then one per split on the path.
+``Split`` on h = a . x + c: h >= 0 to ``ge``, -h > 0 to ``lt`` (the leaves partition P); ``Empty``:
+Farkas for 0 > 0; ``Leaf``: both programs affine on the cell, outputs equal.  A choice (a Max node's
+argument, a Hardmax node's key) at a split or leaf holds on all cells below, checked where its
+node's inputs first have maps (rows only grow).  Farkas (``check_entails``): y_i > 0 on rows i, e -
+sum y_i row_i = r constant: e >= r on the cell, so e >= 0 if r >= 0, e > 0 if r > 0 or a strict row
+has y_i > 0.  Hardmax (ties averaged), key k against j: s_k - s_j > 0, or s_k - s_j >= 0, v_j = v_k
+on the cell plus s_j - s_k >= 0 (tie set); so all maximal keys, and their mean, have value v_k."""
 
 from dataclasses import dataclass, field
 from itertools import compress
@@ -22,6 +19,8 @@ from .rational import ZERO, Q, Z, rational
 
 Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
+Choices = tuple[tuple[int, int, "Choice"], ...]  # (program 0 or 1, node index, choice)
+_sub = lambda u, v: (tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1])  # u - v, maps
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +34,7 @@ class Row:
     def __post_init__(self):
         object.__setattr__(self, "nz", tuple(nonzero(self.a)))
 
-    def scaled(self) -> tuple:
-        """(L, ((t, L a_t) for a_t != 0), L c), L the lcm of its denominators (computed once)."""
+    def scaled(self) -> tuple:  # (L, ((t, L a_t) for a_t != 0), L c), L = lcm(denominators); cached
         if (s := self._scaled) is None:
             nz, c, L = [(t, rational(v)) for t, v in self.nz], rational(self.c), Z(1)
             for v in (*(v for _, v in nz), c):
@@ -54,15 +52,9 @@ class TieProof:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
-    """Argument k of a Max node (proofs[j]: A_k - A_j >= 0) or key k of a Hardmax node (proofs[j]:
-    s_k - s_j > 0 or a TieProof), every j (k too; ``Checker.max_ok``); None: equal maps, checked."""
-
-    k: int
-    proofs: tuple[Farkas | TieProof | None, ...]
-
-
-Choices = tuple[tuple[int, int, Choice], ...]  # (program 0 or 1, node index, choice)
+class Choice:  # argument k of a Max node or key k of a Hardmax node (``Checker.max_ok``)
+    k: int  # proofs[j], every j (k too): A_k - A_j >= 0 (Max), s_k - s_j > 0 or a TieProof
+    proofs: tuple[Farkas | TieProof | None, ...]  # None: equal maps, checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,25 +72,23 @@ class Empty:
 class Split:
     a: tuple[Q, ...]
     c: Q
-    ge: Tree
-    lt: Tree
+    ge: "Tree"
+    lt: "Tree"
     choices: Choices = ()
 
 
 Tree = Split | Leaf | Empty
 
 
-def domain_rows(P: Polyhedron) -> list[Row]:
-    """b_i - A_i x >= 0 for every row of P, in order (one b and P.dim entries per row)."""
+def domain_rows(P: Polyhedron) -> list[Row]:  # b_i - A_i x >= 0 per row of P, in order; checked
     if len(P.A) != len(P.b) or any(len(a) != P.dim for a in P.A):
         raise CheckFailed(f"the domain's rows do not all have {P.dim} entries, one b each")
     return [Row(row_of(P.dim, [(t, -v) for t, v in nonzero(a)]), c) for a, c in zip(P.A, P.b)]
 
 
 def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:
-    """Accept iff ``proof`` shows e >= 0 (e > 0 if strict) on {x : rows}.  In integers: with
-    row_i = N_i / L_i (``Row.scaled``) and y_i = p_i / q_i, sum y_i row_i = sum s_i N_i / D for D a
-    common multiple of the q_i L_i and s_i = p_i D / (q_i L_i)."""
+    """Accept iff ``proof`` shows e >= 0 (> 0 if strict) on the rows.  In integers: row_i = N_i/L_i,
+    y_i = p_i/q_i, sum y_i row_i = sum s_i N_i/D, D = lcm(q_i L_i), s_i = p_i D/(q_i L_i)."""
     terms, D, used_strict = [], Z(1), False
     if not isinstance(proof, tuple | list):
         raise CheckFailed(f"{where}: the Farkas proof is not a list of pairs (row, multiplier)")
@@ -114,8 +104,7 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
             raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
         L, ints, c = rows[i].scaled()
         terms.append((y, L, ints, c))
-        D = D.lcm(y.q * L)
-        used_strict = used_strict or rows[i].strict
+        D, used_strict = D.lcm(y.q * L), used_strict or rows[i].strict
     a, r = dict[int, Z](), Z(0)  # D sum y_i row_i: the coefficients rows touch, constant
     for y, L, ints, c in terms:
         s = y.p * (D // (y.q * L))
@@ -165,15 +154,10 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="roo
         stack.append((node.ge, rows + [Row(tuple(node.a), node.c)], choices, vals, where + ".ge"))
 
 
-def check_known(p: Program, need, vals: list, where: str) -> None:
-    """Every node of ``need`` has its map on the cell."""
+def check_known(p: Program, need, vals: list, where: str) -> None:  # each node of need has its map
     if (i := next((i for i in need if vals[i] is None), None)) is not None:
         kind = type(p.nodes[i]).__name__
         raise CheckFailed(f"{where}, node {i}: no valid choice for this {kind} node")
-
-
-def _sub(u: Affine, v: Affine) -> Affine:
-    return tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1]
 
 
 def _reads(node) -> list[int]:
@@ -182,8 +166,7 @@ def _reads(node) -> list[int]:
     return list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
 
 
-def lin_map(n: Lin, vals: list, d: int) -> Affine:
-    """A Lin node's map: its x-coefficients and constant plus sum_j c_j M_j (M_j: node j's map)."""
+def lin_map(n: Lin, vals: list, d: int) -> Affine:  # a Lin node's map: its x, c plus sum_j c_j M_j
     a = [ZERO] * d + [n.c]
     for i, v in n.x:
         a[i] += v
@@ -195,8 +178,7 @@ def lin_map(n: Lin, vals: list, d: int) -> Affine:
     return tuple(a[:d]), a[d]
 
 
-def cone(p: Program, roots) -> set[int]:
-    """The nodes that the nodes ``roots`` depend on, themselves included."""
+def cone(p: Program, roots) -> set[int]:  # the nodes ``roots`` depend on, themselves included
     seen, todo = set(), list(roots)
     while todo:
         i = todo.pop()
@@ -207,8 +189,7 @@ def cone(p: Program, roots) -> set[int]:
 
 
 def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row], at: str) -> Affine:
-    """The map of the argument (the value of the key) ``ch`` selects, after checking every one
-    of its proofs; a Max node is read as keys (A_j, A_j) whose scores need only be >=."""
+    """The map ``ch`` selects, every proof checked (a Max node: keys (A_j, A_j), scores >= only)."""
     hard = isinstance(node, Hardmax)
     pairs = node.pairs if isinstance(node, Hardmax) else tuple((a, a) for a in node.args)
     if ch is None or not 0 <= ch.k < len(pairs) or len(ch.proofs) != len(pairs):
@@ -220,13 +201,10 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
             if vals[sk] != vals[sj] or vals[vk] != vals[vj]:
                 raise CheckFailed(f"{what}: no proof, and the two differ")
         elif hard and isinstance(pr, TieProof):
-            tie = rows + [Row(*_sub(vals[sj], vals[sk]))]
-            for cell, e, proof, claim in (
-                (rows, _sub(vals[sk], vals[sj]), pr.dominance, "score"),
-                (tie, _sub(vals[vj], vals[vk]), pr.upper, "value <= on the tie set"),
-                (tie, _sub(vals[vk], vals[vj]), pr.lower, "value >= on the tie set"),
-            ):
-                check_entails(cell, e, False, proof, f"{what}, {claim}")
+            tie, w = rows + [Row(*_sub(vals[sj], vals[sk]))], f"{what}, value"
+            check_entails(rows, _sub(vals[sk], vals[sj]), False, pr.dominance, f"{what}, score")
+            check_entails(tie, _sub(vals[vj], vals[vk]), False, pr.upper, f"{w} <= on the tie set")
+            check_entails(tie, _sub(vals[vk], vals[vj]), False, pr.lower, f"{w} >= on the tie set")
         elif isinstance(pr, tuple):
             check_entails(rows, _sub(vals[sk], vals[sj]), hard, pr, what)
         else:
@@ -244,8 +222,7 @@ def check_equal_on_domain(
     outputs = tuple(range(len(f.outputs))) if outputs is None else outputs
     if not all(0 <= o < len(f.outputs) for o in outputs):
         raise CheckFailed("an output index out of range")
-    need = [sorted(cone(p, [p.outputs[o] for o in outputs])) for p in (f, g)]
-    leaves = 0
+    need, leaves = [sorted(cone(p, [p.outputs[o] for o in outputs])) for p in (f, g)], 0
     for node, _, _, (vf, vg), where in walk(tree, P, (f, g), need, rows=rows):
         leaves += 1
         if not isinstance(node, Leaf | Empty):
@@ -284,8 +261,7 @@ def _agree(f, g, vf, vg, i, j) -> bool:
 
 
 def _max_args(node) -> tuple[int, ...]:
-    """The nodes whose max ``node`` is: a Max node's arguments, or the values of a hardmax head
-    whose every score is its value; () for any other node."""
+    """``node`` = max of: a Max's arguments; a Hardmax's values if each is its score; else ()."""
     if isinstance(node, Max):
         return node.args
     if isinstance(node, Hardmax) and node.pairs and all(s == v for s, v in node.pairs):

@@ -1,15 +1,13 @@
-"""Layer correspondences: Maxout networks A and B (input dimension d, depth D) equal on all of Q^d,
-checked piece by piece.  A correspondence gives, for l = 1..D, an affine map (M_l, m_l) from B's
-layer-l values to A's; claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l for every x in Q^d ((C_0):
-M_0 = I, m_0 = 0).  Given (C_{l-1}) and h = h^B_{l-1}(x), unit i of A's layer l is the max of the
-set S_A of affine maps (w_j M_{l-1}, w_j . m_{l-1} + b_j) of h, one per piece; row i of (C_l) reads
-m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].  If c_u >= 0 wherever unit u of B has two or more
-distinct pieces, then c_u max_k B_{u,k} = max_k c_u B_{u,k} (units with c_u = 0 drop out), and a sum
-of maxima is the max of the sums (pieces chosen independently): the right side is the max of S_B =
-{m_l[i] + sum_{c_u != 0} c_u B_{u,k_u} : one piece k_u per unit}, so S_A = S_B (as sets of maps)
-gives (C_l).  The outputs y_A = O_A M_D h^B_D + O_A m_D + o_A and y_B = O_B h^B_D + o_B (O = I
-without an output map) agree when y_A - y_B = sum_u c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of
-maxima as above, is the single map 0: then A = B on Q^d."""
+"""Layer correspondences: Maxout networks A, B (inputs Q^d, depth D) equal on Q^d, piece by
+piece.  A correspondence gives affine maps (M_l, m_l), l = 1..D, from B's layer-l values to A's;
+claim (C_l): h^A_l(x) = M_l h^B_l(x) + m_l on Q^d ((C_0): M_0 = I, m_0 = 0).  Given (C_{l-1}) and
+h = h^B_{l-1}(x), unit i of A's layer l is max S_A, S_A the maps (w_j M_{l-1}, w_j . m_{l-1} + b_j)
+of h, one per piece; row i of (C_l) reads m_l[i] + sum_u c_u max_k B_{u,k}(h), c = M_l[i].  If
+c_u >= 0 where unit u of B has several distinct pieces, c_u max_k B_{u,k} = max_k c_u B_{u,k}, and a
+sum of maxima is the max of the sums: the right side is max S_B, S_B = {m_l[i] + sum_{c_u != 0} c_u
+B_{u,k_u} : a piece k_u per unit}, so S_A = S_B (sets of maps) gives (C_l).  Outputs y_A = O_A M_D
+h^B_D + O_A m_D + o_A, y_B = O_B h^B_D + o_B (O = I if no output map) agree when y_A - y_B = sum_u
+c_u h^B_{D,u} + e (c = O_A M_D - O_B), a sum of maxima as above, is the map 0: A = B."""
 
 from dataclasses import dataclass
 
@@ -31,21 +29,16 @@ def _pulled_back(w: Row, b, cols: list, m: Vector) -> tuple[Vector, object]:
     return tuple(sum((w[r] * v for r, v in c), ZERO) for c in cols), dot(w, m) + b
 
 
-def _sum_of_maxima(c: Row, const, units, n: int, where: str) -> set:
-    """S_B for the row c of M_l and the constant m_l[i] (module docstring)."""
+def _sum_of_maxima(c: Row, const, units, n: int, where: str) -> set:  # S_B: row c, m_l[i] const
     S = {((ZERO,) * n, const)}
     for u, (cu, unit) in enumerate(zip(c, units)):
-        pieces = {(tuple(p.w), p.b) for p in unit.pieces} if cu else set()
-        if cu < 0 and len(pieces) > 1:
+        ps = {(tuple(p.w), p.b) for p in unit.pieces} if cu else set()
+        if cu < 0 and len(ps) > 1:
             raise CheckFailed(f"{where}: weight {cu} < 0 on unit {u} of B, of several pieces")
-        if len(S) * max(len(pieces), 1) > COMBINATIONS:
+        if len(S) * max(len(ps), 1) > COMBINATIONS:
             raise CheckFailed(f"{where}: more than {COMBINATIONS} sums of pieces")
-        if pieces:
-            S = {
-                (tuple(s + cu * v for s, v in zip(a, w)), e + cu * b)
-                for a, e in S
-                for w, b in pieces
-            }
+        if ps:
+            S = {(tuple(s + cu * v for s, v in zip(a, w)), e + cu * b) for a, e in S for w, b in ps}
     return S
 
 

@@ -1,17 +1,15 @@
-"""Layer-by-layer certificates compose (certificates.md, pitfall 5).  A Maxout network N with layers
-Phi_1..Phi_D against a Transformer T with three sub-layers per Maxout layer; the token state
-encode(h)_t = place(h) + p_t holds h in its first coordinates over the position p_t.  If (E) the
-embedding is place, so the initial state is encode(x); (B) B_0 contains the domain P, and B_l the
-interval image of B_{l-1} under Phi_l (computed here exactly), so h^l(x) is in B_l for x in P;
-(B') or, with ``image``, layer 1's claims are over P itself, and B_1 contains h^1(P) by Farkas
-proofs over P's rows (unit i: some piece >= lower_i, every piece <= upper_i); (S) for every l and h
-in B_{l-1}, group l maps encode(h) to encode(Phi_l(h)) (Phi_D with the output map y = A h + c):
-certificates over B_{l-1} (P under (B')), one per output group; (R) the read-out returns y from
-encode(y): then by induction the state after group l is encode(h^l(x)) for x in P, and T(x) = N(x).
-(M) A merged Transformer (2D + 1 sub-layers: layer l's clean-up and layer l + 1's gate in one
-feed-forward M_l) is checked as the unmerged U: M_l replaced by the certificate's C_l then F_{l+1},
-M_l(s) = F_{l+1}(C_l(s)) for every token state s (``same_feedforward``), so T = U.  Against a Maxout
-network of the same widths, (S) reads Phi^N_l = Phi^T_l on B_{l-1}; no (E) or (R)."""
+"""Layer-by-layer certificates compose (certificates.md, pitfall 5): a Maxout network N (layers
+Phi_1..Phi_D) against a Transformer T of three sub-layers per layer, token states encode(h)_t =
+place(h) + p_t (h in the first coordinates).  (E) The embedding is place (first state encode(x)).
+(B) B_0 contains the domain P, B_l the (exact) interval image of B_{l-1} under Phi_l: h^l(x) in B_l
+for x in P; (B') or, with ``image``, layer 1's claims are over P and B_1 contains h^1(P) by Farkas
+proofs over P's rows (unit i: a piece >= lower_i, every piece <= upper_i).  (S) For h in B_{l-1} (P
+under (B')), group l maps encode(h) to encode(Phi_l(h)) (Phi_D with y = A h + c), a certificate per
+output group.  (R) The read-out returns y from encode(y).  By induction the state after group l is
+encode(h^l(x)), x in P: T(x) = N(x).  (M) A merged T (2D + 1 sub-layers; layer l's clean-up and
+layer l + 1's gate one feed-forward M_l) is the unmerged U (M_l replaced by the certificate's
+C_l then F_{l+1}) if M_l(s) = F_{l+1}(C_l(s)) for all token states s (``same_feedforward``).
+With a Maxout network of equal widths for T, (S) reads Phi^N_l = Phi^T_l on B_{l-1}; no (E), (R)."""
 
 from dataclasses import dataclass, replace
 
@@ -32,12 +30,10 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
-class UnitImage:
-    """For unit i of (B'), over P's rows: piece ``lower_piece`` >= lower_i, piece j <= upper_i."""
-
+class UnitImage:  # unit i of (B'), by Farkas proofs over P's rows
     lower_piece: int
-    lower: Farkas
-    upper: tuple[Farkas, ...]
+    lower: Farkas  # piece lower_piece >= lower_i
+    upper: tuple[Farkas, ...]  # piece j <= upper_i, one per piece j
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +51,7 @@ def interval_image(net: MaxoutNetwork, layer: int, box: Box) -> Box:
     return Box(*(tuple(max(r[end] for r in rs) for rs in ranges) for end in (0, 1)))
 
 
-def _range(w, b: Q, box: Box) -> tuple[Q, Q]:
-    """(min, max) of w . x + b over the box."""
+def _range(w, b: Q, box: Box) -> tuple[Q, Q]:  # (min, max) of w . x + b over the box
     terms = [(c, box.lower[j], box.upper[j]) for j, c in nonzero(w)]
     lo = sum((c * (l if c > 0 else u) for c, l, u in terms), b)
     return lo, sum((c * (u if c > 0 else l) for c, l, u in terms), b)
@@ -67,8 +62,7 @@ def _contains(outer: Box, inner: Box) -> bool:
     return outer.dim == inner.dim and all(ol <= il and iu <= ou for ol, il, iu, ou in ends)
 
 
-def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
-    """(E) and (R), and three sub-layers per Maxout layer."""
+def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:  # (E), (R), 3 sub-layers a layer
     D, dm, m, R = len(net.layers), tf.d_model, net.out_dim, tf.readout.map
     if len(tf.sublayers) != 3 * D:
         raise CheckFailed(f"layerwise: {len(tf.sublayers)} sub-layers, not 3 per Maxout layer")
@@ -85,8 +79,8 @@ def check_structure(net: MaxoutNetwork, tf: Transformer) -> None:
 
 
 def layer_programs(net: MaxoutNetwork, other, l: int):
-    """The programs layer l's claims compare: the encoded Maxout layer against the Transformer's
-    three sub-layers, or layer l of another Maxout network (one token, p_0 = 0: encode = place)."""
+    """The programs layer l's claims compare: the encoded Maxout layer and T's three sub-layers, or
+    two Maxout layers (one token, p_0 = 0: encode = place)."""
     if isinstance(other, Transformer):
         f = program.program_of_encoded_layer(net, l, other.positions, other.d_model)
         return f, program.program_of_segment(other, 3 * l, 3 * l + 3, net.widths[l])

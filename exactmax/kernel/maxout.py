@@ -34,9 +34,7 @@ class Layer:
 
 
 @dataclass(frozen=True, slots=True)
-class MaxoutNetwork:
-    """A Maxout network R^input_dim -> R^out_dim; ``output`` None means the identity."""
-
+class MaxoutNetwork:  # R^input_dim -> R^out_dim; ``output`` None means the identity
     input_dim: int
     layers: tuple[Layer, ...]
     output: Affine | None = None
@@ -44,8 +42,7 @@ class MaxoutNetwork:
     meta: object = field(default=None, compare=False, hash=False)
 
     @property
-    def widths(self) -> tuple[int, ...]:
-        """(N_0 = input_dim, N_1, ..., N_D)."""
+    def widths(self) -> tuple[int, ...]:  # (N_0 = input_dim, N_1, ..., N_D)
         return (self.input_dim,) + tuple(l.width for l in self.layers)
 
     @property
@@ -74,8 +71,7 @@ def check_maxout_shapes(net: MaxoutNetwork) -> None:
         check_matrix(A.W, len(A.b), width, "the output map", A.b)
 
 
-def check_maxout_pair(a, b, rule: str) -> None:
-    """CheckFailed unless a and b are Maxout networks of good shapes (``rule``: who asks)."""
+def check_maxout_pair(a, b, rule: str) -> None:  # CheckFailed unless both are well-shaped Maxouts
     if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
         raise CheckFailed(f"{rule}: both models must be Maxout networks")
     try:
@@ -84,8 +80,7 @@ def check_maxout_pair(a, b, rule: str) -> None:
         raise CheckFailed(f"a model is malformed: {e}") from None
 
 
-def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:
-    """The exact output N(x) of the Maxout network at the rational point x."""
+def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:  # the exact N(x) at the rational point x
     check_maxout_shapes(net)
     h = tuple(rational(v) for v in x)
     if len(h) != net.input_dim:

@@ -1,9 +1,8 @@
-"""Two models compared up to a tolerance on a domain P, as a property (``property.py``) of the pair
-program x -> (A(x), B(x)) (``program_of_pair``), outputs y = (a, b) in Q^n x Q^n.  Epsilon E:
-|A(x) - B(x)|_inf <= E on P; forbidden, o by o, the one-row conjunctions a_o - b_o - E > 0 and
-b_o - a_o - E > 0.  Top-1 (E = None): argmax A(x) = argmax B(x) as sets (ties included) on P; an
-index i maximal in a but not in b has some k with b_k > b_i, so forbidden, for each i != k, the
-conjunction {a_i - a_j >= 0 for every j != i, b_k - b_i > 0}, then with a and b exchanged."""
+"""Two models up to a tolerance on a domain P, as a property (``property.py``) of the pair program x
+-> (A(x), B(x)), outputs y = (a, b) in Q^2n.  Epsilon E: |A(x) - B(x)|_inf <= E on P; forbidden per
+o: a_o - b_o - E > 0, b_o - a_o - E > 0.  Top-1 (E = None): argmax A(x) = argmax B(x) as sets (ties
+included) on P; an index i maximal in a but not in b has some k with b_k > b_i, so forbidden, for
+each i != k, {a_i - a_j >= 0 for all j != i, b_k - b_i > 0}, and with a, b swapped."""
 
 from .certificate import Row, Tree
 from .errors import CheckFailed
@@ -29,13 +28,9 @@ def program_of_pair(f: Program, g: Program) -> Program:
     return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
 
 
-def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:
-    """The case above for n outputs per model (epsilon E, or None for top-1)."""
-    d = P.dim
-
-    def row(coef: dict, c=ZERO, strict=False) -> Row:
-        return Row(tuple(coef.get(t, ZERO) for t in range(d + 2 * n)), c, strict)
-
+def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:  # the case above (None: top-1)
+    d, m = P.dim, P.dim + 2 * n
+    row = lambda coef, c=ZERO, s=False: Row(tuple(coef.get(t, ZERO) for t in range(m)), c, s)
     if epsilon is not None:
         E = rational(epsilon)
         eps = [(row({d + o: s, d + n + o: -s}, -E, True),) for o in range(n) for s in (ONE, -ONE)]

@@ -1,8 +1,6 @@
 """Domains: boxes and polyhedra P = {x in Q^d : A x <= b}, and exact checks of producers' claims
 about them (LP solver, z3) from a witness: a point, or Farkas y >= 0 (y^T A x <= y^T b on P)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from .affine import Matrix, Row, Vector, check_matrix, dot, row_of
@@ -11,9 +9,7 @@ from .rational import ZERO, Q
 
 
 @dataclass(frozen=True, slots=True)
-class Polyhedron:
-    """P = {x in Q^dim : A x <= b}, one row of A and one entry of b per constraint."""
-
+class Polyhedron:  # P = {x in Q^dim : A x <= b}, one row of A and one entry of b per constraint
     A: Matrix
     b: Vector
     dim: int
@@ -23,14 +19,12 @@ class Polyhedron:
             raise ValueError(f"a point of length {len(x)} in a domain of dimension {self.dim}")
         return all(dot(row, x) <= c for row, c in zip(self.A, self.b))
 
-    def as_polyhedron(self) -> Polyhedron:
+    def as_polyhedron(self) -> "Polyhedron":
         return self
 
 
 @dataclass(frozen=True, slots=True)
-class Box:
-    """{x : lower <= x <= upper}."""
-
+class Box:  # {x : lower <= x <= upper}
     lower: Vector
     upper: Vector
 
@@ -46,8 +40,7 @@ class Box:
     def is_empty(self) -> bool:
         return any(lo > hi for lo, hi in zip(self.lower, self.upper))
 
-    def as_polyhedron(self) -> Polyhedron:
-        """Rows x_i <= upper_i, then -x_i <= -lower_i, for i = 0..dim-1."""
+    def as_polyhedron(self) -> Polyhedron:  # rows x_i <= upper_i, then -x_i <= -lower_i, i < dim
         d = self.dim
         if len(self.upper) != d:
             raise ValueError(f"a box with {d} lower and {len(self.upper)} upper bounds")
@@ -81,8 +74,7 @@ def _combination(P: Polyhedron, y: Vector, what: str) -> tuple[Vector, Q]:
     return lin, dot(y, P.b)
 
 
-def check_member(P: Polyhedron, x: Vector) -> None:
-    """Accept iff x is in P (so P is non-empty)."""
+def check_member(P: Polyhedron, x: Vector) -> None:  # accept iff x is in P (so P is non-empty)
     if len(x) != P.dim or not P.contains(x):
         raise CheckFailed(f"member: the point is not in the domain of dimension {P.dim}")
 

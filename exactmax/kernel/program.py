@@ -1,8 +1,7 @@
-"""Straight-line programs over Q and the trusted translation of both kinds of network into them.
-A program on x in Q^d lists nodes, each a value: ``Lin`` v = sum_i a_i x_i + c + sum_j c_j v_j
-(earlier nodes j); ``Max``: the max of earlier nodes; ``Hardmax``: pairs (s_j, v_j) of earlier
-nodes, v the mean of the v_j of maximal s_j.  ReLU pairs stay linear: c ReLU(u) - c ReLU(-u) = c u
-(opposite pre-activations and output columns).  A query depending on x: ``Unsupported``."""
+"""Straight-line programs over Q and the trusted translation of both networks into them.  Nodes
+on x in Q^d (j: earlier nodes): ``Lin`` v = sum_i a_i x_i + c + sum_j c_j v_j; ``Max`` v = max_j
+v_j; ``Hardmax`` on pairs (s_j, v_j): v the mean of the v_j of maximal s_j.  ReLU pairs stay linear
+(c ReLU(u) - c ReLU(-u) = c u: opposite rows and columns); an x-dependent query: ``Unsupported``."""
 
 from dataclasses import dataclass
 
@@ -32,6 +31,7 @@ class Hardmax:
 
 
 Node = Lin | Max | Hardmax
+_expr = lambda xs=None, c=ZERO, terms=None: (dict(xs or {}), ZERO + c, dict(terms or {}))  # c: fmpq
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +41,7 @@ class Program:
     outputs: tuple[int, ...]
 
 
-class Unsupported(ValueError):
-    """A feature no certificate speaks about (e.g. bilinear scores)."""
+class Unsupported(ValueError): ...  # a feature no certificate speaks about (e.g. bilinear scores)
 
 
 def check_shapes(models, domain: Domain) -> None:
@@ -57,15 +56,12 @@ def check_shapes(models, domain: Domain) -> None:
     check_domain(domain, models[0].input_dim)
 
 
-class _Builder:
-    """Nodes with hash-consing; expressions are (x: dict, c, terms: dict) linear forms."""
-
+class _Builder:  # nodes with hash-consing; expressions: (x: dict, c, terms: dict) linear forms
     def __init__(self):
         self.nodes: list[Node] = []
         self.index: dict = {}
 
-    def add(self, node: Node) -> int:
-        """``node``'s index, added if new (a Lin node keyed by its numbers' ints p, q, not fmpq)."""
+    def add(self, node: Node) -> int:  # its index, added if new (Lin: keyed by ints p, q, not fmpq)
         key: object = node
         if isinstance(node, Lin):
             x, t = (tuple((i, int(v.p), int(v.q)) for i, v in n) for n in (node.x, node.terms))
@@ -75,20 +71,14 @@ class _Builder:
             self.nodes.append(node)
         return self.index[key]
 
-    def node_of(self, e) -> int:
-        """The node holding the value of expression e (e itself if it is one node)."""
+    def node_of(self, e) -> int:  # the node holding e's value (e itself if it is one node)
         xs, c, terms = e
         if not xs and not c and len(terms) == 1 and ONE in terms.values():
             return next(iter(terms))
         return self.add(Lin(tuple(sorted(xs.items())), c, tuple(sorted(terms.items()))))
 
 
-def _expr(xs=None, c=ZERO, terms=None):
-    return (dict(xs or {}), ZERO + c, dict(terms or {}))  # an int or fmpz constant as an fmpq
-
-
-def _axpy(acc, a: Q, e) -> None:
-    """acc += a * e (in place; zero coefficients are dropped, so none is ever stored)."""
+def _axpy(acc, a: Q, e) -> None:  # acc += a * e in place (zero coefficients dropped, never stored)
     xs, c, terms = e
     for target, items in ((acc[0], xs), (acc[2], terms)):
         for k, v in items.items():
@@ -100,8 +90,7 @@ def _axpy(acc, a: Q, e) -> None:
     acc[1] += a * c
 
 
-def _combine(row, vec, const) -> list:
-    """sum_k row[k] vec[k] + const as a mutable expression [xs, c, terms]."""
+def _combine(row, vec, const) -> list:  # sum_k row[k] vec[k] + const, a mutable [xs, c, terms]
     acc = [{}, ZERO + const, {}]  # an int or fmpz constant as an fmpq
     for k, a in nonzero(row):
         _axpy(acc, a, vec[k])
@@ -117,11 +106,10 @@ def _maxout_layer(b: _Builder, layer, h: list) -> list:
     return out
 
 
-def program_of_maxout(net: MaxoutNetwork) -> Program:
-    """The program of h^l_i = max_j (w . h^{l-1} + b), y = A h^D + c."""
+def program_of_maxout(net: MaxoutNetwork) -> Program:  # h^l = max_j(w . h^{l-1} + b), y = A h^D + c
     check_maxout_shapes(net)
     b = _Builder()
-    h = [_expr({i: ONE}) for i in range(net.input_dim)]
+    h: list = [_expr({i: ONE}) for i in range(net.input_dim)]
     for layer in net.layers:
         h = _maxout_layer(b, layer, h)
     if net.output is not None:
@@ -154,7 +142,7 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
             pairs = _opposite_pairs(sub)
             partner = set(pairs.values())  # read through h: column -W_2[:, h], value ReLU(-u)
             for t, xt in enumerate(X):
-                hidden = [_expr() for _ in sub.inner.b]  # a partner's stays 0
+                hidden: list = [_expr() for _ in sub.inner.b]  # a partner's stays 0
                 for h, (row, c) in enumerate(zip(sub.inner.W, sub.inner.b)):
                     if h in partner:
                         continue
@@ -174,15 +162,14 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
             raise Unsupported(f"sublayers[{index}]: {sub.kind} attention has no exact value")
         new = [[_combine([ONE], [e], ZERO) for e in xt] for xt in X]  # x_t + the heads' sums
         for hi, head in enumerate(sub.heads):
+            at = f"sublayers[{index}].heads[{hi}]"
             keys = [[_combine(r, xt, ZERO) for r in head.key] for xt in X]
             values = [[b.node_of(_combine(r, xt, ZERO)) for r in head.value] for xt in X]
             out = [(i, r) for i, r in nonzero(head.out) if any(r)]  # W_O's rows that are not 0
             for t, xt in enumerate(X):
                 query = [_combine(r, xt, ZERO) for r in head.query]
                 if any(q[0] or q[2] for q in query):
-                    raise Unsupported(
-                        f"sublayers[{index}].heads[{hi}]: the query depends on x (bilinear scores)"
-                    )
+                    raise Unsupported(f"{at}: the query depends on x (bilinear scores)")
                 sq = [head.scale * q[1] for q in query]
                 scores = [b.node_of(_combine(sq, k, ZERO)) for k in keys]
                 for r in range(len(head.value)):
@@ -194,14 +181,12 @@ def _run_sublayers(b: _Builder, tf: Transformer, X: list, sublayers) -> list:
     return X
 
 
-def _embedded(tf: Transformer, E, dim: int) -> list:
-    """Token expressions E h + p_t for the input h of dimension dim."""
+def _embedded(tf: Transformer, E, dim: int) -> list:  # tokens E h + p_t for h in Q^dim
     h = [_expr({i: ONE}) for i in range(dim)]
     return [[_combine(row, h, p[k]) for k, row in enumerate(E)] for p in tf.positions]
 
 
-def program_of_transformer(tf: Transformer) -> Program:
-    """The program of the hardmax Transformer of construction.md §1 (read-out included)."""
+def program_of_transformer(tf: Transformer) -> Program:  # construction.md §1's, with read-out
     check_transformer_shapes(tf)
     b = _Builder()
     X = _run_sublayers(b, tf, _embedded(tf, tf.embedding, tf.input_dim), enumerate(tf.sublayers))
@@ -212,15 +197,13 @@ def program_of_transformer(tf: Transformer) -> Program:
     return Program(tf.input_dim, tuple(b.nodes), tuple(outs))
 
 
-def program_of(model: MaxoutNetwork | Transformer) -> Program:
-    """The program of a Maxout network or of a hardmax Transformer."""
+def program_of(model: MaxoutNetwork | Transformer) -> Program:  # of a Maxout net or Transformer
     if isinstance(model, MaxoutNetwork):
         return program_of_maxout(model)
     return program_of_transformer(model)
 
 
-def place(n: int, d_model: int) -> Matrix:
-    """The d_model x n matrix that writes h in Q^n into the coordinates 0..n-1 of a token."""
+def place(n: int, d_model: int) -> Matrix:  # d_model x n: h in Q^n to a token's coordinates < n
     return tuple(row_of(n, [(i, ONE)] if i < n else ()) for i in range(d_model))
 
 
@@ -230,8 +213,7 @@ def program_of_segment(tf: Transformer, first: int, last: int, dim: int) -> Prog
     if not 0 <= first <= last <= len(tf.sublayers):
         raise ValueError(f"sub-layers {first}..{last - 1} do not exist")
     check_transformer_shapes(tf, range(first, last))
-    b = _Builder()
-    subs = [(i, tf.sublayers[i]) for i in range(first, last)]
+    b, subs = _Builder(), [(i, tf.sublayers[i]) for i in range(first, last)]
     X = _run_sublayers(b, tf, _embedded(tf, place(dim, tf.d_model), dim), subs)
     outs = [b.node_of(e) for xt in X for e in xt]
     return Program(dim, tuple(b.nodes), tuple(outs))
@@ -241,8 +223,7 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     """encode(Phi_l(h))_t = place(Phi_l(h)) + p_t for h in Q^{N_{l-1}}, Phi_l Maxout layer
     ``layer`` (with the output map after the last), outputs as in ``program_of_segment``."""
     check_maxout_shapes(net)
-    dim = net.widths[layer]
-    b = _Builder()
+    dim, b = net.widths[layer], _Builder()
     units = _maxout_layer(b, net.layers[layer], [_expr({i: ONE}) for i in range(dim)])
     if layer == len(net.layers) - 1 and net.output is not None:
         units = [_combine(row, units, c) for row, c in zip(net.output.W, net.output.b)]
@@ -256,8 +237,7 @@ def same_feedforward(
 ) -> bool:
     """merged(s) = second(first(s)) for every token state s in Q^{d_m}: on one symbolic token
     (hash-consed ReLU nodes) both give the same expressions (sound; complete for the merging)."""
-    b = _Builder()
-    state = [_expr({i: ONE}) for i in range(tf.d_model)]
+    b, state = _Builder(), [_expr({i: ONE}) for i in range(tf.d_model)]
     one = _run_sublayers(b, tf, [list(state)], [(0, merged)])[0]
     two = _run_sublayers(b, tf, [list(state)], [(0, first), (1, second)])[0]
     return one == two

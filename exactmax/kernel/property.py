@@ -1,17 +1,15 @@
-"""The property checker: no input of a set maps to a forbidden output (VNN-LIB's "unsat").
-A case (P, O_1 ... O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) satisfying every
-row of some O_j (rows a . (x, y) + c >= 0, > 0 if strict).  Its certificate is a split tree over P
-(rows, choices: ``certificate.py``) whose leaves are ``Empty`` (Farkas multipliers for 0 > 0 on
-the cell), ``Excluded`` (choices fixing every Max node the outputs read, y = M x + d, and per O_j
-a proof that the cell's rows and O_j's have no common point) or ``Relaxed`` (``relax``): each Max
-node i the outputs read that no choice fixes becomes, in node order, a variable v_i of
-z = (x, v ...) with rows v_i - A_j >= 0 (each argument) and u_i - v_i >= 0, u_i = sum_j lam_j A_j
-+ beta + sum_k c_k M_k (M_k: an earlier node's map) proved >= every A_j on the rows so far (u_i =
-A_j: v_i = A_j, no variable; None: no row u_i - v_i); then ``extra`` rows as a ``Tighten`` adds
-them; then a proof per O_j, y affine in z.  Sound: the true z meets every row (u affine in z).
-A proof is Farkas multipliers for 0 > 0; or a ``Phase``: a split on which argument of Max node i
-attains v_i, branch k adding A_k - A_j >= 0 (j != k), A_k - v_i >= 0 (true for an argmax k), with
-its own proof; or a ``Tighten``: for Max nodes i in turn, u - v_i >= 0 (u >= each A_j so far)."""
+"""Properties: no input of a set has a forbidden output (VNN-LIB's "unsat").  A case (P, O_1 ...
+O_m) holds for f when no x in P = {x : A x <= b} has (x, f(x)) meeting all rows of some O_j (a . (x,
+y) + c >= 0, > 0 if strict).  Certificate: a split tree over P (rows, choices: ``certificate.py``),
+leaves ``Empty`` (Farkas: 0 > 0), ``Excluded`` (choices fix the Max nodes the outputs
+read, y = M x + d; per O_j a proof the cell and O_j are disjoint) or ``Relaxed`` (``relax``): each
+Max node i the outputs read that no choice fixes becomes, in node order, a variable v_i of z = (x,
+v ...) with rows v_i - A_j >= 0 (all j) and u_i - v_i >= 0, u_i = sum_j lam_j A_j + beta + sum_k c_k
+M_k (M_k: earlier maps) proved >= every A_j on the rows so far (u_i = A_j: v_i = A_j, no variable;
+None: no row u_i - v_i); then ``extra`` rows (``Tighten``) and a proof per O_j, y affine in z.
+Sound: the true z meets every row (u affine in z).  A proof: Farkas (0 > 0); a ``Phase``, a split on
+the argument k of Max node i attaining v_i (rows A_k - A_j >= 0, j != k, and A_k - v_i >= 0), a
+proof per branch; or a ``Tighten``: for Max nodes i in turn, u - v_i >= 0 (u >= each A_j so far)."""
 
 from dataclasses import dataclass
 
@@ -22,6 +20,8 @@ from .maxout import MaxoutNetwork, check_maxout_pair
 from .polyhedron import Polyhedron, check_domain
 from .program import Lin, Max, Program, program_of_maxout
 from .rational import ONE, ZERO, Q, rational
+
+PIECES = 32  # pieces of a tree ``check_case`` hands to ``run`` (several per worker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +109,7 @@ def _argument(u: Upper | None) -> int | None:  # j if u = A_j (lam = e_j, beta =
     return nz[0] if len(nz) == 1 and u and u.lam[nz[0]] == 1 else None
 
 
-def compose(row: Row, ys: list, d: int) -> Row:
-    """The row a . (x, y) + c >= 0, y_o = m_o . z + e_o, over z = (x, relaxed variables)."""
+def compose(row: Row, ys: list, d: int) -> Row:  # a . (x, y) + c >= 0 over z, y_o = m_o . z + e_o
     terms = [(w, ys[o]) for o, w in enumerate(row.a[d:]) if w]
     x = row.a[:d] + (ZERO,) * (len(ys[0][0]) - d if ys else 0)
     a = tuple(x[t] + sum((w * m[t] for w, (m, _) in terms if m[t]), ZERO) for t in range(len(x)))
@@ -128,9 +127,6 @@ def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None
     return sum(go(check_piece, [p] * len(pieces), [case] * len(pieces), pieces))
 
 
-PIECES = 32  # pieces of a tree ``check_case`` hands to ``run`` (several per worker)
-
-
 def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
     """[(subtree, cell rows, where)]: choice-free splits opened, breadth first, to ``parts``."""
     pieces: list = [(tree, cert.domain_rows(P), where)]
@@ -141,8 +137,7 @@ def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
         split, rows, at = pieces.pop(opened[0])
         if len(split.a) != P.dim:  # as walk (with zero_split, as check_piece walks)
             raise CheckFailed(f"{at}: split of the wrong dimension or with a = 0")
-        ge = Row(tuple(split.a), split.c)
-        lt = Row(tuple(-v for v in split.a), -split.c, True)
+        ge, lt = Row(tuple(split.a), split.c), Row(tuple(-v for v in split.a), -split.c, True)
         pieces += [(split.ge, rows + [ge], at + ".ge"), (split.lt, rows + [lt], at + ".lt")]
     return pieces
 
@@ -150,8 +145,7 @@ def cut(tree: Tree, P: Polyhedron, parts: int, where: str):
 def check_piece(p: Program, case: Case, piece: tuple) -> int:
     """Accept iff ``piece`` = (subtree, its cell's rows, where) proves the case (its leaves)."""
     tree, rows, where = piece
-    need = sorted(cert.cone(p, p.outputs))
-    leaves = 0
+    need, leaves = sorted(cert.cone(p, p.outputs)), 0
     walk = cert.walk(tree, case.inputs, (p,), (need,), where=where, rows=rows)
     for node, rows, _, (vals,), at in walk:
         leaves += 1

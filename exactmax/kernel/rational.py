@@ -9,8 +9,7 @@ Q = fmpq
 Z = fmpz
 RatMatrix = fmpq_mat
 IntMatrix = fmpz_mat
-ZERO = Q(0)
-ONE = Q(1)
+ZERO, ONE = Q(0), Q(1)
 
 
 def rational(value: object) -> Q:

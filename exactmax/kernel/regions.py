@@ -1,14 +1,13 @@
-"""Region certificates (regions.md): a split tree of cells, each leaf with the program's output map
-on it and a point strictly inside.  ``check_regions``: the leaves partition the domain P; at each,
-the choices in force are proved (``certificate.py``: the outputs' cone is affine on the cell),
-W x + b is the outputs' map, and the point satisfies every row strictly.  A leaf's activation
-pattern: per Max / Hardmax node, the arguments whose map equals the chosen one's (the argmax set at
-generic points); one pattern's points form a convex set, so the distinct patterns count the
-activation regions of non-empty interior.  ``check_region_count`` also checks merges (i, j, q):
-leaves i, j have one map, q is on the hyperplane h = 0 of the split separating them, and every row
-of both cells not a multiple of h is positive at q, so both closures contain a (d-1)-ball of {h = 0}
-around q (a shared facet).  The linear regions number between the distinct maps and the merge
-graph's components (no other same-map pair sharing a facet is the producer's claim, unchecked)."""
+"""Region certificates (regions.md): a split tree of cells, each leaf with the output map and a
+point strictly inside.  ``check_regions``: the leaves partition the domain P; at each, the choices
+in force are proved (``certificate.py``; the outputs' cone is affine there), W x + b is their map,
+the point strictly inside.  A leaf's activation pattern: per Max / Hardmax node, the arguments whose
+map is the chosen one's (the argmax set at generic points); one pattern's points are convex, so
+distinct patterns count the activation regions of non-empty interior.  ``check_region_count`` also
+checks merges (i, j, q): leaves i, j have one map, q is on the hyperplane h = 0 of the split between
+them, and every row of both cells not a multiple of h is positive at q, so both closures contain
+a (d-1)-ball of {h = 0} around q (a shared facet).  The linear regions number between the distinct
+maps and the merge graph's components (that no other same-map pair shares a facet is unchecked)."""
 
 from dataclasses import dataclass
 
@@ -32,8 +31,7 @@ def check_regions(p: Program, P: Polyhedron, tree, all_units: bool = False) -> l
     over the Max / Hardmax nodes the outputs read (over every one with ``all_units``)."""
     if p.dim != P.dim:
         raise CheckFailed(f"the program has dimension {p.dim}, the domain {P.dim}")
-    need = sorted(range(len(p.nodes)) if all_units else cone(p, p.outputs))
-    out = []
+    need, out = sorted(range(len(p.nodes)) if all_units else cone(p, p.outputs)), []
     for node, rows, (choices,), (vals,), where in walk(tree, P, (p,), (need,), zero_split=False):
         if not isinstance(node, Region):
             raise CheckFailed(f"{where}: not a split or a region leaf")
@@ -44,8 +42,7 @@ def check_regions(p: Program, P: Polyhedron, tree, all_units: bool = False) -> l
         if len(node.W) != len(node.b) or [vals[o] for o in p.outputs] != stated:
             raise CheckFailed(f"{where}: the stated affine map is not the program's on the cell")
         pattern = []
-        for i in need:
-            nd = p.nodes[i]
+        for i, nd in ((i, p.nodes[i]) for i in need):
             if isinstance(nd, (Max, Hardmax)):
                 args = nd.args if isinstance(nd, Max) else tuple(s for s, _ in nd.pairs)
                 top = vals[args[choices[i].k]]

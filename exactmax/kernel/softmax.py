@@ -1,17 +1,14 @@
-"""A checked upper bound on the error of softmax attention in the construction (§3): with exact
-gates (|z~^l| <= C_l), its Transformer with softmax attention at scale lam computes, over n equal
-tokens t (a unit with fewer pieces repeats its last one),
-    h~^0 = x,   z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t},   h~^l_i = S(z~^l_{i,.}),
-    S(v) = <v, softmax(lam v)>,   y~ = A h~^D + c,
-and hardmax (max_t z^l_{i,t}) gives the Maxout network N.  With gaps g_t = max v - v_t >= 0,
-D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t}.  On a box of gaps: numerator
-<= sum_t max g e^{-lam g} (each <= 1/(e lam)), denominator >= max(1, sum_t e^{-lam gh_t});
-D <= W((n - 1)/e)/lam (<= (n - 1)/(e lam)); D <= sum_t psi(lam g_t)/lam with psi(x) =
-x/(e^x + 1) (the denominator is >= 1 + e^{-lam g_t}); the lower bound exchanges the ends.  Per
-unit, with e = h~ - h, d_t = w_t . e and hardmax gaps g: h~_i - h_i = (max z~ - max z) - D(z~),
-max z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v: the tokens that may
-be an argmax of v on the cell).  ``cell_bound`` runs on ``EXACT`` (rationals rounded outward; e^{-a}
-by alternating Taylor sums; e > E_LOWER) in the checker, and on the untrusted search's balls."""
+"""Checked error bounds of softmax attention in the construction (§3): with exact gates (|z~^l|
+<= C_l) its Transformer, softmax at scale lam, computes over n equal tokens t (short units repeat
+their last piece) h~^0 = x, z~^l_{i,t} = w^l_{i,t} . h~^{l-1} + b^l_{i,t}, h~^l_i = S(z~^l_{i,.}),
+S(v) = <v, softmax(lam v)>, y~ = A h~^D + c; hardmax (max_t z^l_{i,t}) gives the Maxout network N.
+For gaps g_t = max v - v_t >= 0, D(v) = max v - S(v) = sum_t g_t e^{-lam g_t} / sum_t e^{-lam g_t};
+on a box of gaps the numerator is <= sum_t max g e^{-lam g} (each <= 1/(e lam)), the denominator
+>= max(1, sum_t e^{-lam gh_t}); D <= W((n - 1)/e)/lam (<= (n - 1)/(e lam)); D <= sum_t psi(lam
+g_t)/lam, psi(x) = x/(e^x + 1) (denominator >= 1 + e^{-lam g_t}); the lower bound swaps the ends.
+Per unit, e = h~ - h, d_t = w_t . e, hardmax gaps g: h~_i - h_i = (max z~ - max z) - D(z~), max
+z~ - max z = max_a (d_a - g_a) in [min_{cand z} d, max_{cand z~} d] (cand v: the tokens that may be
+an argmax of v on the cell).  ``cell_bound`` runs on ``EXACT`` here, and on balls in the search."""
 
 from dataclasses import dataclass
 from functools import cache
@@ -28,29 +25,23 @@ CAP = 256  # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
 E_LOWER = Q(2718281828, 10**9)  # e > E_LOWER (e = 2.71828182845...)
 
 
-def _grid(x: Q, up: bool, bits: int = 64) -> Q:
-    """x rounded down (or up) to a multiple of 2^-bits (any integer bits)."""
+def _grid(x: Q, up: bool, bits: int = 64) -> Q:  # x rounded down (up) to 2^-bits Z, bits in Z
     y = x * Q(2) ** bits
     return Q(y.ceil() if up else y.floor()) / Q(2) ** bits
 
 
-def _round(x: Q, up: bool, bits: int = 80) -> Q:
-    """x >= 0 rounded down (or up) to ``bits`` significant bits."""
-    return _grid(x, up, bits - (int(x.p).bit_length() - int(x.q).bit_length()))
-
-
 def _series(f: Q, m: int) -> Q:
-    """sum_{i=0}^{m} (-f)^i / i!: for 0 <= f <= 1 a lower bound of e^{-f} when m is odd, an
-    upper bound when m is even (alternating series with decreasing terms)."""
+    """sum_{i<=m} (-f)^i/i!, 0 <= f <= 1: below e^{-f} if m is odd, above if even (alternating)."""
     return sum(((-f) ** i / factorial(i) for i in range(m + 1)), ZERO)
 
 
+# _round(x, up): x >= 0 rounded down (or up) to b significant bits
+_round = lambda x, up, b=80: _grid(x, up, b - (int(x.p).bit_length() - int(x.q).bit_length()))
 _E1 = (_round(_series(ONE, 27), False), _round(_series(ONE, 28), True))
 _POWERS = [(ONE, ONE)]  # bounds of e^{-n}, each (e^{-1})^n rounded outward
 
 
-def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
-    """(lo, hi) with lo <= e^{-a} <= hi, for rational a >= 0: e^{-a} = (e^{-1})^n e^{-f}."""
+def exp_neg_bounds(a: Q) -> tuple[Q, Q]:  # lo <= e^{-a} <= hi (a >= 0): e^{-a} = (e^{-1})^n e^{-f}
     if a < 0:
         raise CheckFailed("exp_neg_bounds: negative argument")
     n = min(int(a.floor()), CAP)
@@ -64,16 +55,12 @@ def exp_neg_bounds(a: Q) -> tuple[Q, Q]:
     return _round(lo, False), _round(hi * _series(_grid(f, False, 48), 22), True)
 
 
-class ExactArithmetic:
-    """Intervals (lo, hi) with rational ends, rounded outward to the 2^-64 grid."""
-
-    zero = ZERO
-    box = staticmethod(lambda lo, hi: (lo, hi))
+class ExactArithmetic:  # intervals (lo, hi) with rational ends, rounded outward to the 2^-64 grid
+    zero, box = ZERO, staticmethod(lambda lo, hi: (lo, hi))
     add = staticmethod(lambda a, b: (a[0] + b[0], a[1] + b[1]))
     sub = staticmethod(lambda a, b: (a[0] - b[1], a[1] - b[0]))
     meet = staticmethod(lambda a, b: (max(a[0], b[0]), min(a[1], b[1])))
-    lo = staticmethod(lambda a: a[0])
-    hi = staticmethod(lambda a: a[1])
+    lo, hi = staticmethod(lambda a: a[0]), staticmethod(lambda a: a[1])
     abs_max = staticmethod(lambda a: max(-a[0], a[1]))
 
     def dot(self, w, xs, b):
@@ -81,8 +68,7 @@ class ExactArithmetic:
         hi = sum((c * (u if c > 0 else l) for c, (l, u) in zip(w, xs) if c), b)
         return _grid(lo, False), _grid(hi, True)
 
-    def deviation(self, gl, gh, lam):
-        """(D_lo, D_hi) over the gap box [gl, gh] (see the module docstring)."""
+    def deviation(self, gl, gh, lam):  # (D_lo, D_hi) over the gap box [gl, gh] (module docstring)
         peak = _grid(ONE / (E_LOWER * lam), True)
         num_hi = num_lo = den_lo = den_hi = psi = ZERO
         for l, h in zip(gl, gh):
@@ -90,8 +76,7 @@ class ExactArithmetic:
             # the maximum of g e^{-lam g} on [l, h] (rising up to g = 1/lam): at h, at l or the peak
             num_hi += h * eh[1] if lam * h <= 1 else l * el[1] if lam * l >= 1 else peak
             num_lo += min(l * el[0], h * eh[0])
-            den_lo += eh[0]
-            den_hi += el[1]
+            den_lo, den_hi = den_lo + eh[0], den_hi + el[1]
             # psi(lam g)/lam, psi(x) = x e^{-x}/(1 + e^{-x}) <= W(1/e): rises to 1, falls from 8/5
             if lam * h <= 1:
                 psi += h * eh[1] / (1 + eh[0])
@@ -104,6 +89,8 @@ class ExactArithmetic:
 
 
 EXACT = ExactArithmetic()
+_tokens = lambda xs, n: [xs[min(t, len(xs) - 1)] for t in range(n)]  # the last one repeated
+_max_of = lambda A, vs: A.box(max(A.lo(v) for v in vs), max(A.hi(v) for v in vs))  # of max_t v_t
 
 
 @cache
@@ -127,33 +114,21 @@ class CellResult:
     gate_layer: int | None  # first layer whose gate check failed
 
 
-def _tokens(xs, n):
-    return [xs[min(t, len(xs) - 1)] for t in range(n)]
-
-
 def _gaps(A, ps, X) -> tuple[list, list]:
     """Per token t, the ends of an enclosure of the gap max_s z_s - z_t >= 0 over the box X of
     h, from z_s - z_t = (w_s - w_t) . h + (b_s - b_t) (a repeated piece differs by 0)."""
-    cols = [
-        [A.dot([a - b for a, b in zip(p.w, q.w)], X, p.b - q.b) for p in ps if p is not q]
-        for q in ps
-    ]
+    diff = lambda p, q: A.dot([a - b for a, b in zip(p.w, q.w)], X, p.b - q.b)
+    cols = [[diff(p, q) for p in ps if p is not q] for q in ps]
     lo = [max([A.zero] + [A.lo(v) for v in col]) for col in cols]
     return lo, [max([A.zero] + [A.hi(v) for v in col]) for col in cols]
-
-
-def _max_of(A, vs):
-    """The enclosure of max_t v_t (max is monotone)."""
-    return A.box(max(A.lo(v) for v in vs), max(A.hi(v) for v in vs))
 
 
 def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=None) -> CellResult:
     """sup |y~(x) - N(x)|_inf <= bound on the box [lo, hi] (A's numbers) if every gate |z~^l| <= C_l
     holds there; ``first[i][j]``: a checked range of piece j of unit i of layer 1 (then z~^1 = z^1
     and the caller checked its gates).  H, Ht and E enclose h, h~ and e = h~ - h."""
-    H = Ht = [A.box(l, u) for l, u in zip(lo, hi)]
-    E = [A.box(A.zero, A.zero) for _ in lo]
-    zmax = []
+    H = Ht = [A.box(l, u) for l, u in zip(lo, hi)]  # H, Ht, E enclose h, h~, e = h~ - h
+    E, zmax = [A.box(A.zero, A.zero) for _ in lo], []
     for li, layer in enumerate(net.layers):
         new, zm = [], A.zero
         for ui, unit in enumerate(layer.units):
@@ -170,8 +145,7 @@ def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=No
             d_lo = min(A.lo(v) for v, g in zip(d, gl) if g == 0)  # cand: gap may be 0
             d_hi = max(A.hi(v) for v, g in zip(d, gtl) if g == 0)
             D = A.box(*A.deviation(gtl, gth, lam))
-            e = A.sub(A.meet(A.box(d_lo, d_hi), dg), D)
-            h = _max_of(A, z)
+            e, h = A.sub(A.meet(A.box(d_lo, d_hi), dg), D), _max_of(A, z)
             ht = A.meet(A.add(h, e), A.sub(_max_of(A, zt), D))
             new.append((h, A.meet(e, A.sub(ht, h)), ht))
         zmax.append(zm)
@@ -191,8 +165,7 @@ class SoftmaxClaim:  # sup over the domain of |y~ - N|_inf <= bound, from ``leav
     zmax: tuple[Q, ...]
 
 
-def _excluded(domain: Domain, row: int, lo, hi) -> bool:
-    """Constraint ``row`` of A x <= b is violated at every point of the cell."""
+def _excluded(domain: Domain, row: int, lo, hi) -> bool:  # A_row x <= b_row fails on all the cell
     P = domain.as_polyhedron()
     if not (isinstance(row, int) and 0 <= row < len(P.b)):
         return False
@@ -222,10 +195,9 @@ def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
 def check_softmax_bound(
     net, gates, n: int, lam: Q, domain: Domain, root_lo, root_hi, tree, first_ys=None, root_ys=None
 ) -> SoftmaxClaim:
-    """Accept iff [root_lo, root_hi] is the Box domain or contains it (Farkas bounds ``root_ys``),
-    each leaf of ``tree`` passes its gates in ``cell_bound`` (layer 1 over the polyhedron if
-    ``first_ys``), each ("out", row) cell violates row everywhere and a leaf exists; ("split", i,
-    left, right) halves coordinate i.  Returns the largest cell bound."""
+    """Accept iff [root_lo, root_hi] is the Box domain or contains it (by ``root_ys``), the leaves
+    of ``tree`` (>= 1) pass ``cell_bound``'s gates (layer 1 over the domain with ``first_ys``), each
+    ("out", row) cell is outside row; ("split", i, l, r) halves x_i.  Returns the max bound."""
     check_shapes((net,), domain)
     if len(root_lo) != net.input_dim or len(root_hi) != net.input_dim:
         raise CheckFailed(f"softmax: the root box needs {net.input_dim} bounds on each side")

@@ -1,10 +1,9 @@
-"""Transformers over Q (construction.md §1), evaluated exactly with hardmax attention: n tokens in
-Q^{d_m}, token t starting as E x + p_t, then sub-layers, each with a residual: attention
-x_t <- x_t + sum_h W_O^h W_V^h sum_{t'} a_h(t', t) x_{t'}, with scores
-s_h(t', t) = lambda_h <W_K^h x_{t'}, W_Q^h x_t> and a_h(., t) *hardmax*: uniform over the keys t' of
-maximal score; feed-forward x_t <- x_t + W_2 ReLU(W_1 x_t + b_1) + b_2.  Read-out y = R x_{t*} + r
-for one token t*, or for the token mean.  No layer norm; softmax attention has no exact value.
-``evaluate_transformer``: these formulas in exact rationals, which confirm every refutation."""
+"""Transformers over Q (construction.md §1), hardmax attention: n tokens in Q^{d_m},
+token t starting as E x + p_t, then sub-layers with residuals: attention x_t <- x_t + sum_h W_O^h
+W_V^h sum_{t'} a_h(t', t) x_{t'}, scores s_h(t', t) = lambda_h <W_K^h x_{t'}, W_Q^h x_t>, a_h(.,
+t) uniform over the keys t' of maximal score (*hardmax*); feed-forward x_t <- x_t + W_2 ReLU(W_1
+x_t + b_1) + b_2.  Read-out y = R z + r, z a token or the token mean.  No layer norm; softmax has no
+exact value.  ``evaluate_transformer`` computes these exactly (confirming every refutation)."""
 
 from dataclasses import dataclass, field
 
@@ -13,8 +12,7 @@ from .maxout import check_matrix
 from .polyhedron import Domain
 from .rational import ZERO, Q, RatMatrix, rational
 
-HARDMAX = "hardmax"
-SOFTMAX = "softmax"
+HARDMAX, SOFTMAX = "hardmax", "softmax"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +94,7 @@ def check_transformer_shapes(tf: Transformer, sublayers: range | None = None) ->
         raise ValueError(f"read-out token {r.token} does not exist")
 
 
-def hardmax_winners(scores: list) -> list[int]:
-    """The argmax set {t' : scores[t'] = max scores}, which a hardmax query averages over."""
+def hardmax_winners(scores: list) -> list[int]:  # the argmax set {t' : scores[t'] = max scores}
     top = max(scores)
     return [k for k, v in enumerate(scores) if v == top]
 
@@ -113,14 +110,12 @@ def _matrix(M, cols: int) -> RatMatrix:
 
 
 def evaluate_transformer(tf: Transformer, x) -> Vector:
-    """The exact output T(x) at the rational point x.  X is the d_m x n matrix of the tokens
-    (column t = token t); b 1^T adds b to every column."""
+    """The exact T(x) at a rational x (X: the d_m x n tokens; b 1^T: b added to each column)."""
     check_transformer_shapes(tf)
     x = tuple(rational(v) for v in x)
     if len(x) != tf.input_dim:
         raise ValueError(f"input of length {len(x)}, expected {tf.input_dim}")
-    dm, n = tf.d_model, tf.n_tokens
-    ones = RatMatrix(1, n, [1] * n)
+    dm, n, ones = tf.d_model, tf.n_tokens, RatMatrix(1, tf.n_tokens, [1] * tf.n_tokens)
     X = _matrix(tf.embedding, tf.input_dim) * _matrix([[v] for v in x], 1) * ones
     X += _matrix(tf.positions, dm).transpose()
     for index, sub in enumerate(tf.sublayers):
