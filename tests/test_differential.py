@@ -19,7 +19,8 @@ from exactmax.kernel.certificate import Split
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.maxout import Layer, MaxoutNetwork, Piece, Unit, evaluate_maxout
 from exactmax.kernel.affine import Affine
-from exactmax.kernel.pair import check_pair_property
+from exactmax.io.pair_certificate import load_pair_certificate as read_pair
+from exactmax.kernel.pair import FreeInputs, check_pair_property
 from exactmax.kernel.polyhedron import Box
 from exactmax.kernel.program import Lin, Max, program_of_maxout
 from exactmax.kernel.property import Case, Phase, Relaxed, Tighten, Upper, check_case
@@ -395,3 +396,66 @@ def test_tampered_phase_splits_in_a_pair_certificate_are_rejected(what):
             "multiplier": _scaled_first_farkas}[what]
     with pytest.raises(CheckFailed):
         check_pair_property(a, b, box, E, _first_phase(tree, edit))
+
+
+FIXED = Box((Q(-1, 2), Q(1, 4), Q(-1, 2), Q(-1, 8), Q(-1, 2)),
+            (Q(1, 2), Q(1, 4), Q(1, 2), Q(-1, 8), Q(1, 2)))   # inputs 1 and 3 fixed
+
+
+def _files(tmp_path, a, b, box) -> list[str]:
+    out = []
+    for name, obj in (("a", model_to_json(a)), ("b", model_to_json(b)),
+                      ("d", {"format": "exactmax/domain", "version": 1, **domain_to_json(box)})):
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+        out.append(str(tmp_path / f"{name}.json"))
+    return out
+
+
+def test_a_box_with_fixed_inputs_is_decided_on_its_free_inputs(tmp_path, capsys):
+    """Inputs with lower_i = upper_i are constants: the networks restricted to the free inputs
+    (``kernel.pair.on_free_inputs``) equal them on the box, so the tree is over 3 inputs, not
+    5; the certificate says so ("inputs": "free"), and the kernel checks it that way only."""
+    a = relu(5, [8, 8], 2, seed=5)
+    b = pruned(a, 6, seed=6)
+    E = gap_on_grid(a, b, FIXED, 4) * Q(3, 2) + Q(1, 100)
+    fa, fb, fd = _files(tmp_path, a, b, FIXED)
+    cert = str(tmp_path / "c.json")
+    assert main(["equiv", fa, fb, "--domain", fd, "--epsilon", str(E), "--cert", cert,
+                 "--no-search", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "proved"
+    doc = json.loads(open(cert).read())
+    assert doc["inputs"] == "free"
+    assert list(schemas.validator("pair-property-certificate").iter_errors(doc)) == []
+    tree = read_pair(cert)[4]
+    assert isinstance(tree, FreeInputs)
+    assert check_pair_property(a, b, FIXED, E, tree) >= 1
+    for t in leaves(tree.tree):   # every split is over the 3 free inputs
+        assert not isinstance(t, Split) or len(t.a) == 3
+    with pytest.raises(CheckFailed):   # the tree read over all 5 inputs
+        check_pair_property(a, b, FIXED, E, tree.tree)
+    with pytest.raises(CheckFailed):   # free inputs of a box only
+        check_pair_property(a, b, FIXED.as_polyhedron(), E, tree)
+    other = Box(FIXED.lower[:1] + (Q(1, 4) - 1,) + FIXED.lower[2:], FIXED.upper)   # 4 free
+    with pytest.raises(CheckFailed):
+        check_pair_property(a, b, other, E, tree)
+    assert main(["check-cert", cert]) == 0
+    capsys.readouterr()
+    doc["inputs"] = "all"
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    assert main(["check-cert", str(tmp_path / "bad.json")]) != 0
+
+
+def test_a_counterexample_on_the_free_inputs_is_a_point_of_the_whole_box(tmp_path, capsys):
+    a = relu(5, [8, 8], 2, seed=5)
+    b = pruned(a, 6, seed=6)
+    g = gap_on_grid(a, b, FIXED, 4)
+    fa, fb, fd = _files(tmp_path, a, b, FIXED)
+    assert main(["equiv", fa, fb, "--domain", fd, "--epsilon", str(g - Q(1, 10**6)),
+                 "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "refuted"
+    x = tuple(Q(v) for v in out["counterexample"]["x"])
+    assert FIXED.contains(x) and (x[1], x[3]) == (Q(1, 4), Q(-1, 8))
+    ya, yb = evaluate_maxout(a, x), evaluate_maxout(b, x)
+    assert max(abs(u - v) for u, v in zip(ya, yb)) > g - Q(1, 10**6)

@@ -5,17 +5,21 @@ two models equal up to a tolerance on a domain (``kernel/pair.py``).
      "property": {"kind": "epsilon", "epsilon": "p/q", "norm": "inf"} | {"kind": "top1"},
      "models": {"a": {"sha256": "...", "model": {...}}, "b": {...}},
      "domain": {"sha256": "...", "domain": {...}},
-     "tree": T, "stats": {...}}
+     "tree": T, "inputs": "free", "stats": {...}}
 
 T is a tree of exactmax/property-certificate (split / empty / excluded, read and written by
 ``property_certificate.py``) for the pair program x -> (A(x), B(x)); the claim is the sentence
-``claim(epsilon)`` and must match the property.  Models and domain are embedded and bound by
+``claim(epsilon)`` and must match the property.  With "inputs": "free" (optional; "all" is the
+default) the domain is a box and T is over its free inputs (lower_i < upper_i, in order), the
+others fixed (``kernel.pair.FreeInputs``).  Models and domain are embedded and bound by
 the SHA-256 of their canonical JSON, as in exactmax/certificate.
 """
 
 from __future__ import annotations
 
 from .. import __version__
+from ..kernel.pair import FreeInputs
+from ..kernel.polyhedron import Box
 from ..kernel.rational import Q
 from .certificates import _read_empty, content_hash, read_tree
 from .jsonfile import Cursor, read_json_file
@@ -35,6 +39,7 @@ def claim(epsilon: Q | None) -> str:
 
 def pair_certificate_to_json(a, b, domain, epsilon: Q | None, tree, stats: dict) -> dict:
     ja, jb, jd = model_to_json(a), model_to_json(b), domain_to_json(domain)
+    free = isinstance(tree, FreeInputs)
     return {
         "format": PAIR_CERTIFICATE,
         "version": VERSION,
@@ -48,7 +53,8 @@ def pair_certificate_to_json(a, b, domain, epsilon: Q | None, tree, stats: dict)
             "b": {"sha256": content_hash(jb), "model": jb},
         },
         "domain": {"sha256": content_hash(jd), "domain": jd},
-        "tree": _tree(tree),
+        "tree": _tree(tree.tree if free else tree),
+        **({"inputs": "free"} if free else {}),
         "stats": stats,
     }
 
@@ -75,7 +81,7 @@ def read_pair_certificate(root: Cursor):
     embedded hashes are recomputed and must match, and the claim must be the property's."""
     f = root.fields(
         ("format", "version", "claim", "property", "models", "domain", "tree"),
-        ("stats", "exactmax_version", "meta"),
+        ("stats", "exactmax_version", "meta", "inputs"),
     )
     f["format"].string((PAIR_CERTIFICATE,))
     if "exactmax_version" in f:
@@ -109,8 +115,13 @@ def read_pair_certificate(root: Cursor):
     if content_hash(domain_to_json(domain)) != hashes["domain"]:
         raise df["sha256"].error("does not match the embedded domain")
     leaves = {"empty": _read_empty, "excluded": _read_excluded, "relaxed": _read_relaxed}
+    free = "inputs" in f and f["inputs"].string(("all", "free")) == "free"
+    if free:
+        if not isinstance(domain, Box):
+            raise f["inputs"].error('"free" inputs are those of a box; the domain is a polyhedron')
+        dim = sum(lo != hi for lo, hi in zip(domain.lower, domain.upper))
     tree = read_tree(f["tree"], dim, leaves)
-    return models["a"], models["b"], domain, epsilon, tree, hashes
+    return models["a"], models["b"], domain, epsilon, FreeInputs(tree) if free else tree, hashes
 
 
 def load_pair_certificate(path: str):

@@ -1,12 +1,12 @@
 """Maxout networks over Q: h^0 = x, h^l_i = max_j (w^l_{i,j} . h^{l-1} + b^l_{i,j}), y = A h^D + c.
 ``evaluate_maxout``: this in exact rationals, the reference that confirms every refutation."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .affine import Affine, Row, Vector, check_matrix, dot
 from .errors import CheckFailed
-from .polyhedron import Domain
-from .rational import Q, rational
+from .polyhedron import Box, Domain
+from .rational import ZERO, Q, rational
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +90,14 @@ def evaluate_maxout(net: MaxoutNetwork, x) -> Vector:  # the exact N(x) at the r
     if net.output is not None:
         h = tuple(dot(row, h) + c for row, c in zip(net.output.W, net.output.b))
     return h
+
+
+def on_free_inputs(net: MaxoutNetwork, box: Box) -> tuple[MaxoutNetwork, Box]:
+    """(N', box'): x_i = lower_i on the box where lower_i = upper_i, so with F the other inputs a
+    first-layer piece w . x + b = w_F . x_F + b + sum_{i not in F} w_i lower_i: N'(x_F) = N(x)."""
+    F, lo = [i for i, (l, u) in enumerate(zip(box.lower, box.upper)) if l != u], box.lower
+    c = lambda w: dot(w, lo) - sum((w[i] * lo[i] for i in F), ZERO)  # sum_{i not in F} w_i lo_i
+    fix = lambda p: Piece(tuple(p.w[i] for i in F), p.b + c(p.w))
+    first = Layer(tuple(Unit(tuple(map(fix, u.pieces))) for u in net.layers[0].units))
+    net = replace(net, input_dim=len(F), layers=(first, *net.layers[1:]), domain=None)
+    return net, Box(tuple(lo[i] for i in F), tuple(box.upper[i] for i in F))

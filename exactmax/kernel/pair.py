@@ -4,9 +4,12 @@ o: a_o - b_o - E > 0, b_o - a_o - E > 0.  Top-1 (E = None): argmax A(x) = argmax
 included) on P; an index i maximal in a but not in b has some k with b_k > b_i, so forbidden, for
 each i != k, {a_i - a_j >= 0 for all j != i, b_k - b_i > 0}, and with a, b swapped."""
 
+from dataclasses import dataclass
+
 from .certificate import Row, Tree
 from .errors import CheckFailed
-from .polyhedron import Domain, Polyhedron
+from .maxout import MaxoutNetwork, on_free_inputs
+from .polyhedron import Box, Domain, Polyhedron
 from .program import Hardmax, Lin, Max, Program, check_shapes, program_of
 from .property import Case, check_case
 from .rational import ONE, ZERO, Q, rational
@@ -43,10 +46,20 @@ def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:  # the case abo
     return Case(P, tuple(conj))
 
 
+@dataclass(frozen=True, slots=True)
+class FreeInputs:  # a tree over the free inputs of the domain box (``maxout.on_free_inputs``)
+    tree: Tree
+
+
 def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree, run=None) -> int:
     """Accept iff ``tree`` proves |A(x) - B(x)|_inf <= epsilon (None: the same arg max sets) on
-    the domain (Unsupported: a model unexpressed); returns the leaves; ``run`` as check_case's."""
+    the domain (Unsupported: a model unexpressed); returns the leaves; ``run`` as check_case's.
+    ``FreeInputs(T)``: T proves it for the networks ``on_free_inputs`` of a box."""
     check_shapes((a, b), domain)
+    if isinstance(tree, FreeInputs):
+        if not (isinstance(domain, Box) and {type(a), type(b)} == {MaxoutNetwork}):
+            raise CheckFailed("pair: a tree over free inputs is for Maxout networks on a box")
+        (a, _), (b, domain), tree = on_free_inputs(a, domain), on_free_inputs(b, domain), tree.tree
     f, g = program_of(a), program_of(b)
     if len(f.outputs) != len(g.outputs):
         raise CheckFailed(f"output sizes differ: {len(f.outputs)} and {len(g.outputs)}")

@@ -33,8 +33,8 @@ from ..engine.pair import programs, restate
 from ..engine.parallel import DEFAULT_SPLIT_DEPTH, check_map, split_case_trees
 from ..kernel.certificate import domain_rows
 from ..kernel.errors import CheckFailed
-from ..kernel.maxout import MaxoutNetwork, evaluate_maxout
-from ..kernel.pair import check_pair_property, pair_case
+from ..kernel.maxout import MaxoutNetwork, evaluate_maxout, on_free_inputs
+from ..kernel.pair import FreeInputs, check_pair_property, pair_case
 from ..kernel.polyhedron import Box
 from ..kernel.program import Lin, Max, Program, Unsupported
 from ..kernel.rational import Q
@@ -432,8 +432,19 @@ def decide_tolerance_split(
     progress_shown: bool = False,
 ):
     """``decide_tolerance`` with the pair program's tree built from work units
-    (``engine.parallel``'s ``split_case_trees``): the same search, answers and kernel check."""
+    (``engine.parallel``'s ``split_case_trees``): the same search, answers and kernel check.
+    Maxout networks on a box with some inputs fixed (lower_i = upper_i; an image with a few
+    pixels free) are decided on the free inputs alone (``free_inputs``)."""
     from ..io.models import model_to_json
+
+    reduced = free_inputs(a, b, dom)
+    if reduced is not None:
+        ra, rb, rbox, embed = reduced
+        v = decide_tolerance_split(
+            ra, rb, rbox, epsilon, timeout_s, max_leaves, run_search, executor, depth,
+            unit_cells, progress_shown,
+        )  # fmt: skip
+        return lifted(a, b, epsilon, v, embed, rbox.dim)
 
     def build(q, case, box, deadline, confirm, max_leaves, progress):
         what, value, s = split_case_trees(
@@ -463,3 +474,43 @@ def decide_tolerance_split(
         build=build,
         check_run=check_map(executor),
     )
+
+
+def free_inputs(a, b, dom):
+    """(A', B', box', embed) where A and B are Maxout networks and the domain a box with some
+    inputs fixed (lower_i = upper_i) and some free: the kernel's ``pair.on_free_inputs`` (A' and
+    B' read the fixed inputs as constants: A'(y) = A(embed(y)) for y in box'), and embed, the
+    point of the box with free inputs y; else None."""
+    models = isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)
+    if not (models and isinstance(dom, Box)):
+        return None
+    free = [i for i, (lo, hi) in enumerate(zip(dom.lower, dom.upper)) if lo != hi]
+    if not free or len(free) == dom.dim:
+        return None
+    (ra, rbox), (rb, _) = on_free_inputs(a, dom), on_free_inputs(b, dom)
+
+    def embed(y) -> tuple:
+        x = list(dom.lower)
+        for i, v in zip(free, y):
+            x[i] = v
+        return tuple(x)
+
+    return ra, rb, rbox, embed
+
+
+def lifted(a, b, epsilon, v: Answer, embed, free: int) -> Answer:
+    """The answer for A and B on the box from ``v``, the answer on its free inputs: a proof's
+    tree as ``FreeInputs`` (which the kernel checks as it checked v's), a counterexample
+    embedded and evaluated again by the kernel's evaluators."""
+    v.stats["free_inputs"] = free
+    if v.verdict == "proved":
+        v.tree = FreeInputs(v.tree)  # type: ignore[arg-type]
+    elif v.verdict == "refuted":
+        found = refutes(a, b, embed(v.x), epsilon)
+        if found is None:  # A'(y) = A(embed(y)): a producer bug, never trusted
+            return Answer(
+                "unknown", reason="a point on the free inputs was not confirmed", stats=v.stats
+            )
+        found.stats = v.stats
+        return found
+    return v
