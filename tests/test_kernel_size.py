@@ -51,6 +51,11 @@ lines: docstrings tightened, short ones moved to comments on the ``def`` or ``cl
 docstrings onto their fields, ``from __future__ import annotations`` dropped from the last two
 modules (two quoted forward references), a few locals and one-line helpers folded (``_sub``,
 ``_tokens``, ``_max_of``, ``_round`` now lambdas); 1,997 in all, 971 the core, 1,462 code lines.
+#34 then added the free inputs of a box (``maxout.on_free_inputs``, ``pair.FreeInputs``: an image
+with 15 pixels free is checked over 15 inputs, not 784), 24 lines, and a compaction pass (statements
+that ``ruff format`` spread over several lines rewritten to fit one, ``_grid`` and ``_series`` as
+lambdas, a few assignments joined; compared with the previous kernel on generated inputs) took back
+30: 1,991 in all, 962 the core, 1,454 code lines.
 The physical caps below are those counts, so the kernel cannot grow unnoticed (lower them as it
 shrinks); the code lines are capped at 1,500 and 1,000.
 """
@@ -93,7 +98,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (1997, 971)  # the whole kernel, its core
+PHYSICAL_CAP = (1991, 962)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

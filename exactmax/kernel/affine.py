@@ -89,14 +89,13 @@ def check_matrix(W, rows: int, cols: int, what: str, b=None) -> None:
     listed = (W.zero, *W.values) if isinstance(W, SparseVector) else W  # the rows it holds
     if len(W) != rows or set(map(len, listed)) - {cols} or (b is not None and len(b) != rows):
         raise ValueError(f"{what} is not {rows} x {cols}")
+    sparse_msg = f"{what}: a sparse row's indices are not increasing in range, or the rest is not 0"
     for r in (W, *dict(zip(map(id, listed), listed)).values(), b or ()):  # a shared row: once
         ix, vs = (r.indices, r.values) if isinstance(r, SparseVector) else (None, r)
         bad = ix is not None and (len(ix) != len(vs) or list(ix) != sorted(set(ix)))
         bad = bad or ix is not None and any(not 0 <= j < len(r) for j in ix[:1] + ix[-1:])
         if bad or ix is not None and any(r.zero if r is W else (r.zero,)):
-            raise ValueError(
-                f"{what}: a sparse row's indices are not increasing in range, or the rest is not 0"
-            )
+            raise ValueError(sparse_msg)
         for v in vs if r is not W else ():
             if type(v) is not Q and (isinstance(v, bool) or not isinstance(v, (Z, int))):
                 raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__} {v!r}")

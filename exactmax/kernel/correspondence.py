@@ -61,10 +61,8 @@ def check_correspondence(a: MaxoutNetwork, b: MaxoutNetwork, cert: Correspondenc
             if S_A != _sum_of_maxima(R.W[i], R.b[i], lb.units, len(cols), f"{where}, unit {i}"):
                 raise CheckFailed(f"{where}, unit {i} of A: its pieces are not those of row {i}")
         cols, m = [[(r, v) for r, v in enumerate(c) if v] for c in zip(*R.W)], R.b
-    outs = []
-    for w, out in ((a.widths[-1], a.output), (b.widths[-1], b.output)):
-        I = tuple(tuple(ONE if i == j else ZERO for j in range(w)) for i in range(w))
-        outs.append(out or Affine(I, (ZERO,) * w, w))  # O = I without an output map
+    I = lambda w: tuple(tuple(ONE if i == j else ZERO for j in range(w)) for i in range(w))
+    outs = [n.output or Affine(I(w := n.widths[-1]), (ZERO,) * w, w) for n in (a, b)]  # O or I
     if outs[0].out_dim != outs[1].out_dim:
         raise CheckFailed("correspondence: the networks have different numbers of outputs")
     units, n = b.layers[-1].units, b.widths[-2]

@@ -144,10 +144,9 @@ def check_unmerged(tf: Transformer, u: Transformer) -> Transformer:
     n = len(tf.sublayers)
     if n < 3 or n % 2 == 0:
         raise CheckFailed(f"layerwise: {n} sub-layers are not 2 D + 1")
-    D = (n - 1) // 2
-    if len(u.sublayers) < 3 * D - 1:
+    D, S, T = (n - 1) // 2, tf.sublayers, u.sublayers
+    if len(T) < 3 * D - 1:
         raise CheckFailed(f"layerwise: the unmerged Transformer has < {3 * D - 1} sub-layers")
-    S, T = tf.sublayers, u.sublayers
     pairs = [(S[2 + 2 * l], T[2 + 3 * l], T[3 + 3 * l]) for l in range(D - 1)]
     for l, ss in enumerate(pairs):
         if not all(isinstance(x, FeedForward) for x in ss):

@@ -20,14 +20,10 @@ def program_of_pair(f: Program, g: Program) -> Program:
     if f.dim != g.dim:
         raise CheckFailed(f"the programs have input dimensions {f.dim} and {g.dim}")
     s = len(f.nodes)
-    moved = tuple(
-        Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms))
-        if isinstance(n, Lin)
-        else Max(tuple(j + s for j in n.args))
-        if isinstance(n, Max)
-        else Hardmax(tuple((i + s, j + s) for i, j in n.pairs))
-        for n in g.nodes
-    )
+    lin = lambda n: Lin(n.x, n.c, tuple((j + s, a) for j, a in n.terms))
+    hard = lambda n: Hardmax(tuple((i + s, j + s) for i, j in n.pairs))
+    mx = lambda n: Max(tuple(j + s for j in n.args)) if isinstance(n, Max) else hard(n)
+    moved = tuple(lin(n) if isinstance(n, Lin) else mx(n) for n in g.nodes)
     return Program(f.dim, f.nodes + moved, f.outputs + tuple(o + s for o in g.outputs))
 
 
@@ -47,14 +43,13 @@ def pair_case(P: Polyhedron, n: int, epsilon: Q | None) -> Case:  # the case abo
 
 
 @dataclass(frozen=True, slots=True)
-class FreeInputs:  # a tree over the free inputs of the domain box (``maxout.on_free_inputs``)
+class FreeInputs:  # a tree for the networks ``maxout.on_free_inputs`` of the domain box
     tree: Tree
 
 
 def check_pair_property(a, b, domain: Domain, epsilon: Q | None, tree: Tree, run=None) -> int:
     """Accept iff ``tree`` proves |A(x) - B(x)|_inf <= epsilon (None: the same arg max sets) on
-    the domain (Unsupported: a model unexpressed); returns the leaves; ``run`` as check_case's.
-    ``FreeInputs(T)``: T proves it for the networks ``on_free_inputs`` of a box."""
+    the domain (Unsupported: a model unexpressed); returns the leaves; ``run`` as check_case's."""
     check_shapes((a, b), domain)
     if isinstance(tree, FreeInputs):
         if not (isinstance(domain, Box) and {type(a), type(b)} == {MaxoutNetwork}):

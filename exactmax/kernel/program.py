@@ -58,8 +58,7 @@ def check_shapes(models, domain: Domain) -> None:
 
 class _Builder:  # nodes with hash-consing; expressions: (x: dict, c, terms: dict) linear forms
     def __init__(self):
-        self.nodes: list[Node] = []
-        self.index: dict = {}
+        self.nodes, self.index = list[Node](), dict[object, int]()
 
     def add(self, node: Node) -> int:  # its index, added if new (Lin: keyed by ints p, q, not fmpq)
         key: object = node
@@ -82,8 +81,7 @@ def _axpy(acc, a: Q, e) -> None:  # acc += a * e in place (zero coefficients dro
     xs, c, terms = e
     for target, items in ((acc[0], xs), (acc[2], terms)):
         for k, v in items.items():
-            s = target.get(k, ZERO) + a * v
-            if s:
+            if s := target.get(k, ZERO) + a * v:
                 target[k] = s
             else:
                 target.pop(k, None)
@@ -232,12 +230,9 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     return Program(dim, tuple(b.nodes), tuple(outs))
 
 
-def same_feedforward(
-    tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward
-) -> bool:
+def same_feedforward(tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward):
     """merged(s) = second(first(s)) for every token state s in Q^{d_m}: on one symbolic token
     (hash-consed ReLU nodes) both give the same expressions (sound; complete for the merging)."""
     b, state = _Builder(), [_expr({i: ONE}) for i in range(tf.d_model)]
     one = _run_sublayers(b, tf, [list(state)], [(0, merged)])[0]
-    two = _run_sublayers(b, tf, [list(state)], [(0, first), (1, second)])[0]
-    return one == two
+    return one == _run_sublayers(b, tf, [list(state)], [(0, first), (1, second)])[0]

@@ -12,7 +12,7 @@ an argmax of v on the cell).  ``cell_bound`` runs on ``EXACT`` here, and on ball
 
 from dataclasses import dataclass
 from functools import cache
-from math import factorial
+from math import ceil, factorial, floor
 from typing import Any
 
 from .errors import CheckFailed
@@ -23,18 +23,10 @@ from .rational import ONE, ZERO, Q
 
 CAP = 256  # e^{-a} for a > CAP is bounded by [0, e^{-CAP}]
 E_LOWER = Q(2718281828, 10**9)  # e > E_LOWER (e = 2.71828182845...)
-
-
-def _grid(x: Q, up: bool, bits: int = 64) -> Q:  # x rounded down (up) to 2^-bits Z, bits in Z
-    y = x * Q(2) ** bits
-    return Q(y.ceil() if up else y.floor()) / Q(2) ** bits
-
-
-def _series(f: Q, m: int) -> Q:
-    """sum_{i<=m} (-f)^i/i!, 0 <= f <= 1: below e^{-f} if m is odd, above if even (alternating)."""
-    return sum(((-f) ** i / factorial(i) for i in range(m + 1)), ZERO)
-
-
+# _grid(x, up, bits): x rounded down (up) to 2^-bits Z, bits in Z
+_grid = lambda x, up, bits=64: (ceil if up else floor)(x * Q(2) ** bits) / Q(2) ** bits
+# _series(f, m) = sum_{i<=m} (-f)^i/i!, 0 <= f <= 1: below e^{-f} if m is odd, above if even
+_series = lambda f, m: sum(((-f) ** i / factorial(i) for i in range(m + 1)), ZERO)
 # _round(x, up): x >= 0 rounded down (or up) to b significant bits
 _round = lambda x, up, b=80: _grid(x, up, b - (int(x.p).bit_length() - int(x.q).bit_length()))
 _E1 = (_round(_series(ONE, 27), False), _round(_series(ONE, 28), True))
@@ -69,7 +61,8 @@ class ExactArithmetic:  # intervals (lo, hi) with rational ends, rounded outward
         return _grid(lo, False), _grid(hi, True)
 
     def deviation(self, gl, gh, lam):  # (D_lo, D_hi) over the gap box [gl, gh] (module docstring)
-        peak = _grid(ONE / (E_LOWER * lam), True)
+        peak, top = _grid(ONE / (E_LOWER * lam), True), deviation_peak(1) / lam
+        ps = lambda g, e: g * e[1] / (1 + e[0])  # psi(lam g)/lam <= ps(g, bounds of e^{-lam g})
         num_hi = num_lo = den_lo = den_hi = psi = ZERO
         for l, h in zip(gl, gh):
             el, eh = exp_neg_bounds(lam * l), exp_neg_bounds(lam * h)
@@ -78,12 +71,7 @@ class ExactArithmetic:  # intervals (lo, hi) with rational ends, rounded outward
             num_lo += min(l * el[0], h * eh[0])
             den_lo, den_hi = den_lo + eh[0], den_hi + el[1]
             # psi(lam g)/lam, psi(x) = x e^{-x}/(1 + e^{-x}) <= W(1/e): rises to 1, falls from 8/5
-            if lam * h <= 1:
-                psi += h * eh[1] / (1 + eh[0])
-            elif lam * l >= Q(8, 5):
-                psi += l * el[1] / (1 + el[0])
-            else:
-                psi += deviation_peak(1) / lam
+            psi += ps(h, eh) if lam * h <= 1 else ps(l, el) if lam * l >= Q(8, 5) else top
         d_hi = min(num_hi / max(ONE, den_lo), psi, deviation_peak(len(gl) - 1) / lam)
         return _grid(num_lo / den_hi, False), _grid(d_hi, True)
 
@@ -114,13 +102,12 @@ class CellResult:
     gate_layer: int | None  # first layer whose gate check failed
 
 
-def _gaps(A, ps, X) -> tuple[list, list]:
+def _gaps(A, ps, X) -> tuple[list, ...]:
     """Per token t, the ends of an enclosure of the gap max_s z_s - z_t >= 0 over the box X of
     h, from z_s - z_t = (w_s - w_t) . h + (b_s - b_t) (a repeated piece differs by 0)."""
     diff = lambda p, q: A.dot([a - b for a, b in zip(p.w, q.w)], X, p.b - q.b)
     cols = [[diff(p, q) for p in ps if p is not q] for q in ps]
-    lo = [max([A.zero] + [A.lo(v) for v in col]) for col in cols]
-    return lo, [max([A.zero] + [A.hi(v) for v in col]) for col in cols]
+    return tuple([max([A.zero] + [end(v) for v in col]) for col in cols] for end in (A.lo, A.hi))
 
 
 def cell_bound(net: MaxoutNetwork, gates, n: int, lam, lo, hi, A=EXACT, first=None) -> CellResult:
@@ -175,8 +162,7 @@ def _excluded(domain: Domain, row: int, lo, hi) -> bool:  # A_row x <= b_row fai
 def check_first_layer(net: MaxoutNetwork, gates, domain: Domain, multipliers):
     """Layer-1 ranges over a polyhedron from Farkas multipliers ``multipliers[i][j] =
     (y_max, y_min)`` (y >= 0, y^T A = +-w_{i,j}), each checked, and the gate |z^1| <= C_1."""
-    P, C = domain.as_polyhedron(), gates[0]
-    ranges: list[list[tuple[Q, Q]]] = []
+    P, C, ranges = domain.as_polyhedron(), gates[0], list[list[tuple[Q, Q]]]()
     if len(multipliers) != net.layers[0].width:
         raise CheckFailed("softmax: one list of multipliers per unit of layer 1 needed")
     for unit, ys in zip(net.layers[0].units, multipliers):
