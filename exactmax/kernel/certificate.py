@@ -212,7 +212,9 @@ def _chosen(node: Max | Hardmax, ch: Choice | None, vals: list, rows: list[Row],
     return vals[vk]
 
 
-def check_equal_on_domain(f: Program, g: Program, P, tree: Tree, outputs=None, rows=None) -> int:
+def check_equal_on_domain(
+    f: Program, g: Program, P: Polyhedron, tree: Tree, outputs: tuple | None = None, rows=None
+) -> int:
     """Accept iff ``tree`` proves f(x)_o = g(x)_o for x in P (``rows``: domain_rows(P), if known),
     o in ``outputs`` (default: all; only the nodes these read are evaluated); returns the leaves."""
     if not f.dim == g.dim == P.dim or len(f.outputs) != len(g.outputs):

@@ -230,7 +230,9 @@ def program_of_encoded_layer(net: MaxoutNetwork, layer: int, positions, d_model:
     return Program(dim, tuple(b.nodes), tuple(outs))
 
 
-def same_feedforward(tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward):
+def same_feedforward(
+    tf: Transformer, merged: FeedForward, first: FeedForward, second: FeedForward
+) -> bool:
     """merged(s) = second(first(s)) for every token state s in Q^{d_m}: on one symbolic token
     (hash-consed ReLU nodes) both give the same expressions (sound; complete for the merging)."""
     b, state = _Builder(), [_expr({i: ONE}) for i in range(tf.d_model)]
