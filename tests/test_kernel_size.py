@@ -56,7 +56,8 @@ with 15 pixels free is checked over 15 inputs, not 784), 24 lines, and a compact
 that ``ruff format`` spread over several lines rewritten to fit one, ``_grid`` and ``_series`` as
 lambdas, a few assignments joined; compared with the previous kernel on generated inputs) took back
 30: 1,991 in all, 962 the core, 1,454 code lines; two public signatures given back their
-annotations (``same_feedforward``, ``check_equal_on_domain``): 1,995 and 966.
+annotations (``same_feedforward``, ``check_equal_on_domain``): 1,995 and 966; ``compose`` as a
+``lin_map`` (twice as fast on an MNIST pair leaf's 1,800 rows): 1,994.
 The physical caps below are those counts, so the kernel cannot grow unnoticed (lower them as it
 shrinks); the code lines are capped at 1,500 and 1,000.
 """
@@ -99,7 +100,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (1995, 966)  # the whole kernel, its core
+PHYSICAL_CAP = (1994, 966)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():

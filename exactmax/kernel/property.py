@@ -110,10 +110,9 @@ def _argument(u: Upper | None) -> int | None:  # j if u = A_j (lam = e_j, beta =
 
 
 def compose(row: Row, ys: list, d: int) -> Row:  # a . (x, y) + c >= 0 over z, y_o = m_o . z + e_o
-    terms = [(w, ys[o]) for o, w in enumerate(row.a[d:]) if w]
-    x = row.a[:d] + (ZERO,) * (len(ys[0][0]) - d if ys else 0)
-    a = tuple(x[t] + sum((w * m[t] for w, (m, _) in terms if m[t]), ZERO) for t in range(len(x)))
-    return Row(a, row.c + sum((w * e for w, (_, e) in terms), ZERO), row.strict)
+    x, y = [(t, v) for t, v in row.nz if t < d], [(t - d, v) for t, v in row.nz if t >= d]
+    m = cert.lin_map(Lin(tuple(x), row.c, tuple(y)), ys, len(ys[0][0]) if ys else d)
+    return Row(*m, row.strict)
 
 
 def check_case(p: Program, case: Case, tree: Tree, where: str = "case", run=None) -> int:
