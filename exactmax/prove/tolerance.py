@@ -478,7 +478,7 @@ def decide_tolerance_split(
 
 def free_inputs(a, b, dom):
     """(A', B', box', embed) where A and B are Maxout networks and the domain a box with some
-    inputs fixed (lower_i = upper_i) and some free: the kernel's ``pair.on_free_inputs`` (A' and
+    inputs fixed (lower_i = upper_i) and some free: the kernel's ``maxout.on_free_inputs`` (A' and
     B' read the fixed inputs as constants: A'(y) = A(embed(y)) for y in box'), and embed, the
     point of the box with free inputs y; else None."""
     models = isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)
