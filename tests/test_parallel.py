@@ -198,11 +198,17 @@ def test_the_max_choice_builder_by_units_on_2_workers(files, tmp_path):
     assert certs[0] == certs[1]
 
 
-def _wider(params):
-    """The same function with one more hidden unit (weights 0): not of A's shape, so no delta
-    rows (``engine/differential.py``) relate the two."""
-    W1, b1, W2, b2 = params
-    return W1 + [[0]], b1 + [0], [r + [0] for r in W2], b2
+def _with_rank3(doc: dict, weight: str) -> dict:
+    """The network with one more hidden unit, max(x_0, -x_0, x_last) (a Maxout unit of rank 3,
+    not a ReLU), read by every output with ``weight``: no delta rows
+    (``engine/differential.py``: ReLU networks only) relate it to a ReLU network."""
+    d = doc["input_dim"]
+    e = lambda j, v: [v if t == j else "0" for t in range(d)]   # noqa: E731
+    doc["layers"][0]["units"].append({"pieces": [{"w": e(0, "1"), "b": "0"},
+                                                 {"w": e(0, "-1"), "b": "0"},
+                                                 {"w": e(d - 1, "1"), "b": "0"}]})
+    doc["output"]["W"] = [r + [weight] for r in doc["output"]["W"]]
+    return doc
 
 
 def _epsilon_certificates(tmp_path, B: str, epsilon: str, cells: str) -> list[tuple]:
@@ -223,7 +229,7 @@ def test_epsilon_certificates_are_the_same_for_1_and_2_workers(tmp_path):
     """equiv --epsilon: units solved by the Max-choice tree builder (no relaxed leaves)."""
     pa = random_relu(3)
     write(tmp_path, "a.json", relu_net(*pa, [-2], [2]))
-    B = write(tmp_path, "b.json", relu_net(*_wider(pruned(pa, 4)), [-2], [2]))
+    B = write(tmp_path, "b.json", _with_rank3(relu_net(*pruned(pa, 4), [-2], [2]), "1/8"))
     runs = _epsilon_certificates(tmp_path, B, "1000", "2")
     assert [out["stats"]["units"] >= n for (out, _), n in zip(runs, (1, 3, 3))] == [True] * 3
     assert runs[0][1] == runs[1][1] == runs[2][1]
@@ -354,9 +360,9 @@ def test_a_signal_stops_the_coordinator_and_its_workers(tmp_path, sig):
     A = write(tmp_path, "a.json", relu_net(W1.tolist(), b1.tolist(), W2.tolist(), [0],
                                            [-1] * d, [1] * d))
     W1b = W1.copy()
-    W1b[0, 0] += 1 / 8   # and one more unit (weights 0): no delta rows, the Max-choice builder
-    B = write(tmp_path, "b.json", relu_net(W1b.tolist() + [[0] * d], b1.tolist() + [0],
-                                           [W2[0].tolist() + [0]], [0], [-1] * d, [1] * d))
+    W1b[0, 0] += 1 / 8   # and a unit of rank 3: no delta rows, the Max-choice builder
+    B = write(tmp_path, "b.json", _with_rank3(relu_net(W1b.tolist(), b1.tolist(), W2.tolist(),
+                                                       [0], [-1] * d, [1] * d), "1/64"))
     p = subprocess.Popen([sys.executable, "-m", "exactmax", "equiv", A, B, "--epsilon", "1/2",
                           "--no-search", "--unit-cells", "1", "--workers", "2",
                           "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
