@@ -459,3 +459,26 @@ def test_a_counterexample_on_the_free_inputs_is_a_point_of_the_whole_box(tmp_pat
     assert FIXED.contains(x) and (x[1], x[3]) == (Q(1, 4), Q(-1, 8))
     ya, yb = evaluate_maxout(a, x), evaluate_maxout(b, x)
     assert max(abs(u - v) for u, v in zip(ya, yb)) > g - Q(1, 10**6)
+
+
+def test_units_with_zero_or_constant_pre_activations_are_relaxed_like_the_others():
+    """Degenerate weights: B's unit 3 of layer 1 has weights and bias 0 (max(0, 0): it is 0, though
+    read on), unit 5 of layer 2 weights 0 and bias 1/4 (a constant): the pair still goes to the
+    delta rows, and the kernel accepts the tree."""
+    a = relu(3, [8, 8], 2, seed=5)
+    b = pruned(a, 6, seed=6)
+
+    def with_unit(net, l, u, w, bias):
+        units = list(net.layers[l].units)
+        units[u] = Unit((Piece(w, bias), units[u].pieces[1]))
+        layers = list(net.layers)
+        layers[l] = Layer(tuple(units))
+        return dataclasses.replace(net, layers=tuple(layers))
+
+    b = with_unit(b, 0, 3, (ZERO,) * 3, ZERO)
+    b = with_unit(b, 1, 5, (ZERO,) * 8, Q(1, 4))
+    assert differential.applies(a, b)
+    E = gap_on_grid(a, b, BOX) * Q(3, 2) + Q(1, 100)
+    ans = decide_tolerance(a, b, BOX, E, run_search=False)
+    assert ans.verdict == "proved" and ans.stats["builder"] == "differential"
+    assert check_pair_property(a, b, BOX, E, ans.tree) == len(list(leaves(ans.tree)))

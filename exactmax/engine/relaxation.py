@@ -83,6 +83,8 @@ class Layers:
             args = p.nodes[i].args
             zero = [j for j in args if _is_zero(p.nodes[j])]
             a = [j for j in args if not _is_zero(p.nodes[j])]
+            if len(args) == 2 == len(zero):  # max(0, 0): a unit whose weights and bias are 0
+                a, zero = zero[:1], zero[1:]
             if (
                 len(args) != 2
                 or len(zero) != 1
@@ -93,6 +95,9 @@ class Layers:
             node = p.nodes[a[0]]
             reads = {layer_of.get(j, -2) for j, _ in node.terms}
             k = 0 if not node.terms else (reads.pop() + 1 if len(reads) == 1 else -1)
+            if not node.terms and not node.x and self.ids:  # a constant: the layer being read
+                k = len(self.ids) - 1  # (a layer's first unit lands in the one before; what
+                # reads it then reads two layers, which is refused below)
             if k < 0 or (k > 0 and node.x) or (k == 0 and node.terms):
                 raise _Unsupported
             if k == len(self.ids):
