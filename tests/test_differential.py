@@ -263,15 +263,20 @@ def test_networks_with_a_relu_on_their_outputs_are_relaxed_layer_by_layer():
     assert check_pair_property(a, b, small, None, ans.tree) == len(list(leaves(ans.tree)))
 
 
+def _files(tmp_path, a, b, box) -> list[str]:
+    out = []
+    for name, obj in (("a", model_to_json(a)), ("b", model_to_json(b)),
+                      ("d", {"format": "exactmax/domain", "version": 1, **domain_to_json(box)})):
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+        out.append(str(tmp_path / f"{name}.json"))
+    return out
+
+
 def test_the_certificate_round_trips_and_validates(twin, tmp_path, capsys):
     a, b, E, _ = twin
-    files = {}
-    for name, obj in (("a", model_to_json(a)), ("b", model_to_json(b)),
-                      ("d", {"format": "exactmax/domain", "version": 1, **domain_to_json(BOX)})):
-        files[name] = str(tmp_path / f"{name}.json")
-        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+    fa, fb, fd = _files(tmp_path, a, b, BOX)
     cert = str(tmp_path / "c.json")
-    assert main(["equiv", files["a"], files["b"], "--domain", files["d"], "--epsilon", str(E),
+    assert main(["equiv", fa, fb, "--domain", fd, "--epsilon", str(E),
                  "--cert", cert, "--no-search"]) == 0
     capsys.readouterr()
     doc = json.loads(open(cert).read())
@@ -400,15 +405,6 @@ def test_tampered_phase_splits_in_a_pair_certificate_are_rejected(what):
 
 FIXED = Box((Q(-1, 2), Q(1, 4), Q(-1, 2), Q(-1, 8), Q(-1, 2)),
             (Q(1, 2), Q(1, 4), Q(1, 2), Q(-1, 8), Q(1, 2)))   # inputs 1 and 3 fixed
-
-
-def _files(tmp_path, a, b, box) -> list[str]:
-    out = []
-    for name, obj in (("a", model_to_json(a)), ("b", model_to_json(b)),
-                      ("d", {"format": "exactmax/domain", "version": 1, **domain_to_json(box)})):
-        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
-        out.append(str(tmp_path / f"{name}.json"))
-    return out
 
 
 def test_a_box_with_fixed_inputs_is_decided_on_its_free_inputs(tmp_path, capsys):

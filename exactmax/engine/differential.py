@@ -1,7 +1,8 @@
-"""Differential bounds: relaxed leaves for the pair program of two ReLU networks of one shape.
+"""Differential bounds: relaxed leaves for the pair program of two ReLU networks of one depth.
 
-Untrusted producer for ``equiv A B --epsilon E`` when A and B are ReLU networks with the same
-layer widths (a network and its pruned, quantised or fine-tuned twin) on a box.  Unit u of
+Untrusted producer for ``equiv A B --epsilon E`` / ``--top1`` when A and B are ReLU networks
+of the same depth (a network and its pruned, quantised or fine-tuned twin; units may have been
+removed, see ``PairLayers``) on a box.  Unit u of
 hidden layer k is v = max(a, 0) in A and w = max(b, 0) in B; Delta = a - b, delta = v - w.
 Since ReLU is monotone and 1-Lipschitz, min(0, Delta) <= delta <= max(0, Delta): the two
 networks' errors cancel where they agree, instead of adding up as two separate relaxations
@@ -68,11 +69,6 @@ PHASE_LEAVES = 200
 INPUT_SPLITS = 16
 """A box with more inputs of non-zero width than this is not halved (an image-sized box closes
 at once or not at all), and is built in the coordinating process, not in work units."""
-
-
-def free_inputs(box) -> int:
-    """The inputs of non-zero width of a box (``kernel.polyhedron.Box``)."""
-    return sum(1 for lo, hi in zip(box.lower, box.upper) if lo < hi)
 
 
 class PairLayers:
@@ -150,7 +146,7 @@ def _pre(p, i: int) -> int:
 
 
 def applies(a, b) -> bool:
-    """Are a and b ReLU networks of one shape (the builder's models)?"""
+    """Are a and b ReLU networks of one depth (the builder's models)?"""
     try:
         PairLayers(a, b, None)  # type: ignore[arg-type]
     except _Unsupported:
@@ -495,7 +491,7 @@ def build_differential_tree(
 ):
     """A tree of relaxed leaves (with delta rows) and input splits for the pair case of
     ``kernel.pair.pair_case`` (epsilon or top-1), or None when the models are not ReLU networks
-    of one shape, the domain is not a box, or a path needs more than MAX_DEPTH splits.
+    of one depth, the domain is not a box, or a path needs more than MAX_DEPTH splits.
     ``violated(x)`` raises with an exact candidate point (None: ``casetree.Violated`` where
     ``violates``, checked in floats first).  ``budget`` and ``start`` (an
     ``relaxation.OpenBox``) as for ``relaxation.build_relaxed_tree``: work units."""

@@ -426,7 +426,7 @@ def _relaxed(kind: str, models, p, case: Case, limits, budget=None, start=None):
 
 
 def _differential(models, case: Case, limits, budget=None, start=None):
-    """For a pair of ReLU networks of one shape (epsilon or top-1): the tree of relaxed
+    """For a pair of ReLU networks of one depth (epsilon or top-1): the tree of relaxed
     leaves with delta rows (``differential.build_differential_tree``), else None."""
     from . import differential
 

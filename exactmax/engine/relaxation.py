@@ -95,7 +95,7 @@ class Layers:
             node = p.nodes[a[0]]
             reads = {layer_of.get(j, -2) for j, _ in node.terms}
             k = 0 if not node.terms else (reads.pop() + 1 if len(reads) == 1 else -1)
-            if not node.terms and not node.x and self.ids:  # a constant: the layer being read
+            if not node.terms and not node.x and self.ids:  # a constant: the layer being built
                 k = len(self.ids) - 1  # (a layer's first unit lands in the one before; what
                 # reads it then reads two layers, which is refused below)
             if k < 0 or (k > 0 and node.x) or (k == 0 and node.terms):

@@ -10,7 +10,7 @@ denotes), clipped into the box, and re-evaluated by the kernel's evaluators
 (``evaluate_maxout``, ``evaluate_transformer``).  Then ``engine.casetree.build_case_tree``
 builds a split tree for the pair program (with every max-like hardmax head as a Max node, its
 choices restated for the kernel: ``engine/pair.py``), and the kernel checks it
-(``check_pair_property``); for two ReLU networks of one shape on a box, ``engine.differential``
+(``check_pair_property``); for two ReLU networks of one depth on a box, ``engine.differential``
 first builds relaxed leaves that bound the difference of corresponding units (the case tree
 where it cannot).
 """
@@ -434,10 +434,10 @@ def decide_tolerance_split(
     """``decide_tolerance`` with the pair program's tree built from work units
     (``engine.parallel``'s ``split_case_trees``): the same search, answers and kernel check.
     Maxout networks on a box with some inputs fixed (lower_i = upper_i; an image with a few
-    pixels free) are decided on the free inputs alone (``free_inputs``)."""
+    pixels free) are decided on the free inputs alone (``on_free_inputs_of_pair``)."""
     from ..io.models import model_to_json
 
-    reduced = free_inputs(a, b, dom)
+    reduced = on_free_inputs_of_pair(a, b, dom)
     if reduced is not None:
         ra, rb, rbox, embed = reduced
         v = decide_tolerance_split(
@@ -476,7 +476,7 @@ def decide_tolerance_split(
     )
 
 
-def free_inputs(a, b, dom):
+def on_free_inputs_of_pair(a, b, dom):
     """(A', B', box', embed) where A and B are Maxout networks and the domain a box with some
     inputs fixed (lower_i = upper_i) and some free: the kernel's ``maxout.on_free_inputs`` (A' and
     B' read the fixed inputs as constants: A'(y) = A(embed(y)) for y in box'), and embed, the
