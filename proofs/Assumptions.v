@@ -1,4 +1,4 @@
-From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise Property.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise Relaxed Property.
 Print Assumptions check_cert_sound.
 Print Assumptions maxout_program_correct.
 Print Assumptions transformer_program_correct.
@@ -8,5 +8,6 @@ Print Assumptions equiv_poly_sound.
 Print Assumptions layerwise_sound.
 Print Assumptions mm_layerwise_sound.
 Print Assumptions merged_layerwise_sound.
+Print Assumptions relax_sound.
 Print Assumptions property_sound.
 Print Assumptions maxout_property_sound.

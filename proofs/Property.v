@@ -24,7 +24,7 @@
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
 From Coq Require Uint63 PArray.
 Import (notations) Uint63.
-From ExactMax Require Import Checker Sound Build Maxout.
+From ExactMax Require Import Checker Sound Build Maxout Relaxed.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -58,23 +58,15 @@ Definition property_shaped (net : maxout) (cases : list pcase) : bool :=
 (* ------------------------------------------------------------------ *)
 (** * The checker *)
 
-(* sum_o w_o y_o for affine maps y_o *)
-Fixpoint lincomb_aff (ws : list Q) (ys : list aff) : aff :=
-  match ws, ys with
-  | w :: ws', y :: ys' => aadd (ascale w y) (lincomb_aff ws' ys')
-  | _, _ => azero
-  end.
-
-(* the row a . (x ++ y) + c (>= 0 or > 0) with y_o = ys_o(x), as a row over x alone, for x
-   of dimension d *)
-Definition compose (d : nat) (ys : list aff) (r : con) : con :=
-  (aadd (firstn d (fst (fst r)), snd (fst r)) (lincomb_aff (skipn d (fst (fst r))) ys), snd r).
-
 Inductive ptree :=
 | PEmpty (w : farkas)                          (* the cell is empty: it entails 0 > 0 *)
 | PExcluded (cs : choices) (ws : list farkas)  (* y = M x + e; no O_j holds on the cell *)
-| PSplit (h : aff) (cs : choices) (ge lt : ptree).
+| PSplit (h : aff) (cs : choices) (ge lt : ptree)
     (* ge: h >= 0 appended; lt: -h > 0 appended *)
+| PRelaxed (cs : choices) (ups : list (option upper)) (extra : list (nat * upper))
+           (prs : list rproof).
+    (* Relaxed.v: unfixed Max nodes as variables under upper functions, extra rows, and per
+       O_j a refutation (Farkas, phase splits, tightened rows) *)
 
 Definition check_excluded (p : prog) (d : nat) (need : list bool) (outs : list (list con))
                           (C : list con) (cs : choices) (prev : list (option aff))
@@ -94,6 +86,7 @@ Fixpoint check_ptree (p : prog) (d : nat) (need : list bool) (outs : list (list 
   match t with
   | PEmpty w => entails C azero true w
   | PExcluded cs ws => check_excluded p d need outs C (cs ++ inh) prev ws
+  | PRelaxed cs ups ex prs => check_relaxed p d need outs C (cs ++ inh) prev ups ex prs
   | PSplit h [] l r =>
       check_ptree p d need outs (C ++ [(h, false)]) inh prev l &&
       check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh prev r
@@ -120,40 +113,6 @@ Definition property_ok (net : maxout) (cases : list pcase) (ts : list ptree) : b
 
 Local Open Scope R_scope.
 
-Lemma dotR_app : forall (a : list Q) (x y : list R),
-  dotR a (x ++ y) = dotR (firstn (length x) a) x + dotR (skipn (length x) a) y.
-Proof.
-  intros a x. revert a. induction x as [|v x IH]; intros [|q a] y; cbn [app length firstn skipn dotR].
-  - lra.
-  - lra.
-  - lra.
-  - rewrite IH. lra.
-Qed.
-
-Lemma lincomb_aff_evalR : forall ws ys x,
-  evalR (lincomb_aff ws ys) x = dotR ws (map (fun a => evalR a x) ys).
-Proof.
-  induction ws as [|w ws IH]; intros [|y ys] x; cbn [lincomb_aff map dotR];
-    try apply evalR_azero.
-  rewrite evalR_aadd, evalR_ascale, IH. reflexivity.
-Qed.
-
-Lemma compose_evalR : forall d ys r x, length x = d ->
-  evalR (fst (compose d ys r)) x = evalR (fst r) (x ++ map (fun a => evalR a x) ys).
-Proof.
-  intros d ys [[a c] s] x Hd. unfold compose. cbn [fst snd].
-  rewrite evalR_aadd, lincomb_aff_evalR. unfold evalR at 1 3. cbn [fst snd].
-  rewrite dotR_app, Hd. lra.
-Qed.
-
-Lemma compose_satR : forall d ys O x, length x = d ->
-  satR O (x ++ map (fun a => evalR a x) ys) -> satR (map (compose d ys) O) x.
-Proof.
-  intros d ys O x Hd H. unfold satR in *. apply Forall_map.
-  eapply Forall_impl; [|exact H]. intros r Hr. unfold sat_conR in *.
-  rewrite compose_evalR by exact Hd. destruct r as [h s]. exact Hr.
-Qed.
-
 Lemma check_excluded_sound : forall p d need outs C cs prev ws x,
   check_excluded p d need outs C cs prev ws = true -> satR C x -> length x = d ->
   knownR x (runR (p_nodes p) x []) prev ->
@@ -177,7 +136,7 @@ Lemma check_ptree_sound : forall p d need outs t C inh prev x,
   knownR x (runR (p_nodes p) x []) prev ->
   forall O, In O outs -> ~ satR O (x ++ outsR p x).
 Proof.
-  intros p d need outs t. induction t as [w | cs ws | h cs l IHl r IHr];
+  intros p d need outs t. induction t as [w | cs ws | h cs l IHl r IHr | cs ups ex prs];
     intros C inh prev x Ht HC Hd K; cbn [check_ptree] in Ht.
   - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
   - exact (check_excluded_sound p d need outs C _ prev ws x Ht HC Hd K).
@@ -199,6 +158,7 @@ Proof.
     apply (Hgo (unresolved v v ((e :: cs) ++ inh)) v); [|exact Ht].
     exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes p) need [] []
              prev v (Forall2_nil _) eq_refl K E)).
+  - exact (relax_sound p d need outs C _ prev ups ex prs x Ht HC Hd K).
 Qed.
 
 (** A certificate that checks proves the property: for every case, no real x of its input
@@ -228,16 +188,48 @@ Proof. intros net cases ts _. exact (property_sound net cases ts). Qed.
 (* ------------------------------------------------------------------ *)
 (** * Packed certificates *)
 
-(* As Checker.unpack_tree, with the trees of property certificates: the same five tables
-   (Farkas lists, affine maps, choice entries, choice lists, tree nodes), tree nodes being
-   0 c n f_1 .. f_n (PExcluded: a choice list's index and n Farkas lists' indices),
-   1 f (PEmpty), 2 a c ge lt (PSplit); then the number of cases and each case's root.  Only
-   a way of writing: property_ok is sound for every list of trees. *)
+(* As Checker.unpack_tree, with the trees of property certificates: seven tables (Farkas
+   lists, affine maps, choice entries, choice lists, upper functions, refutations, tree
+   nodes), an upper function being its lam list (n, then n rationals), beta (a rational), its
+   proofs (n Farkas lists' indices) and terms (n, then n pairs node, rational); a refutation
+   0 f (RFarkas), 1 i n r_1 .. r_n (RPhase, earlier refutations' indices) or
+   2 n (i_1 u_1) .. (i_n u_n) r (RTighten: node and upper function pairs, then a refutation);
+   tree nodes 0 c n f_1 .. f_n (PExcluded: a choice list's index and n Farkas lists' indices),
+   1 f (PEmpty), 2 a c ge lt (PSplit), 3 c n o_1 .. o_n m (i_1 u_1) .. (i_m u_m) k r_1 .. r_k
+   (PRelaxed: o = 0 for no upper function, else 1 + an upper function's index); then the
+   number of cases and each case's root.  Only a way of writing: property_ok is sound for
+   every list of trees. *)
 
 Definition no_ptree : ptree := PEmpty no_farkas.
+Definition no_upper : upper := {| up_lam := []; up_beta := 0; up_proofs := []; up_terms := [] |}.
+Definition no_rproof : rproof := RFarkas no_farkas.
+
+Definition rd_upper (F : PArray.array farkas) : reader upper :=
+  fun l => let '(lam, l1) := rd_list rd_Q l in
+           let '(beta, l2) := rd_Q l1 in
+           let '(ps, l3) := rd_list (fun l => let '(f, l') := rd_idx l in (PArray.get F f, l')) l2 in
+           let '(ts, l4) := rd_list (fun l => let '(k, l1) := rd_nat l in
+                                              let '(c, l2) := rd_Q l1 in ((k, c), l2)) l3 in
+           ({| up_lam := lam; up_beta := beta; up_proofs := ps; up_terms := ts |}, l4).
+
+Definition rd_pair (U : PArray.array upper) : reader (nat * upper) :=
+  fun l => let '(i, l1) := rd_nat l in let '(u, l2) := rd_idx l1 in ((i, PArray.get U u), l2).
+
+Definition rd_rproof (F : PArray.array farkas) (U : PArray.array upper)
+                     (P : PArray.array rproof) : reader rproof :=
+  fun l => let '(k, l1) := rd l in
+           match k with
+           | 1%Z => let '(i, l2) := rd_nat l1 in
+                    let '(bs, l3) := rd_list rd_idx l2 in
+                    (RPhase i (fold_right (fun b acc => RCons (PArray.get P b) acc) RNil bs), l3)
+           | 2%Z => let '(ts, l2) := rd_list (rd_pair U) l1 in
+                    let '(r, l3) := rd_idx l2 in (RTighten ts (PArray.get P r), l3)
+           | _ => let '(f, l2) := rd_idx l1 in (RFarkas (PArray.get F f), l2)
+           end.
 
 Definition rd_ptree (F : PArray.array farkas) (A : PArray.array aff)
-                    (C : PArray.array choices) (T : PArray.array ptree) : reader ptree :=
+                    (C : PArray.array choices) (U : PArray.array upper)
+                    (P : PArray.array rproof) (T : PArray.array ptree) : reader ptree :=
   fun l => let '(k, l1) := rd l in
            match k with
            | 0%Z => let '(c, l2) := rd_idx l1 in
@@ -249,6 +241,14 @@ Definition rd_ptree (F : PArray.array farkas) (A : PArray.array aff)
                     let '(g, l4) := rd_idx l3 in let '(t, l5) := rd_idx l4 in
                     (PSplit (PArray.get A a) (PArray.get C c) (PArray.get T g) (PArray.get T t),
                      l5)
+           | 3%Z => let '(c, l2) := rd_idx l1 in
+                    let '(ups, l3) := rd_list (fun l => let '(o, l') := rd l in
+                                        (if Z.eqb o 0 then None
+                                         else Some (PArray.get U (Uint63.of_Z (o - 1))), l')) l2 in
+                    let '(ex, l4) := rd_list (rd_pair U) l3 in
+                    let '(rs, l5) := rd_list (fun l => let '(r, l') := rd_idx l in
+                                                       (PArray.get P r, l')) l4 in
+                    (PRelaxed (PArray.get C c) ups ex rs, l5)
            | _ => (no_ptree, l1)
            end.
 
@@ -259,6 +259,8 @@ Definition unpack_ptrees (a : PArray.array Uint63.int) : list ptree :=
   let '(E, l3) := rd_table (0%nat, 0%nat, {| ch_k := 0; ch_proofs := [] |})
                            (fun _ => rd_entry F) l2 in
   let '(C, l4) := rd_table [] (fun _ => rd_choices E) l3 in
-  let '(T, l5) := rd_table no_ptree (rd_ptree F A C) l4 in
-  let '(roots, _) := rd_list rd_idx l5 in
+  let '(U, l5) := rd_table no_upper (fun _ => rd_upper F) l4 in
+  let '(P, l6) := rd_table no_rproof (rd_rproof F U) l5 in
+  let '(T, l7) := rd_table no_ptree (rd_ptree F A C U P) l6 in
+  let '(roots, _) := rd_list rd_idx l7 in
   map (PArray.get T) roots.

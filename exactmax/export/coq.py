@@ -74,9 +74,10 @@ class _Tables:
     lists, affine maps, choice entries, choice lists and tree nodes, each item written once
     as its numbers and referred to by index everywhere."""
 
-    def __init__(self):
-        self.items = {k: [] for k in _KINDS}
-        self.index = {k: {} for k in _KINDS}
+    def __init__(self, kinds: tuple[str, ...] = _KINDS):
+        self.kinds = kinds  # the tables, in the order the stream holds them
+        self.items = {k: [] for k in kinds}
+        self.index = {k: {} for k in kinds}
 
     def add(self, kind: str, nums: tuple) -> int:
         index = self.index[kind]
@@ -87,7 +88,7 @@ class _Tables:
 
     def stream(self, tail) -> list[int]:
         out = []
-        for k in _KINDS:
+        for k in self.kinds:
             out.append(len(self.items[k]))
             for nums in self.items[k]:
                 out.extend(nums)

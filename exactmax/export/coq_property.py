@@ -28,7 +28,10 @@ import sys
 
 from ..kernel.certificate import Empty, Split
 from ..kernel.property import Excluded, Phase, Relaxed, Tighten
-from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _Tables, _TreeWriter
+from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _qnums, _Tables, _TreeWriter
+
+
+KINDS = ("farkas", "aff", "entry", "choices", "upper", "rproof", "tree")  # Property.unpack_ptrees
 
 
 def _ptree(t: _Tables, tree, domain_rows: int) -> int:
@@ -46,13 +49,26 @@ def _ptree(t: _Tables, tree, domain_rows: int) -> int:
             stack.append((node.ge, lam + (k,), False))
             continue
         if isinstance(node, Empty):
-            nums = (1, w.farkas(node.proof, lam))
-        elif isinstance(node, Excluded):
+            nums: tuple = (1, w.farkas(node.proof, lam))
+        elif isinstance(node, Excluded) and not any(isinstance(p, Phase | Tighten) for p in node.proofs):
             nums = (
                 0,
                 w.choices(w.own(node.choices, lam)),
                 len(node.proofs),
                 *(w.farkas(p, lam) for p in node.proofs),
+            )
+        elif isinstance(node, Excluded | Relaxed):  # an Excluded leaf: no upper, no extra row
+            uppers = node.uppers if isinstance(node, Relaxed) else ()
+            extra = node.extra if isinstance(node, Relaxed) else ()
+            nums = (
+                3,
+                w.choices(w.own(node.choices, lam)),
+                len(uppers),
+                *(0 if u is None else 1 + _upper(w, u, lam) for u in uppers),
+                len(extra),
+                *(n for i, u in extra for n in (i, _upper(w, u, lam))),
+                len(node.proofs),
+                *(_rproof(w, p, lam) for p in node.proofs),
             )
         elif isinstance(node, Split):
             k = _integral_scale(node.a, node.c)
@@ -67,6 +83,32 @@ def _ptree(t: _Tables, tree, domain_rows: int) -> int:
             raise TypeError(f"not a node of a property certificate's tree: {node!r}")
         names[id(node)] = t.add("tree", nums)
     return names[id(tree)]
+
+
+def _upper(w: _TreeWriter, u, lam) -> int:
+    """An upper function's index in its table (``Property.rd_upper``)."""
+    nums = (
+        len(u.lam),
+        *(n for v in u.lam for n in _qnums(v)),
+        *_qnums(u.beta),
+        len(u.proofs),
+        *(w.farkas(p, lam) for p in u.proofs),
+        len(u.terms),
+        *(n for k, c in u.terms for n in (k, *_qnums(c))),
+    )
+    return w.t.add("upper", nums)
+
+
+def _rproof(w: _TreeWriter, proof, lam) -> int:
+    """A refutation's index in its table (``Property.rd_rproof``), children first: a Farkas
+    proof, a ``Phase`` (RPhase) or a ``Tighten`` (RTighten)."""
+    if isinstance(proof, Phase):
+        bs = [_rproof(w, b, lam) for b in proof.branches]
+        return w.t.add("rproof", (1, proof.node, len(bs), *bs))
+    if isinstance(proof, Tighten):
+        ts = [n for i, u in zip(proof.nodes, proof.uppers) for n in (i, _upper(w, u, lam))]
+        return w.t.add("rproof", (2, len(proof.nodes), *ts, _rproof(w, proof.then, lam)))
+    return w.t.add("rproof", (0, w.farkas(proof, lam)))
 
 
 def _row(r) -> str:
@@ -104,7 +146,7 @@ def _binding_comment(hashes: dict) -> str:
 def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProperty") -> str:
     """The text of a Coq file proving the property's cases for the network from their trees
     (``kernel.property.check_property``'s arguments)."""
-    t = _Tables()
+    t = _Tables(KINDS)
     roots = [_ptree(t, tree, len(case.inputs.b)) for case, tree in zip(prop.cases, trees)]
     d = net.input_dim
     cases = "".join(
@@ -206,14 +248,6 @@ def export_command(args) -> int:
             "lifted",
             "a certificate about the lifted form of the network (lattice normal forms have no "
             "Coq export yet): make one without lifting with exactmax check --no-lift --no-relax",
-        )
-    if any(_has_relaxed(tree) for tree in trees):
-        raise InputError(
-            args.cert,
-            "cases",
-            "relaxed leaves or phase splits, which proofs/Property.v does "
-            "not know: make a certificate without them with exactmax check "
-            "--no-relax (exactmax check-cert checks this one)",
         )
     text = export_coq_property(net, prop, trees, hashes, module)
     check = args.check or args.existing
