@@ -620,14 +620,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="decide on the network as given: by default a network that computes a max/min "
         "expression in ReLUs (a lattice network) is lifted to its shallower Maxout form "
-        "(exactmax lift), proved equal by the kernel, and decided there (not with --no-relax: "
-        "a certificate about the lifted form has no Coq export)",
+        "(exactmax lift), proved equal by the kernel, and decided there (not with --no-relax); "
+        "a certificate about the lifted form has no Coq export yet: --no-lift makes one that "
+        "export-coq exports",
     )
     ck.add_argument(
         "--no-relax",
         action="store_true",
         help="no relaxed leaves (every ReLU/Max fixed on each cell), in this "
-        "process: a certificate that export-coq can export",
+        "process, and no lifting: a larger certificate (export-coq exports both kinds)",
     )
     ck.add_argument(
         "--json",

@@ -19,6 +19,8 @@
    - PExcluded cs ws: choices fixing every Max node the outputs read (Checker.srun), so that
      y = M x + e on the cell, and per O_j a Farkas proof of 0 > 0 on the cell's rows followed
      by O_j's rows with y replaced by M x + e ([compose]).
+   - PRelaxed cs ups extra prs: the Max nodes the choices leave open as variables under proved
+     upper functions, extra rows, and per O_j a refutation (Relaxed.v, relax_sound).
    The leaves cover P (each split's halves cover its cell), so no x of P satisfies an O_j. *)
 
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
@@ -193,7 +195,7 @@ Proof. intros net cases ts _. exact (property_sound net cases ts). Qed.
    nodes), an upper function being its lam list (n, then n rationals), beta (a rational), its
    proofs (n Farkas lists' indices) and terms (n, then n pairs node, rational); a refutation
    0 f (RFarkas), 1 i n r_1 .. r_n (RPhase, earlier refutations' indices) or
-   2 n (i_1 u_1) .. (i_n u_n) r (RTighten: node and upper function pairs, then a refutation);
+   2 n i_1 .. i_n m u_1 .. u_m r (RTighten: nodes, upper functions, then a refutation);
    tree nodes 0 c n f_1 .. f_n (PExcluded: a choice list's index and n Farkas lists' indices),
    1 f (PEmpty), 2 a c ge lt (PSplit), 3 c n o_1 .. o_n m (i_1 u_1) .. (i_m u_m) k r_1 .. r_k
    (PRelaxed: o = 0 for no upper function, else 1 + an upper function's index); then the
@@ -222,8 +224,10 @@ Definition rd_rproof (F : PArray.array farkas) (U : PArray.array upper)
            | 1%Z => let '(i, l2) := rd_nat l1 in
                     let '(bs, l3) := rd_list rd_idx l2 in
                     (RPhase i (fold_right (fun b acc => RCons (PArray.get P b) acc) RNil bs), l3)
-           | 2%Z => let '(ts, l2) := rd_list (rd_pair U) l1 in
-                    let '(r, l3) := rd_idx l2 in (RTighten ts (PArray.get P r), l3)
+           | 2%Z => let '(ns, l2) := rd_list rd_nat l1 in
+                    let '(us, l3) := rd_list (fun l => let '(u, l') := rd_idx l in
+                                                       (PArray.get U u, l')) l2 in
+                    let '(r, l4) := rd_idx l3 in (RTighten ns us (PArray.get P r), l4)
            | _ => let '(f, l2) := rd_idx l1 in (RFarkas (PArray.get F f), l2)
            end.
 

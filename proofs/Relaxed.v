@@ -177,7 +177,8 @@ Definition phase_rows (A : list aff) (v : aff) (k : nat) : list con :=
 Inductive rproof :=
 | RFarkas (w : farkas)                                  (* 0 > 0 on the rows *)
 | RPhase (i : nat) (bs : rproofs)                       (* one branch per argument of node i *)
-| RTighten (ts : list (nat * upper)) (th : rproof)      (* rows u - v_i >= 0 added, then th *)
+| RTighten (ns : list nat) (us : list upper) (th : rproof)
+    (* for the nodes ns in turn, rows u - v_i >= 0 added (us: one upper function each), then th *)
 with rproofs :=
 | RNil
 | RCons (b : rproof) (bs : rproofs).
@@ -191,11 +192,13 @@ Fixpoint refute (p : prog) (need : list bool) (senv : list (option aff)) (C : li
       | Some (A, v) => refute_branches p need senv C A v 0 bs
       | None => false
       end
-  | RTighten ts th =>
-      match tighten p need senv C ts with
-      | Some C' => refute p need senv C' th
-      | None => false
-      end
+  | RTighten ns us th =>
+      if Nat.eqb (length ns) (length us) then
+        match tighten p need senv C (combine ns us) with
+        | Some C' => refute p need senv C' th
+        | None => false
+        end
+      else false
   end
 with refute_branches (p : prog) (need : list bool) (senv : list (option aff)) (C : list con)
                      (A : list aff) (v : aff) (k : nat) (bs : rproofs) : bool :=
@@ -505,7 +508,8 @@ Proof.
       pose proof (maxlR_ub _ _ (in_map (fun a => evalR a z) _ _ (drop_nth_In _ _ _ Hb))). lra.
     + constructor; [|constructor]. unfold sat_conR. cbn [fst snd].
       rewrite evalR_asub, Ea, Hv. lra.
-  - intros C HC H. destruct (tighten p need senv C ts) as [C'|] eqn:Et; [|discriminate].
+  - intros C HC H. destruct (Nat.eqb (length ns) (length us)); [|discriminate].
+    destruct (tighten p need senv C (combine ns us)) as [C'|] eqn:Et; [|discriminate].
     exact (IHr C' (tighten_sound _ _ _ x z _ _ _ Et HC Hag) H).
   - intros C A v k HC H kk Hk. apply Nat.eqb_eq in H. lia.
   - intros C A v k HC H kk Hk Hrows. apply andb_true_iff in H as [Hb Hbs].

@@ -197,19 +197,6 @@ def test_phase_splits_agree_with_z3_on_random_networks(tmp_path, monkeypatch):
     assert seen["sat"] >= 2 and seen["phases"] >= 3 and seen["tightened"] >= 1, seen
 
 
-def test_export_coq_refuses_phase_proofs_in_any_leaf():
-    from exactmax.export.coq_property import _has_relaxed
-    from exactmax.kernel.certificate import Split
-    from exactmax.kernel.property import Excluded
-
-    _, _, _, node = _relu_case()
-    plain = Excluded((), (((0, ONE),),))
-    phased = Excluded((), (Phase(node, (((0, ONE),), ((1, ONE),))),))
-    assert not _has_relaxed(Split((ONE,), ZERO, plain, plain))
-    assert _has_relaxed(Split((ONE,), ZERO, plain, phased))
-    assert _has_relaxed(_hand_leaf(node))
-
-
 def test_malformed_phases_are_refused_in_one_line_by_the_reader_and_the_kernel(tmp_path):
     _, p, case, node = _relu_case()
     good = _hand_leaf(node)

@@ -106,8 +106,9 @@ def _rproof(w: _TreeWriter, proof, lam) -> int:
         bs = [_rproof(w, b, lam) for b in proof.branches]
         return w.t.add("rproof", (1, proof.node, len(bs), *bs))
     if isinstance(proof, Tighten):
-        ts = [n for i, u in zip(proof.nodes, proof.uppers) for n in (i, _upper(w, u, lam))]
-        return w.t.add("rproof", (2, len(proof.nodes), *ts, _rproof(w, proof.then, lam)))
+        us = [_upper(w, u, lam) for u in proof.uppers]
+        th = _rproof(w, proof.then, lam)
+        return w.t.add("rproof", (2, len(proof.nodes), *proof.nodes, len(us), *us, th))
     return w.t.add("rproof", (0, w.farkas(proof, lam)))
 
 
@@ -323,23 +324,6 @@ def one_line(message: str, limit: int = 400) -> str:
     """coqc's message on one line (its whitespace collapsed), at most ``limit`` characters."""
     text = " ".join(message.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _has_relaxed(tree) -> bool:
-    """Has the tree a ``Relaxed`` leaf or a ``Phase`` or ``Tighten`` proof (rules of the Python
-    kernel only)?"""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, Relaxed) or any(isinstance(p, Phase | Tighten) for p in _proofs(node)):
-            return True
-        if isinstance(node, Split):
-            todo += [node.ge, node.lt]
-    return False
-
-
-def _proofs(node) -> tuple:
-    return node.proofs if isinstance(node, Excluded) else ()
 
 
 def _leaves(tree) -> int:
