@@ -26,8 +26,8 @@ from exactmax.io.models import model_to_json
 from exactmax.io.property_certificate import property_certificate_to_json
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.property import Phase, Relaxed, Tighten, Upper, check_property
-from exactmax.prove.property import decide_property
 from exactmax.kernel.rational import Q
+from exactmax.prove.property import decide_property
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
@@ -105,7 +105,8 @@ def test_hand_made_relaxed_leaves_are_judged_alike_by_the_kernel_and_by_coq(tmp_
     inner = Phase(node, (((5, ONE), (8, ONE)), ((5, ONE), (8, ONE))))
     leaves = {
         "phase": good,
-        "nested phase": dataclasses.replace(good, proofs=(Phase(node, (phase.branches[0], inner)),)),
+        "nested phase": dataclasses.replace(
+            good, proofs=(Phase(node, (phase.branches[0], inner)),)),
         "tighten": tight(Tighten((node,), (own,), ((6, ONE), (9, ONE)))),
         "no phase": dataclasses.replace(good, proofs=(((5, ONE), (6, ONE)),)),
         "swapped": dataclasses.replace(good, proofs=(Phase(node, phase.branches[::-1]),)),
@@ -189,15 +190,30 @@ def _tampered(doc):
     leaf = next(_relaxed_leaves(doc))
     ups = [i for i, u in enumerate(leaf["uppers"]) if u is not None]
     i = ups[0]
+    def lam(L):
+        L["uppers"][i]["lambda"][0] = _bump(L["uppers"][i]["lambda"][0])
+
+    def beta(L):
+        L["uppers"][i]["beta"] = str(-abs(Fraction(L["uppers"][i]["beta"])) - 1)
+
+    def upper_proof(L):
+        pair = next(p for p in L["uppers"][i]["proofs"] if p)[0]
+        pair[1] = _bump(pair[1])
+
+    def multiplier(L):
+        L["proofs"][0][-1][1] = _bump(L["proofs"][0][-1][1])
+
+    def row(L):
+        L["proofs"][0][-1][0] += 1
+
     edits = {
-        "lambda": lambda L: L["uppers"][i]["lambda"].__setitem__(0, _bump(L["uppers"][i]["lambda"][0])),
-        "beta": lambda L: L["uppers"][i].__setitem__("beta", str(-abs(Fraction(L["uppers"][i]["beta"])) - 1)),
-        "upper proof": lambda L: next(p for p in L["uppers"][i]["proofs"] if p)[0].__setitem__(
-            1, _bump(next(p for p in L["uppers"][i]["proofs"] if p)[0][1])),
+        "lambda": lam,
+        "beta": beta,
+        "upper proof": upper_proof,
         "upper dropped": lambda L: L["uppers"].pop(i),
         "no upper row": lambda L: L["uppers"].__setitem__(i, None),
-        "proof multiplier": lambda L: L["proofs"][0][-1].__setitem__(1, _bump(L["proofs"][0][-1][1])),
-        "proof row": lambda L: L["proofs"][0][-1].__setitem__(0, L["proofs"][0][-1][0] + 1),
+        "proof multiplier": multiplier,
+        "proof row": row,
         "proof dropped": lambda L: L["proofs"].pop(),
     }
     for what, edit in edits.items():

@@ -30,7 +30,6 @@ from ..kernel.certificate import Empty, Split
 from ..kernel.property import Excluded, Phase, Relaxed, Tighten
 from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _qnums, _Tables, _TreeWriter
 
-
 KINDS = ("farkas", "aff", "entry", "choices", "upper", "rproof", "tree")  # Property.unpack_ptrees
 
 
@@ -50,7 +49,9 @@ def _ptree(t: _Tables, tree, domain_rows: int) -> int:
             continue
         if isinstance(node, Empty):
             nums: tuple = (1, w.farkas(node.proof, lam))
-        elif isinstance(node, Excluded) and not any(isinstance(p, Phase | Tighten) for p in node.proofs):
+        elif isinstance(node, Excluded) and not any(
+            isinstance(p, Phase | Tighten) for p in node.proofs
+        ):
             nums = (
                 0,
                 w.choices(w.own(node.choices, lam)),
