@@ -11,12 +11,16 @@ Instances:
 - ``acas-1-6-prop3-box1e-4``: the same network and outputs with the input box shrunk to
   10^-4 of property 3's around its centre (one leaf: the cost of one symbolic run of the
   network in Coq), and to 0.1 (8 leaves);
+- ``acas-1-6-prop1``: ACAS Xu 1-6, property 1, from acasxu/ of the same data (skipped when
+  absent);
 - ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
   ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
   ReLUs, 5 outputs), from vnncomp2022-test/ of $EXACTMAX_BENCH_DATA, else ../shared/data (skipped when
   absent; where to get it: docs/benchmarks.md, "Benchmark data").
 
-Reported per instance: the time of ``exactmax check --cert`` (or "given" with ``--cert``), the
+Certificates are ``exactmax check``'s default (relaxed leaves, phase splits), or with
+``--no-relax`` every ReLU fixed on each cell.  Reported per instance: the time of
+``exactmax check --cert`` (or "given" with ``--cert``), the
 certificate's leaves, the time to write the .v file (``export_coq_property``), its size, and
 coqc's wall and user time and peak memory (getrusage of a fresh child) against proofs/, with
 Print Assumptions checked against the allow-list.  The library must be built: make -C proofs.
@@ -89,13 +93,14 @@ def coqc(path: str, timeout: float) -> dict:
 
 
 def instance(name: str, net: str, prop: str, cert: str | None, folder: str,
-             timeout: float) -> dict:
+             timeout: float, no_relax: bool = False) -> dict:
     row: dict = {"instance": name}
     if cert is None:
         cert = os.path.join(folder, f"{name}.json")
         t0 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "exactmax", "check", net, prop, "--cert", cert,
-                            "--timeout", str(timeout), "--json"], capture_output=True,
+                            "--timeout", str(timeout), "--json"]
+                           + (["--no-relax"] if no_relax else []), capture_output=True,
                            text=True)
         row["check_s"] = round(time.perf_counter() - t0, 1)
         answer = json.loads(r.stdout)["verdict"] if r.stdout.strip() else r.stderr.strip()
@@ -105,7 +110,11 @@ def instance(name: str, net: str, prop: str, cert: str | None, folder: str,
     else:
         row["check_s"] = "given"
     t0 = time.perf_counter()
-    n, p, trees, hashes = read_property_certificate(Cursor(cert, "", read_json_file(cert)))
+    doc = read_json_file(cert)
+    n, p, trees, hashes, lifted = read_property_certificate(Cursor(cert, "", doc))
+    if lifted is not None:
+        row["answer"] = "lifted (no Coq export)"
+        return row
     module = "P_" + "".join(ch if ch.isalnum() else "_" for ch in name)
     text = export_coq_property(n, p, trees, hashes, module)
     row.update(answer="unsat", leaves=sum(_leaves(t) for t in trees),
@@ -127,6 +136,9 @@ def main(argv=None) -> int:
                     help="leave the instance NAME out (e.g. acas-1-6-prop3)")
     ap.add_argument("--timeout", type=float, default=1800, metavar="S",
                     help="give check and coqc S seconds each")
+    ap.add_argument("--no-relax", action="store_true",
+                    help="certificates of check --no-relax (every ReLU fixed per cell) instead "
+                    "of check's default (relaxed leaves)")
     args = ap.parse_args(argv)
     if not os.path.isfile(os.path.join(PROOFS, "Property.vo")):
         sys.exit("build the Coq library first: make -C proofs")
@@ -155,8 +167,13 @@ def main(argv=None) -> int:
             todo.append(("acas-1-6-prop3-box0.1", os.path.join(DATA, "test_unsat.onnx"), tenth))
             todo.append(("acas-1-6-prop3", os.path.join(DATA, "test_unsat.onnx"),
                          os.path.join(DATA, "test_prop.vnnlib")))
+            acas = benchdata.folder("acasxu")
+            if os.path.isdir(acas):
+                todo.append(("acas-1-6-prop1",
+                             os.path.join(acas, "onnx", "ACASXU_run2a_1_6_batch_2000.onnx"),
+                             os.path.join(acas, "vnnlib", "prop_1.vnnlib")))
         for name, n, p in (t for t in todo if t[0] not in args.skip):
-            r = instance(name, n, p, given.get(name), folder, args.timeout)
+            r = instance(name, n, p, given.get(name), folder, args.timeout, args.no_relax)
             rows.append(r)
             if r.get("answer") != "unsat":
                 print(f"| {name} | {r['check_s']} s | {r.get('answer')} | | | | | | |")
