@@ -1,4 +1,4 @@
-From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise Relaxed Property.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise Relaxed Property Pair.
 Print Assumptions check_cert_sound.
 Print Assumptions maxout_program_correct.
 Print Assumptions transformer_program_correct.
@@ -11,3 +11,5 @@ Print Assumptions merged_layerwise_sound.
 Print Assumptions relax_sound.
 Print Assumptions property_sound.
 Print Assumptions maxout_property_sound.
+Print Assumptions maxout_eps_sound.
+Print Assumptions maxout_top1_sound.

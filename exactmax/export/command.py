@@ -98,16 +98,10 @@ def run_export_coq(args) -> int:
         return export_command(args)
     from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
 
-    if certificate_format(args.cert) == PAIR_CERTIFICATE:
-        raise InputError(
-            args.cert,
-            "format",
-            "an exactmax/pair-property-certificate (what "
-            "equiv writes by default for models whose layers are not aligned, "
-            "and with --epsilon or --top1) has no Coq export; for A = B, write "
-            "an equivalence certificate with equiv --certificate-kind "
-            "equivalence --cert",
-        )
+    if certificate_format(args.cert) == PAIR_CERTIFICATE:  # (#35) export.coq_pair
+        from .coq_pair import export_command as export_pair
+
+        return export_pair(args)
     a, b, dom, tree, hashes, witness = load_certificate(args.cert)
     from ..kernel.correspondence import Correspondence
     from ..kernel.lattice import LatticeForms

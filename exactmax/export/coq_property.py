@@ -232,13 +232,9 @@ def export_command(args) -> int:
     compare the file read back with the export of the certificate (``coqcheck.check_binding``),
     compile it against the current library and check ``Print Assumptions net_property``
     against the allow-list.  Exit 0 when proved (or written), 1 when rejected."""
-    from .. import jsonout
-    from ..exits import EXIT_OK, EXIT_REFUTED
     from ..io import InputError
     from ..io.jsonfile import Cursor, read_json_file
     from ..io.property_certificate import read_property_certificate
-    from ..progress import shown
-    from . import coqcheck
 
     module = os.path.splitext(os.path.basename(args.output))[0]
     net, prop, trees, hashes, lifted = read_property_certificate(
@@ -252,8 +248,6 @@ def export_command(args) -> int:
             "Coq export yet): make one without lifting with exactmax check --no-lift --no-relax",
         )
     text = export_coq_property(net, prop, trees, hashes, module)
-    check = args.check or args.existing
-    lib, written = coqcheck.library_and_file(args, text, check)
     about = {
         "kind": "property",
         "cases": len(prop.cases),
@@ -261,11 +255,33 @@ def export_command(args) -> int:
         "input_dim": net.input_dim,
         "leaves": sum(_leaves(t) for t in trees),
     }
+    summary = (
+        f"  about: {about['cases']} case(s), {about['conjunctions']} forbidden "
+        f"output conjunction(s), {about['leaves']} leaves; model sha256 "
+        f"{hashes['model'][:16]}..., property sha256 {hashes['property'][:16]}..."
+    )
+    sha = {k: hashes[k] for k in ("model", "model_file", "property")}
+    claim = "the property's query is unsat"
+    return report(args, text, about, sha, "net_property", claim, summary)
+
+
+def report(args, text: str, about: dict, sha: dict, theorem: str, claim: str, summary: str):
+    """Write ``text`` to args.output (or, with --existing, read what is there); with --check
+    compare it with ``text`` (``coqcheck.check_binding``), compile it against the library and
+    check the axioms of ``theorem``; print the answer (or --json).  Exit 0 when proved (or
+    written), 1 when rejected."""
+    from .. import jsonout
+    from ..exits import EXIT_OK, EXIT_REFUTED
+    from ..progress import shown
+    from . import coqcheck
+
+    check = args.check or args.existing
+    lib, written = coqcheck.library_and_file(args, text, check)
     out = {
         "output": args.output,
         "bytes": len(written),
         "checked": None,
-        "sha256": {k: hashes[k] for k in ("model", "model_file", "property")},
+        "sha256": sha,
         "about": about,
     }
     r = None
@@ -304,8 +320,8 @@ def export_command(args) -> int:
             print(f"coqc rejected {args.output}: {one_line(r.message)}")
         elif r is not None:
             print(
-                f"coqc accepted {args.output} in {r.seconds:.1f} s: theorem net_property "
-                "proved in Coq (the property's query is unsat)"
+                f"coqc accepted {args.output} in {r.seconds:.1f} s: theorem {theorem} "
+                f"proved in Coq ({claim})"
             )
             print(
                 f"  the file states exactly {args.cert} ({n} sentences compared); "
@@ -313,11 +329,7 @@ def export_command(args) -> int:
                 "axioms and Coq's primitive integers and arrays)"
             )
         if r is None or r.ok:
-            print(
-                f"  about: {about['cases']} case(s), {about['conjunctions']} forbidden "
-                f"output conjunction(s), {about['leaves']} leaves; model sha256 "
-                f"{hashes['model'][:16]}..., property sha256 {hashes['property'][:16]}..."
-            )
+            print(summary)
     return EXIT_REFUTED if r is not None and not r.ok else EXIT_OK
 
 
