@@ -4,11 +4,13 @@ ones.  Used by tests/test_checkers_agree.py (a sample, in CI) and benchmarks/che
 
 Sources are certificates exactmax writes for the bundled examples and for small networks of
 the shapes the construction compiles (monolithic and layerwise, box and polyhedral domains,
-mixed ranks, the merged construction).  Tampering edits one thing at a time: a choice's
+mixed ranks, the merged construction), a property certificate of ``check`` (relaxed leaves)
+and pair certificates of ``equiv --epsilon`` and ``--top1``.  Tampering edits one thing at a time: a choice's
 argument, the proof at the chosen index or at another one, a choice's program, a multiplier,
 a box bound, a first-layer image proof, the unmerged Transformer of a merged one, the
 domain's witness, a weight of a model (hash recomputed), a bound of the domain (grown or
-shrunk, its hash recomputed or not).
+shrunk, its hash recomputed or not); in property and pair certificates an upper function's
+lambda or beta, a leaf's multiplier, a dropped upper function, a halved epsilon.
 """
 
 from __future__ import annotations
@@ -67,7 +69,41 @@ def sources(tmp) -> dict[str, dict]:
         with contextlib.redirect_stdout(io.StringIO()):
             assert main(["compile", net, "-o", tf, "--merged"]) == 0
         run(f"{name}-merged", ["verify", net, "--transformer", tf])
+    # a property certificate (check's default: relaxed leaves) and pair certificates
+    net, prop = os.path.join(tmp, "relu.json"), os.path.join(tmp, "relu.vnnlib")
+    with open(net, "w") as f:
+        json.dump(RELU, f)
+    with open(prop, "w") as f:
+        f.write(RELU_PROP)
+    run("relu-property", ["check", net, prop, "--workers", "1"])
+    twin = os.path.join(tmp, "relu_twin.json")
+    with open(twin, "w") as f:
+        json.dump(_moved(RELU), f)
+    run("relu-epsilon", ["equiv", net, twin, "--box", "-1,1;-1,1", "--epsilon", "1/10"])
+    run("relu-top1", ["equiv", net, twin, "--box", "-1,1;1/2,1", "--top1"])
     return out
+
+
+def _relu(w):
+    return {"pieces": [{"w": w, "b": "0"}, {"w": ["0"] * len(w), "b": "0"}]}
+
+
+# y = (|x0| + |x1|, x0 - x1 + 1/4) in ReLUs (tests/test_coq_property.py's network)
+RELU = {"format": "exactmax/maxout", "version": 1, "input_dim": 2,
+        "layers": [{"units": [_relu(["1", "0"]), _relu(["-1", "0"]), _relu(["0", "1"]),
+                              _relu(["0", "-1"])]}],
+        "output": {"W": [["1", "1", "1", "1"], ["1", "-1", "-1", "1"]], "b": ["0", "1/4"]}}
+RELU_PROP = "".join(f"(declare-const {v} Real)\n" for v in ("X_0", "X_1", "Y_0", "Y_1")) + """
+(assert (or (and (>= X_0 -1) (<= X_0 1) (>= X_1 -0.5) (<= X_1 1))
+            (and (>= X_0 2) (<= X_0 3) (>= X_1 0) (<= X_1 0.25))))
+(assert (or (and (> Y_0 3.25)) (and (< Y_0 -0.1) (>= Y_1 0))))
+"""
+
+
+def _moved(net):  # a first-layer weight moved by 1/100
+    net = copy.deepcopy(net)
+    net["layers"][0]["units"][0]["pieces"][0]["w"] = ["1", "1/100"]
+    return net
 
 
 def _trees(cert):
@@ -98,9 +134,58 @@ def _bump(v: str) -> str:
     return str(Fraction(v) + Fraction(1, 7))
 
 
+def _leaves(c):
+    """The leaves of a property or pair certificate's trees (JSON), depth first."""
+    for t in c.get("cases", []) + ([c["tree"]] if "property" in c and "tree" in c else []):
+        for n in walk(t):
+            if "split" not in n:
+                yield n
+
+
+def _farkas_lists(leaf):
+    body = leaf.get("relaxed") or leaf.get("excluded") or {}
+    lists = [p for p in body.get("proofs", []) if isinstance(p, list) and p]
+    lists += [p for u in body.get("uppers", []) if u for p in u["proofs"] if p]
+    return lists
+
+
+def tamper_property(cert: dict, rng: random.Random):
+    """(kind, a copy) for property and pair certificates: an upper function's lambda or
+    beta, a multiplier of a leaf, an upper function dropped, the pair's epsilon halved (the
+    claim restated)."""
+    kind = rng.choice(["lambda", "beta", "leaf-multiplier", "drop-upper", "epsilon"])
+    c = copy.deepcopy(cert)
+    relaxed = [n["relaxed"] for n in _leaves(c) if "relaxed" in n
+               and any(u is not None for u in n["relaxed"]["uppers"])]
+    if kind in ("lambda", "beta", "drop-upper") and relaxed:
+        leaf = rng.choice(relaxed)
+        i = rng.choice([i for i, u in enumerate(leaf["uppers"]) if u is not None])
+        if kind == "lambda":
+            leaf["uppers"][i]["lambda"][0] = _bump(leaf["uppers"][i]["lambda"][0])
+        elif kind == "beta":
+            leaf["uppers"][i]["beta"] = str(Fraction(leaf["uppers"][i]["beta"]) - 1)
+        else:
+            del leaf["uppers"][i]
+    elif kind == "leaf-multiplier":
+        lists = [p for n in _leaves(c) for p in _farkas_lists(n)]
+        if not lists:
+            return None
+        pair = rng.choice(rng.choice(lists))
+        pair[1] = _bump(pair[1])
+    elif kind == "epsilon" and c.get("property", {}).get("kind") == "epsilon":
+        old = c["property"]["epsilon"]
+        c["property"]["epsilon"] = str(Fraction(old) / 2)
+        c["claim"] = c["claim"].replace(old, c["property"]["epsilon"])
+    else:
+        return None
+    return kind, c
+
+
 def tamper(cert: dict, rng: random.Random):
     """(kind, a copy of cert with one thing edited), or None when cert has nothing of that
     kind; the kinds cycle through the list below."""
+    if "cases" in cert or "property" in cert:
+        return tamper_property(cert, rng)
     kinds = ["choice", "proof-at-k", "proof-to-none", "program", "multiplier", "drop-choice",
              "box", "image", "weight", "unmerged", "witness", "domain"]
     kind = rng.choice(kinds)

@@ -1,0 +1,152 @@
+"""export-coq for pair certificates (proofs/Pair.v, exactmax/export/coq_pair.py): what
+``exactmax equiv A B --epsilon E`` and ``--top1`` prove about two Maxout networks becomes a Coq
+theorem (|A(x) - B(x)|_inf <= E, or equal arg max sets, at every real x of the domain); a
+certificate with a changed multiplier, a smaller epsilon or a model changed under its hash is
+rejected by the kernel and by coqc alike; what has no Coq export yet is refused in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+from fractions import Fraction
+
+import pytest
+
+from exactmax.cli import main
+from exactmax.export.coqcheck import ALLOWED
+from exactmax.io.certificates import content_hash
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROOFS = os.path.join(ROOT, "proofs")
+
+if shutil.which("coqc") is None:
+    if os.environ.get("EXACTMAX_REQUIRE_COQ"):
+        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
+    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+
+
+def relu(w, b="0"):
+    return {"pieces": [{"w": w, "b": b}, {"w": ["0"] * len(w), "b": "0"}]}
+
+
+# y = (relu(x0) + relu(x1), relu(x1) + relu(x0 - x1)); B: one weight moved by 1/100
+A = {"format": "exactmax/maxout", "version": 1, "input_dim": 2,
+     "layers": [{"units": [relu(["1", "0"]), relu(["0", "1"]), relu(["1", "-1"])]}],
+     "output": {"W": [["1", "1", "0"], ["0", "1", "1"]], "b": ["0", "0"]}}
+B = copy.deepcopy(A)
+B["layers"][0]["units"][0]["pieces"][0]["w"] = ["1", "1/100"]
+# C = 2 A + 1/3, with a unit of rank 3 (its third piece never wins): the same arg max sets
+C = copy.deepcopy(A)
+C["output"] = {"W": [["2", "2", "0"], ["0", "2", "2"]], "b": ["1/3", "1/3"]}
+C["layers"][0]["units"][1]["pieces"].append({"w": ["0", "1/2"], "b": "-1"})
+
+
+def run(*args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()) as err:
+        code = main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def library():
+    r = subprocess.run(["make", "-C", PROOFS], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return PROOFS
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pair")
+    for name, net in (("a", A), ("b", B), ("c", C)):
+        (d / f"{name}.json").write_text(json.dumps(net))
+    code, out, _ = run("equiv", d / "a.json", d / "b.json", "--box", "-1,1;-1,1", "--epsilon",
+                       "1/10", "--cert", d / "eps.json")
+    assert code == 0, out
+    code, out, _ = run("equiv", d / "a.json", d / "c.json", "--box", "-1,1;0,1", "--top1",
+                       "--cert", d / "top1.json")
+    assert code == 0, out
+    return d
+
+
+def coq(folder, cert, library, name="P.v"):
+    code, out, _ = run("export-coq", cert, "-o", folder / name, "--check", "--json",
+                       "--coq-lib", library)
+    return code, json.loads(out)
+
+
+@pytest.mark.parametrize("cert, statement", [
+    ("eps.json", r"forall o, \(o < 2\)%nat ->\s+Rabs \(nth o \(maxoutR net_a x\) 0 - nth o "
+                 r"\(maxoutR net_b x\) 0\) <= Q2R epsilon\."),
+    ("top1.json", r"forall i, \(i < 2\)%nat ->\s+\(\(forall j, \(j < 2\)%nat -> nth j \(maxoutR "
+                  r"net_a x\) 0 <= nth i \(maxoutR net_a x\) 0\) <->"),
+])
+def test_an_epsilon_and_a_top1_certificate_are_proved_in_coq(certs, library, cert, statement):
+    code, out = coq(certs, certs / cert, library)
+    assert code == 0 and out["verdict"] == "proved" and out["trust"] == "coq-checked", out
+    assert set(out["axioms"]) <= ALLOWED and out["about"]["kind"] == "pair"
+    text = (certs / "P.v").read_text()
+    assert re.search(r"Theorem net_pair :\s+forall x : list R, length x = 2%nat -> in_poly A b "
+                     r"x ->", text)
+    assert re.search(statement, text), text[-1500:]
+    if cert == "eps.json":
+        assert "Definition epsilon : Q := (1#10)." in text
+    # the human form
+    code, stdout, _ = run("export-coq", certs / cert, "-o", certs / "P.v", "--existing", "--check")
+    assert code == 0 and "theorem net_pair proved in Coq" in stdout, stdout
+
+
+def _first_farkas(tree):
+    todo = [tree]
+    while todo:
+        t = todo.pop()
+        if "split" in t:
+            todo += [t["ge"], t["lt"]]
+            continue
+        leaf = t.get("relaxed") or t.get("excluded")
+        if leaf:
+            for p in leaf["proofs"]:
+                if isinstance(p, list) and p:
+                    return p
+    raise AssertionError("no Farkas proof in the tree")
+
+
+def test_tampered_pair_certificates_are_rejected_by_the_kernel_and_by_coq(certs, library,
+                                                                           tmp_path):
+    doc = json.loads((certs / "eps.json").read_text())
+    multiplier = copy.deepcopy(doc)
+    pair = _first_farkas(multiplier["tree"])[-1]
+    pair[1] = str(Fraction(pair[1]) * 2)
+    smaller = copy.deepcopy(doc)   # the true gap is 1/100: 1/1000 is false
+    smaller["property"]["epsilon"] = "1/1000"
+    smaller["claim"] = doc["claim"].replace("1/10", "1/1000")
+    weight = copy.deepcopy(doc)    # B moved further, its hash recomputed: the tree is wrong
+    weight["models"]["b"]["model"]["layers"][0]["units"][0]["pieces"][0]["w"] = ["1", "1/2"]
+    weight["models"]["b"]["sha256"] = content_hash(weight["models"]["b"]["model"])
+    for name, bad in (("multiplier", multiplier), ("smaller", smaller), ("weight", weight)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(bad))
+        code, out, _ = run("check-cert", path)
+        assert code == 1 and out.startswith("rejected"), (name, out)
+        code, answer = coq(tmp_path, path, library, f"Bad_{name}.v")
+        assert code == 1 and answer["verdict"] == "rejected", (name, answer)
+        assert "certificate_checks" in answer["coqc_message"] or "maxout_pair_ok" in \
+            answer["coqc_message"], (name, answer["coqc_message"][:300])
+
+
+def test_what_has_no_coq_export_yet_is_refused_in_one_line(certs, tmp_path):
+    # a box with a fixed input: the tree is over the free inputs
+    code, out, _ = run("equiv", certs / "a.json", certs / "b.json", "--box", "-1,1;1/2,1/2",
+                       "--epsilon", "1/10", "--cert", tmp_path / "free.json")
+    assert code == 0, out
+    assert json.loads((tmp_path / "free.json").read_text()).get("inputs") == "free"
+    code, out, err = run("export-coq", tmp_path / "free.json", "-o", tmp_path / "F.v")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert "free" in err and "no Coq export yet" in err
+    assert not (tmp_path / "F.v").exists()
