@@ -7,10 +7,10 @@ the shapes the construction compiles (monolithic and layerwise, box and polyhedr
 mixed ranks, the merged construction), a property certificate of ``check`` (relaxed leaves)
 and pair certificates of ``equiv --epsilon`` and ``--top1``.  Tampering edits one thing at a
 time: a choice's argument, the proof at the chosen index or at another one, a choice's
-program, a multiplier, a box bound, a first-layer image proof, the unmerged Transformer of a merged one, the
-domain's witness, a weight of a model (hash recomputed), a bound of the domain (grown or
-shrunk, its hash recomputed or not); in property and pair certificates an upper function's
-lambda or beta, a leaf's multiplier, a dropped upper function, a halved epsilon.
+program, a multiplier, a box bound, a first-layer image proof, the unmerged Transformer of a
+merged one, the domain's witness, a weight of a model (hash recomputed), a bound of the domain
+(grown or shrunk, its hash recomputed or not); in property and pair certificates an upper
+function's lambda or beta, a leaf's multiplier, a dropped upper function, a halved epsilon.
 """
 
 from __future__ import annotations
