@@ -1,6 +1,6 @@
 """The relaxed leaf of property certificates (kernel/property.py ``Relaxed``, ``relax``) and
 its producer (engine/relaxation.py): certificates accepted, every kind of wrong number
-rejected, the JSON round trip, and export-coq's refusal."""
+rejected, the JSON round trip, and export-coq's writing it."""
 
 from __future__ import annotations
 
@@ -117,7 +117,8 @@ def test_the_triangle_by_hand_is_accepted_and_each_wrong_number_rejected():
         check_case(p, case2, good)
 
 
-def test_export_coq_refuses_a_relaxed_certificate(tmp_path):
+def test_export_coq_writes_a_relaxed_certificate(tmp_path):
+    """Relaxed leaves export (proofs/Relaxed.v; coqc's verdict: tests/test_coq_relaxed.py)."""
     net = _deep_relu_net(7)
     path, prop = _prop(tmp_path, net, 100)
     onnx_like = tmp_path / "net.json"
@@ -132,8 +133,8 @@ def test_export_coq_refuses_a_relaxed_certificate(tmp_path):
     r = run("check-cert", cert)
     assert r.returncode == 0, r.stderr
     r = run("export-coq", cert, "-o", tmp_path / "P.v")
-    assert r.returncode == 2 and not (tmp_path / "P.v").exists()
-    assert "relaxed leaves" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.returncode == 0, r.stderr
+    assert "Theorem net_property" in (tmp_path / "P.v").read_text()
 
 
 def _threshold_prop(tmp_path, net, lo, hi, threshold, op=">="):

@@ -50,7 +50,7 @@ def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "Ne
     """The text of a Coq file proving the pair certificate's claim (``kernel.pair``'s
     ``check_pair_property`` arguments, two Maxout networks, a tree over all inputs)."""
     P = domain.as_polyhedron()
-    n = len(a.output.b) if a.output is not None else len(a.layers[-1].units)
+    n = a.out_dim
     t = _Tables(KINDS)
     root = _ptree(t, tree, len(P.b))
     d = a.input_dim
