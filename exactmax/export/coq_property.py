@@ -18,7 +18,11 @@ Trees are written as they are: each split's and leaf's own choices where the cer
 states them (the Coq checker checks a split's choices on the split's cell and passes the maps
 down, as the producer builds them), Farkas multipliers of split rows divided by the split's
 integral scale (``coq._TreeWriter.farkas``: split rows are written with integer
-coefficients), those of the domain's rows and of the forbidden rows as they are.
+coefficients), those of the domain's rows and of the forbidden rows as they are.  Relaxed
+leaves (``PRelaxed``, ``proofs/Relaxed.v``) are written with their upper functions and
+refutations (Farkas, phase splits, tightened rows) in two more tables; an ``Excluded`` leaf
+whose proofs split on phases is written as a relaxed leaf without upper functions (the same
+rows, the same check).
 """
 
 from __future__ import annotations
