@@ -397,7 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
         "proofs/Layerwise.v. A property certificate (check --cert) is written as "
         "the network, the property's cases and the split trees, and proves "
         "net_property: no x of a case's input set has (x, net x) satisfying a "
-        "forbidden output conjunction (proofs/Property.v). "
+        "forbidden output conjunction (proofs/Property.v; relaxed leaves and phase "
+        "splits: proofs/Relaxed.v). A pair certificate of two Maxout networks (equiv "
+        "--epsilon E / --top1 --cert) proves net_pair: |net_a x - net_b x|_inf <= E, "
+        "or the same arg max sets, at every x of the domain (proofs/Pair.v). "
         "With --check, run coqc on it: exit 0 when Coq "
         "accepts, 1 when it rejects (coqc's message is printed), 2 on bad input.",
     )
@@ -405,7 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
         "cert",
         metavar="CERT.json[.gz]",
         nargs="?",
-        help="an exactmax/certificate (not with --construction)",
+        help="an exactmax/certificate, property certificate or pair-property certificate "
+        "(not with --construction)",
     )
     x.add_argument(
         "--construction",

@@ -12,11 +12,10 @@ import io
 import json
 import os
 import re
-import shutil
-import subprocess
 from fractions import Fraction
 
 import pytest
+from conftest import skip_without_coqc
 
 from exactmax.cli import main
 from exactmax.export.coqcheck import ALLOWED
@@ -25,10 +24,7 @@ from exactmax.io.certificates import content_hash
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
 
-if shutil.which("coqc") is None:
-    if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+skip_without_coqc()
 
 
 def relu(w, b="0"):
@@ -55,10 +51,8 @@ def run(*args):
 
 
 @pytest.fixture(scope="module")
-def library():
-    r = subprocess.run(["make", "-C", PROOFS], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return PROOFS
+def library(coq_library):
+    return coq_library
 
 
 @pytest.fixture(scope="module")

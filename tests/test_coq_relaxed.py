@@ -12,11 +12,10 @@ import dataclasses
 import io
 import json
 import os
-import shutil
-import subprocess
 from fractions import Fraction
 
 import pytest
+from conftest import skip_without_coqc
 from test_phase_splits import _hand_leaf, _prop_file, _random_net, _relu_case
 
 from exactmax.cli import main
@@ -33,17 +32,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
 ONE, ZERO = Q(1), Q(0)
 
-if shutil.which("coqc") is None:
-    if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+skip_without_coqc()
 
 
 @pytest.fixture(scope="module")
-def library():
-    r = subprocess.run(["make", "-C", PROOFS], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return PROOFS
+def library(coq_library):
+    return coq_library
 
 
 def run(*args) -> tuple[int, str]:

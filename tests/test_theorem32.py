@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
+from conftest import skip_without_coqc
 
 from exactmax.export.coq import _maxout_term, _qlist
 from exactmax.export.coqcheck import parse_assumptions
@@ -23,17 +23,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
 EX = os.path.join(ROOT, "examples")
 
-if shutil.which("coqc") is None:
-    if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+skip_without_coqc()
 
 
 @pytest.fixture(scope="module")
-def library():
-    r = subprocess.run(["make", "-C", PROOFS], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return PROOFS
+def library(coq_library):
+    return coq_library
 
 
 def coqc(folder, name: str, text: str):

@@ -25,7 +25,7 @@ import os
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.pair import FreeInputs
 from .coq import _maxout_term, _pack, _q, _qlist, _Tables
-from .coq_property import KINDS, _leaves, _ptree, report
+from .coq_property import KINDS, _leaves, _ptree, report, sha256_module
 
 HASHES = ("net_a", "net_b", "domain")
 
@@ -65,11 +65,7 @@ def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "Ne
     rows = ";\n   ".join(_qlist(r) for r in P.A)
     proof = f"{theorem} net_a net_b {n}%nat A b {'' if epsilon is None else 'epsilon '}"
     proof += "certificate certificate_checks"
-    sha = (
-        "Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
-        + "".join(f'Definition {k} : string := "{hashes[k]}".\n' for k in HASHES)
-        + "End Sha256.\n"
-    )
+    sha = sha256_module(hashes, HASHES)
     return f"""(* {module}.v -- written by exactmax export-coq from a pair certificate.
    Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v

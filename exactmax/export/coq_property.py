@@ -149,6 +149,15 @@ def _binding_comment(hashes: dict) -> str:
     )
 
 
+def sha256_module(hashes: dict, keys) -> str:
+    """The file's ``Module Sha256``: one string definition per key, the hashes it is bound to."""
+    return (
+        "Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
+        + "".join(f'Definition {k} : string := "{hashes[k]}".\n' for k in keys)
+        + "End Sha256.\n"
+    )
+
+
 def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProperty") -> str:
     """The text of a Coq file proving the property's cases for the network from their trees
     (``kernel.property.check_property``'s arguments)."""
@@ -159,11 +168,7 @@ def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProper
         f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n" for i, c in enumerate(prop.cases)
     )
     names = "; ".join(f"case{i}" for i in range(len(prop.cases)))
-    sha = (
-        "Module Sha256.\nImport Strings.String.\nLocal Open Scope string_scope.\n"
-        + "".join(f'Definition {k} : string := "{hashes[k]}".\n' for k in HASHES)
-        + "End Sha256.\n"
-    )
+    sha = sha256_module(hashes, HASHES)
     return f"""(* {module}.v -- written by exactmax export-coq from a property certificate.
    Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
