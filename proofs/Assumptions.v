@@ -1,4 +1,5 @@
-From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise Relaxed Property Pair.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export Layerwise Relaxed Property Pair
+  Correspondence.
 Print Assumptions check_cert_sound.
 Print Assumptions maxout_program_correct.
 Print Assumptions transformer_program_correct.
@@ -13,3 +14,4 @@ Print Assumptions property_sound.
 Print Assumptions maxout_property_sound.
 Print Assumptions maxout_eps_sound.
 Print Assumptions maxout_top1_sound.
+Print Assumptions corr_sound.

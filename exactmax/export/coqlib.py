@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from .. import __version__
 
 MANIFEST = "exactmax-build.sha256"
-EXPORT_ROOTS = ("Export", "Layerwise", "ConstructionSound", "Theorem32", "Property", "Pair")
+EXPORT_ROOTS = ("Export", "Layerwise", "ConstructionSound", "Theorem32", "Property", "Pair",
+                "Correspondence")
 """What exported files import (with Checker Sound Build Maxout Transformer, their
 dependencies)."""
 
