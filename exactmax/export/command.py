@@ -114,15 +114,10 @@ def run_export_coq(args) -> int:
             "max/min expression) have no Coq export yet; for A = B on a bounded domain, write an "
             "equivalence certificate with equiv --certificate-kind equivalence --cert",
         )
-    if isinstance(tree, Correspondence):
-        raise InputError(
-            args.cert,
-            "correspondence",
-            "a layer correspondence (what equiv "
-            "writes by default for two Maxout networks related layer by layer) "
-            "has no Coq export; write an equivalence certificate with equiv "
-            "--certificate-kind equivalence --cert",
-        )
+    if isinstance(tree, Correspondence):  # (#35) export.coq_correspondence
+        from .coq_correspondence import export_command as export_correspondence
+
+        return export_correspondence(args, a, b, tree, hashes)
     try:
         text = export_coq(a, b, dom, tree, module)
     except ExportUnsupported as e:

@@ -32,8 +32,15 @@ from dataclasses import dataclass
 from .. import __version__
 
 MANIFEST = "exactmax-build.sha256"
-EXPORT_ROOTS = ("Export", "Layerwise", "ConstructionSound", "Theorem32", "Property", "Pair",
-                "Correspondence")
+EXPORT_ROOTS = (
+    "Export",
+    "Layerwise",
+    "ConstructionSound",
+    "Theorem32",
+    "Property",
+    "Pair",
+    "Correspondence",
+)
 """What exported files import (with Checker Sound Build Maxout Transformer, their
 dependencies)."""
 
