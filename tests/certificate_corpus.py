@@ -5,12 +5,15 @@ ones.  Used by tests/test_checkers_agree.py (a sample, in CI) and benchmarks/che
 Sources are certificates exactmax writes for the bundled examples and for small networks of
 the shapes the construction compiles (monolithic and layerwise, box and polyhedral domains,
 mixed ranks, the merged construction), a property certificate of ``check`` (relaxed leaves)
-and pair certificates of ``equiv --epsilon`` and ``--top1``.  Tampering edits one thing at a
-time: a choice's argument, the proof at the chosen index or at another one, a choice's
-program, a multiplier, a box bound, a first-layer image proof, the unmerged Transformer of a
-merged one, the domain's witness, a weight of a model (hash recomputed), a bound of the domain
-(grown or shrunk, its hash recomputed or not); in property and pair certificates an upper
-function's lambda or beta, a leaf's multiplier, a dropped upper function, a halved epsilon.
+pair certificates of ``equiv --epsilon`` and ``--top1``, and a layer correspondence (``equiv``'s
+default for networks related layer by layer).  Tampering edits one thing at a time: a
+choice's argument, the proof at the chosen index or at another one, a choice's program, a
+multiplier, a box bound, a first-layer image proof, the unmerged Transformer of a merged one,
+the domain's witness, a weight of a model (hash recomputed), a bound of the domain (grown or
+shrunk, its hash recomputed or not); in property and pair certificates an upper function's
+lambda or beta, a leaf's multiplier, a dropped upper function, a halved epsilon; in a
+correspondence an entry of a map, a negative weight on a unit of several distinct pieces, a
+weight of a model (hash recomputed).
 """
 
 from __future__ import annotations
@@ -81,6 +84,13 @@ def sources(tmp) -> dict[str, dict]:
         json.dump(_moved(RELU), f)
     run("relu-epsilon", ["equiv", net, twin, "--box", "-1,1;-1,1", "--epsilon", "1/10"])
     run("relu-top1", ["equiv", net, twin, "--box", "-1,1;1/2,1", "--top1"])
+    # a layer correspondence (equiv's default for networks related layer by layer)
+    a, b = os.path.join(tmp, "mixed.json"), os.path.join(tmp, "mixed_twin.json")
+    for path, model in ((a, MIXED), (b, _rescaled(MIXED))):
+        with open(path, "w") as f:
+            json.dump(model, f)
+    run("mixed-correspondence", ["equiv", a, b, "--box", "-1,1;-1,1"])
+    assert "correspondence" in out["mixed-correspondence"]
     return out
 
 
@@ -98,6 +108,25 @@ RELU_PROP = "".join(f"(declare-const {v} Real)\n" for v in ("X_0", "X_1", "Y_0",
             (and (>= X_0 2) (<= X_0 3) (>= X_1 0) (<= X_1 0.25))))
 (assert (or (and (> Y_0 3.25)) (and (< Y_0 -0.1) (>= Y_1 0))))
 """
+
+
+def _rescaled(net):
+    """``net`` (JSON) with every layer's units in reverse order, unit i scaled by (i + 2)/2 and
+    the next layer's weights divided back: the same function, related layer by layer."""
+    net = copy.deepcopy(net)
+    before, flip = [Fraction(1)] * net["input_dim"], False  # the layer below, in B's order
+    for layer in net["layers"]:
+        units = layer["units"][::-1]
+        scales = [Fraction(len(units) - 1 - k + 2, 2) for k in range(len(units))]
+        for unit, c in zip(units, scales):
+            for p in unit["pieces"]:
+                w = p["w"][::-1] if flip else p["w"]
+                p["w"] = [str(Fraction(v) / s * c) for v, s in zip(w, before)]
+                p["b"] = str(Fraction(p["b"]) * c)
+        layer["units"], before, flip = units, scales, True
+    out = net["output"]
+    out["W"] = [[str(Fraction(v) / s) for v, s in zip(row[::-1], before)] for row in out["W"]]
+    return net
 
 
 def _moved(net):  # a first-layer weight moved by 1/100
@@ -181,11 +210,48 @@ def tamper_property(cert: dict, rng: random.Random):
     return kind, c
 
 
+def tamper_correspondence(cert: dict, rng: random.Random):
+    """(kind, a copy) for layer correspondences: an entry of a map M_l or m_l moved, a
+    weight made negative on a unit of B of several distinct pieces, a weight of a model
+    moved (its hash recomputed)."""
+    kind = rng.choice(["map-entry", "map-bias", "negative", "weight"])
+    c = copy.deepcopy(cert)
+    maps = c["correspondence"]
+    if kind == "map-entry":
+        M = rng.choice(maps)["W"]
+        row = rng.choice(M)
+        j = rng.randrange(len(row))
+        row[j] = _bump(row[j])
+    elif kind == "map-bias":
+        m = rng.choice(maps)["b"]
+        i = rng.randrange(len(m))
+        m[i] = _bump(m[i])
+    elif kind == "negative":
+        layers = c["models"]["b"]["model"]["layers"]
+        spots = [(M["W"], i, j) for M, layer in zip(maps, layers) for i, row in enumerate(M["W"])
+                 for j, v in enumerate(row) if Fraction(v) > 0
+                 and len({json.dumps(p, sort_keys=True) for p in layer["units"][j]["pieces"]}) > 1]
+        if not spots:
+            return None
+        M, i, j = rng.choice(spots)
+        M[i][j] = str(-Fraction(M[i][j]))
+    else:
+        side = rng.choice(["a", "b"])
+        model = c["models"][side]["model"]
+        piece = rng.choice([p for layer in model["layers"] for u in layer["units"]
+                            for p in u["pieces"]])
+        piece["b"] = _bump(str(piece["b"]))
+        c["models"][side]["sha256"] = content_hash(model)
+    return kind, c
+
+
 def tamper(cert: dict, rng: random.Random):
     """(kind, a copy of cert with one thing edited), or None when cert has nothing of that
     kind; the kinds cycle through the list below."""
     if "cases" in cert or "property" in cert:
         return tamper_property(cert, rng)
+    if "correspondence" in cert:
+        return tamper_correspondence(cert, rng)
     kinds = ["choice", "proof-at-k", "proof-to-none", "program", "multiplier", "drop-choice",
              "box", "image", "weight", "unmerged", "witness", "domain"]
     kind = rng.choice(kinds)
