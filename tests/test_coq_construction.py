@@ -114,7 +114,8 @@ def test_coq_accepts_the_construction(tmp_path, library, name, packed):
     # the Reals' two axioms, and the primitive integers the sparse matrices' columns are
     axioms = [l.split()[0] for l in r.stdout.split("Axioms:")[1].splitlines()
               if l and not l[0].isspace()]
-    primitive = {n for p in ("int", "eqb", "add", "sub", "land", "lsr", "ltb", "lsl", "lor")
+    primitive = {n for p in ("int", "eqb", "add", "sub", "land", "lsr", "ltb", "lsl", "lor", "lxor",
+                             "mul")
                  for n in (p, f"PrimInt63.{p}")} | {"PArray.array", "PArray.get", "PArray.length",
                                                      "array", "get", "length"}
     assert set(axioms) <= {"ClassicalDedekindReals.sig_forall_dec",

@@ -96,17 +96,25 @@ class _Tables:
         return out
 
 
+SCRAMBLE, MASK63 = 0x1E3779B97F4A7C15, (1 << 63) - 1  # Checker.scramble's odd constant
+
+
 def _pack(nums, per_line: int = 6) -> str:
     """The Coq array literal of a stream of numbers >= 0 (``Checker.unpack``): each number as
     groups of 7 bits, least significant first, the high bit set on all but the last; the
-    bytes 7 to a machine word, least significant first."""
+    bytes 7 to a machine word, least significant first; word k xor'ed with k * SCRAMBLE mod
+    2^63, so that words do not share their low bits (coqc hash-conses machine integers by
+    them: a literal of words with equal low bits took time quadratic in its length)."""
     bs = bytearray()
     for n in nums:
         while n > 127:
             bs.append((n & 127) | 128)
             n >>= 7
         bs.append(n)
-    words = [str(int.from_bytes(bs[i : i + 7], "little")) for i in range(0, len(bs), 7)]
+    words = [  # word k xor k * SCRAMBLE mod 2^63 (Checker.scramble: Coq hashes by low bits)
+        str(int.from_bytes(bs[i : i + 7], "little") ^ (i // 7 * SCRAMBLE & MASK63))
+        for i in range(0, len(bs), 7)
+    ]
     lines = ["; ".join(words[i : i + per_line]) for i in range(0, len(words), per_line)]
     return "[|\n  " + ";\n  ".join(lines) + "\n  | 0 |]%uint63"
 

@@ -38,6 +38,8 @@ from ..kernel.polyhedron import Box
 from ..kernel.rational import Q
 from ..kernel.transformer import FeedForward, Transformer
 from .coq import (
+    MASK63,
+    SCRAMBLE,
     ExportUnsupported,
     _domain_text,
     _mat,
@@ -519,10 +521,11 @@ def _what(name: str) -> str:
 
 def _stream(words) -> list[int]:
     """The numbers of a packed array (Checker.unpack): the words' bytes, 7 to a word, read as
-    groups of 7 bits, least significant first, the high bit set on all but a number's last."""
+    groups of 7 bits, least significant first, the high bit set on all but a number's last;
+    word k is stored xor'ed with k * SCRAMBLE mod 2^63 (coq._pack)."""
     out, n, shift = [], 0, 0
-    for w in words:
-        for byte in int(w).to_bytes(7, "little"):
+    for k, w in enumerate(words):
+        for byte in (int(w) ^ (k * SCRAMBLE & MASK63)).to_bytes(7, "little"):
             n |= (byte & 127) << shift
             shift += 7
             if byte < 128:
