@@ -160,6 +160,24 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(whole_timeout=True)
     c.set_defaults(run=_command("construct.command"))
 
+    def coq_options(p, answer: str):
+        p.add_argument(
+            "--coq",
+            action="store_true",
+            help=f"also prove the answer in Coq before printing it: the certificate (--cert's, "
+            f"else a temporary one) is exported as export-coq does and checked by coqc "
+            f"against the library in proofs/; the answer then reads '{answer} (kernel and "
+            f"Coq)' (--json: trust kernel-and-coq-checked), or unknown (exit 3) with coqc's "
+            f"reason. Needs coqc (apt-get install coq); the library is built on first use",
+        )
+        p.add_argument(
+            "--coq-timeout",
+            type=float,
+            default=600.0,
+            metavar="S",
+            help="with --coq: give coqc at most S seconds (default 600)",
+        )
+
     def verify_options(p):
         domain_arguments(p, "the model's")
         p.add_argument(
@@ -168,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="write the kernel-checked certificate here (models and domain "
             "embedded, bound by SHA-256)",
         )
+        coq_options(p, "proved")
         p.add_argument(
             "--timeout",
             type=float,
@@ -592,6 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
         "network and the property embedded, bound by SHA-256); re-check it with "
         "exactmax check-cert",
     )
+    coq_options(ck, "unsat")
     ck.add_argument(
         "--counterexample",
         metavar="FILE",

@@ -6,8 +6,10 @@ pair-property certificates to their commands."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from .. import jsonout
@@ -50,38 +52,58 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         search=not args.no_search,
         progress=None if args.json else cells_certified(args),
         started=started,
+        lattice=not getattr(args, "coq", False),  # lattice normal forms have no Coq export
     )
     if v is None:
         return answer_vacuous(args, about)
-    cert_error = None
-    if args.cert and v.verdict == "proved" and v.trust == "kernel-checked":
-        from ..io import write_json_atomic
+    from ..export.recheck import TRUST, certificate_path, checked_by, coq_answer
 
-        try:
-            write_json_atomic(args.cert, equality_certificate(a, b, dom, v, facts), compact=True)
-        except InputError as e:  # the verdict stands; say it, then the error, exit 2
-            cert_error = str(e)
+    cert_error, coq, (path, scratch) = None, None, certificate_path(args)
+    try:
+        written = False
+        if path and v.verdict == "proved" and v.trust == "kernel-checked":
+            from ..io import write_json_atomic
+
+            try:
+                write_json_atomic(path, equality_certificate(a, b, dom, v, facts), compact=True)
+                written = True
+            except InputError as e:  # the verdict stands; say it, then the error, exit 2
+                cert_error = str(e)
+        if v.verdict == "proved" and cert_error is None:  # --coq (#35): coqc proves it too
+            coq, why = coq_answer(args, path, written)
+            if why is not None:
+                v = replace(v, verdict="unknown", trust=None, reason=why)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     out = equality_json(v, about, names, args.cert, cert_error)
+    if getattr(args, "coq", False):
+        out["coq"] = None if coq is None else coq.json()
+        if coq is not None and coq.proved:
+            out["trust"] = TRUST
+        elif coq is not None and args.cert:
+            out["certificate"] = args.cert  # written: the kernel accepted it
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":
+        head = f"proved ({checked_by(coq)})"
         if v.stats.get("certificate_kind") == "lattice":
             print(
-                f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
+                f"{head}: {names[0]} = {names[1]} on all "
                 f"of Q^{a.input_dim}, hence on the domain; both rewrite to one lattice normal "
                 f"form ({v.stats.get('leaves_checked')} atoms), {out['time_s']:.2f} s"
                 + (f"; certificate written to {args.cert}" if out["certificate"] else "")
             )
         elif v.stats.get("certificate_kind") == "correspondence":
             print(
-                f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on all "
+                f"{head}: {names[0]} = {names[1]} on all "
                 f"of Q^{a.input_dim}, hence on the domain; a layer correspondence of "
                 f"{v.stats.get('leaves_checked')} units, {out['time_s']:.2f} s"
                 + (f"; certificate written to {args.cert}" if out["certificate"] else "")
             )
         elif v.trust == "kernel-checked":
             print(
-                f"proved (certificate checked by the kernel): {names[0]} = {names[1]} on the "
+                f"{head}: {names[0]} = {names[1]} on the "
                 f"domain; {v.stats.get('leaves_checked')} cells, "
                 f"{out['time_s']:.2f} s"
                 + (f"; certificate written to {args.cert}" if out["certificate"] else "")
@@ -110,6 +132,8 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     else:
         print(f"unknown: {v.reason}")
     if not args.json:
+        if coq is not None and coq.proved:
+            print(f"  {coq.line()}")
         print("  " + about_line(about))
     if cert_error is not None:
         return certificate_not_written(cert_error)
@@ -131,6 +155,7 @@ def decide_equal(
     search: bool = True,
     progress=None,
     started: float | None = None,
+    lattice: bool = True,
 ):
     """What verify and equiv decide about A = B on the domain ``dom`` (None: there is none,
     a usage error), before anything is printed or written: (the verdict, what it is about,
@@ -161,7 +186,7 @@ def decide_equal(
     pre: dict = {}
     if correspondence_first(a, b, kind, strategy):  # milliseconds, before the search
         tried = True
-        v = verify_by_correspondence(a, b, pre)
+        v = verify_by_correspondence(a, b, pre, lattice)
         if v is not None:
             v.stats["time_s"] = time.monotonic() - started
     if v is None:
@@ -179,6 +204,7 @@ def decide_equal(
                     strategy=strategy,
                     certificate_kind=kind,
                     correspondence=not tried,
+                    lattice=lattice,
                     progress=progress,
                 ),
             )
@@ -344,6 +370,9 @@ def _check_cert_path(args, inputs) -> None:
     from ..io.models import check_outputs
 
     check_outputs([("--cert", args.cert)], inputs + [("--domain", args.domain)])
+    from ..export.recheck import require_coq
+
+    require_coq(args)
 
 
 def run_verify(args) -> int:

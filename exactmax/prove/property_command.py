@@ -4,6 +4,7 @@ another tool's counterexample checked exactly, and a property certificate re-che
 
 from __future__ import annotations
 
+import shutil
 import time
 from typing import Any
 
@@ -233,10 +234,14 @@ def run_check(args) -> int:
     )
     if not args.timeout > 0:
         raise UsageError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    from ..export.recheck import require_coq
+
+    require_coq(args)
     net, prop = _network_and_property(args)
     sha = _hashes(args, net, prop)  # before the units: the limit leaves them what remains
     lifted, lift_report = None, None
-    if not (getattr(args, "no_lift", False) or getattr(args, "no_relax", False)):
+    no_lift = getattr(args, "no_lift", False) or getattr(args, "no_relax", False)
+    if not (no_lift or getattr(args, "coq", False)):  # --coq: lattice forms have no Coq export
         from ..cpwl.lift import lift_checked, worth_lifting
 
         if worth_lifting(net):
@@ -268,13 +273,30 @@ def run_check(args) -> int:
     if a.result == "sat" and args.counterexample:
         write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
         out["counterexample_file"] = args.counterexample
-    if a.result == "unsat" and args.cert:
-        from ..io.property_certificate import write_property_certificate
+    from ..export.recheck import TRUST, certificate_path, checked_by, coq_answer
 
-        with phase(f"writing the certificate {args.cert}"):
-            doc = property_certificate(net, args.model, args.property, a, lifted)
-            write_property_certificate(args.cert, doc)
-        out["certificate"] = args.cert
+    coq, why, (path, scratch) = None, None, certificate_path(args)
+    try:
+        if a.result == "unsat" and path:
+            from ..io.property_certificate import write_property_certificate
+
+            with phase(f"writing the certificate {path}"):
+                doc = property_certificate(net, args.model, args.property, a, lifted)
+                write_property_certificate(path, doc)
+            out["certificate"] = args.cert
+        if a.result == "unsat":  # --coq (#35): coqc proves the certificate too
+            coq, why = coq_answer(args, path, bool(path))
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if getattr(args, "coq", False):
+        out["coq"] = None if coq is None else coq.json()
+        if coq is not None and coq.proved:
+            out["trust"] = TRUST
+    if why is not None:  # the kernel proved it, coqc did not: unknown
+        out.update(verdict="unknown", trust=None, reason=why)
+        print(jsonout.dumps(out) if args.json else f"unknown: {why}")
+        return EXIT_UNKNOWN
     if args.json:
         print(jsonout.dumps(out))
         return {"sat": EXIT_REFUTED, "unsat": EXIT_OK}.get(a.result, EXIT_UNKNOWN)
@@ -298,11 +320,14 @@ def run_check(args) -> int:
             print(f"  written in VNN-COMP's format to {args.counterexample}")
     elif a.result == "unsat":
         print(
-            f"unsat (certificate checked by the kernel): no input in the set reaches the "
+            f"unsat ({checked_by(coq)})"
+            ": no input in the set reaches the "
             f"output constraints; {a.stats.get('leaves_checked')} cells, "
             f"{out['time_s']:.2f} s (the kernel's check {a.stats.get('kernel_check_s')} s)"
             + (f"; certificate written to {args.cert}" if args.cert else "")
         )
+        if coq is not None:
+            print(f"  {coq.line()}")
     else:
         print(f"unknown: {a.reason}")
         if out["stats"] and not a.stats:  # stopped at the time limit: how far it got

@@ -5,6 +5,7 @@ check of such a certificate by ``check-cert``."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 from .. import jsonout
@@ -72,6 +73,7 @@ def decide_tolerance(
     search: bool = True,
     progress_shown: bool = False,
     started: float | None = None,
+    lattice: bool = True,
 ):
     """What ``equiv --epsilon`` / ``--top1`` decides about A and B on the domain ``dom`` (None:
     there is none, a usage error), before anything is printed or written: (the answer, what it
@@ -99,7 +101,7 @@ def decide_tolerance(
     about, facts = claim_about(a, b, dom)
     if facts.empty:
         return None, about, facts
-    proved = _by_correspondence(a, b)
+    proved = _by_correspondence(a, b, lattice)
     if proved is not None:
         return proved, about, facts
     with workers_of(parallel) as executor:
@@ -219,32 +221,52 @@ def run_tolerance(args, a, b, names, started: float) -> int:
         search=not args.no_search,
         progress_shown=shown(args),
         started=started,
+        lattice=not getattr(args, "coq", False),  # lattice normal forms have no Coq export
     )
     if v is None:
         return answer_vacuous(args, about)
     everywhere = isinstance(v, Verdict)  # a layer correspondence
-    cert_error = None
-    if args.cert and (everywhere or v.verdict == "proved"):
-        from ..io import write_json_atomic
+    from ..export.recheck import TRUST, certificate_path, checked_by, coq_answer
 
-        try:
-            write_json_atomic(args.cert, tolerance_certificate(a, b, dom, epsilon, v), compact=True)
-        except InputError as e:
-            cert_error = str(e)
+    cert_error, coq, why, (path, scratch) = None, None, None, certificate_path(args)
+    try:
+        written = False
+        if path and (everywhere or v.verdict == "proved"):
+            from ..io import write_json_atomic
+
+            try:
+                write_json_atomic(path, tolerance_certificate(a, b, dom, epsilon, v), compact=True)
+                written = True
+            except InputError as e:
+                cert_error = str(e)
+        if (everywhere or v.verdict == "proved") and cert_error is None:  # --coq (#35)
+            coq, why = coq_answer(args, path, written)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     t = round(time.monotonic() - started, 3)
     out = tolerance_json(v, about, epsilon, names, args.cert, cert_error, t)
+    if getattr(args, "coq", False):
+        out["coq"] = None if coq is None else coq.json()
+        if coq is not None and coq.proved:
+            out["trust"] = TRUST
+    if why is not None:  # the kernel proved it, coqc did not: unknown
+        out.update(verdict="unknown", trust=None, reason=why)
+        print(jsonout.dumps(out) if args.json else f"unknown: {why}\n  {about_line(about)}")
+        return EXIT_UNKNOWN
+    head = f"proved ({checked_by(coq)})"
     if args.json:
         print(jsonout.dumps(out))
     elif everywhere:
         print(
-            f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
+            f"{head}: {_statement(epsilon, names)} on "
             f"the domain, since {names[0]} = {names[1]} on all of Q^{a.input_dim} (a layer "
             f"correspondence of {out['stats']['units']} units), {t:.2f} s"
             + (f"; certificate written to {args.cert}" if args.cert and cert_error is None else "")
         )
     elif v.verdict == "proved":
         print(
-            f"proved (certificate checked by the kernel): {_statement(epsilon, names)} on "
+            f"{head}: {_statement(epsilon, names)} on "
             f"the domain; {v.stats.get('leaves_checked')} cells, {out['time_s']:.2f} s"
             + (f"; certificate written to {args.cert}" if out["certificate"] else "")
         )
@@ -268,6 +290,8 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     else:
         print(f"unknown: {v.reason}")
     if not args.json:
+        if coq is not None:
+            print(f"  {coq.line()}")
         print("  " + about_line(about))
     if cert_error is not None:
         return certificate_not_written(cert_error)
@@ -276,7 +300,7 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     return {"proved": EXIT_OK, "refuted": EXIT_REFUTED}.get(v.verdict, EXIT_UNKNOWN)
 
 
-def _by_correspondence(a, b):
+def _by_correspondence(a, b, lattice: bool = True):
     """Two Maxout networks of one depth related layer by layer (a rewrite): A = B on all of
     Q^d by a correspondence the kernel checked, so |A - B| = 0 <= epsilon and the arg max sets
     agree everywhere; its verdict, or None where there is no correspondence (milliseconds for
@@ -288,7 +312,7 @@ def _by_correspondence(a, b):
         b.layers
     ):
         return None
-    return verify_by_correspondence(a, b)
+    return verify_by_correspondence(a, b, lattice=lattice)
 
 
 def check_pair_cert(args) -> int:

@@ -52,6 +52,7 @@ class VerifyOptions:
     strategy: str = "auto"  # "auto", "layerwise" or "monolithic"
     certificate_kind: str = "auto"  # "auto", "equivalence" or "pair-property" (see _verify)
     correspondence: bool = True  # try a layer correspondence first (kind and strategy auto)
+    lattice: bool = True  # and lattice normal forms (not with --coq: they have no Coq export)
     progress: Callable[[int], object] | None = field(default=None, compare=False)
 
 
@@ -117,9 +118,12 @@ def verify_equal(a, b, domain: Domain, options: VerifyOptions = VerifyOptions())
     return v
 
 
-def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
+def verify_by_correspondence(
+    a, b, stats: dict | None = None, lattice: bool = True
+) -> Verdict | None:
     """Proved, with a layer correspondence the kernel accepted (A = B on all of Q^d, so on
-    every domain), or None (the reason in ``stats["correspondence_failed"]``)."""
+    every domain), or where the widths differ lattice normal forms (with ``lattice``), or None
+    (the reason in ``stats["correspondence_failed"]``)."""
     from .correspondence import NoCorrespondence, find_correspondence
 
     stats = {} if stats is None else stats
@@ -128,7 +132,7 @@ def verify_by_correspondence(a, b, stats: dict | None = None) -> Verdict | None:
         cert = find_correspondence(a, b)
     except NoCorrespondence as e:  # normal forms where the widths differ (of one shape: the
         stats["correspondence_failed"] = str(e)  # layerwise route is next, in full time)
-        return verify_by_lattice(a, b, stats) if a.widths != b.widths else None
+        return verify_by_lattice(a, b, stats) if lattice and a.widths != b.widths else None
     finally:
         stats["correspondence_s"] = round(time.monotonic() - t0, 4)
     stats.update(
@@ -303,7 +307,7 @@ def _verify(a, b, domain: Domain, options: VerifyOptions, start: float) -> Verdi
         and isinstance(a, MaxoutNetwork)
         and isinstance(b, MaxoutNetwork)
     ):
-        v = verify_by_correspondence(a, b, stats)
+        v = verify_by_correspondence(a, b, stats, options.lattice)
         if v is not None:
             return v
     if options.strategy != "layerwise" and (
