@@ -49,10 +49,39 @@ Qed.
 Lemma qeqb_R : forall a b, qeqb a b = true -> Q2R a = Q2R b.
 Proof. intros a b H. rewrite qeqb_Qeq_bool in H. apply Qeq_eqR, Qeq_bool_eq, H. Qed.
 
+Lemma pow2_exp_spec : forall p e, pow2_exp p = Some e -> (0 <= e)%Z /\ Zpos p = (2 ^ e)%Z.
+Proof.
+  induction p as [p IH|p IH|]; intros e H; cbn [pow2_exp] in H.
+  - discriminate.
+  - destruct (pow2_exp p) as [e'|] eqn:E; [|discriminate]. inversion H; subst.
+    destruct (IH e' eq_refl) as [H1 H2]. split; [lia|].
+    rewrite Pos2Z.inj_xO, H2, Z.pow_succ_r by lia. ring.
+  - inversion H. split; [lia|reflexivity].
+Qed.
+
+Lemma qadd_dyadic_ok : forall a b, (qadd_dyadic a b == a + b)%Q.
+Proof.
+  intros [m p] [n q]. unfold qadd_dyadic; cbn [Qnum Qden].
+  destruct (pow2_exp p) as [j|] eqn:Hp; [|apply Qred_correct].
+  destruct (pow2_exp q) as [k|] eqn:Hq; [|apply Qred_correct].
+  apply pow2_exp_spec in Hp as [Hj Hp]. apply pow2_exp_spec in Hq as [Hk Hq].
+  unfold Qeq, Qplus; cbn [Qnum Qden]. rewrite !Pos2Z.inj_mul, Hp, Hq.
+  destruct (Z.leb_spec j k) as [H|H]; cbn [Qnum Qden]; rewrite ?Hp, ?Hq.
+  - rewrite Z.shiftl_mul_pow2 by lia.
+    replace (2 ^ k)%Z with (2 ^ (k - j) * 2 ^ j)%Z
+      by (rewrite <- Z.pow_add_r by lia; f_equal; lia).
+    ring.
+  - rewrite Z.shiftl_mul_pow2 by lia.
+    replace (2 ^ j)%Z with (2 ^ (j - k) * 2 ^ k)%Z
+      by (rewrite <- Z.pow_add_r by lia; f_equal; lia).
+    ring.
+Qed.
+
 Lemma Q2R_qadd : forall a b, Q2R (qadd a b) = Q2R a + Q2R b.
 Proof.
   intros a b. rewrite <- Q2R_plus. apply Qeq_eqR.
-  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd; cbn [Qnum Qden]; try apply Qred_correct.
+  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd; cbn [Qnum Qden];
+    try apply qadd_dyadic_ok.
   unfold Qeq, Qplus; cbn [Qnum Qden]. cbn. lia.
 Qed.
 
@@ -69,7 +98,14 @@ Proof.
   - destruct v as [|b v].
     + cbn [vadd dotR]. destruct x; cbn [dotR]; lra.
     + destruct x as [|c x]; cbn [vadd dotR]; [lra|].
-      rewrite Q2R_red, Q2R_plus, IH. lra.
+      rewrite Q2R_qadd, IH. lra.
+Qed.
+
+Lemma Q2R_qscale : forall c a, Q2R (qscale c a) = Q2R c * Q2R a.
+Proof.
+  intros c a. unfold qscale.
+  destruct (pow2_exp (Qden c)), (pow2_exp (Qden a));
+    rewrite ?Q2R_qmul, ?Q2R_red, ?Q2R_mult; reflexivity.
 Qed.
 
 Lemma dotR_vscale : forall c u x, dotR (vscale c u) x = Q2R c * dotR u x.
@@ -77,7 +113,7 @@ Proof.
   unfold vscale. induction u as [|a u IH]; intros x; cbn [map dotR].
   - lra.
   - destruct x as [|b x]; cbn [dotR]; [lra|].
-    rewrite Q2R_red, Q2R_mult, IH. lra.
+    rewrite Q2R_qscale, IH. lra.
 Qed.
 
 Lemma dotR_vadd_raw : forall u v x, dotR (vadd_raw u v) x = dotR u x + dotR v x.
@@ -131,10 +167,10 @@ Proof.
 Qed.
 
 Lemma evalR_aadd : forall a b x, evalR (aadd a b) x = evalR a x + evalR b x.
-Proof. intros [u c] [v d] x. unfold evalR, aadd; cbn [fst snd]. rewrite dotR_vadd, Q2R_red, Q2R_plus. lra. Qed.
+Proof. intros [u c] [v d] x. unfold evalR, aadd; cbn [fst snd]. rewrite dotR_vadd, Q2R_qadd. lra. Qed.
 
 Lemma evalR_ascale : forall k a x, evalR (ascale k a) x = Q2R k * evalR a x.
-Proof. intros k [u c] x. unfold evalR, ascale; cbn [fst snd]. rewrite dotR_vscale, Q2R_red, Q2R_mult. lra. Qed.
+Proof. intros k [u c] x. unfold evalR, ascale; cbn [fst snd]. rewrite dotR_vscale, Q2R_qscale. lra. Qed.
 
 Lemma evalR_aadd_raw : forall a b x, evalR (aadd_raw a b) x = evalR a x + evalR b x.
 Proof. intros [u c] [v d] x. unfold evalR, aadd_raw; cbn [fst snd]. rewrite dotR_vadd_raw, Q2R_qadd. lra. Qed.
@@ -178,8 +214,8 @@ Proof.
   induction i as [|i IH]; intros v [|a u] [|b x]; cbn [add_at dotR nth]; try lra.
   - destruct a as [[|n|n] d]; cbn [Qnum]; cbn [dotR].
     + unfold Q2R at 2. cbn [Qnum]. rewrite Rmult_0_l, Rmult_0_l. lra.
-    + rewrite Q2R_red, Q2R_plus. lra.
-    + rewrite Q2R_red, Q2R_plus. lra.
+    + rewrite Q2R_qadd. lra.
+    + rewrite Q2R_qadd. lra.
   - rewrite IH. cbn [dotR]. rewrite RMicromega.Q2R_0. destruct x; cbn [dotR nth]; lra.
   - rewrite IH. lra.
 Qed.
