@@ -10,7 +10,14 @@ Three tables, each certificate exported with ``export-coq`` and compiled with
    (as in ``benchmarks/eval.py``: rank 3, box [-1, 1]^d) of 10 units in one layer, and smaller
    ones, against their compiled hardmax Transformers: the curve against the number of leaves;
 3. layerwise certificates of random networks of input dimension 4 and growing width and depth
-   (the generator of ``benchmarks/verify.py``).
+   (the generator of ``benchmarks/verify.py``);
+4. ``equiv``'s default certificates (#35): the layer correspondence of a random 6 x 50 Maxout
+   network of rank 2 (4 inputs; ``benchmarks/equiv.py``'s generator) against its rescaled,
+   permuted twin with a unit split, and ``--epsilon`` pair certificates (``--quick``: a 3 x 10
+   network): a 2 x 8 network against itself with one weight moved by 1/100, on [-1, 1]^4, E
+   = 1/2 (the gap bound is proved cell by cell), and examples/tent.json against
+   examples/relu_triangle.json, E = 4 (its VNN-COMP-free smallest case).  Each through the
+   command line: ``exactmax equiv --cert``, ``exactmax export-coq``, then coqc.
 
 Reported: leaves, certificate JSON size, .v size, exactmax's time to produce the certificate,
 coqc's wall time and peak memory (maximum resident set size of the coqc process, from
@@ -92,6 +99,61 @@ def cells(r: dict) -> str:
             f"{r['coqc_s']} s{'' if r['coq_ok'] else ' (REJECTED)'} | {r['coqc_mb']} MB")
 
 
+def equiv_row(name: str, a_path: str, b_path: str, extra: list, folder: str) -> dict:
+    """``exactmax equiv A B [extra] --cert`` (timed), ``export-coq`` of its certificate, coqc."""
+    cert, vfile = os.path.join(folder, f"{name}.json"), os.path.join(folder, f"{name}.v")
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "exactmax", "equiv", a_path, b_path, *extra,
+                        "--cert", cert, "--json", "--timeout", "600"],
+                       capture_output=True, text=True)
+    produce = time.perf_counter() - t0
+    out = json.loads(r.stdout)
+    row = {"name": name, "verdict": out["verdict"], "kind": out.get("certificate_kind"),
+           "leaves": out["stats"].get("leaves_checked", out["stats"].get("units", "-")),
+           "produce_s": round(produce, 2)}
+    if out["verdict"] != "proved":
+        return row
+    subprocess.run([sys.executable, "-m", "exactmax", "export-coq", cert, "-o", vfile],
+                   capture_output=True, check=True)
+    ok, secs, mb = coqc(vfile)
+    row.update(json_kb=round(os.path.getsize(cert) / 1024),
+               v_kb=round(os.path.getsize(vfile) / 1024), coq_ok=ok, coqc_s=round(secs, 1),
+               coqc_mb=round(mb))
+    return row
+
+
+def equiv_rows(quick: bool, folder: str) -> list[dict]:
+    from equiv import network, twin
+
+    from exactmax.io.models import model_to_json
+
+    def save(net, name: str) -> str:
+        path = os.path.join(folder, name)
+        with open(path, "w") as f:
+            json.dump(model_to_json(net), f)
+        return path
+
+    rng = random.Random(35)
+    width, depth = (10, 3) if quick else (50, 6)
+    net = network(rng, width, depth, 2)
+    a, b = save(net, "corr_a.json"), save(twin(rng, net), "corr_b.json")
+    box = ["--box", "-1,1"]
+    rows = [equiv_row(f"correspondence_{depth}x{width}", a, b, box, folder)]
+    small = network(random.Random(8), 8, 2, 2)
+    moved = model_to_json(small)
+    w = moved["layers"][0]["units"][0]["pieces"][0]["w"]
+    w[0] = str(Q(w[0]) + Q(1, 100))
+    moved_path = os.path.join(folder, "moved.json")
+    with open(moved_path, "w") as f:
+        json.dump(moved, f)
+    rows.append(equiv_row("epsilon_2x8", save(small, "small.json"), moved_path,
+                          ["--epsilon", "1/2", *box], folder))
+    rows.append(equiv_row("epsilon_tent", os.path.join(EXAMPLES, "tent.json"),
+                          os.path.join(EXAMPLES, "relu_triangle.json"), ["--epsilon", "4"],
+                          folder))
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="FILE")
@@ -129,6 +191,15 @@ def main(argv=None) -> int:
             r = run(4, N, D, 1000 * N + D, folder, "layerwise")
             rows.append(r)
             print(f"| {N} | {D} | {cells(r)} |", flush=True)
+        print("\nequiv's default certificates\n\n| query | certificate | leaves or units | "
+              "certificate JSON | .v file | produce | coqc | coqc peak memory |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in equiv_rows(args.quick, folder):
+            rows.append(r)
+            print(f"| {r['name']} | {r['kind']} | {r['leaves']} | {r.get('json_kb', '-')} KB | "
+                  f"{r.get('v_kb', '-')} KB | {r['produce_s']} s | {r.get('coqc_s', '-')} s "
+                  f"({'accepted' if r.get('coq_ok') else 'REJECTED'}) | {r.get('coqc_mb', '-')} "
+                  f"MB |", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

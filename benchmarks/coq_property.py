@@ -15,8 +15,8 @@ Instances:
   absent);
 - ``acas-1-6-prop3``: VNN-COMP 2022's ``test`` category, ``test_unsat.onnx`` with
   ``test_prop.vnnlib`` (ACAS Xu network 1-6, property 3; 5 inputs, 6 hidden layers of 50
-  ReLUs, 5 outputs), from vnncomp2022-test/ of $EXACTMAX_BENCH_DATA, else ../shared/data (skipped when
-  absent; where to get it: docs/benchmarks.md, "Benchmark data").
+  ReLUs, 5 outputs), from vnncomp2022-test/ of $EXACTMAX_BENCH_DATA, else ../shared/data
+  (skipped when absent; where to get it: docs/benchmarks.md, "Benchmark data").
 
 Certificates are ``exactmax check``'s default (relaxed leaves, phase splits), or with
 ``--no-relax`` every ReLU fixed on each cell.  Reported per instance: the time of
