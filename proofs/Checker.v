@@ -55,8 +55,12 @@ Definition qadd_dyadic (a b : Q) : Q :=
   | _, _ => Qred (a + b)
   end.
 
-Definition qadd (a b : Q) : Q :=
+Definition qadd_nz (a b : Q) : Q :=
   match Qden a, Qden b with xH, xH => Qmake (Qnum a + Qnum b) 1 | _, _ => qadd_dyadic a b end.
+
+(* a + b, a zero term skipped (maps over z = (x, v_0, ...) are dense and mostly zero) *)
+Definition qadd (a b : Q) : Q :=
+  if Z.eqb (Qnum a) 0 then b else if Z.eqb (Qnum b) 0 then a else qadd_nz a b.
 (* c * a with the recursion of Pos.mul on a's numerator and c's denominator: a row's small
    coefficients, a multiplier's denominator 1 *)
 Definition qmul (c a : Q) : Q := Qmake (Qnum a * Qnum c) (Qden c * Qden a).
@@ -71,6 +75,7 @@ Fixpoint vadd (u v : vec) : vec :=
 (* c * a: unreduced for dyadic c, a (the product of denominators 2^j 2^k is 2^(j + k): no
    gcd), reduced otherwise *)
 Definition qscale (c a : Q) : Q :=
+  if Z.eqb (Qnum a) 0 then 0 else
   match pow2_exp (Qden c), pow2_exp (Qden a) with
   | Some _, Some _ => qmul c a
   | _, _ => Qred (c * a)
@@ -529,7 +534,11 @@ Definition check_cert (f g : prog) (dom : list con) (t : tree) : bool :=
    - choice lists: their length and their entries' indices;
    - tree nodes, children before parents: 0 c (Leaf), 1 f (Empty), 2 a c ge lt (Split). *)
 
-Definition stream := list Z.
+(* The stream of numbers is read from the array where it lies, number by number, through a
+   cursor (word i, byte j of it): nothing is unpacked ahead of the readers, so a large
+   certificate is held once, as its array and as what has been read of it. *)
+Record cursor := mkcur { cur_a : PArray.array Uint63.int; cur_i : Uint63.int; cur_j : Uint63.int }.
+Definition stream := cursor.
 
 (* a small machine integer (< 2^n) as Z *)
 Fixpoint small_Z (n : nat) (i : Uint63.int) : Z :=
@@ -541,42 +550,49 @@ Fixpoint small_Z (n : nat) (i : Uint63.int) : Z :=
       if Uint63.eqb (Uint63.land i 1%uint63) 0%uint63 then Z.double r else Z.succ_double r
   end.
 
-(* bytes are read from the last one backwards: a byte without the high bit is a number's last
-   byte, so it starts a number here; the others shift the number in progress *)
-Definition byte_step (b : Uint63.int) (st : option Z * stream) : option Z * stream :=
-  let '(acc, out) := st in
-  if Uint63.ltb b 128%uint63
-  then (Some (small_Z 7 b), match acc with Some z => z :: out | None => out end)
-  else (Some (Z.shiftl (match acc with Some z => z | None => 0 end) 7 + small_Z 7 (Uint63.sub b 128%uint63))%Z,
-        out).
-
-Definition word_step (w : Uint63.int) (st : option Z * stream) : option Z * stream :=
-  let b k := Uint63.land (Uint63.lsr w k) 255%uint63 in
-  byte_step (b 0%uint63) (byte_step (b 8%uint63) (byte_step (b 16%uint63) (byte_step (b 24%uint63)
-    (byte_step (b 32%uint63) (byte_step (b 40%uint63) (byte_step (b 48%uint63) st)))))).
-
 (* word i is stored xor'ed with i * K (mod 2^63): Coq hash-conses machine integers by their
    low bits, and a stream's words often share them (multipliers with one denominator), which
    made reading the literal quadratic (100,000 words with equal low 40 bits: 196 s; mixed: 4 s) *)
 Definition scramble (i : Uint63.int) : Uint63.int := Uint63.mul i 2177342782468422677%uint63.
 
-Fixpoint words_step (n : nat) (i : Uint63.int) (a : PArray.array Uint63.int)
-                    (st : option Z * stream) : option Z * stream :=
-  match n with
-  | O => st
-  | S n' =>
-      let i' := Uint63.sub i 1%uint63 in
-      words_step n' i' a (word_step (Uint63.lxor (PArray.get a i') (scramble i')) st)
+(* byte j of word i (bytes 7 to a word, least significant first); 0 past the array's end *)
+Definition cur_byte (c : cursor) : Uint63.int :=
+  let w := Uint63.lxor (PArray.get (cur_a c) (cur_i c)) (scramble (cur_i c)) in
+  if Uint63.ltb (cur_i c) (PArray.length (cur_a c))
+  then Uint63.land (Uint63.lsr w (Uint63.mul 8%uint63 (cur_j c))) 255%uint63 else 0%uint63.
+
+Definition cur_next (c : cursor) : cursor :=
+  if Uint63.eqb (cur_j c) 6%uint63 then mkcur (cur_a c) (Uint63.add (cur_i c) 1%uint63) 0%uint63
+  else mkcur (cur_a c) (cur_i c) (Uint63.add (cur_j c) 1%uint63).
+
+(* a number is groups of 7 bits, least significant first, the high bit set on all but the
+   last byte: its groups, the last first, read in chunks of at most fuel groups (true: the last
+   group was read) *)
+Fixpoint rd_chunk (fuel : nat) (c : cursor) (gs : list Uint63.int)
+  : bool * list Uint63.int * cursor :=
+  match fuel with
+  | O => (false, gs, c)
+  | S f =>
+      let b := cur_byte c in
+      if Uint63.ltb b 128%uint63 then (true, b :: gs, cur_next c)
+      else rd_chunk f (cur_next c) (Uint63.sub b 128%uint63 :: gs)
   end.
 
-Definition unpack (a : PArray.array Uint63.int) : stream :=
-  let n := PArray.length a in
-  let '(acc, out) := words_step (Z.to_nat (Uint63.to_Z n)) n a (None, []) in
-  match acc with Some z => z :: out | None => out end.
+Fixpoint rd_groups (k : nat) (c : cursor) (gs : list Uint63.int) : list Uint63.int * cursor :=
+  match k with
+  | O => (gs, c)
+  | S k' => let '(last, gs', c') := rd_chunk 128 c gs in if last then (gs', c') else rd_groups k' c' gs'
+  end.
+
+(* the array's stream, from its start *)
+Definition unpack (a : PArray.array Uint63.int) : stream := mkcur a 0%uint63 0%uint63.
 
 Definition reader (A : Type) := stream -> A * stream.
 
-Definition rd : reader Z := fun l => match l with z :: l' => (z, l') | [] => (0%Z, []) end.
+(* numbers of up to 7 * 128 * 512 bits *)
+Definition rd : reader Z := fun c =>
+  let '(gs, c') := rd_groups 512 c [] in
+  (fold_left (fun acc g => Z.shiftl acc 7 + small_Z 7 g)%Z gs 0%Z, c').
 Definition rd_nat : reader nat := fun l => let '(z, l') := rd l in (Z.to_nat z, l').
 Definition rd_idx : reader Uint63.int := fun l => let '(z, l') := rd l in (Uint63.of_Z z, l').
 Definition unzig (z : Z) : Z := if Z.even z then Z.div2 z else (- Z.div2 (z + 1))%Z.

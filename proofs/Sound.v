@@ -77,12 +77,23 @@ Proof.
     ring.
 Qed.
 
-Lemma Q2R_qadd : forall a b, Q2R (qadd a b) = Q2R a + Q2R b.
+Lemma Q2R_qadd_nz : forall a b, Q2R (qadd_nz a b) = Q2R a + Q2R b.
 Proof.
   intros a b. rewrite <- Q2R_plus. apply Qeq_eqR.
-  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd; cbn [Qnum Qden];
+  destruct a as [m [p|p|]], b as [n [q|q|]]; unfold qadd_nz; cbn [Qnum Qden];
     try apply qadd_dyadic_ok.
   unfold Qeq, Qplus; cbn [Qnum Qden]. cbn. lia.
+Qed.
+
+Lemma Q2R_num0 : forall a, Qnum a = 0%Z -> Q2R a = 0.
+Proof. intros [m p] H. cbn in H. subst m. unfold Q2R. cbn [Qnum Qden]. rewrite Rmult_0_l. reflexivity. Qed.
+
+Lemma Q2R_qadd : forall a b, Q2R (qadd a b) = Q2R a + Q2R b.
+Proof.
+  intros a b. unfold qadd.
+  destruct (Z.eqb_spec (Qnum a) 0) as [Ha|Ha]; [rewrite (Q2R_num0 a Ha); lra|].
+  destruct (Z.eqb_spec (Qnum b) 0) as [Hb|Hb]; [rewrite (Q2R_num0 b Hb); lra|].
+  apply Q2R_qadd_nz.
 Qed.
 
 Lemma Q2R_qmul : forall c a, Q2R (qmul c a) = Q2R c * Q2R a.
@@ -104,6 +115,8 @@ Qed.
 Lemma Q2R_qscale : forall c a, Q2R (qscale c a) = Q2R c * Q2R a.
 Proof.
   intros c a. unfold qscale.
+  destruct (Z.eqb_spec (Qnum a) 0) as [Ha|Ha].
+  { rewrite (Q2R_num0 a Ha), RMicromega.Q2R_0. lra. }
   destruct (pow2_exp (Qden c)), (pow2_exp (Qden a));
     rewrite ?Q2R_qmul, ?Q2R_red, ?Q2R_mult; reflexivity.
 Qed.
