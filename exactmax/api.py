@@ -158,6 +158,31 @@ class Result:
             )
         self._writer(_path("path", path))
 
+    def check_in_coq(self, timeout_s: float = 600.0):
+        """Prove the certificate in Coq too (what ``--coq`` does): write it to a temporary
+        file, export it as ``export-coq`` does, compare the file with it, compile it with coqc
+        against the library in ``proofs/`` and check its axioms; the temporary files are
+        removed.  Returns ``export.recheck.CoqCheck``: ``proved`` (bool), ``seconds`` (coqc),
+        ``bytes`` (of the .v file), ``reason`` (why not proved: coqc's message, or why the
+        certificate has no Coq export yet).  Needs coqc (ArgumentError without it)."""
+        import shutil
+        import tempfile
+
+        from .exits import UsageError
+        from .export.recheck import coq_check, require_coq
+
+        try:
+            require_coq(SimpleNamespace(coq=True))
+        except UsageError as e:
+            raise ArgumentError("check_in_coq", str(e)) from None
+        folder = tempfile.mkdtemp(prefix="exactmax-cert-")
+        try:
+            path = os.path.join(folder, "certificate.json")
+            self.write_certificate(path)
+            return coq_check(path, _seconds("timeout_s", timeout_s))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def __repr__(self) -> str:
         head = f"<{self.command}: {self.verdict}" + (f" ({self.trust})" if self.trust else "")
         parts = [head]

@@ -178,3 +178,17 @@ def test_scratch_removed_when_coq_fails(monkeypatch):
     assert run("verify", ex("tent.json"), "--coq")[0] == 3
     assert _scratch() == before
     assert shutil.which("coqc")
+
+
+def test_python_api_check_in_coq(tmp_path):
+    import exactmax as xm
+
+    r = xm.verify(ex("tent.json"))
+    c = r.check_in_coq()
+    assert r.verdict == "proved" and c.proved and c.bytes > 0 and c.reason is None
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text(UNSAT)
+    assert xm.check(ex("tent.json"), str(prop)).check_in_coq().proved
+    prop.write_text(SAT)
+    with pytest.raises(xm.ArgumentError, match="no certificate"):
+        xm.check(ex("tent.json"), str(prop)).check_in_coq()  # sat: a point, no certificate
