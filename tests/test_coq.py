@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from certificate_corpus import CUT, MIXED, walk
+from conftest import skip_without_coqc
 from exactmax.cli import main
 from exactmax.export.coqcheck import (ALLOWED, REALS_AXIOMS, AssumptionsRejected,
                                       parse_assumptions, run_coqc)
@@ -22,10 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
 EX = os.path.join(ROOT, "examples")
 
-if shutil.which("coqc") is None:
-    if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+skip_without_coqc()
 
 
 @pytest.fixture(scope="module")

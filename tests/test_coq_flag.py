@@ -55,17 +55,25 @@ def library(coq_library):
     return coq_library
 
 
-def _scratch() -> set:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "exactmax-c*")))
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """A temporary folder of the test's own as tempfile's (xdist workers run side by side)."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
 
 
-def test_verify_proved_by_kernel_and_coq():
-    before = _scratch()
+def _scratch(folder) -> set:
+    return set(glob.glob(os.path.join(folder, "exactmax-c*")))
+
+
+def test_verify_proved_by_kernel_and_coq(scratch):
     code, out, _ = run("verify", ex("tent.json"), "--coq")
     assert code == 0, out
     assert out.startswith("proved (kernel and Coq): ")
     assert "proved by coqc in" in out
-    assert _scratch() == before  # the temporary certificate and Coq file are removed
+    assert _scratch(scratch) == set()  # the temporary certificate and Coq file are removed
 
 
 def test_verify_json_says_kernel_and_coq(tmp_path):
@@ -172,11 +180,10 @@ def test_help_names_the_flag():
         assert "--coq" in out.getvalue() and "kernel and" in out.getvalue()
 
 
-def test_scratch_removed_when_coq_fails(monkeypatch):
-    before = _scratch()
+def test_scratch_removed_when_coq_fails(monkeypatch, scratch):
     monkeypatch.setattr(recheck, "coq_check", lambda *a, **k: recheck.CoqCheck(False, 0, 0, "x"))
     assert run("verify", ex("tent.json"), "--coq")[0] == 3
-    assert _scratch() == before
+    assert _scratch(scratch) == set()
     assert shutil.which("coqc")
 
 

@@ -119,6 +119,18 @@ def coq_answer(args, path: str | None, written: bool) -> tuple[CoqCheck | None, 
     return c, None if c.proved else why
 
 
+def record(args, out: dict, coq: CoqCheck | None, why: str | None) -> None:
+    """``--coq``'s part of a command's ``--json`` object: ``coq`` (coqc's answer, or None), the
+    trust of both checkers when coqc proved it, else (``why``) the answer unknown."""
+    if not getattr(args, "coq", False):
+        return
+    out["coq"] = None if coq is None else coq.json()
+    if coq is not None and coq.proved:
+        out["trust"] = TRUST
+    if why is not None:
+        out.update(verdict="unknown", trust=None, reason=why)
+
+
 def checked_by(coq: CoqCheck | None) -> str:
     """What a proved answer says it was checked by: "kernel and Coq" or the kernel alone."""
     if coq is not None and coq.proved:

@@ -56,9 +56,9 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
     )
     if v is None:
         return answer_vacuous(args, about)
-    from ..export.recheck import TRUST, certificate_path, checked_by, coq_answer
+    from ..export.recheck import certificate_path, checked_by, coq_answer, record
 
-    cert_error, coq, (path, scratch) = None, None, certificate_path(args)
+    cert_error, coq, why, (path, scratch) = None, None, None, certificate_path(args)
     try:
         written = False
         if path and v.verdict == "proved" and v.trust == "kernel-checked":
@@ -77,12 +77,9 @@ def _verify_models(args, a, b, names, started: float | None = None) -> int:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
     out = equality_json(v, about, names, args.cert, cert_error)
-    if getattr(args, "coq", False):
-        out["coq"] = None if coq is None else coq.json()
-        if coq is not None and coq.proved:
-            out["trust"] = TRUST
-        elif coq is not None and args.cert:
-            out["certificate"] = args.cert  # written: the kernel accepted it
+    record(args, out, coq, why)
+    if coq is not None and not coq.proved and args.cert:
+        out["certificate"] = args.cert  # written: the kernel accepted it
     if args.json:
         print(jsonout.dumps(out))
     elif v.verdict == "proved":

@@ -273,7 +273,7 @@ def run_check(args) -> int:
     if a.result == "sat" and args.counterexample:
         write_bytes_atomic(args.counterexample, counterexample_text(a.x, a.y).encode())
         out["counterexample_file"] = args.counterexample
-    from ..export.recheck import TRUST, certificate_path, checked_by, coq_answer
+    from ..export.recheck import certificate_path, checked_by, coq_answer, record
 
     coq, why, (path, scratch) = None, None, certificate_path(args)
     try:
@@ -289,12 +289,8 @@ def run_check(args) -> int:
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-    if getattr(args, "coq", False):
-        out["coq"] = None if coq is None else coq.json()
-        if coq is not None and coq.proved:
-            out["trust"] = TRUST
+    record(args, out, coq, why)
     if why is not None:  # the kernel proved it, coqc did not: unknown
-        out.update(verdict="unknown", trust=None, reason=why)
         print(jsonout.dumps(out) if args.json else f"unknown: {why}")
         return EXIT_UNKNOWN
     if args.json:

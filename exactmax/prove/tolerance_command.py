@@ -226,7 +226,7 @@ def run_tolerance(args, a, b, names, started: float) -> int:
     if v is None:
         return answer_vacuous(args, about)
     everywhere = isinstance(v, Verdict)  # a layer correspondence
-    from ..export.recheck import TRUST, certificate_path, checked_by, coq_answer
+    from ..export.recheck import certificate_path, checked_by, coq_answer, record
 
     cert_error, coq, why, (path, scratch) = None, None, None, certificate_path(args)
     try:
@@ -246,12 +246,8 @@ def run_tolerance(args, a, b, names, started: float) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     t = round(time.monotonic() - started, 3)
     out = tolerance_json(v, about, epsilon, names, args.cert, cert_error, t)
-    if getattr(args, "coq", False):
-        out["coq"] = None if coq is None else coq.json()
-        if coq is not None and coq.proved:
-            out["trust"] = TRUST
+    record(args, out, coq, why)
     if why is not None:  # the kernel proved it, coqc did not: unknown
-        out.update(verdict="unknown", trust=None, reason=why)
         print(jsonout.dumps(out) if args.json else f"unknown: {why}\n  {about_line(about)}")
         return EXIT_UNKNOWN
     head = f"proved ({checked_by(coq)})"
