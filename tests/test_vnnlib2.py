@@ -368,14 +368,18 @@ def test_verify_dimension_mismatch_and_timeout_values(tmp_path):
 
 
 def test_verify_timed_out_is_the_first_line(tmp_path):
-    # 12 inputs, 24 ReLUs: a 0.05 s limit cannot settle it: "timed-out" alone on stdout,
-    # the reason on stderr
+    # 12 inputs, 24 ReLUs and a bound just above the true maximum (19.5; 19.0 is reached):
+    # unsat, but settling it takes branching, about 2.5 s here, so a 0.05 s limit cannot
+    # (a bound far above the maximum was settled by the root bounds within 0.05 s under load).
+    # "timed-out" alone on stdout, the reason on stderr
     rng = np.random.default_rng(0)
     W = rng.normal(size=(12, 24)).round(2)
     onnx_path = relu_onnx(tmp_path, W)
     decl = V2 + "(declare-network f (declare-input X real [12]) (declare-output Y real [24]))\n"
     box = "".join(f"(assert (<= -1.0 X[{i}])) (assert (<= X[{i}] 1.0))\n" for i in range(12))
-    q = write(tmp_path, decl + box + "(assert (> (+ Y[0] Y[1] Y[2]) 100.0))\n")
+    q = write(
+        tmp_path, decl + box + "(assert (> (- (+ Y[0] Y[1] Y[2]) (+ Y[3] Y[4] Y[5])) 19.5))\n"
+    )
     r = run("vnnlib", "verify", q, "--network", f"f={onnx_path}", "--timeout", "0.05")
     assert (r.returncode, r.stdout) == (0, "timed-out\n"), r.stdout + r.stderr
     assert r.stderr.startswith("exactmax: timed-out: ") and r.stderr.count("\n") == 1
