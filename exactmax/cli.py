@@ -168,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"else a temporary one) is exported as export-coq does and checked by coqc "
             f"against the library in proofs/; the answer then reads '{answer} (kernel and "
             f"Coq)' (--json: trust kernel-and-coq-checked), or unknown (exit 3) with coqc's "
-            f"reason. Needs coqc (apt-get install coq); the library is built on first use",
+            f"reason. Needs coqc (apt-get install coq libcoq-bignums); the library is built "
+            f"on first use",
         )
         p.add_argument(
             "--coq-timeout",

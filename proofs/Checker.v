@@ -629,20 +629,47 @@ Definition rd_farkas : reader farkas :=
                                              let '(y, l2) := rd_sZ l1 in ((i, inject_Z y), l2)) l1 in
            ((inject_Z D, w), l2).
 
+(* A Farkas list left where it lies: the cursor at its start, read when it is checked
+   (farkas_at).  A relaxed leaf of a float network has hundreds of upper functions, each
+   proved by Farkas lists of 600-bit multipliers: read ahead, as Coq's binary integers, those
+   of ACAS Xu property 1's certificate took 5 GB; read when checked, one at a time. *)
+Definition farkas_at (c : cursor) : farkas := fst (rd_farkas c).
+
+(* past one number: bytes up to the first below 128 (in chunks, as rd_groups reads) *)
+Fixpoint skip_chunk (fuel : nat) (c : cursor) : bool * cursor :=
+  match fuel with
+  | O => (false, c)
+  | S f => if Uint63.ltb (cur_byte c) 128%uint63 then (true, cur_next c) else skip_chunk f (cur_next c)
+  end.
+Fixpoint skip_num_k (k : nat) (c : cursor) : cursor :=
+  match k with
+  | O => c
+  | S k' => let '(last, c') := skip_chunk 128 c in if last then c' else skip_num_k k' c'
+  end.
+Definition skip_num (c : cursor) : cursor := skip_num_k 512 c.
+Fixpoint skip_nums (n : nat) (c : cursor) : cursor :=
+  match n with O => c | S n' => skip_nums n' (skip_num c) end.
+
+(* past one Farkas list: D, then n pairs (row index, multiplier) *)
+Definition skip_farkas (c : cursor) : cursor :=
+  let '(n, c1) := rd_nat (skip_num c) in skip_nums (2 * n) c1.
+
 Definition rd_aff : reader aff :=
   fun l => let '(a, l1) := rd_list rd_Q l in let '(c, l2) := rd_Q l1 in ((a, c), l2).
 
-Definition rd_proof (F : PArray.array farkas) : reader proof :=
+(* F i: the Farkas list of index i (Checker's tables hold them read, Property's where they
+   lie in the stream) *)
+Definition rd_proof (F : Uint63.int -> farkas) : reader proof :=
   fun l => let '(k, l1) := rd l in
            match k with
-           | 1%Z => let '(f, l2) := rd_idx l1 in (PFar (PArray.get F f), l2)
+           | 1%Z => let '(f, l2) := rd_idx l1 in (PFar (F f), l2)
            | 2%Z => let '(d, l2) := rd_idx l1 in let '(u, l3) := rd_idx l2 in
                     let '(o, l4) := rd_idx l3 in
-                    (PTie (PArray.get F d) (PArray.get F u) (PArray.get F o), l4)
+                    (PTie (F d) (F u) (F o), l4)
            | _ => (PNone, l1)
            end.
 
-Definition rd_entry (F : PArray.array farkas) : reader (nat * nat * choice) :=
+Definition rd_entry (F : Uint63.int -> farkas) : reader (nat * nat * choice) :=
   fun l => let '(s, l1) := rd_nat l in let '(j, l2) := rd_nat l1 in let '(k, l3) := rd_nat l2 in
            let '(ps, l4) := rd_list (rd_proof F) l3 in
            ((s, j, {| ch_k := k; ch_proofs := ps |}), l4).
@@ -673,7 +700,7 @@ Definition rd_tables : reader tables :=
   fun l => let '(F, l1) := rd_table no_farkas (fun _ => rd_farkas) l in
            let '(A, l2) := rd_table azero (fun _ => rd_aff) l1 in
            let '(E, l3) := rd_table (0%nat, 0%nat, {| ch_k := 0; ch_proofs := [] |})
-                                    (fun _ => rd_entry F) l2 in
+                                    (fun _ => rd_entry (PArray.get F)) l2 in
            let '(C, l4) := rd_table [] (fun _ => rd_choices E) l3 in
            let '(T, l5) := rd_table no_tree (rd_tree F A C) l4 in
            ({| tb_farkas := F; tb_trees := T |}, l5).

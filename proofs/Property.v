@@ -26,7 +26,7 @@
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
 From Coq Require Uint63 PArray.
 Import (notations) Uint63.
-From ExactMax Require Import Checker Sound Build Maxout Relaxed.
+From ExactMax Require Import Checker Sound Build Maxout Dyadic Relaxed.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -76,7 +76,7 @@ Definition check_excluded (p : prog) (d : nat) (need : list bool) (outs : list (
   match srun C 0 cs (p_nodes p) need prev [] with
   | Some v =>
       match all_some (map (get v) (p_outs p)) with
-      | Some ys => forall2b (fun O w => entails (C ++ map (compose d ys) O) azero true w) outs ws
+      | Some ys => forall2b (fun O w => entails_w (C ++ map (compose d ys) O) azero true w) outs ws
       | None => false
       end
   | None => false
@@ -86,7 +86,7 @@ Fixpoint check_ptree (p : prog) (d : nat) (need : list bool) (outs : list (list 
                      (C : list con) (inh : choices) (prev : list (option aff)) (t : ptree)
   : bool :=
   match t with
-  | PEmpty w => entails C azero true w
+  | PEmpty w => entails_w C azero true w
   | PExcluded cs ws => check_excluded p d need outs C (cs ++ inh) prev ws
   | PRelaxed cs ups ex prs => check_relaxed p d need outs C (cs ++ inh) prev ups ex prs
   | PSplit h [] l r =>
@@ -130,7 +130,7 @@ Proof.
   assert (HS' : satR (C ++ map (compose d ys) O) x).
   { apply satR_app; [exact HC|]. apply compose_satR; [exact Hd|].
     unfold outsR in HS. rewrite V in HS. exact HS. }
-  pose proof (entails_gt _ _ _ x HS' Hw) as G. rewrite evalR_azero in G. lra.
+  pose proof (entails_w_gt _ _ _ x HS' Hw) as G. rewrite evalR_azero in G. lra.
 Qed.
 
 Lemma check_ptree_sound : forall p d need outs t C inh prev x,
@@ -140,7 +140,7 @@ Lemma check_ptree_sound : forall p d need outs t C inh prev x,
 Proof.
   intros p d need outs t. induction t as [w | cs ws | h cs l IHl r IHr | cs ups ex prs];
     intros C inh prev x Ht HC Hd K; cbn [check_ptree] in Ht.
-  - exfalso. pose proof (entails_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
+  - exfalso. pose proof (entails_w_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
   - exact (check_excluded_sound p d need outs C _ prev ws x Ht HC Hd K).
   - assert (Hgo : forall inh' prev', knownR x (runR (p_nodes p) x []) prev' ->
               check_ptree p d need outs (C ++ [(h, false)]) inh' prev' l &&
@@ -206,7 +206,7 @@ Definition no_ptree : ptree := PEmpty no_farkas.
 Definition no_upper : upper := {| up_lam := []; up_beta := 0; up_proofs := []; up_terms := [] |}.
 Definition no_rproof : rproof := RFarkas no_farkas.
 
-Definition rd_upper (F : PArray.array farkas) : reader upper :=
+Definition rd_upper (F : PArray.array cursor) : reader upper :=
   fun l => let '(lam, l1) := rd_list rd_Q l in
            let '(beta, l2) := rd_Q l1 in
            let '(ps, l3) := rd_list (fun l => let '(f, l') := rd_idx l in (PArray.get F f, l')) l2 in
@@ -217,7 +217,7 @@ Definition rd_upper (F : PArray.array farkas) : reader upper :=
 Definition rd_pair (U : PArray.array upper) : reader (nat * upper) :=
   fun l => let '(i, l1) := rd_nat l in let '(u, l2) := rd_idx l1 in ((i, PArray.get U u), l2).
 
-Definition rd_rproof (F : PArray.array farkas) (U : PArray.array upper)
+Definition rd_rproof (F : Uint63.int -> farkas) (U : PArray.array upper)
                      (P : PArray.array rproof) : reader rproof :=
   fun l => let '(k, l1) := rd l in
            match k with
@@ -228,19 +228,19 @@ Definition rd_rproof (F : PArray.array farkas) (U : PArray.array upper)
                     let '(us, l3) := rd_list (fun l => let '(u, l') := rd_idx l in
                                                        (PArray.get U u, l')) l2 in
                     let '(r, l4) := rd_idx l3 in (RTighten ns us (PArray.get P r), l4)
-           | _ => let '(f, l2) := rd_idx l1 in (RFarkas (PArray.get F f), l2)
+           | _ => let '(f, l2) := rd_idx l1 in (RFarkas (F f), l2)
            end.
 
-Definition rd_ptree (F : PArray.array farkas) (A : PArray.array aff)
+Definition rd_ptree (F : Uint63.int -> farkas) (A : PArray.array aff)
                     (C : PArray.array choices) (U : PArray.array upper)
                     (P : PArray.array rproof) (T : PArray.array ptree) : reader ptree :=
   fun l => let '(k, l1) := rd l in
            match k with
            | 0%Z => let '(c, l2) := rd_idx l1 in
                     let '(ws, l3) := rd_list (fun l => let '(f, l') := rd_idx l in
-                                                       (PArray.get F f, l')) l2 in
+                                                       (F f, l')) l2 in
                     (PExcluded (PArray.get C c) ws, l3)
-           | 1%Z => let '(f, l2) := rd_idx l1 in (PEmpty (PArray.get F f), l2)
+           | 1%Z => let '(f, l2) := rd_idx l1 in (PEmpty (F f), l2)
            | 2%Z => let '(a, l2) := rd_idx l1 in let '(c, l3) := rd_idx l2 in
                     let '(g, l4) := rd_idx l3 in let '(t, l5) := rd_idx l4 in
                     (PSplit (PArray.get A a) (PArray.get C c) (PArray.get T g) (PArray.get T t),
@@ -258,13 +258,15 @@ Definition rd_ptree (F : PArray.array farkas) (A : PArray.array aff)
 
 Definition unpack_ptrees (a : PArray.array Uint63.int) : list ptree :=
   let l := unpack a in
-  let '(F, l1) := rd_table no_farkas (fun _ => rd_farkas) l in
+  (* the Farkas lists' table holds where each lies; they are read where they are used *)
+  let '(F, l1) := rd_table l (fun _ l => (l, skip_farkas l)) l in
+  let Fr := fun i => farkas_at (PArray.get F i) in
   let '(A, l2) := rd_table azero (fun _ => rd_aff) l1 in
   let '(E, l3) := rd_table (0%nat, 0%nat, {| ch_k := 0; ch_proofs := [] |})
-                           (fun _ => rd_entry F) l2 in
+                           (fun _ => rd_entry Fr) l2 in
   let '(C, l4) := rd_table [] (fun _ => rd_choices E) l3 in
   let '(U, l5) := rd_table no_upper (fun _ => rd_upper F) l4 in
-  let '(P, l6) := rd_table no_rproof (rd_rproof F U) l5 in
-  let '(T, l7) := rd_table no_ptree (rd_ptree F A C U P) l6 in
+  let '(P, l6) := rd_table no_rproof (rd_rproof Fr U) l5 in
+  let '(T, l7) := rd_table no_ptree (rd_ptree Fr A C U P) l6 in
   let '(roots, _) := rd_list rd_idx l7 in
   map (PArray.get T) roots.

@@ -19,7 +19,7 @@
    so some branch of a phase split holds.  ``relax_sound`` is the statement Property.v uses. *)
 
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
-From ExactMax Require Import Checker Sound.
+From ExactMax Require Import Checker Sound Dyadic.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -40,8 +40,10 @@ Definition compose (d : nat) (ys : list aff) (r : con) : con :=
 
 (* an upper function: u = sum_j lam_j A_j + beta + sum_k c_k M_k, with a proof of u - A_j >= 0
    per argument j *)
-Record upper := { up_lam : list Q; up_beta : Q; up_proofs : list farkas;
+Record upper := { up_lam : list Q; up_beta : Q; up_proofs : list cursor;
                   up_terms : list (nat * Q) }.
+(* up_proofs: where the Farkas lists lie in the packed certificate (Checker.farkas_at reads
+   one when it is checked: upper functions are many and their multipliers long) *)
 
 Fixpoint nz_idx (l : list Q) (i : nat) : list nat :=
   match l with
@@ -69,7 +71,7 @@ Definition upper_ok (C : list con) (senv : list (option aff)) (u : upper) (A : l
               end
           end with
     | Some uf =>
-        if forall2b (fun a w => entails C (asub uf a) false w) A (up_proofs u)
+        if forall2b (fun a w => entails_w C (asub uf a) false (farkas_at w)) A (up_proofs u)
         then Some uf else None
     | None => None
     end
@@ -186,7 +188,7 @@ with rproofs :=
 Fixpoint refute (p : prog) (need : list bool) (senv : list (option aff)) (C : list con)
                 (r : rproof) : bool :=
   match r with
-  | RFarkas w => entails C azero true w
+  | RFarkas w => entails_w C azero true w
   | RPhase i bs =>
       match max_maps p need senv i with
       | Some (A, v) => refute_branches p need senv C A v 0 bs
@@ -276,7 +278,7 @@ Proof.
   destruct (forall2b _ A (up_proofs u)) eqn:Hall; [|discriminate].
   inversion H; subst uf'. split.
   - intros a Ha. destruct (forall2b_In _ _ _ Hall a Ha) as [w Hw].
-    pose proof (entails_ge _ _ _ z HC Hw) as G. rewrite evalR_asub in G. lra.
+    pose proof (entails_w_ge _ _ _ z HC Hw) as G. rewrite evalR_asub in G. lra.
   - intros k Hk. rewrite Hk in E. exact (nth_error_In _ _ E).
 Qed.
 
@@ -494,7 +496,7 @@ Proof.
              refute_branches p need senv C A v k bs = true ->
              forall kk, (k <= kk < length A)%nat -> satR (phase_rows A v kk) z -> False);
     cbn [refute refute_branches].
-  - intros C HC H. pose proof (entails_gt _ _ _ z HC H) as G. rewrite evalR_azero in G. lra.
+  - intros C HC H. pose proof (entails_w_gt _ _ _ z HC H) as G. rewrite evalR_azero in G. lra.
   - intros C HC H. destruct (max_maps p need senv i) as [[A v]|] eqn:Em; [|discriminate].
     destruct (max_maps_sound _ _ _ _ _ _ x z Em Hag) as [Hne Hv].
     assert (Hm : In (maxlR (map (fun a => evalR a z) A)) (map (fun a => evalR a z) A)).

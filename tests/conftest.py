@@ -1,10 +1,11 @@
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 from hypothesis import settings
+
+from exactmax.export import coqlib
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -19,10 +20,11 @@ PROOFS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 def skip_without_coqc() -> None:
     """Skip the calling test module when coqc is not installed (an error with
     EXACTMAX_REQUIRE_COQ, as in CI)."""
-    if shutil.which("coqc") is None:
+    why = coqlib.missing()
+    if why is not None:
         if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-            raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-        pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+            raise RuntimeError(f"Coq is required (EXACTMAX_REQUIRE_COQ is set): {why}")
+        pytest.skip(why, allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

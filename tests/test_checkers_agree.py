@@ -4,16 +4,17 @@ examples and for mixed ranks, polyhedra and the merged construction, and tamperi
 runs through both.  ``benchmarks/checkers.py`` runs a larger corpus."""
 
 import os
-import shutil
 
 import pytest
 
 import certificate_corpus as corpus
+from exactmax.export import coqlib
 
-if shutil.which("coqc") is None:
+_why = coqlib.missing()
+if _why is not None:
     if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+        raise RuntimeError(f"Coq is required (EXACTMAX_REQUIRE_COQ is set): {_why}")
+    pytest.skip(_why, allow_module_level=True)
 
 PROOFS = os.path.join(corpus.ROOT, "proofs")
 

@@ -11,13 +11,13 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 from types import SimpleNamespace
 
 import pytest
 
 from exactmax.cli import main
+from exactmax.export import coqlib
 from exactmax.export.coqcheck import ALLOWED, run_coqc
 from exactmax.io.models import model_to_json
 from exactmax.kernel.affine import Affine
@@ -27,10 +27,11 @@ from exactmax.kernel.rational import Q
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOFS = os.path.join(ROOT, "proofs")
 
-if shutil.which("coqc") is None:
+_why = coqlib.missing()
+if _why is not None:
     if os.environ.get("EXACTMAX_REQUIRE_COQ"):
-        raise RuntimeError("coqc is required (EXACTMAX_REQUIRE_COQ is set) but not installed")
-    pytest.skip("coqc is not installed (Debian: apt-get install coq)", allow_module_level=True)
+        raise RuntimeError(f"Coq is required (EXACTMAX_REQUIRE_COQ is set): {_why}")
+    pytest.skip(_why, allow_module_level=True)
 
 
 def run(*args):

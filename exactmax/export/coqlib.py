@@ -51,11 +51,26 @@ class LibraryError(Exception):
     """The library is missing, unbuilt or stale; the message says how to fix it."""
 
 
-def _coqc() -> str:
+INSTALL = "Debian: apt-get install coq libcoq-bignums"
+
+
+def missing() -> str | None:
+    """Why the library cannot be built here (coqc, or Coq's Bignums library, which Dyadic.v
+    computes with, is not installed), or None."""
     coqc = shutil.which("coqc")
     if coqc is None:
-        raise LibraryError("coqc is not installed (Debian: apt-get install coq)")
-    return coqc
+        return f"coqc is not installed ({INSTALL})"
+    r = subprocess.run([coqc, "-where"], capture_output=True, text=True)
+    if not os.path.isdir(os.path.join(r.stdout.strip(), "user-contrib", "Bignums")):
+        return f"Coq's Bignums library is not installed ({INSTALL})"
+    return None
+
+
+def _coqc() -> str:
+    why = missing()
+    if why is not None:
+        raise LibraryError(why)
+    return shutil.which("coqc") or "coqc"
 
 
 def coqc_version() -> str:
