@@ -20,9 +20,18 @@
 
 From Coq Require Import QArith List Bool.
 From Coq Require Uint63 PArray.
-Import (notations) Uint63.
+Export (notations) Uint63.   (* importers read machine-integer literals too (qi, qn, packed arrays) *)
 Import ListNotations.
 Open Scope Q_scope.
+
+(* p / q and -p / q written with machine-integer literals (q > 0), as exported files write
+   the weights of networks: coqc reads these literals directly, while Q's numerals are
+   converted by evaluating Gallina (ten times slower; 10 s for an ACAS Xu network's 13,000
+   weights) *)
+Definition qi (p q : Uint63.int) : Q := Qmake (Uint63.to_Z p) (Z.to_pos (Uint63.to_Z q)).
+Definition qn (p q : Uint63.int) : Q := Qmake (- Uint63.to_Z p) (Z.to_pos (Uint63.to_Z q)).
+Arguments qi p%uint63_scope q%uint63_scope.
+Arguments qn p%uint63_scope q%uint63_scope.
 
 (* ------------------------------------------------------------------ *)
 (** * Dense vectors and affine maps *)

@@ -123,6 +123,24 @@ def _qlist(vs) -> str:
     return "[" + "; ".join(_q(v) for v in vs) + "]"
 
 
+WORD = 1 << 62
+
+
+def _qw(v) -> str:
+    """A weight as Coq reads it: an integer as in Q_scope; p/q with |p|, q < 2^62 as
+    ``(qi p q)``, or ``(qn |p| q)`` when p < 0 (Checker.qi, qn: Coq reads machine-integer
+    literals ten times faster than Q's numerals, which it converts by evaluating Gallina:
+    10 s of ACAS Xu's 13,000 weights)."""
+    p, q = int(v.p), int(v.q)
+    if q == 1 or not (abs(p) < WORD and q < WORD):
+        return _q(v)
+    return f"(qi {p} {q})" if p >= 0 else f"(qn {-p} {q})"
+
+
+def _wlist(vs) -> str:
+    return "[" + "; ".join(_qw(v) for v in vs) + "]"
+
+
 def _maxout_term(net: MaxoutNetwork) -> str:
     layers = []
     for layer in net.layers:
@@ -130,7 +148,7 @@ def _maxout_term(net: MaxoutNetwork) -> str:
         for unit in layer.units:
             units.append(
                 "["
-                + "; ".join(f"{{| pw := {_qlist(p.w)}; pb := {_q(p.b)} |}}" for p in unit.pieces)
+                + "; ".join(f"{{| pw := {_wlist(p.w)}; pb := {_qw(p.b)} |}}" for p in unit.pieces)
                 + "]"
             )
         layers.append("[\n    " + ";\n    ".join(units) + "]")
@@ -138,9 +156,9 @@ def _maxout_term(net: MaxoutNetwork) -> str:
     if net.output is not None:
         out = (
             "Some (["
-            + "; ".join(_qlist(r) for r in net.output.W)
+            + "; ".join(_wlist(r) for r in net.output.W)
             + "], "
-            + _qlist(net.output.b)
+            + _wlist(net.output.b)
             + ")"
         )
     return (
