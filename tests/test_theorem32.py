@@ -49,7 +49,7 @@ Import ListNotations.
 Open Scope Q_scope.
 
 Definition net : maxout :=
-{_maxout_term(net)}.
+{_maxout_term(net, words=False)}.
 
 Definition lo : list Q := {_qlist(lo)}.
 Definition hi : list Q := {_qlist(hi)}.

@@ -126,7 +126,7 @@ def _qlist(vs) -> str:
 WORD = 1 << 62
 
 
-def _qw(v) -> str:
+def _qw_words(v) -> str:
     """A weight as Coq reads it: an integer as in Q_scope; p/q with |p|, q < 2^62 as
     ``(qi p q)``, or ``(qn |p| q)`` when p < 0 (Checker.qi, qn: Coq reads machine-integer
     literals ten times faster than Q's numerals, which it converts by evaluating Gallina:
@@ -137,18 +137,23 @@ def _qw(v) -> str:
     return f"(qi {p} {q})" if p >= 0 else f"(qn {-p} {q})"
 
 
-def _wlist(vs) -> str:
-    return "[" + "; ".join(_qw(v) for v in vs) + "]"
+def _wlist_words(vs) -> str:
+    return "[" + "; ".join(_qw_words(v) for v in vs) + "]"
 
 
-def _maxout_term(net: MaxoutNetwork) -> str:
+def _maxout_term(net: MaxoutNetwork, words: bool = True) -> str:
+    """The network as a ``maxout`` record; with ``words`` (exported files), fractional weights
+    as machine-integer literals (``_qw_words``), else as Q's numerals (no primitive integers in the
+    file's axioms)."""
+    wlist = _wlist_words if words else _qlist
+    qw = _qw_words if words else _q
     layers = []
     for layer in net.layers:
         units = []
         for unit in layer.units:
             units.append(
                 "["
-                + "; ".join(f"{{| pw := {_wlist(p.w)}; pb := {_qw(p.b)} |}}" for p in unit.pieces)
+                + "; ".join(f"{{| pw := {wlist(p.w)}; pb := {qw(p.b)} |}}" for p in unit.pieces)
                 + "]"
             )
         layers.append("[\n    " + ";\n    ".join(units) + "]")
@@ -156,9 +161,9 @@ def _maxout_term(net: MaxoutNetwork) -> str:
     if net.output is not None:
         out = (
             "Some (["
-            + "; ".join(_wlist(r) for r in net.output.W)
+            + "; ".join(wlist(r) for r in net.output.W)
             + "], "
-            + _wlist(net.output.b)
+            + wlist(net.output.b)
             + ")"
         )
     return (
