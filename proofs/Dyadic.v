@@ -20,14 +20,14 @@ Import ListNotations.
 (** * Definitions *)
 
 Open Scope Q_scope.
-(* The Farkas test of Checker.entails for dyadic data, computed in machine words.  A dyadic rational n / 2^e is
-   held as the pair (n, e), n a big integer of 63-bit machine words (Bignums' BigZ); sums
-   shift the numerator of smaller exponent, products multiply numerators and add exponents.
-   The certificates of float networks are dyadic throughout (float weights, dyadic LP
-   multipliers; the constants of a box's rows are decimal, and are summed over Q), and their
-   Farkas multipliers reach 600 bits: in Coq's binary integers a
-   product of a 600-bit and a 30-bit number is a walk over 600 constructors, in words ten
-   machine multiplications. *)
+(* The Farkas test of Checker.entails for dyadic data, computed in machine words.  A dyadic
+   rational n / 2^e is held as the pair (n, e), n a big integer of 63-bit machine words
+   (Bignums' BigZ); sums shift the numerator of smaller exponent, products multiply numerators
+   and add exponents.  The certificates of float networks are dyadic throughout (float
+   weights, integer multipliers; the constants of a box's rows are decimal, and are summed
+   over Q), and their Farkas multipliers reach 600 bits: in Coq's binary integers a product of
+   a 600-bit and a 30-bit number walks 600 constructors, in words it is ten machine
+   multiplications. *)
 Module Dy.
 Import BigZ.
 
@@ -46,9 +46,8 @@ Definition add (a b : t) : t :=
 
 Definition mul (a b : t) : t := (BigZ.mul (fst a) (fst b), (snd a + snd b)%Z).
 Definition sub (a b : t) : t := add a (BigZ.opp (fst b), snd b).
-(* the sign of a - b is the sign of the numerator of sub a b *)
+(* a = b when the numerator of a - b is 0 *)
 Definition eqb (a b : t) : bool := BigZ.eqb (fst (sub a b)) BigZ.zero.
-Definition leb (a b : t) : bool := BigZ.leb (fst (sub a b)) BigZ.zero.
 Definition pos (a : t) : bool := BigZ.ltb BigZ.zero (fst a).
 
 (* acc + y h, coordinate by coordinate (missing coordinates are 0); None when a nonzero
@@ -206,22 +205,6 @@ Proof.
   intros a b H. unfold Dy.eqb in H. rewrite BigZ.spec_eqb, BigZ.spec_0 in H.
   apply Z.eqb_eq, (f_equal IZR) in H.
   destruct (dy_num_sign (Dy.sub a b)) as [_ [E _]]. specialize (E H).
-  rewrite dyR_sub in E. lra.
-Qed.
-
-Lemma dy_leb_R : forall a b, Dy.leb a b = true -> dyR a <= dyR b.
-Proof.
-  intros a b H. unfold Dy.leb in H. rewrite BigZ.spec_leb, BigZ.spec_0 in H.
-  apply Z.leb_le, IZR_le in H.
-  destruct (dy_num_sign (Dy.sub a b)) as [E _ ]. specialize (E H).
-  rewrite dyR_sub in E. lra.
-Qed.
-
-Lemma dy_nleb_R : forall a b, Dy.leb a b = false -> dyR b < dyR a.
-Proof.
-  intros a b H. unfold Dy.leb in H. rewrite BigZ.spec_leb, BigZ.spec_0 in H.
-  apply Z.leb_gt, IZR_lt in H.
-  destruct (dy_num_sign (Dy.sub a b)) as [_ [_ E]]. specialize (E H).
   rewrite dyR_sub in E. lra.
 Qed.
 
