@@ -109,11 +109,16 @@ def test_a_thin_corner_is_found_and_confirmed_exactly(tmp_path):
     x, case, conj, y, margin = found
     assert prop.cases[case].inputs.contains(x) and violation(net, prop.cases, x)[0] == case
     assert y == evaluate_maxout(net, x) and y[0] >= Q(1, 2)
-    # the random search alone does not reach it; the whole search does, through the gradient
-    # (given no box, the search derives the same one from the input set's rows)
+    # the whole search finds it too (given no box, it derives the same one from the input
+    # set's rows), mostly through the gradient: its random phase rarely lands in the corner,
+    # but can (its trajectory follows ties among equal float margins, whose order the
+    # floating-point library's threading may change), so which phase found it is not asserted
     full, s = search_counterexample(net, prop.cases, prop.boxes or (None,) * len(prop.cases),
                                     time.monotonic() + 60)
-    assert full is not None and s.get("found_by_gradient")
+    assert full is not None, s
+    x, case, _, y, _ = full
+    assert prop.cases[case].inputs.contains(x) and y == evaluate_maxout(net, x)
+    assert y[0] >= Q(1, 2)
 
 
 def test_no_counterexample_no_answer(tmp_path):
