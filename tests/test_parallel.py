@@ -369,13 +369,14 @@ def test_a_signal_stops_the_coordinator_and_its_workers(tmp_path, sig):
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and p.poll() is None:
-            kids = _children(p.pid)
-            if len(kids) >= 2:   # the forkserver and a worker at least
+            # the forkserver (a child) and a worker at least (the workers are its children)
+            if len({k for c in _children(p.pid) for k in [c, *_children(c)]}) >= 2:
                 break
             time.sleep(0.2)
         assert p.poll() is None, p.communicate()
         time.sleep(1.0)
         workers = {k for c in _children(p.pid) for k in [c, *_children(c)]}
+        assert len(workers) >= 2, workers   # the signal reaches a run with workers
         t0 = time.monotonic()
         p.send_signal(sig)
         p.wait(timeout=10)
