@@ -331,12 +331,7 @@ Proof.
   assert (Er : Q2R D * evalR g x = dotD c x + Q2R (qmul D (snd g))).
   { rewrite <- (dy_veqb_R _ _ x Hz), (dy_axpy_R _ _ _ _ x Ea), Q2R_qmul, (dyR_of_q _ _ ED).
     destruct x; unfold evalR; simpl; ring. }
-  assert (Hpos : forall v, 0 <= Q2R D * v -> 0 <= v).
-  { intros v Hv. destruct (Rle_or_lt 0 v) as [Hl|Hl]; [exact Hl|].
-    pose proof (Rmult_lt_compat_l (Q2R D) v 0 HD Hl). lra. }
-  assert (Hspos : forall v, 0 < Q2R D * v -> 0 < v).
-  { intros v Hv. destruct (Rlt_or_le 0 v) as [Hl|Hl]; [exact Hl|].
-    pose proof (Rmult_le_compat_l (Q2R D) v 0 (Rlt_le _ _ HD) Hl). lra. }
+  destruct (scale_pos_R _ HD) as [Hpos Hspos].
   set (r0 := qmul D (snd g)) in *.
   destruct strict.
   - apply orb_true_iff in He as [Hr|Hr].

@@ -288,6 +288,18 @@ Proof.
       assert (0 < Q2R y * evalR h x) by (apply Rmult_lt_0_compat; assumption). lra.
 Qed.
 
+(* Dividing by a positive scale keeps the sign: the step from D g(x) >= c(x) to g(x) >= 0 shared
+   by the Farkas tests over Q (entails) and in words (Dyadic.v). *)
+Lemma scale_pos_R : forall d, 0 < d ->
+  (forall v, 0 <= d * v -> 0 <= v) /\ (forall v, 0 < d * v -> 0 < v).
+Proof.
+  intros d Hd. split; intros v Hv.
+  - destruct (Rle_or_lt 0 v) as [Hl|Hl]; [exact Hl|].
+    pose proof (Rmult_lt_compat_l d v 0 Hd Hl). lra.
+  - destruct (Rlt_or_le 0 v) as [Hl|Hl]; [exact Hl|].
+    pose proof (Rmult_le_compat_l d v 0 (Rlt_le _ _ Hd) Hl). lra.
+Qed.
+
 Lemma entails_soundR : forall H g strict w x, satR H x -> entails H g strict w = true ->
   0 <= evalR g x /\ (strict = true -> 0 < evalR g x).
 Proof.
@@ -301,12 +313,7 @@ Proof.
   assert (Er : Q2R D * evalR g x - evalR c x = Q2R (snd (ascale_raw D g)) - Q2R (snd c)).
   { rewrite <- evalR_ascale_raw. destruct (ascale_raw D g) as [u a], c as [v b].
     unfold evalR; cbn [fst snd] in *. rewrite (veqb_dotR u v x Hz). lra. }
-  assert (Hpos : forall v, 0 <= Q2R D * v -> 0 <= v).
-  { intros v Hv. destruct (Rle_or_lt 0 v) as [Hl|Hl]; [exact Hl|].
-    pose proof (Rmult_lt_compat_l (Q2R D) v 0 HD Hl). lra. }
-  assert (Hspos : forall v, 0 < Q2R D * v -> 0 < v).
-  { intros v Hv. destruct (Rlt_or_le 0 v) as [Hl|Hl]; [exact Hl|].
-    pose proof (Rmult_le_compat_l (Q2R D) v 0 (Rlt_le _ _ HD) Hl). lra. }
+  destruct (scale_pos_R _ HD) as [Hpos Hspos].
   set (r0 := snd (ascale_raw D g)) in *. set (c0 := snd c) in *.
   destruct strict.
   - apply orb_true_iff in He as [Hr|Hr].
