@@ -480,6 +480,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="give coqc at most S seconds (default 600)",
     )
+    x.add_argument(
+        "--parts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="a property certificate in up to N parts: NAME_data.v, NAME_part1.v .. "
+        "(checked side by side by --check, one coqc per part) and NAME.v, which "
+        "proves the theorem from them (default 1: one file); for certificates that take "
+        "coqc minutes, N = the number of cores",
+    )
     x.add_argument("--json", action="store_true", help="print one JSON object")
     x.set_defaults(run=_command("export.command", "run_export_coq"))
 

@@ -12,6 +12,7 @@ Print Assumptions merged_layerwise_sound.
 Print Assumptions relax_sound.
 Print Assumptions property_sound.
 Print Assumptions maxout_property_sound.
+Print Assumptions maxout_property_parts_sound.
 Print Assumptions maxout_eps_sound.
 Print Assumptions maxout_top1_sound.
 Print Assumptions corr_sound.

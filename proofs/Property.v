@@ -66,9 +66,11 @@ Inductive ptree :=
 | PSplit (h : aff) (cs : choices) (ge lt : ptree)
     (* ge: h >= 0 appended; lt: -h > 0 appended *)
 | PRelaxed (cs : choices) (ups : list (option upper)) (extra : list (nat * upper))
-           (prs : list rproof).
+           (prs : list rproof)
     (* Relaxed.v: unfixed Max nodes as variables under upper functions, extra rows, and per
        O_j a refutation (Farkas, phase splits, tightened rows) *)
+| PCut.
+    (* a subtree checked elsewhere (a part, see property_parts_sound); never a proof here *)
 
 Definition check_excluded (p : prog) (d : nat) (need : list bool) (outs : list (list con))
                           (C : list con) (cs : choices) (prev : list (option aff))
@@ -82,24 +84,50 @@ Definition check_excluded (p : prog) (d : nat) (need : list bool) (outs : list (
   | None => false
   end.
 
-Fixpoint check_ptree (p : prog) (d : nat) (need : list bool) (outs : list (list con))
-                     (C : list con) (inh : choices) (prev : list (option aff)) (t : ptree)
-  : bool :=
+(* cut: what a PCut answers (false in a whole tree; true in the top of a tree whose cut
+   subtrees are checked as parts) *)
+Fixpoint check_ptree_with (cut : bool) (p : prog) (d : nat) (need : list bool)
+                          (outs : list (list con)) (C : list con) (inh : choices)
+                          (prev : list (option aff)) (t : ptree) : bool :=
   match t with
   | PEmpty w => entails_w C azero true w
   | PExcluded cs ws => check_excluded p d need outs C (cs ++ inh) prev ws
   | PRelaxed cs ups ex prs => check_relaxed p d need outs C (cs ++ inh) prev ups ex prs
+  | PCut => cut
   | PSplit h [] l r =>
-      check_ptree p d need outs (C ++ [(h, false)]) inh prev l &&
-      check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh prev r
+      check_ptree_with cut p d need outs (C ++ [(h, false)]) inh prev l &&
+      check_ptree_with cut p d need outs (C ++ [(ascale (-1) h, true)]) inh prev r
   | PSplit h cs l r =>
       match srun C 0 (cs ++ inh) (p_nodes p) need prev [] with
       | Some v =>
           let inh' := unresolved v v (cs ++ inh) in
-          check_ptree p d need outs (C ++ [(h, false)]) inh' v l &&
-          check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh' v r
+          check_ptree_with cut p d need outs (C ++ [(h, false)]) inh' v l &&
+          check_ptree_with cut p d need outs (C ++ [(ascale (-1) h, true)]) inh' v r
       | None => false
       end
+  end.
+
+Notation check_ptree := (check_ptree_with false).
+
+(* The cells of the cuts of t, left to right (ge before lt): the rows, the inherited choices
+   and the maps with which check_ptree_with reaches each PCut *)
+Fixpoint cut_cells (p : prog) (need : list bool) (C : list con) (inh : choices)
+                   (prev : list (option aff)) (t : ptree)
+  : list (list con * choices * list (option aff)) :=
+  match t with
+  | PCut => [(C, inh, prev)]
+  | PSplit h [] l r =>
+      cut_cells p need (C ++ [(h, false)]) inh prev l ++
+      cut_cells p need (C ++ [(ascale (-1) h, true)]) inh prev r
+  | PSplit h cs l r =>
+      match srun C 0 (cs ++ inh) (p_nodes p) need prev [] with
+      | Some v =>
+          let inh' := unresolved v v (cs ++ inh) in
+          cut_cells p need (C ++ [(h, false)]) inh' v l ++
+          cut_cells p need (C ++ [(ascale (-1) h, true)]) inh' v r
+      | None => []
+      end
+  | _ => []
   end.
 
 Definition case_ok (p : prog) (d : nat) (c : pcase) (t : ptree) : bool :=
@@ -109,6 +137,48 @@ Definition case_ok (p : prog) (d : nat) (c : pcase) (t : ptree) : bool :=
     the network. *)
 Definition property_ok (net : maxout) (cases : list pcase) (ts : list ptree) : bool :=
   forall2b (case_ok (program_of_maxout net) (mo_dim net)) cases ts.
+
+(** A certificate in parts, each part a lemma of its own (exported files in parts are
+    compiled side by side): the top of each case's tree, with PCut where a part goes, is
+    checked here; the cut cells, numbered left to right across the cases, each with its
+    case's forbidden conjunctions, are [all_cuts]; a group of m parts from cut k on is
+    checked by [group_ok]. *)
+Definition top_ok (net : maxout) (cases : list pcase) (top : list ptree) : bool :=
+  let p := program_of_maxout net in
+  forall2b (fun c t => check_ptree_with true p (mo_dim net) (needed p) (pc_outs c)
+                         (rows_of_poly (pc_A c) (pc_b c)) [] [] t) cases top.
+
+Definition all_cuts (net : maxout) (cases : list pcase) (top : list ptree)
+  : list (list (list con) * (list con * choices * list (option aff))) :=
+  let p := program_of_maxout net in
+  flat_map (fun ct => map (fun e => (pc_outs (fst ct), e))
+                          (cut_cells p (needed p) (rows_of_poly (pc_A (fst ct)) (pc_b (fst ct)))
+                                     [] [] (snd ct)))
+           (combine cases top).
+
+Fixpoint parts_ok (p : prog) (d : nat) (need : list bool)
+                  (cells : list (list (list con) * (list con * choices * list (option aff))))
+                  (ts : list ptree) : bool :=
+  match ts, cells with
+  | [], _ => true
+  | t :: ts', (outs, (C, inh, prev)) :: cells' =>
+      check_ptree p d need outs C inh prev t && parts_ok p d need cells' ts'
+  | _ :: _, [] => false
+  end.
+
+Definition group_ok (net : maxout) (cases : list pcase) (top : list ptree) (k m : nat)
+                    (ts : list ptree) : bool :=
+  let p := program_of_maxout net in
+  Nat.eqb (length ts) m &&
+  parts_ok p (mo_dim net) (needed p) (skipn k (all_cuts net cases top)) ts.
+
+(* the groups, m_1 parts from cut k, m_2 from k + m_1, ..., cover the cuts k .. n - 1 *)
+Fixpoint groups_ok (f : nat -> nat -> list ptree -> bool) (k n : nat)
+                   (gs : list (nat * list ptree)) : Prop :=
+  match gs with
+  | [] => k = n
+  | (m, ts) :: gs' => f k m ts = true /\ groups_ok f (k + m) n gs'
+  end.
 
 (* ------------------------------------------------------------------ *)
 (** * Soundness *)
@@ -133,34 +203,61 @@ Proof.
   pose proof (entails_w_gt _ _ _ x HS' Hw) as G. rewrite evalR_azero in G. lra.
 Qed.
 
+(* what a cut cell must satisfy: no x of the cell (with the cell's maps) satisfies an O_j *)
+Definition cell_safe (p : prog) (d : nat) (outs : list (list con))
+                     (e : list con * choices * list (option aff)) : Prop :=
+  forall x, satR (fst (fst e)) x -> length x = d -> knownR x (runR (p_nodes p) x []) (snd e) ->
+  forall O, In O outs -> ~ satR O (x ++ outsR p x).
+
+Lemma check_ptree_with_sound : forall cut p d need outs t C inh prev x,
+  check_ptree_with cut p d need outs C inh prev t = true ->
+  (cut = true -> Forall (cell_safe p d outs) (cut_cells p need C inh prev t)) ->
+  satR C x -> length x = d ->
+  knownR x (runR (p_nodes p) x []) prev ->
+  forall O, In O outs -> ~ satR O (x ++ outsR p x).
+Proof.
+  intros cut p d need outs t. induction t as [w | cs ws | h cs l IHl r IHr | cs ups ex prs |];
+    intros C inh prev x Ht Hcut HC Hd K; cbn [check_ptree_with] in Ht.
+  - exfalso. pose proof (entails_w_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
+  - exact (check_excluded_sound p d need outs C _ prev ws x Ht HC Hd K).
+  - assert (Hgo : forall inh' prev', knownR x (runR (p_nodes p) x []) prev' ->
+              check_ptree_with cut p d need outs (C ++ [(h, false)]) inh' prev' l &&
+              check_ptree_with cut p d need outs (C ++ [(ascale (-1) h, true)]) inh' prev' r
+                = true ->
+              (cut = true -> Forall (cell_safe p d outs)
+                 (cut_cells p need (C ++ [(h, false)]) inh' prev' l ++
+                  cut_cells p need (C ++ [(ascale (-1) h, true)]) inh' prev' r)) ->
+              forall O, In O outs -> ~ satR O (x ++ outsR p x)).
+    { intros inh' prev' K' H Hc. apply andb_true_iff in H as [Hl Hr].
+      destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
+      + apply (IHr _ _ _ x Hr); [| |exact Hd|exact K'].
+        * intro E. exact (proj2 (proj1 (Forall_app _ _ _) (Hc E))).
+        * apply satR_app; [exact HC|]. constructor; [|constructor].
+          unfold sat_conR. cbn [fst snd]. rewrite evalR_ascale, Q2R_m1. lra.
+      + apply (IHl _ _ _ x Hl); [| |exact Hd|exact K'].
+        * intro E. exact (proj1 (proj1 (Forall_app _ _ _) (Hc E))).
+        * apply satR_app; [exact HC|]. constructor; [|constructor].
+          unfold sat_conR. cbn [fst snd]. exact Hpos. }
+    destruct cs as [|e cs]; [exact (Hgo inh prev K Ht Hcut)|].
+    cbn [cut_cells] in Hcut.
+    destruct (srun C 0 ((e :: cs) ++ inh) (p_nodes p) need prev []) as [v|] eqn:E;
+      [|discriminate].
+    apply (Hgo (unresolved v v ((e :: cs) ++ inh)) v); [|exact Ht|exact Hcut].
+    exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes p) need [] []
+             prev v (Forall2_nil _) eq_refl K E)).
+  - exact (relax_sound p d need outs C _ prev ups ex prs x Ht HC Hd K).
+  - subst cut. specialize (Hcut eq_refl). cbn [cut_cells] in Hcut.
+    inversion Hcut as [|e es He _]. exact (He x HC Hd K).
+Qed.
+
 Lemma check_ptree_sound : forall p d need outs t C inh prev x,
   check_ptree p d need outs C inh prev t = true -> satR C x -> length x = d ->
   knownR x (runR (p_nodes p) x []) prev ->
   forall O, In O outs -> ~ satR O (x ++ outsR p x).
 Proof.
-  intros p d need outs t. induction t as [w | cs ws | h cs l IHl r IHr | cs ups ex prs];
-    intros C inh prev x Ht HC Hd K; cbn [check_ptree] in Ht.
-  - exfalso. pose proof (entails_w_gt _ _ _ x HC Ht) as G. rewrite evalR_azero in G. lra.
-  - exact (check_excluded_sound p d need outs C _ prev ws x Ht HC Hd K).
-  - assert (Hgo : forall inh' prev', knownR x (runR (p_nodes p) x []) prev' ->
-              check_ptree p d need outs (C ++ [(h, false)]) inh' prev' l &&
-              check_ptree p d need outs (C ++ [(ascale (-1) h, true)]) inh' prev' r = true ->
-              forall O, In O outs -> ~ satR O (x ++ outsR p x)).
-    { intros inh' prev' K' H. apply andb_true_iff in H as [Hl Hr].
-      destruct (Rlt_le_dec (evalR h x) 0) as [Hneg|Hpos].
-      + apply (IHr _ _ _ x Hr); [|exact Hd|exact K']. apply satR_app; [exact HC|].
-        constructor; [|constructor].
-        unfold sat_conR. cbn [fst snd]. rewrite evalR_ascale, Q2R_m1. lra.
-      + apply (IHl _ _ _ x Hl); [|exact Hd|exact K']. apply satR_app; [exact HC|].
-        constructor; [|constructor].
-        unfold sat_conR. cbn [fst snd]. exact Hpos. }
-    destruct cs as [|e cs]; [exact (Hgo inh prev K Ht)|].
-    destruct (srun C 0 ((e :: cs) ++ inh) (p_nodes p) need prev []) as [v|] eqn:E;
-      [|discriminate].
-    apply (Hgo (unresolved v v ((e :: cs) ++ inh)) v); [|exact Ht].
-    exact (agreeR_knownR _ _ _ (srun_sound C x 0 ((e :: cs) ++ inh) HC (p_nodes p) need [] []
-             prev v (Forall2_nil _) eq_refl K E)).
-  - exact (relax_sound p d need outs C _ prev ups ex prs x Ht HC Hd K).
+  intros p d need outs t C inh prev x Ht.
+  exact (check_ptree_with_sound false p d need outs t C inh prev x Ht
+           (fun E => ltac:(discriminate E))).
 Qed.
 
 (** A certificate that checks proves the property: for every case, no real x of its input
@@ -187,6 +284,88 @@ Theorem maxout_property_sound : forall net cases ts,
   forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
 Proof. intros net cases ts _. exact (property_sound net cases ts). Qed.
 
+(** ** Certificates in parts *)
+
+Lemma forall2b_In_combine : forall {A B} (f : A -> B -> bool) l1 l2, forall2b f l1 l2 = true ->
+  forall a, In a l1 -> exists b, In (a, b) (combine l1 l2) /\ f a b = true.
+Proof.
+  intros A B f l1. induction l1 as [|a l1 IH]; intros [|b l2] H a' Ha'; try discriminate.
+  - destruct Ha'.
+  - cbn [forall2b] in H. apply andb_true_iff in H as [H1 H2].
+    destruct Ha' as [<-|Ha'].
+    + exists b. split; [left; reflexivity | exact H1].
+    + destruct (IH l2 H2 a' Ha') as [b' [Hi Hf]]. exists b'. split; [right; exact Hi | exact Hf].
+Qed.
+
+Lemma nth_error_skipn_add : forall {A} k (l : list A) i,
+  nth_error (skipn k l) i = nth_error l (k + i).
+Proof. intros A k. induction k as [|k IH]; intros [|a l] i; try reflexivity; destruct i; reflexivity || apply IH. Qed.
+
+Lemma parts_ok_safe : forall p d need ts cells i e,
+  parts_ok p d need cells ts = true -> (i < length ts)%nat -> nth_error cells i = Some e ->
+  cell_safe p d (fst e) (snd e).
+Proof.
+  intros p d need ts. induction ts as [|t ts IH]; intros cells i e H Hi He;
+    cbn [length] in Hi; [lia|].
+  destruct cells as [|[outs [[C inh] prev]] cells]; [discriminate|].
+  cbn [parts_ok] in H. apply andb_true_iff in H as [Ht H].
+  destruct i as [|i].
+  - injection He as <-. intros x HC Hd K. exact (check_ptree_sound p d need outs t C inh prev x Ht HC Hd K).
+  - exact (IH cells i e H ltac:(lia) He).
+Qed.
+
+Lemma groups_ok_safe : forall net cases top gs k n,
+  groups_ok (group_ok net cases top) k n gs ->
+  forall j e, (k <= j)%nat -> (j < n)%nat -> nth_error (all_cuts net cases top) j = Some e ->
+  cell_safe (program_of_maxout net) (mo_dim net) (fst e) (snd e).
+Proof.
+  intros net cases top gs. induction gs as [|[m ts] gs IH]; intros k n G j e Hk Hn He;
+    cbn [groups_ok] in G; [lia|].
+  destruct G as [Hg G]. unfold group_ok in Hg. apply andb_true_iff in Hg as [Hm Hg].
+  apply Nat.eqb_eq in Hm.
+  destruct (Nat.lt_ge_cases j (k + m)) as [Hj|Hj].
+  - apply (parts_ok_safe _ _ _ ts (skipn k (all_cuts net cases top)) (j - k) e Hg); [lia|].
+    rewrite nth_error_skipn_add. replace (k + (j - k))%nat with j by lia. exact He.
+  - exact (IH (k + m)%nat n G j e Hj Hn He).
+Qed.
+
+(* what the top file computes: the top checks, with n cut cells *)
+Definition parts_top_ok (net : maxout) (cases : list pcase) (top : list ptree) (n : nat) : bool :=
+  top_ok net cases top && Nat.eqb (length (all_cuts net cases top)) n.
+
+(** A certificate in parts proves the property: the top trees check with their cuts
+    answered, and the groups, checked on their own, cover every cut cell. *)
+Theorem property_parts_sound : forall net cases top n gs,
+  parts_top_ok net cases top n = true -> groups_ok (group_ok net cases top) 0 n gs ->
+  forall c, In c cases -> forall x : list R, length x = mo_dim net ->
+  in_poly (pc_A c) (pc_b c) x ->
+  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+Proof.
+  intros net cases top n gs Htop G c Hc x Hd Hx O HO.
+  unfold parts_top_ok in Htop. apply andb_true_iff in Htop as [Htop Hn].
+  apply Nat.eqb_eq in Hn. unfold top_ok in Htop.
+  destruct (forall2b_In_combine _ _ _ Htop c Hc) as [t [Hct Ht]].
+  rewrite <- (maxout_program_correct net x Hd).
+  refine (check_ptree_with_sound true _ _ _ _ t _ [] [] x Ht _ (poly_rows_sound _ _ x Hx) Hd
+            (knownR_nil _ _) O HO).
+  intros _. apply Forall_forall. intros e He.
+  assert (Hin : In (pc_outs c, e) (all_cuts net cases top)).
+  { unfold all_cuts. apply in_flat_map. exists (c, t). split; [exact Hct|].
+    apply in_map_iff. exists e. split; [reflexivity | exact He]. }
+  destruct (In_nth_error _ _ Hin) as [j Hj].
+  assert (Hjn : (j < n)%nat) by (rewrite <- Hn; apply nth_error_Some; rewrite Hj; discriminate).
+  exact (groups_ok_safe net cases top gs 0 n G j _ ltac:(lia) Hjn Hj).
+Qed.
+
+(** What exported files in parts apply (as maxout_property_sound) *)
+Theorem maxout_property_parts_sound : forall net cases top n gs,
+  property_shaped net cases = true ->
+  parts_top_ok net cases top n = true -> groups_ok (group_ok net cases top) 0 n gs ->
+  forall c, In c cases -> forall x : list R, length x = mo_dim net ->
+  in_poly (pc_A c) (pc_b c) x ->
+  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+Proof. intros net cases top n gs _. exact (property_parts_sound net cases top n gs). Qed.
+
 (* ------------------------------------------------------------------ *)
 (** * Packed certificates *)
 
@@ -198,7 +377,7 @@ Proof. intros net cases ts _. exact (property_sound net cases ts). Qed.
    2 n i_1 .. i_n m u_1 .. u_m r (RTighten: nodes, upper functions, then a refutation);
    tree nodes 0 c n f_1 .. f_n (PExcluded: a choice list's index and n Farkas lists' indices),
    1 f (PEmpty), 2 a c ge lt (PSplit), 3 c n o_1 .. o_n m (i_1 u_1) .. (i_m u_m) k r_1 .. r_k
-   (PRelaxed: o = 0 for no upper function, else 1 + an upper function's index); then the
+   (PRelaxed: o = 0 for no upper function, else 1 + an upper function's index), 4 (PCut); then the
    number of cases and each case's root.  Only a way of writing: property_ok is sound for
    every list of trees. *)
 
@@ -253,6 +432,7 @@ Definition rd_ptree (F : Uint63.int -> farkas) (A : PArray.array aff)
                     let '(rs, l5) := rd_list (fun l => let '(r, l') := rd_idx l in
                                                        (PArray.get P r, l')) l4 in
                     (PRelaxed (PArray.get C c) ups ex rs, l5)
+           | 4%Z => (PCut, l1)
            | _ => (no_ptree, l1)
            end.
 

@@ -201,3 +201,132 @@ def test_a_malformed_property_certificate_is_a_one_line_error_and_nothing_is_wri
     assert r.returncode == 2 and not (tmp_path / "X.v").exists()
     assert r.stderr.strip() == f"exactmax: error: {bad}: property.sha256: does not match the " \
                                "embedded property", r.stderr
+
+
+# --- certificates in parts (export-coq --parts N: Property.maxout_property_parts_sound) --------
+
+
+def _parts(cert, tmp_path, name="NetParts", *extra):
+    v = tmp_path / f"{name}.v"
+    r = run("export-coq", cert, "-o", v, "--parts", "2", *extra)
+    return r, v
+
+
+def test_a_property_certificate_in_parts_is_proved_in_coq(exported, tmp_path):
+    """--parts 2: the data, two parts and the theorem's file, compiled in that order (the
+    parts side by side): the same theorem about the same network and property as the one
+    file, resting on the same axioms."""
+    _, cert, v, one = exported
+    r, pv = _parts(cert, tmp_path, "NetParts", "--check", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["verdict"] == "proved", r.stdout
+    assert out["about"]["parts"] == 2 and out["trust"] == "coq-checked"
+    assert [os.path.basename(f) for f in out["files"]] == [
+        "NetParts_data.v", "NetParts_part1.v", "NetParts_part2.v", "NetParts.v"]
+    assert set(out["axioms"]) == set(one["axioms"])
+    text, data = pv.read_text(), (tmp_path / "NetParts_data.v").read_text()
+    def between(t, a, b):
+        return t[t.index(a): t.index(b)]
+    assert between(text, "Theorem net_property", "Proof.") == \
+        between(v.read_text(), "Theorem net_property", "Proof.")
+    assert between(data, "Definition net :", "End Data.") == \
+        between(v.read_text(), "Definition net :", "End Data.")
+    assert "maxout_property_parts_sound net cases top" in text
+    r = run("export-coq", cert, "-o", pv, "--parts", "2", "--existing", "--check")
+    assert r.returncode == 0 and "theorem net_property proved in Coq" in r.stdout, r.stdout
+
+
+def test_a_changed_multiplier_in_a_part_is_rejected_by_coq(exported, tmp_path):
+    _, cert, _, _ = exported
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_tamper_multiplier(json.loads(cert.read_text()))))
+    r, _ = _parts(bad, tmp_path, "BadParts", "--check")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1 and len(lines) == 2 and lines[1].startswith("coqc rejected"), r.stdout
+    assert re.search(r"BadParts_part\d\.v: .*group_ok net cases top \d+ \d+ group = true",
+                     lines[1]), lines[1]
+
+
+def test_parts_that_do_not_cover_the_cuts_are_rejected_by_coq(exported, tmp_path):
+    """The theorem's file must account for every cut cell: a part left out, a count of cells
+    too small, a part used twice: coqc refuses each."""
+    _, cert, _, _ = exported
+    r, pv = _parts(cert, tmp_path)
+    assert r.returncode == 0, r.stdout
+    from exactmax.export.coqcheck import run_coqc_stages
+    files = [tmp_path / f"NetParts_{s}.v" for s in ("data", "part1", "part2")]
+    assert run_coqc_stages([[str(files[0])], [str(f) for f in files[1:]], [str(pv)]],
+                           PROOFS).ok
+    text = pv.read_text()
+    (m1, m2), = re.findall(r"\[\((\d+)%nat, NetParts_part1\.group\); \((\d+)%nat, "
+                           r"NetParts_part2\.group\)\]", text)
+    n = int(m1) + int(m2)
+    assert f"parts_top_ok net cases top {n} = true" in text
+    one = f"[({m1}%nat, NetParts_part1.group)]"
+    twice = f"[({m1}%nat, NetParts_part1.group); ({m2}%nat, NetParts_part1.group)]"
+    both = f"[({m1}%nat, NetParts_part1.group); ({m2}%nat, NetParts_part2.group)]"
+    proofs = "(conj NetParts_part1.group_checks (conj NetParts_part2.group_checks eq_refl))"
+    for groups, count, conj, needle in [
+        (one, n, "(conj NetParts_part1.group_checks eq_refl)", "eq_refl"),
+        (one, int(m1), "(conj NetParts_part1.group_checks eq_refl)", "parts_top_ok"),
+        (twice, n, "(conj NetParts_part1.group_checks "
+                             "(conj NetParts_part1.group_checks eq_refl))", "group_checks"),
+    ]:
+        f = tmp_path / "NetParts.v"
+        f.write_text(text.replace(both, groups).replace(proofs, conj)
+                     .replace(f"top {n} ", f"top {count} "))
+        r = run_coqc(str(f), PROOFS)
+        assert not r.ok and needle in r.message, (groups, count, r.message)
+
+
+def test_the_read_back_of_parts_names_the_file(exported, tmp_path):
+    _, cert, _, _ = exported
+    r, pv = _parts(cert, tmp_path)
+    part = tmp_path / "NetParts_part2.v"
+    text = part.read_text()
+    word = re.search(r"\[\|\n  (\d+)", text).group(1)
+    part.write_text(text.replace(word, str(int(word) ^ 2), 1))
+    r = run("export-coq", cert, "-o", pv, "--parts", "2", "--existing", "--check")
+    assert r.returncode == 1 and len(r.stdout.splitlines()) == 1, r.stdout
+    assert r.stdout.startswith(f"rejected: {part}: Definition packed"), r.stdout
+
+
+def test_parts_usage_errors_are_one_line(exported, tmp_path):
+    _, cert, _, _ = exported
+    r = run("export-coq", cert, "-o", tmp_path / "X.v", "--parts", "0")
+    assert r.returncode == 2 and r.stderr.strip() == \
+        "exactmax: error: --parts: expected a whole number >= 1, got 0", r.stderr
+    tent = tmp_path / "tent.cert.json"
+    assert run("verify", os.path.join(ROOT, "examples", "tent.json"), "--strategy",
+               "monolithic", "--cert", tent, "--no-search").returncode == 0
+    r = run("export-coq", tent, "-o", tmp_path / "X.v", "--parts", "2")
+    assert r.returncode == 2 and "--parts goes with a property certificate" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "X.v").exists()
+
+
+def test_the_parts_cover_every_leaf_once_left_to_right(exported):
+    """The producer's plan: cuts in the order Property.all_cuts numbers them, groups that
+    tile them, every leaf below exactly one cut."""
+    from exactmax.export.coq_property import plan_parts
+    from exactmax.io.jsonfile import Cursor, read_json_file
+    from exactmax.io.property_certificate import read_property_certificate
+    from exactmax.kernel.certificate import Split
+    _, cert, _, _ = exported
+    _, _, trees, _, _ = read_property_certificate(Cursor(str(cert), "", read_json_file(str(cert))))
+    def leaves(node):
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Split):
+                stack += [n.lt, n.ge]     # ge first, as Coq's cut_cells
+            else:
+                out.append(id(n))
+        return out
+    every = [leaf for t in trees for leaf in leaves(t)]
+    for parts in (1, 2, 3, 8):
+        cuts, groups = plan_parts(trees, parts)
+        assert [leaf for _, n, _ in cuts for leaf in leaves(n)] == every
+        assert 1 <= len(groups) <= parts and groups[0][0] == 0
+        assert all(a + m == b for (a, m), (b, _) in zip(groups, groups[1:]))
+        assert groups[-1][0] + groups[-1][1] == len(cuts)
+        assert [i for i, _, _ in cuts] == sorted(i for i, _, _ in cuts)

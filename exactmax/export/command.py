@@ -78,6 +78,10 @@ def run_export_coq(args) -> int:
         raise UsageError("give CERT.json, or --construction NET.json (one of them)")
     if args.construction is None and (args.transformer or args.domain or args.packed):
         raise UsageError("--transformer, --domain and --packed go with --construction")
+    if args.parts < 1:
+        raise UsageError(f"--parts: expected a whole number >= 1, got {args.parts}")
+    if args.construction is not None and args.parts > 1:
+        raise UsageError("--parts goes with a property certificate, not --construction")
     if args.construction is not None:
         return _export_construction(args)
     check = args.check or args.existing
@@ -96,6 +100,11 @@ def run_export_coq(args) -> int:
         from .coq_property import export_command
 
         return export_command(args)
+    if args.parts > 1:
+        raise UsageError(
+            f"--parts goes with a property certificate (exactmax check --cert); {args.cert} is "
+            "another kind"
+        )
     from ..io.pair_certificate import PAIR_CERTIFICATE, certificate_format
 
     if certificate_format(args.cert) == PAIR_CERTIFICATE:  # (#35) export.coq_pair

@@ -37,14 +37,19 @@ from .coq import _integral_scale, _maxout_term, _pack, _q, _qlist, _qnums, _Tabl
 KINDS = ("farkas", "aff", "entry", "choices", "upper", "rproof", "tree")  # Property.unpack_ptrees
 
 
-def _ptree(t: _Tables, tree, domain_rows: int) -> int:
+def _ptree(t: _Tables, tree, domain_rows: int, lam0: tuple = (), cuts=frozenset()) -> int:
     """The tree's index in the table of tree nodes (``Property.rd_ptree``): children before
-    parents, without deep recursion in Python."""
+    parents, without deep recursion in Python.  ``lam0``: the integral scales of the split
+    rows above the tree (a part's subtree); the nodes whose ids are in ``cuts`` are written
+    as ``PCut`` (checked in a part)."""
     w = _TreeWriter(t, domain_rows)
     names: dict[int, int] = {}
-    stack = [(tree, (), False)]
+    stack = [(tree, lam0, False)]
     while stack:
         node, lam, expanded = stack.pop()
+        if id(node) in cuts:
+            names[id(node)] = t.add("tree", (4,))
+            continue
         if isinstance(node, Split) and not expanded:
             stack.append((node, lam, True))
             k = _integral_scale(node.a, node.c)
@@ -235,6 +240,201 @@ Print Assumptions net_property.
 """
 
 
+def _weights(trees) -> dict[int, int]:
+    """{id(node): the number of Farkas multipliers below it}: what checking a subtree costs,
+    roughly (every node of every tree, children before parents)."""
+    w: dict[int, int] = {}
+    order, stack = [], list(trees)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        if isinstance(node, Split):
+            stack += [node.ge, node.lt]
+    for node in reversed(order):
+        if isinstance(node, Split):
+            w[id(node)] = w[id(node.ge)] + w[id(node.lt)]
+        else:
+            w[id(node)] = _leaf_weight(node)
+    return w
+
+
+def _leaf_weight(leaf) -> int:
+    n, stack = 1, [leaf]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Empty):
+            n += len(x.proof)
+        elif isinstance(x, Excluded | Relaxed):
+            stack += list(x.proofs)
+            ups = [*getattr(x, "uppers", ()), *(u for _, u in getattr(x, "extra", ()))]
+            n += sum(len(f) for u in ups if u is not None for f in u.proofs)
+        elif isinstance(x, Phase):
+            stack += list(x.branches)
+        elif isinstance(x, Tighten):
+            n += sum(len(f) for u in x.uppers for f in u.proofs)
+            stack.append(x.then)
+        else:  # a Farkas list
+            n += len(x)
+    return n
+
+
+def plan_parts(trees, parts: int):
+    """(cuts, groups): the subtrees checked as parts, left to right across the cases (as
+    ``Property.all_cuts`` numbers them), each as (case index, node, the integral scales of
+    the split rows above it); and ``parts`` or fewer groups (first cut, number of cuts) of
+    about equal weight.  The heaviest split of the frontier is replaced by its two halves
+    until there are 4 cuts per part (or only leaves)."""
+    w = _weights(trees)
+    cuts = [(i, tree, ()) for i, tree in enumerate(trees)]
+    while len(cuts) < 4 * parts:
+        splits = [j for j, (_, n, _) in enumerate(cuts) if isinstance(n, Split)]
+        if not splits:
+            break
+        j = max(splits, key=lambda j: w[id(cuts[j][1])])
+        i, node, lam = cuts[j]
+        k = _integral_scale(node.a, node.c)
+        cuts[j : j + 1] = [(i, node.ge, lam + (k,)), (i, node.lt, lam + (k,))]
+    total = sum(w[id(n)] for _, n, _ in cuts)
+    bounds, acc = [0], 0
+    for j, (_, n, _) in enumerate(cuts[:-1]):
+        acc += w[id(n)]
+        if len(bounds) < parts and acc * parts >= total * len(bounds):
+            bounds.append(j + 1)
+    bounds.append(len(cuts))
+    return cuts, [(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+_HEAD = """From Coq Require Import QArith Reals List.
+From Coq Require Uint63 Strings.String.
+Import (notations) Uint63.   (* names, as Print Assumptions prints them, stay qualified *)
+From ExactMax Require Import Checker Sound Build Maxout Property."""
+
+
+def export_coq_property_parts(
+    net, prop, trees, hashes: dict, module: str, parts: int
+) -> list[tuple[str, str]]:
+    """[(Coq module name, text)] in the order coqc compiles them: ``{module}_data`` (the
+    network, the property, and the top of each tree with ``PCut`` where a part goes),
+    ``{module}_part1`` .. (each a group of cut subtrees and the lemma ``group_ok`` that
+    checks them in their cells: these compile side by side), and ``{module}``, which proves
+    the theorem from them (``Property.maxout_property_parts_sound``)."""
+    cuts, groups = plan_parts(trees, parts)
+    t = _Tables(KINDS)
+    cut_ids = frozenset(id(n) for _, n, _ in cuts)
+    roots = [
+        _ptree(t, tree, len(case.inputs.b), (), cut_ids) for case, tree in zip(prop.cases, trees)
+    ]
+    cases = "".join(
+        f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n" for i, c in enumerate(prop.cases)
+    )
+    names = "; ".join(f"case{i}" for i in range(len(prop.cases)))
+    data = f"""(* {module}_data.v -- written by exactmax export-coq from a property certificate, the
+   first of the files of {module}.v (which states the theorem): the network, the property,
+   and the top of each case's split tree, with PCut where a subtree is checked in a part
+   ({module}_part1.v ..). *)
+
+{_HEAD}
+Open Scope Q_scope.
+
+Section Data.
+Import ListNotations.
+
+(** The network, as a user wrote it *)
+
+Definition net : maxout :=
+{_maxout_term(net)}.
+
+(** The property: its cases, each an input polyhedron and forbidden output conjunctions *)
+
+{cases}Definition cases : list pcase := [{names}].
+
+End Data.
+
+(** The top of each case's tree, packed as machine integers (Property.unpack_ptrees) *)
+
+Definition top_packed : PArray.array Uint63.int :=
+  {_pack(t.stream([len(roots), *roots]))}.
+
+Definition top : list ptree := unpack_ptrees top_packed.
+"""
+    files = [(f"{module}_data", data)]
+    for g, (k, m) in enumerate(groups, 1):
+        tg = _Tables(KINDS)
+        rs = [_ptree(tg, n, len(prop.cases[i].inputs.b), lam) for i, n, lam in cuts[k : k + m]]
+        files.append(
+            (
+                f"{module}_part{g}",
+                f"""(* {module}_part{g}.v -- written by exactmax export-coq: part {g} of {len(groups)} of
+   {module}.v, the subtrees of cut cells {k} to {k + m - 1} (numbered left to right across the
+   cases, Property.all_cuts), each checked in its cell. *)
+
+{_HEAD}
+Require Import {module}_data.
+
+Definition packed : PArray.array Uint63.int :=
+  {_pack(tg.stream([len(rs), *rs]))}.
+
+Definition group : list ptree := unpack_ptrees packed.
+
+Lemma group_checks : group_ok net cases top {k} {m} group = true.
+Proof. vm_cast_no_check (eq_refl true). Qed.
+""",
+            )
+        )
+    gs = "; ".join(f"({m}%nat, {module}_part{g}.group)" for g, (_, m) in enumerate(groups, 1))
+    proofs = "".join(f"(conj {module}_part{g}.group_checks " for g in range(1, len(groups) + 1))
+    proofs += "eq_refl" + ")" * len(groups)
+    sha = sha256_module(hashes, HASHES)
+    main = f"""(* {module}.v -- written by exactmax export-coq from a property certificate, in parts.
+   Compile {module}_data.v, then {module}_part1.v .. {module}_part{len(groups)}.v (side by
+   side), then this file, each with
+     coqc -Q <exactmax>/proofs ExactMax -no-glob FILE.v
+   The theorem at the end says that for every case of the property, no real input x in the
+   case's polyhedron (A x <= b) has (x, net x) satisfying every row of one of the case's
+   forbidden output conjunctions (a row: a . (x ++ y) + c >= 0, or > 0 when strict): the
+   VNN-LIB query is unsat.  net and cases are defined in {module}_data.v; the certificate
+   (split trees with their choices and Farkas multipliers) is checked by the library's
+   proved checker (proofs/Property.v): the top of each tree here, each part's subtrees in
+   its own file.
+{_binding_comment(hashes)} *)
+
+{_HEAD}
+Require Import {module}_data.
+Require {" ".join(f"{module}_part{g}" for g in range(1, len(groups) + 1))}.
+{sha}
+Open Scope Q_scope.
+Import ListNotations.
+
+(** The top of each tree checks, with {len(cuts)} cut cells *)
+
+Lemma top_checks : parts_top_ok net cases top {len(cuts)} = true.
+Proof. vm_cast_no_check (eq_refl true). Qed.
+
+(** The network and the property are well-shaped (every length is the one the dimensions
+    say) *)
+
+Lemma shapes_ok : property_shaped net cases = true.
+Proof. vm_compute. reflexivity. Qed.
+
+(** The theorem *)
+
+Theorem net_property : forall c, In c cases ->
+  forall x : list R, length x = {net.input_dim}%nat -> in_poly (pc_A c) (pc_b c) x ->
+  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+Proof.
+  exact (maxout_property_parts_sound net cases top {len(cuts)} [{gs}]
+           shapes_ok top_checks {proofs}).
+Qed.
+
+(** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
+    allows only the two Reals axioms and Coq's primitive integers and arrays) *)
+
+Print Assumptions net_property.
+"""
+    files.append((module, main))
+    return files
+
+
 def export_command(args) -> int:
     """``exactmax export-coq C.json -o P.v [--check] [--existing] [--json]`` for a property
     certificate: read it (the embedded hashes recomputed), write the file, and with --check
@@ -256,13 +456,18 @@ def export_command(args) -> int:
             "a certificate about the lifted form of the network (lattice normal forms have no "
             "Coq export yet): make one without lifting with exactmax check --no-lift --no-relax",
         )
-    text = export_coq_property(net, prop, trees, hashes, module)
+    parts = getattr(args, "parts", 1)
+    if parts > 1:
+        *before, (_, text) = export_coq_property_parts(net, prop, trees, hashes, module, parts)
+    else:
+        before, text = [], export_coq_property(net, prop, trees, hashes, module)
     about = {
         "kind": "property",
         "cases": len(prop.cases),
         "conjunctions": sum(len(c.outputs) for c in prop.cases),
         "input_dim": net.input_dim,
         "leaves": sum(_leaves(t) for t in trees),
+        "parts": max(0, len(before) - 1),
     }
     summary = (
         f"  about: {about['cases']} case(s), {about['conjunctions']} forbidden "
@@ -271,14 +476,41 @@ def export_command(args) -> int:
     )
     sha = {k: hashes[k] for k in ("model", "model_file", "property")}
     claim = "the property's query is unsat"
-    return report(args, text, about, sha, "net_property", claim, summary)
+    return report(args, text, about, sha, "net_property", claim, summary, before)
 
 
-def report(args, text: str, about: dict, sha: dict, theorem: str, claim: str, summary: str):
-    """Write ``text`` to args.output (or, with --existing, read what is there); with --check
-    compare it with ``text`` (``coqcheck.check_binding``), compile it against the library and
-    check the axioms of ``theorem``; print the answer (or --json).  Exit 0 when proved (or
-    written), 1 when rejected."""
+def _file_beside(args, name: str, text: str, check: bool) -> tuple[str, str]:
+    """(path, text as on disk) of the file ``name``.v beside args.output: written atomically,
+    or with --existing read as it is."""
+    from ..io import InputError
+    from ..io.models import write_bytes_atomic
+
+    path = os.path.join(os.path.dirname(args.output), f"{name}.v")
+    if not args.existing:
+        write_bytes_atomic(path, text.encode())
+    try:
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(path, "", f"cannot be read: {e}") from None
+
+
+def report(
+    args,
+    text: str,
+    about: dict,
+    sha: dict,
+    theorem: str,
+    claim: str,
+    summary: str,
+    before: list[tuple[str, str]] = (),  # type: ignore[assignment]
+):
+    """Write ``text`` to args.output (or, with --existing, read what is there), and the files
+    ``before`` it imports (an export in parts: [(module, text)], the data first, then the
+    parts) beside it; with --check compare each with its export (``coqcheck.check_binding``),
+    compile them against the library (the parts side by side) and check the axioms of
+    ``theorem``; print the answer (or --json).  Exit 0 when proved (or written), 1 when
+    rejected."""
     from .. import jsonout
     from ..exits import EXIT_OK, EXIT_REFUTED
     from ..progress import shown
@@ -286,28 +518,37 @@ def report(args, text: str, about: dict, sha: dict, theorem: str, claim: str, su
 
     check = args.check or args.existing
     lib, written = coqcheck.library_and_file(args, text, check)
+    others = [(*_file_beside(args, name, t, check), t) for name, t in before]
     out = {
         "output": args.output,
-        "bytes": len(written),
+        "bytes": len(written) + sum(len(w) for _, w, _ in others),
         "checked": None,
         "sha256": sha,
         "about": about,
     }
+    if others:
+        out["files"] = [p for p, _, _ in others] + [args.output]
     r = None
     if check:
         try:
-            n = coqcheck.check_binding(args.output, written, text, args.cert)
+            n = sum(coqcheck.check_binding(p, w, t, args.cert) for p, w, t in others)
+            n += coqcheck.check_binding(args.output, written, text, args.cert)
         except coqcheck.BindingMismatch as e:
             out.update(checked=False, verdict="rejected", reason=str(e))
             print(jsonout.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
         if shown(args):
+            what = f"{args.output} and the {len(others)} files it imports" if others else args.output
             print(
-                f"exactmax: coqc is checking {args.output} against {lib.path} ...",
+                f"exactmax: coqc is checking {what} against {lib.path} ...",
                 file=sys.stderr,
                 flush=True,
             )
-        r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
+        if others:
+            stages = [[others[0][0]], [p for p, _, _ in others[1:]], [args.output]]
+            r = coqcheck.run_coqc_stages(stages, lib.path, args.timeout)
+        else:
+            r = coqcheck.run_coqc(args.output, lib.path, args.timeout)
         out.update(
             checked=r.ok,
             sentences_compared=n,
@@ -324,7 +565,8 @@ def report(args, text: str, about: dict, sha: dict, theorem: str, claim: str, su
         print(jsonout.dumps(out))
     else:
         if not args.existing:
-            print(f"wrote {args.output} ({len(written)} bytes)")
+            also = f" and {len(others)} files it imports" if others else ""
+            print(f"wrote {args.output}{also} ({out['bytes']} bytes)")
         if r is not None and not r.ok:
             print(f"coqc rejected {args.output}: {one_line(r.message)}")
         elif r is not None:
@@ -333,7 +575,8 @@ def report(args, text: str, about: dict, sha: dict, theorem: str, claim: str, su
                 f"proved in Coq ({claim})"
             )
             print(
-                f"  the file states exactly {args.cert} ({n} sentences compared); "
+                f"  the {'files state' if others else 'file states'} exactly {args.cert} "
+                f"({n} sentences compared); "
                 f"Print Assumptions: {len(r.axioms)} axioms, all allowed (the Reals "
                 "axioms and Coq's primitive integers and arrays)"
             )

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -419,6 +420,67 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
     except AssumptionsRejected as e:
         return CoqResult(False, f"{path}: {e}", time.monotonic() - t0)
     return CoqResult(True, r.stderr.strip(), time.monotonic() - t0, tuple(axioms))
+
+
+def run_coqc_stages(stages: list[list[str]], library: str, timeout_s: float = 600.0) -> CoqResult:
+    """coqc on files that import one another (an export in parts): the stages in turn, the
+    files of a stage side by side (one process each), every file compiled here, so that no
+    .vo of an earlier run is used.  ok iff coqc accepts every file and the last stage's one
+    file prints a ``Print Assumptions`` that lists only ALLOWED names; the message names
+    the first file refused."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
+    for stage in stages:
+        for path in stage:
+            stem = os.path.splitext(os.path.abspath(path))[0]
+            for ext in (".vo", ".vos", ".vok", ".glob"):
+                with contextlib.suppress(OSError):
+                    os.remove(stem + ext)
+    out = ""
+    for stage in stages:
+        procs = [
+            (
+                path,
+                subprocess.Popen(
+                    [
+                        shutil.which("coqc") or "coqc",
+                        "-Q",
+                        library,
+                        "ExactMax",
+                        "-no-glob",
+                        os.path.basename(path),
+                    ],
+                    cwd=os.path.dirname(os.path.abspath(path)),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+            for path in stage
+        ]
+        failed = None
+        try:
+            for path, p in procs:
+                try:
+                    o, e = p.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    failed = failed or f"{path}: coqc did not finish in {timeout_s:.0f} s"
+                    break
+                if p.returncode != 0 and failed is None:
+                    failed = f"{path}: " + (o + e).strip()
+                out = o
+        finally:
+            for _, p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        if failed is not None:
+            return CoqResult(False, failed, time.monotonic() - t0)
+    try:
+        axioms = check_assumptions(out)
+    except AssumptionsRejected as e:
+        return CoqResult(False, f"{stages[-1][0]}: {e}", time.monotonic() - t0)
+    return CoqResult(True, "", time.monotonic() - t0, tuple(axioms))
 
 
 def library_and_file(args, text: str, check: bool):
