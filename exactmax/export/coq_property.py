@@ -364,9 +364,9 @@ Definition top : list ptree := unpack_ptrees top_packed.
         files.append(
             (
                 f"{module}_part{g}",
-                f"""(* {module}_part{g}.v -- written by exactmax export-coq: part {g} of {len(groups)} of
-   {module}.v, the subtrees of cut cells {k} to {k + m - 1} (numbered left to right across the
-   cases, Property.all_cuts), each checked in its cell. *)
+                f"""(* {module}_part{g}.v -- written by exactmax export-coq: part {g} of
+   {len(groups)} of {module}.v, the subtrees of cut cells {k} to {k + m - 1} (numbered left
+   to right across the cases, Property.all_cuts), each checked in its cell. *)
 
 {_HEAD}
 Require Import {module}_data.
@@ -385,8 +385,8 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
     proofs = "".join(f"(conj {module}_part{g}.group_checks " for g in range(1, len(groups) + 1))
     proofs += "eq_refl" + ")" * len(groups)
     sha = sha256_module(hashes, HASHES)
-    main = f"""(* {module}.v -- written by exactmax export-coq from a property certificate, in parts.
-   Compile {module}_data.v, then {module}_part1.v .. {module}_part{len(groups)}.v (side by
+    main = f"""(* {module}.v -- written by exactmax export-coq from a property certificate, in
+   parts.  Compile {module}_data.v, then {module}_part1.v .. {module}_part{len(groups)}.v (side by
    side), then this file, each with
      coqc -Q <exactmax>/proofs ExactMax -no-glob FILE.v
    The theorem at the end says that for every case of the property, no real input x in the
@@ -538,7 +538,7 @@ def report(
             print(jsonout.dumps(out) if args.json else f"rejected: {e}")
             return EXIT_REFUTED
         if shown(args):
-            what = f"{args.output} and the {len(others)} files it imports" if others else args.output
+            what = args.output + (f" and the {len(others)} files it imports" if others else "")
             print(
                 f"exactmax: coqc is checking {what} against {lib.path} ...",
                 file=sys.stderr,
