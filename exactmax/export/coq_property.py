@@ -282,24 +282,33 @@ def plan_parts(trees, parts: int):
     """(cuts, groups): the subtrees checked as parts, left to right across the cases (as
     ``Property.all_cuts`` numbers them), each as (case index, node, the integral scales of
     the split rows above it); and ``parts`` or fewer groups (first cut, number of cuts) of
-    about equal weight.  The heaviest split of the frontier is replaced by its two halves
-    until there are 4 cuts per part (or only leaves)."""
+    about equal weight (``_weights``).  Splits heavier than a quarter of a part's share are
+    replaced by their two halves, heaviest first; each group ends where its share of the
+    total is nearest."""
     w = _weights(trees)
     cuts = [(i, tree, ()) for i, tree in enumerate(trees)]
-    while len(cuts) < 4 * parts:
-        splits = [j for j, (_, n, _) in enumerate(cuts) if isinstance(n, Split)]
-        if not splits:
+    total = sum(w[id(n)] for _, n, _ in cuts)
+    while True:
+        splits = [
+            j
+            for j, (_, n, _) in enumerate(cuts)
+            if isinstance(n, Split) and w[id(n)] * 4 * parts > total
+        ]
+        if not splits or parts == 1:
             break
         j = max(splits, key=lambda j: w[id(cuts[j][1])])
         i, node, lam = cuts[j]
         k = _integral_scale(node.a, node.c)
         cuts[j : j + 1] = [(i, node.ge, lam + (k,)), (i, node.lt, lam + (k,))]
-    total = sum(w[id(n)] for _, n, _ in cuts)
     bounds, acc = [0], 0
-    for j, (_, n, _) in enumerate(cuts[:-1]):
-        acc += w[id(n)]
-        if len(bounds) < parts and acc * parts >= total * len(bounds):
-            bounds.append(j + 1)
+    for j, (_, n, _) in enumerate(cuts):
+        before, acc = acc, acc + w[id(n)]
+        share = total * len(bounds) / parts  # where group len(bounds) should end
+        if len(bounds) < parts and acc >= share:
+            nearer = acc - share <= share - before
+            end = j + 1 if nearer or j == bounds[-1] else j
+            if bounds[-1] < end < len(cuts):
+                bounds.append(end)
     bounds.append(len(cuts))
     return cuts, [(a, b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
 
