@@ -91,6 +91,7 @@ def coq_check(cert_path: str, timeout_s: float = 600.0, progress: bool = False) 
         coq_lib=None,
         timeout=timeout_s,
         json=True,
+        parts=1,
     )
     text = io.StringIO()
     try:
