@@ -199,3 +199,29 @@ def test_python_api_check_in_coq(tmp_path):
     prop.write_text(SAT)
     with pytest.raises(xm.ArgumentError, match="no certificate"):
         xm.check(ex("tent.json"), str(prop)).check_in_coq()  # sat: a point, no certificate
+
+
+def test_a_large_property_certificate_goes_to_coq_in_parts(monkeypatch, tmp_path):
+    """--coq exports a property certificate of PARTS_FROM_BYTES or more in one part per core
+    (here: every certificate, on 2 cores), and proves it the same."""
+    from exactmax.export import recheck
+    monkeypatch.setattr(recheck, "PARTS_FROM_BYTES", 0)
+    monkeypatch.setattr(recheck.os, "cpu_count", lambda: 2)
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text(UNSAT)
+    code, out, _ = run("check", ex("tent.json"), prop, "--coq", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "unsat" and doc["trust"] == recheck.TRUST, out
+    assert doc["coq"]["proved"] and doc["coq"]["parts"] == 2    # 20 leaves: two groups
+    code, out, _ = run("check", ex("tent.json"), prop, "--coq")
+    assert code == 0 and out.startswith("unsat (kernel and Coq): ")
+    assert "bytes of Coq in 2 parts side by side), proved by coqc" in out, out
+    cert = tmp_path / "c.json"
+    assert run("check", ex("tent.json"), prop, "--cert", cert)[0] == 0
+    assert recheck.parts_for(str(cert)) == 2
+    monkeypatch.setattr(recheck, "PARTS_FROM_BYTES", 10**9)
+    assert recheck.parts_for(str(cert)) == 1
+    tent = tmp_path / "tent.cert.json"
+    assert run("verify", ex("tent.json"), "--cert", tent, "--no-search")[0] == 0
+    monkeypatch.setattr(recheck, "PARTS_FROM_BYTES", 0)
+    assert recheck.parts_for(str(tent)) == 1          # not a property certificate

@@ -476,7 +476,7 @@ def export_command(args) -> int:
         "conjunctions": sum(len(c.outputs) for c in prop.cases),
         "input_dim": net.input_dim,
         "leaves": sum(_leaves(t) for t in trees),
-        "parts": max(0, len(before) - 1),
+        "parts": max(1, len(before) - 1),
     }
     summary = (
         f"  about: {about['cases']} case(s), {about['conjunctions']} forbidden "
