@@ -15,4 +15,6 @@ Print Assumptions maxout_property_sound.
 Print Assumptions maxout_property_parts_sound.
 Print Assumptions maxout_eps_sound.
 Print Assumptions maxout_top1_sound.
+Print Assumptions model_eps_sound.
+Print Assumptions model_top1_sound.
 Print Assumptions corr_sound.

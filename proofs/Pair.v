@@ -8,7 +8,8 @@
      pair_top1_sound : an output i is maximal in A(x) iff it is maximal in B(x) (the arg max
        sets are equal, ties included), at every real x of the polyhedron;
 
-   and the same for two Maxout networks (maxout_eps_sound, maxout_top1_sound).
+   and the same for two Maxout networks (maxout_eps_sound, maxout_top1_sound) and for any two
+   models, Maxout networks or hardmax Transformers (model_eps_sound, model_top1_sound).
 
    The pair program: f's nodes, then g's with every node index moved by |f| (a node reads
    earlier nodes only through indices, so g's values are unchanged: runR_pair); outputs f's,
@@ -19,7 +20,7 @@
      j <> i, then v_k - v_i > 0. *)
 
 From Coq Require Import QArith Qreals Reals Lra Lia List Bool.
-From ExactMax Require Import Checker Sound Build Maxout Relaxed Property.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export Relaxed Property.
 Import ListNotations.
 Open Scope Q_scope.
 
@@ -292,5 +293,42 @@ Proof.
   intros na nb n A b t H x Hd Hx i Hi. unfold maxout_pair_ok in H.
   apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
   rewrite <- (maxout_program_correct na x Hd), <- (maxout_program_correct nb x) by lia.
+  exact (pair_top1_sound _ _ _ _ _ _ _ H x Hd Hx i Hi).
+Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * Any two models (Export.model: a Maxout network or a hardmax Transformer) *)
+
+Definition model_pair_ok (ma mb : model) (n : nat) (A : list (list Q)) (b : list Q)
+                         (E : option Q) (t : ptree) : bool :=
+  Nat.eqb (model_dim ma) (model_dim mb) &&
+  match model_program ma, model_program mb with
+  | Some f, Some g => pair_ok f g (model_dim ma) n A b E t
+  | _, _ => false
+  end.
+
+Theorem model_eps_sound : forall ma mb n A b E t, model_pair_ok ma mb n A b (Some E) t = true ->
+  forall x, length x = model_dim ma -> in_poly A b x ->
+  forall o, (o < n)%nat -> Rabs (nth o (modelR ma x) 0 - nth o (modelR mb x) 0) <= Q2R E.
+Proof.
+  intros ma mb n A b E t H x Hd Hx o Ho. unfold model_pair_ok in H.
+  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
+  destruct (model_program ma) as [f|] eqn:Ef; [|discriminate].
+  destruct (model_program mb) as [g|] eqn:Eg; [|discriminate].
+  rewrite <- (model_program_correct ma f x Ef Hd), <- (model_program_correct mb g x Eg) by lia.
+  exact (pair_eps_sound _ _ _ _ _ _ _ _ H x Hd Hx o Ho).
+Qed.
+
+Theorem model_top1_sound : forall ma mb n A b t, model_pair_ok ma mb n A b None t = true ->
+  forall x, length x = model_dim ma -> in_poly A b x ->
+  forall i, (i < n)%nat ->
+  ((forall j, (j < n)%nat -> nth j (modelR ma x) 0 <= nth i (modelR ma x) 0) <->
+   (forall j, (j < n)%nat -> nth j (modelR mb x) 0 <= nth i (modelR mb x) 0)).
+Proof.
+  intros ma mb n A b t H x Hd Hx i Hi. unfold model_pair_ok in H.
+  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
+  destruct (model_program ma) as [f|] eqn:Ef; [|discriminate].
+  destruct (model_program mb) as [g|] eqn:Eg; [|discriminate].
+  rewrite <- (model_program_correct ma f x Ef Hd), <- (model_program_correct mb g x Eg) by lia.
   exact (pair_top1_sound _ _ _ _ _ _ _ H x Hd Hx i Hi).
 Qed.

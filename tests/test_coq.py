@@ -36,7 +36,8 @@ def library():
 # the theorems whose checks compute Farkas sums in machine words (proofs/Dyadic.v): they rest
 # on Coq's primitive integers and the standard library's specification of them too
 WORDS = {"relax_sound", "property_sound", "maxout_property_sound",
-         "maxout_property_parts_sound", "maxout_eps_sound", "maxout_top1_sound"}
+         "maxout_property_parts_sound", "maxout_eps_sound", "maxout_top1_sound",
+         "model_eps_sound", "model_top1_sound"}
 
 
 def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):

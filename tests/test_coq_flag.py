@@ -128,15 +128,23 @@ def test_check_unsat_and_sat(tmp_path):
 
 
 def test_no_coq_export_is_unknown(tmp_path):
-    # a pair certificate about a Transformer has no Coq export yet: the kernel's proof stands
-    # in the reason, the answer is unknown
+    # a pair certificate over the free inputs of a box (one input fixed) has no Coq export
+    # yet: the kernel's proof stands in the reason, the answer is unknown
+    code, out, _ = run("equiv", ex("tent.json"), ex("relu_triangle.json"), "--box",
+                       "-1,1;1/2,1/2", "--epsilon", "4", "--coq", "--json")
+    doc = json.loads(out)
+    assert code == 3 and doc["verdict"] == "unknown" and doc["trust"] is None, out
+    assert doc["reason"].startswith("the kernel proved it; coqc did not prove the certificate")
+    assert "no Coq export" in doc["reason"] and doc["coq"]["proved"] is False
+
+
+def test_a_pair_with_a_transformer_is_proved_by_kernel_and_coq(tmp_path):
     tf = tmp_path / "tf.json"
     assert run("compile", ex("tent.json"), "-o", tf)[0] == 0
     code, out, _ = run("equiv", ex("tent.json"), tf, "--epsilon", "1", "--coq", "--json")
     doc = json.loads(out)
-    assert code == 3 and doc["verdict"] == "unknown" and doc["trust"] is None
-    assert doc["reason"].startswith("the kernel proved it; coqc did not prove the certificate")
-    assert "no Coq export" in doc["reason"] and doc["coq"]["proved"] is False
+    assert code == 0 and doc["verdict"] == "proved" and doc["trust"] == recheck.TRUST, out
+    assert doc["coq"]["proved"] is True
 
 
 def test_coqc_rejecting_makes_unknown(monkeypatch, tmp_path):

@@ -144,3 +144,65 @@ def test_what_has_no_coq_export_yet_is_refused_in_one_line(certs, tmp_path):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
     assert "free" in err and "no Coq export yet" in err
     assert not (tmp_path / "F.v").exists()
+
+
+# --- a hardmax Transformer on either side (Pair.model_eps_sound / model_top1_sound) ----------
+
+
+@pytest.fixture(scope="module")
+def tf_certs(certs):
+    """examples/tent.json and its compiled Transformer: --epsilon (Maxout, Transformer) and
+    --top1 (Transformer, Maxout)."""
+    tent = os.path.join(ROOT, "examples", "tent.json")
+    tf = certs / "tent.tf.json"
+    assert run("compile", tent, "-o", tf)[0] == 0
+    code, out, _ = run("equiv", tent, tf, "--epsilon", "1/2", "--cert", certs / "tf_eps.json",
+                       "--no-search")
+    assert code == 0, out
+    code, out, _ = run("equiv", tf, tent, "--top1", "--cert", certs / "tf_top1.json",
+                       "--no-search")
+    assert code == 0, out
+    return certs
+
+
+@pytest.mark.parametrize("cert, statement, proof", [
+    ("tf_eps.json", r"Rabs \(nth o \(maxoutR net_a x\) 0 - nth o \(transformerR net_b x\) 0\) "
+                    r"<= Q2R epsilon\.", "model_eps_sound (MMaxout net_a) (MTransformer net_b)"),
+    ("tf_top1.json", r"\(\(forall j, \(j < 1\)%nat -> nth j \(transformerR net_a x\) 0 <= nth i "
+                     r"\(transformerR net_a x\) 0\) <->\s+\(forall j, \(j < 1\)%nat -> nth j "
+                     r"\(maxoutR net_b x\) 0",
+     "model_top1_sound (MTransformer net_a) (MMaxout net_b)"),
+])
+def test_a_pair_with_a_transformer_is_proved_in_coq(tf_certs, library, cert, statement, proof):
+    code, out = coq(tf_certs, tf_certs / cert, library, "T.v")
+    assert code == 0 and out["verdict"] == "proved" and out["trust"] == "coq-checked", out
+    assert set(out["axioms"]) <= ALLOWED
+    text = (tf_certs / "T.v").read_text()
+    assert re.search(statement, text), text[-1500:]
+    assert proof in text and "Definition net_" in text and ": transformer :=" in text
+
+
+def test_a_tampered_pair_with_a_transformer_is_rejected_by_the_kernel_and_by_coq(
+        tf_certs, library, tmp_path):
+    doc = json.loads((tf_certs / "tf_eps.json").read_text())
+    pair = _first_farkas(doc["tree"])[-1]
+    pair[1] = str(-Fraction(pair[1]))     # a negative multiplier: never a proof
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    code, out, _ = run("check-cert", path)
+    assert code == 1 and out.startswith("rejected"), out
+    code, answer = coq(tmp_path, path, library, "BadT.v")
+    assert code == 1 and answer["verdict"] == "rejected", answer
+    assert "model_pair_ok" in answer["coqc_message"], answer["coqc_message"][:300]
+    # the read-back names an edited Transformer part as model b
+    code, out = coq(tmp_path, tf_certs / "tf_eps.json", library, "GoodT.v")
+    assert code == 0, out
+    f = tmp_path / "GoodT.v"
+    text = f.read_text()
+    m = re.search(r"Definition (net_b_\w+) : .*? :=\n  ([^\n]*?)(\d+)", text)
+    assert m, text[:2000]
+    f.write_text(text[:m.start(3)] + str(int(m.group(3)) + 1) + text[m.end(3):])
+    code, stdout, _ = run("export-coq", tf_certs / "tf_eps.json", "-o", f, "--existing",
+                          "--check")
+    assert code == 1 and stdout.startswith(f"rejected: {f}: Definition {m.group(1)} (model b)"), \
+        stdout

@@ -14,8 +14,11 @@ as ``Property.unpack_ptrees`` reads it), and proves, by one reflective call of
                ((forall j, j < n -> nth j (maxoutR net_a x) 0 <= nth i (maxoutR net_a x) 0) <->
                 (forall j, j < n -> nth j (maxoutR net_b x) 0 <= nth i (maxoutR net_b x) 0))
 
-Not (yet) exported: a tree over the free inputs of a box (``"inputs": "free"``) and models that
-are not Maxout networks; ``export-coq`` says so in one line.
+With a hardmax Transformer on either side the models are ``Export.model``s and the theorems
+``Pair.model_eps_sound`` / ``model_top1_sound`` (the Transformer's program is the library's
+proved translation, ``Transformer.transformer_program``), the statement reading
+``transformerR`` for it.  Not (yet) exported: a tree over the free inputs of a box
+(``"inputs": "free"``); ``export-coq`` says so in one line.
 """
 
 from __future__ import annotations
@@ -24,46 +27,56 @@ import os
 
 from ..kernel.maxout import MaxoutNetwork
 from ..kernel.pair import FreeInputs
-from .coq import _maxout_term, _pack, _q, _qlist, _Tables
+from .coq import _model, _pack, _q, _qlist, _Tables
 from .coq_property import KINDS, _leaves, _ptree, report, sha256_module
 
 HASHES = ("net_a", "net_b", "domain")
 
 
-def _statement(d: int, n: int, epsilon) -> str:
+def _statement(d: int, n: int, epsilon, sa: str = "maxoutR", sb: str = "maxoutR") -> str:
+    """The theorem's statement; sa, sb: the semantics of net_a and net_b (maxoutR or
+    transformerR)."""
     if epsilon is not None:
         return (
             f"forall x : list R, length x = {d}%nat -> in_poly A b x ->\n"
             f"  forall o, (o < {n})%nat ->\n"
-            "  Rabs (nth o (maxoutR net_a x) 0 - nth o (maxoutR net_b x) 0) <= Q2R epsilon"
+            f"  Rabs (nth o ({sa} net_a x) 0 - nth o ({sb} net_b x) 0) <= Q2R epsilon"
         )
     return (
         f"forall x : list R, length x = {d}%nat -> in_poly A b x ->\n"
         f"  forall i, (i < {n})%nat ->\n"
-        f"  ((forall j, (j < {n})%nat -> nth j (maxoutR net_a x) 0 <= nth i (maxoutR net_a x) 0) "
+        f"  ((forall j, (j < {n})%nat -> nth j ({sa} net_a x) 0 <= nth i ({sa} net_a x) 0) "
         "<->\n"
-        f"   (forall j, (j < {n})%nat -> nth j (maxoutR net_b x) 0 <= nth i (maxoutR net_b x) 0))"
+        f"   (forall j, (j < {n})%nat -> nth j ({sb} net_b x) 0 <= nth i ({sb} net_b x) 0))"
     )
 
 
 def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "NetPair") -> str:
     """The text of a Coq file proving the pair certificate's claim (``kernel.pair``'s
-    ``check_pair_property`` arguments, two Maxout networks, a tree over all inputs)."""
+    ``check_pair_property`` arguments: Maxout networks or hardmax Transformers, a tree over
+    all inputs)."""
     P = domain.as_polyhedron()
     n = a.out_dim
     t = _Tables(KINDS)
     root = _ptree(t, tree, len(P.b))
     d = a.input_dim
     what = "the same arg max sets" if epsilon is None else "at most epsilon apart"
-    theorem = "maxout_top1_sound" if epsilon is None else "maxout_eps_sound"
     e = "None" if epsilon is None else "(Some epsilon)"
+    (da, ta, tma, ca, sa), (db, tb, tmb, cb, sb) = _model(a, "net_a"), _model(b, "net_b")
+    both_maxout = isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)
+    if both_maxout:  # (the statements of maxout_eps_sound / maxout_top1_sound, as before)
+        theorem = "maxout_top1_sound" if epsilon is None else "maxout_eps_sound"
+        pair_ok, models = "maxout_pair_ok", "net_a net_b"
+    else:  # Export.model: a Maxout network or a hardmax Transformer
+        theorem = "model_top1_sound" if epsilon is None else "model_eps_sound"
+        pair_ok, models = "model_pair_ok", f"({ca} net_a) ({cb} net_b)"
     eps = ""
     if epsilon is not None:
         eps = "(** The tolerance, in the sup norm *)\n\n"
         eps += f"Definition epsilon : Q := {_q(epsilon)}.\n\n"
     bound = "".join(f"     {k:<10} {hashes[k]}\n" for k in HASHES)
     rows = ";\n   ".join(_qlist(r) for r in P.A)
-    proof = f"{theorem} net_a net_b {n}%nat A b {'' if epsilon is None else 'epsilon '}"
+    proof = f"{theorem} {models} {n}%nat A b {'' if epsilon is None else 'epsilon '}"
     proof += "certificate certificate_checks"
     sha = sha256_module(hashes, HASHES)
     return f"""(* {module}.v -- written by exactmax export-coq from a pair certificate.
@@ -74,7 +87,8 @@ def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "Ne
    certificate (a split tree over the pair program x -> (net_a x, net_b x), with its choices,
    relaxed leaves and Farkas multipliers) is checked by the library's proved checker
    (proofs/Pair.v, proofs/Property.v, proofs/Relaxed.v), and the programs it speaks about are
-   built from the networks by the library's proved translation (proofs/Maxout.v).
+   built from the models by the library's proved translations (proofs/Maxout.v,
+   proofs/Transformer.v).
    Exported from the pair certificate about (sha256 of the canonical JSON of each network and
    of the domain, as check-cert prints them; also defined below, in Module Sha256):
 {bound}   exactmax export-coq CERT.json -o THIS.v --existing confirms that this file
@@ -83,20 +97,20 @@ def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "Ne
 From Coq Require Import QArith Reals List.
 From Coq Require Uint63 Strings.String.
 Import (notations) Uint63.   (* names, as Print Assumptions prints them, stay qualified *)
-From ExactMax Require Import Checker Sound Build Maxout Relaxed Property Pair.
+From ExactMax Require Import Checker Sound Build Maxout Transformer Export Relaxed Property Pair.
 {sha}
 Open Scope Q_scope.
 
 Section Data.
 Import ListNotations.     (* for the data; the array below is written [| .. |] *)
 
-(** The networks, as a user wrote them *)
+(** The models, as a user wrote them *)
 
-Definition net_a : maxout :=
-{_maxout_term(a)}.
+{da}{chr(10) * 2 if da else ""}Definition net_a : {ta} :=
+{tma}.
 
-Definition net_b : maxout :=
-{_maxout_term(b)}.
+{db}{chr(10) * 2 if db else ""}Definition net_b : {tb} :=
+{tmb}.
 
 (** The domain: the rows of A x <= b *)
 
@@ -115,7 +129,7 @@ Definition packed : PArray.array Uint63.int :=
 
 Definition certificate : ptree := hd (PEmpty no_farkas) (unpack_ptrees packed).
 
-Lemma certificate_checks : maxout_pair_ok net_a net_b {n} A b {e} certificate = true.
+Lemma certificate_checks : {pair_ok} {models} {n} A b {e} certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
 (** The theorem *)
@@ -123,7 +137,7 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
 Local Open Scope R_scope.
 
 Theorem net_pair :
-  {_statement(d, n, epsilon)}.
+  {_statement(d, n, epsilon, sa, sb)}.
 Proof.
   exact ({proof}).
 Qed.
@@ -150,13 +164,6 @@ def export_command(args) -> int:
             "inputs",
             'a tree over the free inputs of a box ("inputs": "free") has no Coq export yet',
         )
-    if not (isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)):
-        raise InputError(
-            args.cert,
-            "models",
-            "a pair certificate about a Transformer has no Coq export yet (two Maxout "
-            "networks only)",
-        )
     names = {"net_a": hashes["a"], "net_b": hashes["b"], "domain": hashes["domain"]}
     module = os.path.splitext(os.path.basename(args.output))[0]
     text = export_coq_pair(a, b, domain, epsilon, tree, names, module)
@@ -167,7 +174,7 @@ def export_command(args) -> int:
         "leaves": _leaves(tree),
     }
     claim = (
-        "the two networks have the same arg max sets on the domain"
+        "the two models have the same arg max sets on the domain"
         if epsilon is None
         else f"|A(x) - B(x)|_inf <= {epsilon} on the domain"
     )

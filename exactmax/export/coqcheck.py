@@ -245,6 +245,7 @@ _WHAT = {
     "A": "the domain",
     "b": "the domain",
     "packed": "the certificate's tree",
+    "top_packed": "the certificate's tree",
     "splits": "the unmerged Transformer",
     # property files (export.coq_property)
     "net": "the network",
@@ -258,6 +259,8 @@ def _what(name: str) -> str:
         return "the sha256 the file is bound to"
     if re.fullmatch(r"case\d+", word):
         return "the property"
+    if word.startswith("net_a_"):  # a Transformer's parts (a pair certificate's model a)
+        return "model a"
     return _WHAT.get(word) or (
         "model b" if word.startswith(("net_b_", "split_")) else "the statement"
     )
