@@ -17,4 +17,6 @@ Print Assumptions maxout_eps_sound.
 Print Assumptions maxout_top1_sound.
 Print Assumptions model_eps_sound.
 Print Assumptions model_top1_sound.
+Print Assumptions free_eps_sound.
+Print Assumptions free_top1_sound.
 Print Assumptions corr_sound.

@@ -332,3 +332,181 @@ Proof.
   rewrite <- (model_program_correct ma f x Ef Hd), <- (model_program_correct mb g x Eg) by lia.
   exact (pair_top1_sound _ _ _ _ _ _ _ H x Hd Hx i Hi).
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * A box with fixed inputs (kernel.maxout.on_free_inputs)
+
+   On a box where lo_i = hi_i the input x_i is fixed: the kernel's tree is over the free
+   inputs only, for the networks whose first-layer pieces w . x + b read the free
+   coordinates, with b + sum_(i fixed) w_i lo_i as constant.  The domain of that tree is the
+   box of the free coordinates, as the kernel writes a box's rows: x_i <= hi_i for each i,
+   then -x_i <= -lo_i. *)
+
+Local Open Scope Q_scope.
+
+(* (the coefficients of the free coordinates, the fixed ones' contribution sum w_i lo_i) *)
+Fixpoint split_w (w lo hi : list Q) : list Q * Q :=
+  match w, lo, hi with
+  | a :: w', l :: lo', h :: hi' =>
+      let '(fw, c) := split_w w' lo' hi' in
+      if qeqb l h then (fw, a * l + c) else (a :: fw, c)
+  | _, _, _ => ([], 0)
+  end.
+
+(* the entries of v at the free coordinates *)
+Fixpoint free_of {X} (v : list X) (lo hi : list Q) : list X :=
+  match v, lo, hi with
+  | a :: v', l :: lo', h :: hi' => if qeqb l h then free_of v' lo' hi' else a :: free_of v' lo' hi'
+  | _, _, _ => []
+  end.
+
+Definition fix_piece (lo hi : list Q) (p : piece) : piece :=
+  let '(fw, c) := split_w (pw p) lo hi in {| pw := fw; pb := pb p + c |}.
+
+Definition free_net (net : maxout) (lo hi : list Q) : maxout :=
+  match mo_layers net with
+  | [] => net
+  | L :: Ls => {| mo_dim := length (free_of lo lo hi);
+                  mo_layers := map (map (fix_piece lo hi)) L :: Ls;
+                  mo_out := mo_out net |}
+  end.
+
+(* the kernel's rows of a box: x_i <= hi_i, then -x_i <= -lo_i *)
+Definition box_A (lo : list Q) : list (list Q) :=
+  let d := length lo in
+  map (fun i => basis d i 1) (seq 0 d) ++ map (fun i => basis d i (-1)) (seq 0 d).
+
+Definition box_b (lo hi : list Q) : list Q := hi ++ map Qopp lo.
+
+Definition free_pair_ok (na nb : maxout) (n : nat) (lo hi : list Q) (E : option Q)
+                        (t : ptree) : bool :=
+  let flo := free_of lo lo hi in
+  let fhi := free_of hi lo hi in
+  Nat.eqb (mo_dim na) (mo_dim nb) && Nat.eqb (length lo) (mo_dim na) &&
+  Nat.eqb (length hi) (mo_dim na) &&
+  negb (Nat.eqb (length (mo_layers na)) 0) && negb (Nat.eqb (length (mo_layers nb)) 0) &&
+  maxout_pair_ok (free_net na lo hi) (free_net nb lo hi) n (box_A flo) (box_b flo fhi) E t.
+
+Local Open Scope R_scope.
+
+Lemma split_w_dotR : forall w lo hi x, in_box lo hi x ->
+  dotR (fst (split_w w lo hi)) (free_of x lo hi) + Q2R (snd (split_w w lo hi)) = dotR w x.
+Proof.
+  induction w as [|a w IH]; intros lo hi x H.
+  - destruct lo, hi, x; cbn; rewrite ?RMicromega.Q2R_0; lra.
+  - destruct lo as [|l lo], hi as [|h hi], x as [|v x]; cbn [in_box] in H; try contradiction;
+      cbn [split_w free_of dotR].
+    + cbn. rewrite RMicromega.Q2R_0. lra.
+    + destruct H as [[Hl Hh] H]. specialize (IH lo hi x H).
+      destruct (split_w w lo hi) as [fw c] eqn:E. cbn [fst snd] in *.
+      destruct (qeqb l h) eqn:Q.
+      * apply qeqb_R in Q. assert (v = Q2R l) by lra. subst v.
+        cbn [fst snd]. rewrite Q2R_plus, Q2R_mult. lra.
+      * cbn [fst snd dotR]. lra.
+Qed.
+
+Lemma free_net_correct : forall net lo hi x, mo_layers net <> [] -> in_box lo hi x ->
+  maxoutR (free_net net lo hi) (free_of x lo hi) = maxoutR net x.
+Proof.
+  intros net lo hi x HL H. unfold free_net.
+  destruct (mo_layers net) as [|L Ls] eqn:EL; [contradiction|].
+  unfold maxoutR. cbn [mo_layers mo_out layersR]. rewrite EL. cbn [layersR].
+  replace (layerR (map (map (fix_piece lo hi)) L) (free_of x lo hi)) with (layerR L x);
+    [reflexivity|].
+  unfold layerR. rewrite map_map. apply map_ext. intros u. rewrite map_map. f_equal.
+  apply map_ext. intros p. unfold fix_piece, pieceR.
+  pose proof (split_w_dotR (pw p) lo hi x H) as S.
+  destruct (split_w (pw p) lo hi) as [fw c]. cbn [fst snd pw pb] in *.
+  rewrite Q2R_plus. lra.
+Qed.
+
+Lemma free_in_box : forall lo hi x, in_box lo hi x ->
+  in_box (free_of lo lo hi) (free_of hi lo hi) (free_of x lo hi) /\
+  length (free_of x lo hi) = length (free_of lo lo hi).
+Proof.
+  induction lo as [|l lo IH]; intros [|h hi] [|v x] H; cbn [in_box] in H; try contradiction;
+    cbn [free_of]; [split; reflexivity|].
+  destruct H as [Hv H]. destruct (IH hi x H) as [I L].
+  destruct (qeqb l h); [split; assumption|]. cbn [in_box length]. split; [split|]; auto.
+Qed.
+
+Lemma in_poly_app : forall A1 b1 A2 b2 x, length A1 = length b1 ->
+  in_poly A1 b1 x -> in_poly A2 b2 x -> in_poly (A1 ++ A2) (b1 ++ b2) x.
+Proof.
+  induction A1 as [|a A1 IH]; intros [|c b1] A2 b2 x L H1 H2; cbn in L; try discriminate;
+    [exact H2|]. destruct H1 as [H H1]. split; [exact H | apply IH; auto].
+Qed.
+
+Lemma in_poly_rows : forall d (f : nat -> list Q) (g : nat -> Q) x,
+  (forall i, (i < d)%nat -> dotR (f i) x <= Q2R (g i)) ->
+  forall k m, (k + m <= d)%nat -> in_poly (map f (seq k m)) (map g (seq k m)) x.
+Proof.
+  intros d f g x H k m. revert k. induction m as [|m IH]; intros k Hk; cbn; [exact I|].
+  split; [apply H; lia | apply IH; lia].
+Qed.
+
+Lemma box_poly_sound : forall lo hi y, in_box lo hi y -> in_poly (box_A lo) (box_b lo hi) y.
+Proof.
+  intros lo hi y H. destruct (in_box_nth lo hi y H) as [L Hn].
+  assert (Lh : length hi = length lo).
+  { clear Hn L. revert hi y H. induction lo as [|l lo IH]; intros [|h hi] [|v y] H;
+      cbn [in_box] in H; try contradiction; cbn; [reflexivity|]. f_equal. exact (IH hi y (proj2 H)). }
+  unfold box_A, box_b. apply in_poly_app.
+  - rewrite map_length, seq_length. lia.
+  - replace hi with (map (fun i => nth i hi 0%Q) (seq 0 (length lo))).
+    + apply (in_poly_rows (length lo)); [|lia]. intros i Hi. rewrite dotR_basis by lia.
+      specialize (Hn i ltac:(lia)). unfold Q2R at 1; simpl. lra.
+    + rewrite <- Lh. clear. induction hi as [|h hi IH]; [reflexivity|]. cbn [length seq map nth].
+      f_equal. rewrite <- seq_shift, map_map. exact IH.
+  - replace (map Qopp lo) with (map (fun i => Qopp (nth i lo 0%Q)) (seq 0 (length lo))).
+    + apply (in_poly_rows (length lo)); [|lia]. intros i Hi. rewrite dotR_basis by lia.
+      specialize (Hn i ltac:(lia)). rewrite Q2R_opp, Q2R_m1. lra.
+    + clear. induction lo as [|l lo IH]; [reflexivity|]. cbn [length seq map nth].
+      f_equal. rewrite <- seq_shift, map_map. exact IH.
+Qed.
+
+Lemma free_pair_facts : forall na nb n lo hi E t x, free_pair_ok na nb n lo hi E t = true ->
+  in_box lo hi x ->
+  maxout_pair_ok (free_net na lo hi) (free_net nb lo hi) n
+    (box_A (free_of lo lo hi)) (box_b (free_of lo lo hi) (free_of hi lo hi)) E t = true /\
+  length (free_of x lo hi) = mo_dim (free_net na lo hi) /\
+  in_poly (box_A (free_of lo lo hi)) (box_b (free_of lo lo hi) (free_of hi lo hi))
+    (free_of x lo hi) /\
+  maxoutR (free_net na lo hi) (free_of x lo hi) = maxoutR na x /\
+  maxoutR (free_net nb lo hi) (free_of x lo hi) = maxoutR nb x.
+Proof.
+  intros na nb n lo hi E t x H Hx. unfold free_pair_ok in H.
+  repeat match type of H with (_ && _) = true => apply andb_true_iff in H as [H ?] end.
+  rename H into Hd. match goal with Hp : maxout_pair_ok _ _ _ _ _ _ _ = true |- _ => rename Hp into P end.
+  assert (La : mo_layers na <> []).
+  { intros E0. match goal with Hn : negb (Nat.eqb (length (mo_layers na)) 0) = true |- _ =>
+      rewrite E0 in Hn; discriminate Hn end. }
+  assert (Lb : mo_layers nb <> []).
+  { intros E0. match goal with Hn : negb (Nat.eqb (length (mo_layers nb)) 0) = true |- _ =>
+      rewrite E0 in Hn; discriminate Hn end. }
+  destruct (free_in_box lo hi x Hx) as [I L].
+  split; [exact P|]. split.
+  - rewrite L. unfold free_net. destruct (mo_layers na); [contradiction|reflexivity].
+  - split; [exact (box_poly_sound _ _ _ I)|].
+    split; apply free_net_correct; assumption.
+Qed.
+
+Theorem free_eps_sound : forall na nb n lo hi E t, free_pair_ok na nb n lo hi (Some E) t = true ->
+  forall x, in_box lo hi x ->
+  forall o, (o < n)%nat -> Rabs (nth o (maxoutR na x) 0 - nth o (maxoutR nb x) 0) <= Q2R E.
+Proof.
+  intros na nb n lo hi E t H x Hx o Ho.
+  destruct (free_pair_facts na nb n lo hi (Some E) t x H Hx) as [P [L [I [Ea Eb]]]].
+  rewrite <- Ea, <- Eb. exact (maxout_eps_sound _ _ _ _ _ _ _ P _ L I o Ho).
+Qed.
+
+Theorem free_top1_sound : forall na nb n lo hi t, free_pair_ok na nb n lo hi None t = true ->
+  forall x, in_box lo hi x ->
+  forall i, (i < n)%nat ->
+  ((forall j, (j < n)%nat -> nth j (maxoutR na x) 0 <= nth i (maxoutR na x) 0) <->
+   (forall j, (j < n)%nat -> nth j (maxoutR nb x) 0 <= nth i (maxoutR nb x) 0)).
+Proof.
+  intros na nb n lo hi t H x Hx i Hi.
+  destruct (free_pair_facts na nb n lo hi None t x H Hx) as [P [L [I [Ea Eb]]]].
+  rewrite <- Ea, <- Eb. exact (maxout_top1_sound _ _ _ _ _ _ P _ L I i Hi).
+Qed.

@@ -37,7 +37,7 @@ def library():
 # on Coq's primitive integers and the standard library's specification of them too
 WORDS = {"relax_sound", "property_sound", "maxout_property_sound",
          "maxout_property_parts_sound", "maxout_eps_sound", "maxout_top1_sound",
-         "model_eps_sound", "model_top1_sound"}
+         "model_eps_sound", "model_top1_sound", "free_eps_sound", "free_top1_sound"}
 
 
 def test_the_library_has_no_admitted_proof_and_only_the_reals_axioms(library):

@@ -127,9 +127,16 @@ def test_check_unsat_and_sat(tmp_path):
     assert code == 1 and doc["verdict"] == "sat" and doc["trust"] is None and doc["coq"] is None
 
 
-def test_no_coq_export_is_unknown(tmp_path):
-    # a pair certificate over the free inputs of a box (one input fixed) has no Coq export
-    # yet: the kernel's proof stands in the reason, the answer is unknown
+def test_no_coq_export_is_unknown(monkeypatch, tmp_path):
+    # a certificate with no Coq export (every kind --coq makes exports today: the refusal
+    # is made here): the kernel's proof stands in the reason, the answer is unknown
+    from exactmax.export import coq_pair
+    from exactmax.io import InputError
+
+    def refuse(*a, **k):
+        raise InputError("c.json", "tree", "this kind has no Coq export yet")
+
+    monkeypatch.setattr(coq_pair, "export_coq_pair", refuse)
     code, out, _ = run("equiv", ex("tent.json"), ex("relu_triangle.json"), "--box",
                        "-1,1;1/2,1/2", "--epsilon", "4", "--coq", "--json")
     doc = json.loads(out)
@@ -138,7 +145,11 @@ def test_no_coq_export_is_unknown(tmp_path):
     assert "no Coq export" in doc["reason"] and doc["coq"]["proved"] is False
 
 
-def test_a_pair_with_a_transformer_is_proved_by_kernel_and_coq(tmp_path):
+def test_pairs_with_a_transformer_or_a_fixed_input_are_proved_by_kernel_and_coq(tmp_path):
+    code, out, _ = run("equiv", ex("tent.json"), ex("relu_triangle.json"), "--box",
+                       "-1,1;1/2,1/2", "--epsilon", "4", "--coq", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "proved" and doc["trust"] == recheck.TRUST, out
     tf = tmp_path / "tf.json"
     assert run("compile", ex("tent.json"), "-o", tf)[0] == 0
     code, out, _ = run("equiv", ex("tent.json"), tf, "--epsilon", "1", "--coq", "--json")

@@ -18,7 +18,7 @@ import pytest
 from conftest import skip_without_coqc
 
 from exactmax.cli import main
-from exactmax.export.coqcheck import ALLOWED
+from exactmax.export.coqcheck import ALLOWED, run_coqc
 from exactmax.io.certificates import content_hash
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -134,16 +134,37 @@ def test_tampered_pair_certificates_are_rejected_by_the_kernel_and_by_coq(certs,
             answer["coqc_message"], (name, answer["coqc_message"][:300])
 
 
-def test_what_has_no_coq_export_yet_is_refused_in_one_line(certs, tmp_path):
-    # a box with a fixed input: the tree is over the free inputs
+def test_a_tree_over_the_free_inputs_of_a_box_is_proved_in_coq(certs, library, tmp_path):
+    """A box with a fixed input: the kernel's tree is over the free inputs; Coq builds the
+    networks of the free inputs itself (Pair.free_pair_ok) and proves the statement over the
+    box.  A negative multiplier is rejected by both checkers; an edited bound is named by the
+    read-back, and coqc refuses it (the tree no longer fits)."""
     code, out, _ = run("equiv", certs / "a.json", certs / "b.json", "--box", "-1,1;1/2,1/2",
                        "--epsilon", "1/10", "--cert", tmp_path / "free.json")
     assert code == 0, out
-    assert json.loads((tmp_path / "free.json").read_text()).get("inputs") == "free"
-    code, out, err = run("export-coq", tmp_path / "free.json", "-o", tmp_path / "F.v")
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
-    assert "free" in err and "no Coq export yet" in err
-    assert not (tmp_path / "F.v").exists()
+    doc = json.loads((tmp_path / "free.json").read_text())
+    assert doc.get("inputs") == "free"
+    code, out = coq(tmp_path, tmp_path / "free.json", library, "F.v")
+    assert code == 0 and out["verdict"] == "proved" and set(out["axioms"]) <= ALLOWED, out
+    text = (tmp_path / "F.v").read_text()
+    assert "Definition lower : list Q := [-1; (1#2)]." in text
+    assert re.search(r"length x = 2%nat -> in_box lower upper x ->\s+forall o, \(o < 2\)%nat",
+                     text), text[-1200:]
+    assert "free_eps_sound net_a net_b 2%nat lower upper epsilon" in text
+    bad = copy.deepcopy(doc)
+    pair = _first_farkas(bad["tree"])[-1]
+    pair[1] = str(-Fraction(pair[1]))
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    assert run("check-cert", tmp_path / "bad.json")[0] == 1
+    code, answer = coq(tmp_path, tmp_path / "bad.json", library, "BadF.v")
+    assert code == 1 and "free_pair_ok" in answer["coqc_message"], answer
+    f = tmp_path / "F.v"
+    f.write_text(text.replace("Definition upper : list Q := [1; (1#2)].",
+                              "Definition upper : list Q := [1; (3#4)]."))
+    code, stdout, _ = run("export-coq", tmp_path / "free.json", "-o", f, "--existing", "--check")
+    assert code == 1 and stdout.startswith(f"rejected: {f}: Definition upper (the domain)"), stdout
+    r = run_coqc(str(f), library)
+    assert not r.ok and "free_pair_ok" in r.message, r.message
 
 
 # --- a hardmax Transformer on either side (Pair.model_eps_sound / model_top1_sound) ----------

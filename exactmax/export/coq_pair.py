@@ -17,15 +17,18 @@ as ``Property.unpack_ptrees`` reads it), and proves, by one reflective call of
 With a hardmax Transformer on either side the models are ``Export.model``s and the theorems
 ``Pair.model_eps_sound`` / ``model_top1_sound`` (the Transformer's program is the library's
 proved translation, ``Transformer.transformer_program``), the statement reading
-``transformerR`` for it.  Not (yet) exported: a tree over the free inputs of a box
-(``"inputs": "free"``); ``export-coq`` says so in one line.
+``transformerR`` for it.  A tree over the free inputs of a box (``"inputs": "free"``: inputs
+with equal bounds are fixed, ``kernel.maxout.on_free_inputs``) is checked by
+``Pair.free_pair_ok``, which builds the networks of the free inputs in Coq, and proves the
+statement over the box (``in_box lower upper x``, ``Pair.free_eps_sound`` /
+``free_top1_sound``).
 """
 
 from __future__ import annotations
 
 import os
 
-from ..kernel.maxout import MaxoutNetwork
+from ..kernel.maxout import MaxoutNetwork, on_free_inputs
 from ..kernel.pair import FreeInputs
 from .coq import _model, _pack, _q, _qlist, _Tables
 from .coq_property import KINDS, _leaves, _ptree, report, sha256_module
@@ -33,17 +36,19 @@ from .coq_property import KINDS, _leaves, _ptree, report, sha256_module
 HASHES = ("net_a", "net_b", "domain")
 
 
-def _statement(d: int, n: int, epsilon, sa: str = "maxoutR", sb: str = "maxoutR") -> str:
+def _statement(
+    d: int, n: int, epsilon, sa: str = "maxoutR", sb: str = "maxoutR", dom: str = "in_poly A b"
+) -> str:
     """The theorem's statement; sa, sb: the semantics of net_a and net_b (maxoutR or
-    transformerR)."""
+    transformerR); dom: the domain's predicate."""
     if epsilon is not None:
         return (
-            f"forall x : list R, length x = {d}%nat -> in_poly A b x ->\n"
+            f"forall x : list R, length x = {d}%nat -> {dom} x ->\n"
             f"  forall o, (o < {n})%nat ->\n"
             f"  Rabs (nth o ({sa} net_a x) 0 - nth o ({sb} net_b x) 0) <= Q2R epsilon"
         )
     return (
-        f"forall x : list R, length x = {d}%nat -> in_poly A b x ->\n"
+        f"forall x : list R, length x = {d}%nat -> {dom} x ->\n"
         f"  forall i, (i < {n})%nat ->\n"
         f"  ((forall j, (j < {n})%nat -> nth j ({sa} net_a x) 0 <= nth i ({sa} net_a x) 0) "
         "<->\n"
@@ -54,8 +59,13 @@ def _statement(d: int, n: int, epsilon, sa: str = "maxoutR", sb: str = "maxoutR"
 def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "NetPair") -> str:
     """The text of a Coq file proving the pair certificate's claim (``kernel.pair``'s
     ``check_pair_property`` arguments: Maxout networks or hardmax Transformers, a tree over
-    all inputs)."""
-    P = domain.as_polyhedron()
+    all inputs; or two Maxout networks and a tree over the free inputs of a box,
+    ``Pair.free_eps_sound`` / ``free_top1_sound``)."""
+    free = isinstance(tree, FreeInputs)
+    if free:  # the tree's rows: the box of the free inputs, as the kernel writes it
+        P, tree = on_free_inputs(a, domain)[1].as_polyhedron(), tree.tree
+    else:
+        P = domain.as_polyhedron()
     n = a.out_dim
     t = _Tables(KINDS)
     root = _ptree(t, tree, len(P.b))
@@ -64,7 +74,12 @@ def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "Ne
     e = "None" if epsilon is None else "(Some epsilon)"
     (da, ta, tma, ca, sa), (db, tb, tmb, cb, sb) = _model(a, "net_a"), _model(b, "net_b")
     both_maxout = isinstance(a, MaxoutNetwork) and isinstance(b, MaxoutNetwork)
-    if both_maxout:  # (the statements of maxout_eps_sound / maxout_top1_sound, as before)
+    dom, dom_args = "in_poly A b", "A b"
+    if free:
+        theorem = "free_top1_sound" if epsilon is None else "free_eps_sound"
+        pair_ok, models = "free_pair_ok", "net_a net_b"
+        dom, dom_args = "in_box lower upper", "lower upper"
+    elif both_maxout:  # (the statements of maxout_eps_sound / maxout_top1_sound, as before)
         theorem = "maxout_top1_sound" if epsilon is None else "maxout_eps_sound"
         pair_ok, models = "maxout_pair_ok", "net_a net_b"
     else:  # Export.model: a Maxout network or a hardmax Transformer
@@ -75,9 +90,24 @@ def export_coq_pair(a, b, domain, epsilon, tree, hashes: dict, module: str = "Ne
         eps = "(** The tolerance, in the sup norm *)\n\n"
         eps += f"Definition epsilon : Q := {_q(epsilon)}.\n\n"
     bound = "".join(f"     {k:<10} {hashes[k]}\n" for k in HASHES)
-    rows = ";\n   ".join(_qlist(r) for r in P.A)
-    proof = f"{theorem} {models} {n}%nat A b {'' if epsilon is None else 'epsilon '}"
+    if free:
+        domain_text = (
+            "(** The domain: the box lower <= x <= upper (an input whose bounds are equal is\n"
+            "    fixed; the certificate's tree is over the others, Pair.free_pair_ok) *)\n\n"
+            f"Definition lower : list Q := {_qlist(domain.lower)}.\n\n"
+            f"Definition upper : list Q := {_qlist(domain.upper)}."
+        )
+    else:
+        rows = ";\n   ".join(_qlist(r) for r in P.A)
+        domain_text = (
+            "(** The domain: the rows of A x <= b *)\n\n"
+            f"Definition A : list (list Q) :=\n  [{rows}].\n\n"
+            f"Definition b : list Q := {_qlist(P.b)}."
+        )
+    proof = f"{theorem} {models} {n}%nat {dom_args} {'' if epsilon is None else 'epsilon '}"
     proof += "certificate certificate_checks"
+    if free:
+        proof += " x Hx"
     sha = sha256_module(hashes, HASHES)
     return f"""(* {module}.v -- written by exactmax export-coq from a pair certificate.
    Check it with
@@ -112,12 +142,7 @@ Import ListNotations.     (* for the data; the array below is written [| .. |] *
 {db}{chr(10) * 2 if db else ""}Definition net_b : {tb} :=
 {tmb}.
 
-(** The domain: the rows of A x <= b *)
-
-Definition A : list (list Q) :=
-  [{rows}].
-
-Definition b : list Q := {_qlist(P.b)}.
+{domain_text}
 
 End Data.
 
@@ -129,7 +154,7 @@ Definition packed : PArray.array Uint63.int :=
 
 Definition certificate : ptree := hd (PEmpty no_farkas) (unpack_ptrees packed).
 
-Lemma certificate_checks : {pair_ok} {models} {n} A b {e} certificate = true.
+Lemma certificate_checks : {pair_ok} {models} {n} {dom_args} {e} certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
 (** The theorem *)
@@ -137,9 +162,9 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
 Local Open Scope R_scope.
 
 Theorem net_pair :
-  {_statement(d, n, epsilon, sa, sb)}.
+  {_statement(d, n, epsilon, sa, sb, dom)}.
 Proof.
-  exact ({proof}).
+  {"intros x _ Hx. " if free else ""}exact ({proof}).
 Qed.
 
 (** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
@@ -154,16 +179,9 @@ def export_command(args) -> int:
     certificate: read it (hashes recomputed), write the file, and with --check compare it with
     the export of the certificate, compile it against the library and check its axioms.
     Exit 0 when proved (or written), 1 when rejected."""
-    from ..io import InputError
     from ..io.pair_certificate import load_pair_certificate
 
     a, b, domain, epsilon, tree, hashes = load_pair_certificate(args.cert)
-    if isinstance(tree, FreeInputs):
-        raise InputError(
-            args.cert,
-            "inputs",
-            'a tree over the free inputs of a box ("inputs": "free") has no Coq export yet',
-        )
     names = {"net_a": hashes["a"], "net_b": hashes["b"], "domain": hashes["domain"]}
     module = os.path.splitext(os.path.basename(args.output))[0]
     text = export_coq_pair(a, b, domain, epsilon, tree, names, module)
