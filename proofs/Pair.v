@@ -267,36 +267,6 @@ Proof.
 Qed.
 
 (* ------------------------------------------------------------------ *)
-(** * Two Maxout networks *)
-
-Definition maxout_pair_ok (na nb : maxout) (n : nat) (A : list (list Q)) (b : list Q)
-                          (E : option Q) (t : ptree) : bool :=
-  Nat.eqb (mo_dim na) (mo_dim nb) &&
-  pair_ok (program_of_maxout na) (program_of_maxout nb) (mo_dim na) n A b E t.
-
-Theorem maxout_eps_sound : forall na nb n A b E t, maxout_pair_ok na nb n A b (Some E) t = true ->
-  forall x, length x = mo_dim na -> in_poly A b x ->
-  forall o, (o < n)%nat -> Rabs (nth o (maxoutR na x) 0 - nth o (maxoutR nb x) 0) <= Q2R E.
-Proof.
-  intros na nb n A b E t H x Hd Hx o Ho. unfold maxout_pair_ok in H.
-  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
-  rewrite <- (maxout_program_correct na x Hd), <- (maxout_program_correct nb x) by lia.
-  exact (pair_eps_sound _ _ _ _ _ _ _ _ H x Hd Hx o Ho).
-Qed.
-
-Theorem maxout_top1_sound : forall na nb n A b t, maxout_pair_ok na nb n A b None t = true ->
-  forall x, length x = mo_dim na -> in_poly A b x ->
-  forall i, (i < n)%nat ->
-  ((forall j, (j < n)%nat -> nth j (maxoutR na x) 0 <= nth i (maxoutR na x) 0) <->
-   (forall j, (j < n)%nat -> nth j (maxoutR nb x) 0 <= nth i (maxoutR nb x) 0)).
-Proof.
-  intros na nb n A b t H x Hd Hx i Hi. unfold maxout_pair_ok in H.
-  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
-  rewrite <- (maxout_program_correct na x Hd), <- (maxout_program_correct nb x) by lia.
-  exact (pair_top1_sound _ _ _ _ _ _ _ H x Hd Hx i Hi).
-Qed.
-
-(* ------------------------------------------------------------------ *)
 (** * Any two models (Export.model: a Maxout network or a hardmax Transformer) *)
 
 Definition model_pair_ok (ma mb : model) (n : nat) (A : list (list Q)) (b : list Q)
@@ -307,16 +277,26 @@ Definition model_pair_ok (ma mb : model) (n : nat) (A : list (list Q)) (b : list
   | _, _ => false
   end.
 
+(* the programs the check ran, and what they compute *)
+Lemma model_pair_programs : forall ma mb n A b E t, model_pair_ok ma mb n A b E t = true ->
+  exists f g, pair_ok f g (model_dim ma) n A b E t = true /\
+  forall x, length x = model_dim ma -> outsR f x = modelR ma x /\ outsR g x = modelR mb x.
+Proof.
+  intros ma mb n A b E t H. unfold model_pair_ok in H.
+  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
+  destruct (model_program ma) as [f|] eqn:Ef; [|discriminate].
+  destruct (model_program mb) as [g|] eqn:Eg; [|discriminate].
+  exists f, g. split; [exact H|]. intros x Hd.
+  split; [exact (model_program_correct ma f x Ef Hd) | apply (model_program_correct mb g x Eg); lia].
+Qed.
+
 Theorem model_eps_sound : forall ma mb n A b E t, model_pair_ok ma mb n A b (Some E) t = true ->
   forall x, length x = model_dim ma -> in_poly A b x ->
   forall o, (o < n)%nat -> Rabs (nth o (modelR ma x) 0 - nth o (modelR mb x) 0) <= Q2R E.
 Proof.
-  intros ma mb n A b E t H x Hd Hx o Ho. unfold model_pair_ok in H.
-  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
-  destruct (model_program ma) as [f|] eqn:Ef; [|discriminate].
-  destruct (model_program mb) as [g|] eqn:Eg; [|discriminate].
-  rewrite <- (model_program_correct ma f x Ef Hd), <- (model_program_correct mb g x Eg) by lia.
-  exact (pair_eps_sound _ _ _ _ _ _ _ _ H x Hd Hx o Ho).
+  intros ma mb n A b E t H x Hd Hx o Ho.
+  destruct (model_pair_programs _ _ _ _ _ _ _ H) as [f [g [P M]]]. destruct (M x Hd) as [<- <-].
+  exact (pair_eps_sound _ _ _ _ _ _ _ _ P x Hd Hx o Ho).
 Qed.
 
 Theorem model_top1_sound : forall ma mb n A b t, model_pair_ok ma mb n A b None t = true ->
@@ -325,13 +305,30 @@ Theorem model_top1_sound : forall ma mb n A b t, model_pair_ok ma mb n A b None 
   ((forall j, (j < n)%nat -> nth j (modelR ma x) 0 <= nth i (modelR ma x) 0) <->
    (forall j, (j < n)%nat -> nth j (modelR mb x) 0 <= nth i (modelR mb x) 0)).
 Proof.
-  intros ma mb n A b t H x Hd Hx i Hi. unfold model_pair_ok in H.
-  apply andb_true_iff in H as [Hdim H]. apply Nat.eqb_eq in Hdim.
-  destruct (model_program ma) as [f|] eqn:Ef; [|discriminate].
-  destruct (model_program mb) as [g|] eqn:Eg; [|discriminate].
-  rewrite <- (model_program_correct ma f x Ef Hd), <- (model_program_correct mb g x Eg) by lia.
-  exact (pair_top1_sound _ _ _ _ _ _ _ H x Hd Hx i Hi).
+  intros ma mb n A b t H x Hd Hx i Hi.
+  destruct (model_pair_programs _ _ _ _ _ _ _ H) as [f [g [P M]]]. destruct (M x Hd) as [<- <-].
+  exact (pair_top1_sound _ _ _ _ _ _ _ P x Hd Hx i Hi).
 Qed.
+
+(* ------------------------------------------------------------------ *)
+(** * Two Maxout networks: the models MMaxout na, MMaxout nb *)
+
+Definition maxout_pair_ok (na nb : maxout) (n : nat) (A : list (list Q)) (b : list Q)
+                          (E : option Q) (t : ptree) : bool :=
+  Nat.eqb (mo_dim na) (mo_dim nb) &&
+  pair_ok (program_of_maxout na) (program_of_maxout nb) (mo_dim na) n A b E t.
+
+Theorem maxout_eps_sound : forall na nb n A b E t, maxout_pair_ok na nb n A b (Some E) t = true ->
+  forall x, length x = mo_dim na -> in_poly A b x ->
+  forall o, (o < n)%nat -> Rabs (nth o (maxoutR na x) 0 - nth o (maxoutR nb x) 0) <= Q2R E.
+Proof. intros na nb. exact (model_eps_sound (MMaxout na) (MMaxout nb)). Qed.
+
+Theorem maxout_top1_sound : forall na nb n A b t, maxout_pair_ok na nb n A b None t = true ->
+  forall x, length x = mo_dim na -> in_poly A b x ->
+  forall i, (i < n)%nat ->
+  ((forall j, (j < n)%nat -> nth j (maxoutR na x) 0 <= nth i (maxoutR na x) 0) <->
+   (forall j, (j < n)%nat -> nth j (maxoutR nb x) 0 <= nth i (maxoutR nb x) 0)).
+Proof. intros na nb. exact (model_top1_sound (MMaxout na) (MMaxout nb)). Qed.
 
 (* ------------------------------------------------------------------ *)
 (** * A box with fixed inputs (kernel.maxout.on_free_inputs)

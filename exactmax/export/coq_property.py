@@ -163,17 +163,59 @@ def sha256_module(hashes: dict, keys) -> str:
     )
 
 
+def _net_and_cases(net, prop) -> str:
+    """The data every property file states: the network and the property's cases."""
+    cases = "".join(
+        f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n" for i, c in enumerate(prop.cases)
+    )
+    names = "; ".join(f"case{i}" for i in range(len(prop.cases)))
+    return f"""(** The network, as a user wrote it *)
+
+Definition net : maxout :=
+{_maxout_term(net)}.
+
+(** The property: its cases, each an input polyhedron and forbidden output conjunctions *)
+
+{cases}Definition cases : list pcase := [{names}]."""
+
+
+_SHAPES_COMMENT = (
+    "(** The network and the property are well-shaped (every length is the one the dimensions\n"
+    "    say) *)"
+)
+
+
+def _theorem(d: int, proof: str) -> str:
+    """The end of every property file: the shapes, the theorem (proved by ``proof``) and
+    its axioms."""
+    return f"""{_SHAPES_COMMENT}
+
+Lemma shapes_ok : property_shaped net cases = true.
+Proof. vm_compute. reflexivity. Qed.
+
+(** The theorem *)
+
+Theorem net_property : forall c, In c cases ->
+  forall x : list R, length x = {d}%nat -> in_poly (pc_A c) (pc_b c) x ->
+  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
+Proof.
+  exact ({proof}).
+Qed.
+
+(** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
+    allows only the two Reals axioms and Coq's primitive integers and arrays) *)
+
+Print Assumptions net_property.
+"""
+
+
 def export_coq_property(net, prop, trees, hashes: dict, module: str = "NetProperty") -> str:
     """The text of a Coq file proving the property's cases for the network from their trees
     (``kernel.property.check_property``'s arguments)."""
     t = _Tables(KINDS)
     roots = [_ptree(t, tree, len(case.inputs.b)) for case, tree in zip(prop.cases, trees)]
-    d = net.input_dim
-    cases = "".join(
-        f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n" for i, c in enumerate(prop.cases)
-    )
-    names = "; ".join(f"case{i}" for i in range(len(prop.cases)))
     sha = sha256_module(hashes, HASHES)
+    proof = "maxout_property_sound net cases certificate shapes_ok certificate_checks"
     return f"""(* {module}.v -- written by exactmax export-coq from a property certificate.
    Check it with
      coqc -Q <exactmax>/proofs ExactMax -no-glob {module}.v
@@ -196,14 +238,7 @@ Open Scope Q_scope.
 Section Data.
 Import ListNotations.     (* for the data; the array below is written [| .. |] *)
 
-(** The network, as a user wrote it *)
-
-Definition net : maxout :=
-{_maxout_term(net)}.
-
-(** The property: its cases, each an input polyhedron and forbidden output conjunctions *)
-
-{cases}Definition cases : list pcase := [{names}].
+{_net_and_cases(net, prop)}
 
 End Data.
 
@@ -218,26 +253,7 @@ Definition certificate : list ptree := unpack_ptrees packed.
 Lemma certificate_checks : property_ok net cases certificate = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
-(** The network and the property are well-shaped (every length is the one the dimensions
-    say) *)
-
-Lemma shapes_ok : property_shaped net cases = true.
-Proof. vm_compute. reflexivity. Qed.
-
-(** The theorem *)
-
-Theorem net_property : forall c, In c cases ->
-  forall x : list R, length x = {d}%nat -> in_poly (pc_A c) (pc_b c) x ->
-  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
-Proof.
-  exact (maxout_property_sound net cases certificate shapes_ok certificate_checks).
-Qed.
-
-(** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
-    allows only the two Reals axioms and Coq's primitive integers and arrays) *)
-
-Print Assumptions net_property.
-"""
+{_theorem(net.input_dim, proof)}"""
 
 
 def _weights(trees) -> dict[int, int]:
@@ -333,10 +349,6 @@ def export_coq_property_parts(
     roots = [
         _ptree(t, tree, len(case.inputs.b), (), cut_ids) for case, tree in zip(prop.cases, trees)
     ]
-    cases = "".join(
-        f"Definition case{i} : pcase :=\n  {_case_term(c)}.\n\n" for i, c in enumerate(prop.cases)
-    )
-    names = "; ".join(f"case{i}" for i in range(len(prop.cases)))
     data = f"""(* {module}_data.v -- written by exactmax export-coq from a property certificate, the
    first of the files of {module}.v (which states the theorem): the network, the property,
    and the top of each case's split tree, with PCut where a subtree is checked in a part
@@ -348,14 +360,7 @@ Open Scope Q_scope.
 Section Data.
 Import ListNotations.
 
-(** The network, as a user wrote it *)
-
-Definition net : maxout :=
-{_maxout_term(net)}.
-
-(** The property: its cases, each an input polyhedron and forbidden output conjunctions *)
-
-{cases}Definition cases : list pcase := [{names}].
+{_net_and_cases(net, prop)}
 
 End Data.
 
@@ -393,6 +398,10 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
     gs = "; ".join(f"({m}%nat, {module}_part{g}.group)" for g, (_, m) in enumerate(groups, 1))
     proofs = "".join(f"(conj {module}_part{g}.group_checks " for g in range(1, len(groups) + 1))
     proofs += "eq_refl" + ")" * len(groups)
+    proof = (
+        f"maxout_property_parts_sound net cases top {len(cuts)} [{gs}]\n"
+        f"           shapes_ok top_checks {proofs}"
+    )
     sha = sha256_module(hashes, HASHES)
     main = f"""(* {module}.v -- written by exactmax export-coq from a property certificate, in
    parts.  Compile {module}_data.v, then {module}_part1.v .. {module}_part{len(groups)}.v (side by
@@ -419,27 +428,7 @@ Import ListNotations.
 Lemma top_checks : parts_top_ok net cases top {len(cuts)} = true.
 Proof. vm_cast_no_check (eq_refl true). Qed.
 
-(** The network and the property are well-shaped (every length is the one the dimensions
-    say) *)
-
-Lemma shapes_ok : property_shaped net cases = true.
-Proof. vm_compute. reflexivity. Qed.
-
-(** The theorem *)
-
-Theorem net_property : forall c, In c cases ->
-  forall x : list R, length x = {net.input_dim}%nat -> in_poly (pc_A c) (pc_b c) x ->
-  forall O, In O (pc_outs c) -> ~ satR O (x ++ maxoutR net x).
-Proof.
-  exact (maxout_property_parts_sound net cases top {len(cuts)} [{gs}]
-           shapes_ok top_checks {proofs}).
-Qed.
-
-(** What the theorem rests on: coqc prints the axioms it uses (exactmax export-coq --check
-    allows only the two Reals axioms and Coq's primitive integers and arrays) *)
-
-Print Assumptions net_property.
-"""
+{_theorem(net.input_dim, proof)}"""
     files.append((module, main))
     return files
 

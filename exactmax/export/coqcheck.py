@@ -393,6 +393,18 @@ class CoqResult:
     axioms: tuple = ()
 
 
+def _coqc_argv(library: str, path: str) -> list[str]:
+    """coqc on ``path`` (run in its folder) against the library as ``ExactMax``."""
+    return [
+        shutil.which("coqc") or "coqc",
+        "-Q",
+        library,
+        "ExactMax",
+        "-no-glob",
+        os.path.basename(path),
+    ]
+
+
 def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
     """coqc on ``path`` against the library: ok iff coqc accepts the file and the output of
     its last command, ``Print Assumptions net_equiv`` (coqc's only output on stdout for an
@@ -401,14 +413,7 @@ def run_coqc(path: str, library: str, timeout_s: float = 600.0) -> CoqResult:
     folder = os.path.dirname(os.path.abspath(path))
     try:
         r = subprocess.run(
-            [
-                shutil.which("coqc") or "coqc",
-                "-Q",
-                library,
-                "ExactMax",
-                "-no-glob",
-                os.path.basename(path),
-            ],
+            _coqc_argv(library, path),
             cwd=folder,
             capture_output=True,
             text=True,
@@ -445,14 +450,7 @@ def run_coqc_stages(stages: list[list[str]], library: str, timeout_s: float = 60
             (
                 path,
                 subprocess.Popen(
-                    [
-                        shutil.which("coqc") or "coqc",
-                        "-Q",
-                        library,
-                        "ExactMax",
-                        "-no-glob",
-                        os.path.basename(path),
-                    ],
+                    _coqc_argv(library, path),
                     cwd=os.path.dirname(os.path.abspath(path)),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
