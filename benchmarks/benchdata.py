@@ -8,7 +8,9 @@ commit 324ce34; docs/benchmarks.md, "Benchmark data", says how to fetch them):
   test_small, test_sat = ACAS Xu 1-7, test_unsat = ACAS Xu 1-6, test_prop.vnnlib,
   instances.csv);
 - ``acasxu/``: ``benchmarks/acasxu`` with its ``onnx/*.onnx.gz`` and ``vnnlib/*.vnnlib.gz``
-  unzipped (45 networks, 10 properties, instances.csv).
+  unzipped (45 networks, 10 properties, instances.csv);
+- ``mnist_fc/`` (only for the benchmarks that say so): ``benchmarks/mnist_fc``, unzipped likewise
+  (3 networks, 30 properties, instances.csv).
 
 A script that needs a folder that is not there stops with one line saying where to get it.
 """
@@ -24,6 +26,7 @@ REPO = "https://github.com/ChristopherBrix/vnncomp2022_benchmarks"
 SOURCES = {
     "vnncomp2022-test": f"{REPO} (folder benchmarks/test)",
     "acasxu": f"{REPO} (folder benchmarks/acasxu, gunzip its onnx/ and vnnlib/ files)",
+    "mnist_fc": f"{REPO} (folder benchmarks/mnist_fc, gunzip its onnx/ and vnnlib/ files)",
 }
 
 

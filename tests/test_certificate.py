@@ -69,6 +69,75 @@ def test_the_farkas_rule_in_integers_is_the_rule_in_rationals():
 
 
 
+def test_dense_and_sparse_rows_sum_to_the_rule_in_rationals():
+    """Rows with ``DENSE`` non-zero entries or more are summed as FLINT vectors, the others entry
+    by entry, and the two sums merged: on 40-dimensional rows of both kinds the rule accepts e =
+    sum y_i row_i + r (r >= 0) and rejects e moved by the smallest amount in a coordinate only
+    dense rows touch, one only sparse rows touch, one both touch, or its constant."""
+    import random
+
+    from exactmax.kernel.certificate import DENSE
+
+    rng, d, kinds = random.Random(32), 40, set()
+    for _ in range(30):
+        rows = []
+        for _ in range(rng.randint(2, 7)):
+            size = rng.choice((1, 3, DENSE - 1, DENSE, 30))
+            support = rng.sample(range(20) if size < DENSE else range(10, d), size)
+            a = [Q(0)] * d
+            for t in support:
+                a[t] = Q(rng.randint(-9, 9) or 1, rng.choice((1, 3, 2**35, 77)))
+            rows.append(Row(tuple(a), Q(rng.randint(-5, 5), rng.choice((1, 9)))))
+        proof = tuple((i, Q(rng.randint(1, 9), rng.choice((1, 5, 2**40))))
+                      for i in rng.sample(range(len(rows)), rng.randint(1, len(rows))))
+        kinds.update(len(rows[i].nz) >= DENSE for i, _ in proof)
+        a = tuple(sum((y * rows[i].a[t] for i, y in proof), Q(0)) for t in range(d))
+        c0 = sum((y * rows[i].c for i, y in proof), Q(0))
+        c = c0 + Q(rng.randint(0, 3), 11)
+        check_entails(rows, (a, c), False, proof, "exact")
+        with pytest.raises(CheckFailed, match="combination gives"):
+            check_entails(rows, (a, c0 - Q(1, 2**80)), False, proof, "constant below")
+        with pytest.raises(CheckFailed, match="combination gives"):
+            check_entails(rows, (a, c0), True, proof, "strict from non-strict rows")
+        for t in (0, 15, 30, rng.randrange(d)):  # sparse rows only, both kinds, dense rows only
+            moved = a[:t] + (a[t] + Q(1, 2**90 * 7),) + a[t + 1:]
+            with pytest.raises(CheckFailed, match="linear part"):
+                check_entails(rows, (moved, c), False, proof, f"coordinate {t}")
+    assert kinds == {True, False}  # both kinds of row were summed
+    assert Row(tuple(Q(t + 1) for t in range(d)), Q(0)).scaled()[3] is not None
+    assert Row(q(1, 0), Q(0)).scaled()[3] is None
+
+
+def test_lin_maps_is_the_sum_of_the_maps_it_reads():
+    """``lin_maps`` (one FLINT product for several Lin nodes) gives each node x . a + c + sum_j c_j
+    M_j, as summed one term at a time in rationals: nodes with and without terms, inputs, a read
+    listed twice, maps of unlike denominators."""
+    import random
+
+    from exactmax.kernel.certificate import lin_map, lin_maps
+    from exactmax.kernel.program import Lin
+
+    rng = random.Random(7)
+    for d in (1, 3, 12):
+        vals = [(tuple(Q(rng.randint(-9, 9), rng.choice((1, 2**30, 7))) for _ in range(d)),
+                 Q(rng.randint(-9, 9), 3)) for _ in range(6)]
+        nodes = []
+        for _ in range(5):
+            terms = tuple((rng.randrange(6), Q(rng.randint(-5, 5), rng.choice((1, 11))))
+                          for _ in range(rng.randint(0, 4)))
+            x = tuple((i, Q(rng.randint(1, 4), 5)) for i in sorted(rng.sample(range(d), 1)))
+            nodes.append(Lin(x, Q(rng.randint(-3, 3), 2), terms))
+        for n, got in zip(nodes, lin_maps(nodes, vals, d)):
+            want = [Q(0)] * d
+            for i, v in n.x:
+                want[i] += v
+            const = n.c
+            for j, c in n.terms:
+                want = [w + c * m for w, m in zip(want, vals[j][0])]
+                const += c * vals[j][1]
+            assert got == (tuple(want), const) == lin_map(n, vals, d)
+
+
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
     path = tmp_path_factory.mktemp("cert") / "tent.cert.json"

@@ -10,17 +10,20 @@ on the cell plus s_j - s_k >= 0 (tie set); so all maximal keys, and their mean, 
 
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import sub
 
 from .affine import SparseVector, nonzero, row_of
 from .errors import CheckFailed
 from .polyhedron import Polyhedron
 from .program import Hardmax, Lin, Max, Program
-from .rational import ZERO, Q, Z, rational
+from .rational import ZERO, IntMatrix, Q, RatMatrix, Z, rational
+
+DENSE = 16  # a row with this many non-zero entries or more is summed as a FLINT integer vector
 
 Farkas = tuple[tuple[int, Q], ...]  # (row index, multiplier > 0)
 Affine = tuple[tuple[Q, ...], Q]
 Choices = tuple[tuple[int, int, "Choice"], ...]  # (program 0 or 1, node index, choice)
-_sub = lambda u, v: (tuple(p - q for p, q in zip(u[0], v[0])), u[1] - v[1])  # u - v, maps
+_sub = lambda u, v: (tuple(map(sub, u[0], v[0])), u[1] - v[1])  # u - v, maps
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +37,16 @@ class Row:
     def __post_init__(self):
         object.__setattr__(self, "nz", tuple(nonzero(self.a)))
 
-    def scaled(self) -> tuple:  # (L, ((t, L a_t) for a_t != 0), L c), L = lcm(denominators); cached
-        if (s := self._scaled) is None:
+    def scaled(self) -> tuple:  # (L, ((t, L a_t) for a_t != 0), L c, L (a, c) as a FLINT vector
+        if (s := self._scaled) is None:  # if DENSE a_t != 0, else None), L = lcm(denominators); cached
             nz, c, L = [(t, rational(v)) for t, v in self.nz], rational(self.c), Z(1)
             for v in (*(v for _, v in nz), c):
                 L = L.lcm(v.q)
-            s = (L, tuple((t, v.p * (L // v.q)) for t, v in nz), c.p * (L // c.q))
+            ints, Lc = tuple((t, v.p * (L // v.q)) for t, v in nz), c.p * (L // c.q)
+            vec = [Z(0)] * len(self.a) + [Lc] if len(ints) >= DENSE else None
+            for t, v in ints if vec else ():
+                vec[t] = v
+            s = (L, ints, Lc, vec and IntMatrix(1, len(vec), vec))
             object.__setattr__(self, "_scaled", s)
         return s
 
@@ -88,7 +95,8 @@ def domain_rows(P: Polyhedron) -> list[Row]:  # b_i - A_i x >= 0 per row of P, i
 
 def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where: str) -> None:
     """Accept iff ``proof`` shows e >= 0 (> 0 if strict) on the rows.  In integers: row_i = N_i/L_i,
-    y_i = p_i/q_i, sum y_i row_i = sum s_i N_i/D, D = lcm(q_i L_i), s_i = p_i D/(q_i L_i)."""
+    y_i = p_i/q_i, sum y_i row_i = sum s_i N_i/D, D = lcm(q_i L_i), s_i = p_i D/(q_i L_i); the
+    rows with many non-zero entries summed as FLINT vectors, the others entry by entry."""
     terms, D, used_strict = [], Z(1), False
     if not isinstance(proof, tuple | list):
         raise CheckFailed(f"{where}: the Farkas proof is not a list of pairs (row, multiplier)")
@@ -102,15 +110,23 @@ def check_entails(rows: list[Row], e: Affine, strict: bool, proof: Farkas, where
             raise CheckFailed(f"{where}: row {i!r:.20} does not exist ({len(rows)} rows here)")
         if not y > 0:
             raise CheckFailed(f"{where}: multiplier {y} of row {i} is not positive")
-        L, ints, c = rows[i].scaled()
-        terms.append((y, L, ints, c))
+        L, ints, c, vec = rows[i].scaled()
+        terms.append((y, L, ints, c, vec))
         D, used_strict = D.lcm(y.q * L), used_strict or rows[i].strict
-    a, r = dict[int, Z](), Z(0)  # D sum y_i row_i: the coefficients rows touch, constant
-    for y, L, ints, c in terms:
+    a, r, dense = dict[int, Z](), Z(0), None  # D sum y_i row_i: coefficients, constant, FLINT part
+    for y, L, ints, c, vec in terms:
         s = y.p * (D // (y.q * L))
+        if vec is not None:
+            dense = vec * s if dense is None else dense + vec * s
+            continue
         for t, v in ints:
             a[t] = a.get(t, 0) + s * v
         r += s * c
+    if dense is not None:  # added to a at its non-zero entries (found in C)
+        *lin, k = dense.entries()
+        r += k
+        for t in compress(range(len(lin)), lin):
+            a[t] = a.get(t, 0) + lin[t]
     if any(v * D != a.pop(t, 0) for t, v in nonzero(e[0])) or any(a.values()):
         raise CheckFailed(f"{where}: the combination leaves a linear part")
     k = e[1] - Q(r, D)
@@ -138,10 +154,10 @@ def walk(tree: Tree, P: Polyhedron, programs, needs, zero_split=True, where="roo
             if 0 <= index < len(vals[side]) and vals[side][index] is not None:
                 vals[side][index:] = [None] * (len(vals[side]) - index)
         for p, need, chosen, v in zip(programs, needs, choices, vals):
-            for i in need:
+            for n, i in enumerate(need):
                 if v[i] is None and None not in [v[j] for j in _reads(p.nodes[i])]:
                     if isinstance(p.nodes[i], Lin):
-                        v[i] = lin_map(p.nodes[i], v, p.dim)
+                        fill_lin_maps(p, need, n, v, p.dim)
                     elif i in chosen:
                         v[i] = _chosen(p.nodes[i], chosen[i], v, rows, f"{where}, node {i}")
         if not isinstance(node, Split):
@@ -166,16 +182,37 @@ def _reads(node) -> list[int]:
     return list(node.args) if isinstance(node, Max) else [j for pr in node.pairs for j in pr]
 
 
-def lin_map(n: Lin, vals: list, d: int) -> Affine:  # a Lin node's map: its x, c plus sum_j c_j M_j
-    a = [ZERO] * d + [n.c]
-    for i, v in n.x:
-        a[i] += v
-    for j, c in n.terms:
-        m, e = vals[j]
-        for t in compress(range(d), m):  # the non-zero entries, found in C
-            a[t] += c * m[t]
-        a[d] += c * e
-    return tuple(a[:d]), a[d]
+def lin_maps(nodes: list[Lin], vals: list, d: int) -> list[Affine]:
+    """The maps x . a + c + sum_j c_j M_j of Lin nodes (every M_j = (m_j, e_j) known), at once: the
+    matrix of their c_j times that of the (m_j, e_j) they read, in FLINT; then a and c added."""
+    reads = sorted({j for n in nodes for j, _ in n.terms})
+    col, w, C = {j: k for k, j in enumerate(reads)}, len(reads), [ZERO] * (len(nodes) * len(reads))
+    for r, n in enumerate(nodes):
+        for j, c in n.terms:
+            C[r * w + col[j]] += c
+    M = RatMatrix(w, d + 1, [v for j in reads for v in (*vals[j][0], vals[j][1])])
+    out = (RatMatrix(len(nodes), w, C) * M).tolist()
+    for a, n in zip(out, nodes):
+        for i, v in n.x:
+            a[i] += v
+        a[d] += n.c
+    return [(tuple(a[:d]), a[d]) for a in out]
+
+
+lin_map = lambda n, vals, d: lin_maps([n], vals, d)[0]  # one Lin node's map
+
+
+def fill_lin_maps(p: Program, need: list[int], at: int, vals: list, d: int) -> None:
+    """The maps of the Lin nodes need[at:] without one, in one product, in order up to one that
+    reads a node without a map (the walks meet layer after layer of Lin nodes that can be mapped)."""
+    ready = []
+    for i in (need[k] for k in range(at, len(need))):
+        if isinstance(node := p.nodes[i], Lin) and vals[i] is None:
+            if None in [vals[j] for j, _ in node.terms]:
+                break
+            ready.append(i)
+    for i, m in zip(ready, lin_maps([p.nodes[i] for i in ready], vals, d)):
+        vals[i] = m
 
 
 def cone(p: Program, roots) -> set[int]:  # the nodes ``roots`` depend on, themselves included

@@ -75,10 +75,10 @@ def relax(p: Program, need, vals: list, rows: list[Row], uppers, at: str, extra=
     pad, D = (ZERO,) * len(var), p.dim + len(var)
     vals = [v and (v[0] + pad, v[1]) for v in vals]
     rows = [Row(tuple(r.a) + pad, r.c, r.strict) for r in rows]
-    for i in need:  # in node order: a node reads only earlier ones
+    for n, i in enumerate(need):  # in node order: a node reads only earlier ones
         node = p.nodes[i]
         if vals[i] is None and isinstance(node, Lin) and all(vals[j] for j, _ in node.terms):
-            vals[i] = cert.lin_map(node, vals, D)
+            cert.fill_lin_maps(p, need, n, vals, D)
         if i not in up:
             continue
         u, args = up[i], [vals[j] for j in node.args]
