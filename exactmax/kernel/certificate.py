@@ -38,15 +38,15 @@ class Row:
         object.__setattr__(self, "nz", tuple(nonzero(self.a)))
 
     def scaled(self) -> tuple:  # (L, ((t, L a_t) for a_t != 0), L c, L (a, c) as a FLINT vector
-        if (s := self._scaled) is None:  # if DENSE a_t != 0, else None), L = lcm(denominators); cached
+        if (s := self._scaled) is None:  # if DENSE a_t != 0 else None), L = lcm(denominators)
             nz, c, L = [(t, rational(v)) for t, v in self.nz], rational(self.c), Z(1)
             for v in (*(v for _, v in nz), c):
                 L = L.lcm(v.q)
             ints, Lc = tuple((t, v.p * (L // v.q)) for t, v in nz), c.p * (L // c.q)
-            vec = [Z(0)] * len(self.a) + [Lc] if len(ints) >= DENSE else None
-            for t, v in ints if vec else ():
-                vec[t] = v
-            s = (L, ints, Lc, vec and IntMatrix(1, len(vec), vec))
+            vec = [Z(0)] * len(self.a) + [Lc] if len(ints) >= DENSE else []
+            for t, n in ints if vec else ():
+                vec[t] = n
+            s = (L, ints, Lc, IntMatrix(1, len(vec), vec) if vec else None)
             object.__setattr__(self, "_scaled", s)
         return s
 
@@ -204,14 +204,14 @@ lin_map = lambda n, vals, d: lin_maps([n], vals, d)[0]  # one Lin node's map
 
 def fill_lin_maps(p: Program, need: list[int], at: int, vals: list, d: int) -> None:
     """The maps of the Lin nodes need[at:] without one, in one product, in order up to one that
-    reads a node without a map (the walks meet layer after layer of Lin nodes that can be mapped)."""
-    ready = []
+    reads a node without a map (the walks meet layer after layer of Lin nodes all mappable)."""
+    ready: list[tuple[int, Lin]] = []
     for i in (need[k] for k in range(at, len(need))):
         if isinstance(node := p.nodes[i], Lin) and vals[i] is None:
             if None in [vals[j] for j, _ in node.terms]:
                 break
-            ready.append(i)
-    for i, m in zip(ready, lin_maps([p.nodes[i] for i in ready], vals, d)):
+            ready.append((i, node))
+    for (i, _), m in zip(ready, lin_maps([n for _, n in ready], vals, d)):
         vals[i] = m
 
 
