@@ -45,8 +45,11 @@ def instances(acas: str, mnist: str) -> list[tuple[str, str, str, int]]:
 
 
 def run(tree: str, net: str, prop: str, limit: int) -> dict:
-    r = subprocess.run([sys.executable, "-m", "exactmax", "check", net, prop, "--json",
-                        "--timeout", str(limit)], capture_output=True, text=True,
+    """One ``exactmax check`` of ``tree``'s package (run from elsewhere: ``python -m`` puts the
+    working directory first on the path)."""
+    r = subprocess.run([sys.executable, "-m", "exactmax", "check", os.path.abspath(net),
+                        os.path.abspath(prop), "--json", "--timeout", str(limit)],
+                       capture_output=True, text=True, cwd=tempfile.gettempdir(),
                        env=dict(os.environ, PYTHONPATH=tree), timeout=limit + 120)
     try:
         out = json.loads(r.stdout)

@@ -57,7 +57,12 @@ that ``ruff format`` spread over several lines rewritten to fit one, ``_grid`` a
 lambdas, a few assignments joined; compared with the previous kernel on generated inputs) took back
 30: 1,991 in all, 962 the core, 1,454 code lines; two public signatures given back their
 annotations (``same_feedforward``, ``check_equal_on_domain``): 1,995 and 966; ``compose`` as a
-``lin_map`` (twice as fast on an MNIST pair leaf's 1,800 rows): 1,994.
+``lin_map`` (twice as fast on an MNIST pair leaf's 1,800 rows): 1,994.  #32 then added 37 lines
+to the core (``certificate.py``; 1,003 the core, 2,031 in all): the Farkas sum of rows with 16
+non-zero entries or more as FLINT integer vectors (``Row.scaled``, ``DENSE``) and the maps of a
+layer's Lin nodes as one FLINT product (``lin_maps``, ``fill_lin_maps``), which check MNIST
+256x6's relaxed leaf (784 inputs, 1,536 ReLUs) in 17 s instead of 50 (exact work at scale in
+FLINT matrices, as the guide asks); a debt of 31 and 3 lines over the 2,000 and 1,000 marks.
 The physical caps below are those counts, so the kernel cannot grow unnoticed (lower them as it
 shrinks); the code lines are capped at 1,500 and 1,000.
 """
@@ -100,7 +105,7 @@ def test_code_lines_skip_blank_lines_comments_and_docstrings_only():
     assert code_lines("x = 1\n\n\ny = 2\n") == 2
 
 
-PHYSICAL_CAP = (1994, 966)  # the whole kernel, its core
+PHYSICAL_CAP = (2031, 1003)  # the whole kernel, its core
 
 
 def test_the_kernel_does_not_grow_past_its_physical_line_counts():
