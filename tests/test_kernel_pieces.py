@@ -1,6 +1,7 @@
 """The kernel's property check in pieces (#32): ``cert.cut`` opens the splits that state no
 choices, and checking every piece from its cell's rows is checking the tree: the same leaves,
-accepted or rejected alike, in this process or on a process pool."""
+accepted or rejected alike, in this process, on a process pool or in processes forked from this
+one (``check_map``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from exactmax.kernel.certificate import Split
 from exactmax.kernel.errors import CheckFailed
 from exactmax.kernel.program import program_of_maxout
 from exactmax.kernel.property import PIECES, Relaxed, check_case, check_property, cut
+from exactmax.engine.parallel import check_map, fork_map
 from exactmax.kernel.rational import Q
 from exactmax.prove.property import decide_property
 
@@ -72,6 +74,38 @@ def test_in_pieces_the_kernel_accepts_what_it_accepts_whole(relaxed, chosen):
         assert check_property(net, prop.cases, (tree,), map) == whole
         with cf.ProcessPoolExecutor(2) as pool:
             assert check_property(net, prop.cases, (tree,), pool.map) == whole
+            run = check_map(pool)  # on Linux: processes forked from this one
+            assert check_property(net, prop.cases, (tree,), run) == whole
+
+
+def test_the_forked_map_is_map_in_order_and_raises_what_fn_raises():
+    assert fork_map(2, pow, range(7), [2] * 7) == [k * k for k in range(7)]
+    assert fork_map(3, abs, []) == []
+    with pytest.raises(CheckFailed, match="piece 3"):
+        fork_map(2, _fails_at_3, range(6))
+
+
+def _fails_at_3(k):
+    if k == 3:
+        raise CheckFailed(f"piece {k}")
+    return k
+
+
+def test_a_time_limit_ends_the_forked_map_and_its_processes():
+    """A check in forked processes that would take a minute ends at the time limit, within a
+    second, and leaves no process behind."""
+    import multiprocessing as mp
+    import time
+
+    from exactmax import interruption
+
+    t0 = time.monotonic()
+    with pytest.raises(interruption.TimeLimit):
+        with interruption.time_limit(time.monotonic() + 0.5, grace=0.1):
+            fork_map(2, time.sleep, [60] * 4)
+    assert time.monotonic() - t0 < 2.0
+    time.sleep(0.2)
+    assert mp.active_children() == []
 
 
 def test_a_split_with_choices_is_not_opened(chosen):
@@ -120,6 +154,7 @@ def test_in_pieces_the_kernel_rejects_what_it_rejects_whole(relaxed, chosen):
         for (net, prop, _), t in wrong:
             whole = _verdict(net, prop, t, None)
             assert _verdict(net, prop, t, map) == whole == _verdict(net, prop, t, pool.map)
+            assert _verdict(net, prop, t, check_map(pool)) == whole  # forked processes
             verdicts.append(whole)
     assert verdicts.count("rejected") >= len(wrong) - 1 and verdicts[:3] == ["rejected"] * 3
 
